@@ -1,0 +1,60 @@
+//! What a key means, independent of which key it was, and what the loop must do outside the
+//! state after an update.
+
+use crate::phases::PhaseCommand;
+
+/// A user intent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Toggle the help overlay.
+    Help,
+    /// Leave (asks first while a phase runs).
+    Quit,
+    /// Focus the next pane.
+    FocusNext,
+    /// Focus the previous pane.
+    FocusPrev,
+    /// Move the selection up.
+    Up,
+    /// Move the selection down.
+    Down,
+    /// Move the selection left.
+    Left,
+    /// Move the selection right.
+    Right,
+    /// Scroll a page up.
+    PageUp,
+    /// Scroll a page down.
+    PageDown,
+    /// Open details of the selection.
+    Details,
+    /// Start the selected phase.
+    StartPhase,
+    /// Abort the running phase (after a confirm).
+    AbortPhase,
+    /// Run a finished phase again.
+    RetryPhase,
+    /// Full-screen log.
+    Logs,
+    /// Edit the node filter.
+    Filter,
+    /// Switch to layout N (1-based).
+    Layout(u8),
+    /// Next theme.
+    NextTheme,
+    /// Freeze or unfreeze the display.
+    PauseDisplay,
+    /// Close the overlay or clear the filter.
+    Back,
+}
+
+/// Work the loop does after an update; state itself never performs I/O.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Send a command to the phase runner.
+    Command(PhaseCommand),
+    /// Leave the console; phases keep running on the nodes (detach).
+    Quit,
+    /// Abort this phase, then leave.
+    AbortAndQuit(PhaseCommand),
+}

@@ -1,0 +1,6 @@
+//! The console: events in, pure state update, effects out, and the terminal loop that drives it.
+
+pub mod action;
+pub mod keymap;
+pub mod run;
+pub mod state;

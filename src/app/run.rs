@@ -1,0 +1,179 @@
+//! The terminal loop: one select over source events, keys, signals and the redraw tick. It owns
+//! the terminal and restores it on every way out (return, error, panic via ratatui's hook,
+//! SIGTERM/SIGHUP/SIGINT). Redraws happen only when something changed, at most `fps` a second.
+
+use std::time::Duration;
+
+use color_eyre::eyre::Result;
+use crossterm::event::{Event as TermEvent, EventStream};
+use futures::StreamExt;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc;
+
+use super::action::Effect;
+use super::state::{Event, State};
+use crate::phases::{PhaseCommand, PhaseEvent};
+use crate::telemetry::{Source, SourceEvent};
+
+/// How the loop runs.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Redraw cap.
+    pub fps: u32,
+    /// Leave after this long.
+    pub duration: Option<Duration>,
+    /// Draw off-screen at this size instead of the terminal (measurements, soak runs).
+    pub headless: Option<(u16, u16)>,
+}
+
+/// Where frames go.
+enum Screen {
+    Terminal(ratatui::DefaultTerminal),
+    Offscreen(Buffer),
+}
+
+impl Screen {
+    fn draw(&mut self, state: &State) -> Result<()> {
+        match self {
+            Screen::Terminal(t) => {
+                t.draw(|f| crate::ui::render(state, f))?;
+            }
+            Screen::Offscreen(buf) => {
+                buf.reset();
+                let area = buf.area;
+                crate::ui::draw(state, area, buf);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Run the console over `source` until the user (or a signal, or `duration`) ends it.
+pub async fn run_console(source: Box<dyn Source>, mut state: State, opts: RunOptions) -> Result<()> {
+    let (event_tx, mut events) = mpsc::channel::<SourceEvent>(8192);
+    let (command_tx, command_rx) = mpsc::unbounded_channel::<PhaseCommand>();
+    let source_task = tokio::spawn(source.run(event_tx, command_rx));
+
+    let mut screen = match opts.headless {
+        Some((w, h)) => {
+            state.update(Event::Resize(w, h));
+            Screen::Offscreen(Buffer::empty(Rect::new(0, 0, w, h)))
+        }
+        None => {
+            let terminal = ratatui::init();
+            let size = terminal.size().unwrap_or_default();
+            state.update(Event::Resize(size.width, size.height));
+            Screen::Terminal(terminal)
+        }
+    };
+    let result = event_loop(&mut state, &mut screen, &mut events, &command_tx, &opts).await;
+    if matches!(screen, Screen::Terminal(_)) {
+        ratatui::restore();
+    }
+    drop(events);
+    source_task.abort();
+    result
+}
+
+async fn event_loop(
+    state: &mut State,
+    screen: &mut Screen,
+    events: &mut mpsc::Receiver<SourceEvent>,
+    commands: &mpsc::UnboundedSender<PhaseCommand>,
+    opts: &RunOptions,
+) -> Result<()> {
+    let headless = matches!(screen, Screen::Offscreen(_));
+    let mut keys = (!headless).then(EventStream::new);
+    let mut sigterm = signal(SignalKind::terminate())?;
+    let mut sighup = signal(SignalKind::hangup())?;
+    let mut sigint = signal(SignalKind::interrupt())?;
+    let frame_period = Duration::from_millis(1000 / u64::from(opts.fps.clamp(1, 60)));
+    let mut redraw = tokio::time::interval(frame_period);
+    redraw.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let deadline = opts
+        .duration
+        .map(|d| tokio::time::Instant::now() + d);
+    let mut dirty = true;
+    // After "abort and quit": leave once the phase reports its end, or after a grace period.
+    let mut leaving: Option<(String, tokio::time::Instant)> = None;
+
+    loop {
+        let effect = tokio::select! {
+            Some(ev) = events.recv() => {
+                if let Some((phase, _)) = &leaving
+                    && let SourceEvent::Phase(PhaseEvent::Finished { phase: p, .. }) = &ev
+                    && p == phase
+                {
+                    state.update(Event::Source(ev));
+                    return Ok(());
+                }
+                state.update(Event::Source(ev));
+                // Take whatever else is queued before drawing: one frame per batch.
+                let mut taken = 0;
+                while taken < 4096 {
+                    match events.try_recv() {
+                        Ok(ev) => { state.update(Event::Source(ev)); taken += 1; }
+                        Err(_) => break,
+                    }
+                }
+                dirty = true;
+                None
+            }
+            Some(term) = async {
+                match keys.as_mut() {
+                    Some(k) => k.next().await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                dirty = true;
+                match term {
+                    Ok(TermEvent::Key(key)) => state.update(Event::Key(key)),
+                    Ok(TermEvent::Resize(w, h)) => state.update(Event::Resize(w, h)),
+                    Ok(_) => None,
+                    Err(e) => {
+                        tracing::warn!("terminal input: {e}");
+                        None
+                    }
+                }
+            }
+            _ = sigterm.recv() => state.update(Event::Signal("SIGTERM".into())),
+            _ = sighup.recv() => state.update(Event::Signal("SIGHUP".into())),
+            _ = sigint.recv() => state.update(Event::Signal("SIGINT".into())),
+            _ = redraw.tick() => {
+                if dirty {
+                    screen.draw(state)?;
+                    dirty = false;
+                }
+                if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
+                    return Ok(());
+                }
+                if leaving.as_ref().is_some_and(|(_, d)| tokio::time::Instant::now() >= *d) {
+                    return Ok(());
+                }
+                None
+            }
+        };
+        match effect {
+            None => {}
+            Some(Effect::Command(c)) => {
+                tracing::info!(?c, "phase command");
+                if commands.send(c).is_err() {
+                    state.say(super::state::Tone::Warn, "the phase runner has stopped");
+                }
+            }
+            Some(Effect::Quit) => return Ok(()),
+            Some(Effect::AbortAndQuit(c)) => {
+                let phase = match &c {
+                    PhaseCommand::Abort(p) | PhaseCommand::Start(p) => p.clone(),
+                };
+                tracing::info!(phase, "abort and quit");
+                if commands.send(c).is_err() {
+                    return Ok(());
+                }
+                leaving = Some((phase, tokio::time::Instant::now() + Duration::from_secs(5)));
+            }
+        }
+    }
+}

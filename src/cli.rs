@@ -1,0 +1,147 @@
+//! The command line (clap). Subcommands that later work fills in are listed with what they will
+//! do; running them says so plainly and exits non-zero.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// A terminal console for GPU-cluster burn-in and acceptance.
+#[derive(Debug, Parser)]
+#[command(name = "burnin", version, about, long_about = None)]
+pub struct Cli {
+    /// Inventory and plan file.
+    #[arg(short = 'c', long = "config", global = true, default_value = "burnin.toml")]
+    pub config: PathBuf,
+    /// OpenSSH client config passed to ssh as -F.
+    #[arg(long = "ssh-config", global = true)]
+    pub ssh_config: Option<PathBuf>,
+    /// Log file (the screen is the UI; diagnostics go here).
+    #[arg(long = "log-file", global = true, env = "BURNIN_LOG")]
+    pub log_file: Option<PathBuf>,
+    /// What to do (default: watch).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Look options shared by every console.
+#[derive(Debug, Clone, Args, Default)]
+pub struct LookArgs {
+    /// Theme: a shipped name (default, light, high-contrast, mono) or a TOML file.
+    #[arg(long)]
+    pub theme: Option<String>,
+    /// Layout: a shipped name (overview, gpus, nccl, storage, triage) or a TOML file.
+    #[arg(long)]
+    pub layout: Option<String>,
+    /// Redraw at most this many times a second.
+    #[arg(long, default_value_t = 20)]
+    pub fps: u32,
+}
+
+/// The simulated cluster's knobs.
+#[derive(Debug, Clone, Args)]
+pub struct SimArgs {
+    /// Seed: the same seed gives the same run.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Inject only these faults (repeatable): stall, thermal, xid79, nvlink-crc, aistor-p99,
+    /// loader-wait. Default: all of them on the demo timeline.
+    #[arg(long = "fault", value_name = "NAME")]
+    pub faults: Vec<String>,
+    /// Inject no faults: every phase should pass.
+    #[arg(long, conflicts_with = "faults")]
+    pub no_faults: bool,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Console over a built-in simulated cluster (12 nodes × 8 B300 + AIStor), faults injected.
+    Demo {
+        /// Simulation knobs.
+        #[command(flatten)]
+        sim: SimArgs,
+        /// Simulated seconds per wall second (the plan takes about 6 simulated minutes).
+        #[arg(long, default_value_t = 1.0)]
+        speed: f64,
+        /// Leave after this many wall seconds.
+        #[arg(long, value_name = "SECONDS")]
+        duration: Option<u64>,
+        /// Draw into an off-screen buffer of WxH instead of the terminal (for measurements).
+        #[arg(long, value_name = "WxH")]
+        headless: Option<String>,
+        /// Look.
+        #[command(flatten)]
+        look: LookArgs,
+    },
+    /// Console over the cluster in burnin.toml (nodes over SSH, or local).
+    Watch {
+        /// Look.
+        #[command(flatten)]
+        look: LookArgs,
+    },
+    /// One snapshot of every node and GPU (like nvidia-smi, for the cluster).
+    Status {
+        /// Print JSON with a schema version.
+        #[arg(long)]
+        json: bool,
+        /// Snapshot the built-in demo cluster instead of burnin.toml.
+        #[arg(long)]
+        demo: bool,
+        /// With --demo: the simulated second to snapshot.
+        #[arg(long, default_value_t = 130, value_name = "SECONDS")]
+        at: u64,
+        /// With --demo: simulation knobs.
+        #[command(flatten)]
+        sim: SimArgs,
+    },
+    /// One look for stalled, throttled or erroring GPUs and links; exit 0/1/2.
+    Triage {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// On a node: sample GPUs and NICs, write NDJSON frames to stdout.
+    Agent {
+        /// Everything after `agent` (interval, --sim, faults).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Copy this binary to the nodes over SSH (air-gapped: no downloads).
+    Deploy,
+    /// Headless: run the plan, print progress, write the run record; exit code = verdict.
+    Run {
+        /// Only these phases, e.g. T1,T4.
+        #[arg(long, value_delimiter = ',')]
+        only: Vec<String>,
+    },
+    /// Storage probes (AIStor/S3 GET latency, throughput, checkpoint, dataloader wait).
+    Probe {
+        /// Probe kind and its arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Markdown + self-contained HTML report from a run record.
+    Report {
+        /// Run directory.
+        run_dir: PathBuf,
+    },
+    /// Console over a recorded run.
+    Replay {
+        /// Run directory.
+        run_dir: PathBuf,
+    },
+    /// Keep a good run's figures as the gates' baseline.
+    Baseline {
+        /// Arguments (save RUN_DIR).
+        #[arg(trailing_var_arg = true)]
+        args: Vec<String>,
+    },
+    /// Export one of the shipped PyTorch workloads (gemm, allreduce, train_synthetic).
+    Workload {
+        /// Arguments (print NAME).
+        #[arg(trailing_var_arg = true)]
+        args: Vec<String>,
+    },
+    /// Write a commented starter burnin.toml.
+    Init,
+}

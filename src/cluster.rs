@@ -1,0 +1,591 @@
+//! What the console knows about the cluster: every node and GPU with bounded histories, the
+//! phases with their output and figures, the storage probe and the dataloader. It ingests
+//! [`SourceEvent`]s and nothing else, so a live run, a replay and a simulation build the same
+//! store. No UI types here: panes and triage read it.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use serde::Serialize;
+
+use crate::model::{GpuInfo, GpuSample, NodeFrame, NodeHello, NodeLink, UnixMillis, XidEvent};
+use crate::phases::plan::{DEFAULT_PLAN, PhaseSpec};
+use crate::phases::{PhaseEvent, PhaseMetric, Verdict};
+use crate::probes::ProbeWindow;
+use crate::telemetry::SourceEvent;
+use crate::telemetry::history::History;
+
+/// Sample period the histories are laid out in.
+pub const HISTORY_PERIOD_MS: u64 = 1000;
+/// Slots kept per metric: ten minutes at one sample per second.
+pub const HISTORY_SLOTS: usize = 600;
+/// A streaming node with no frame for this many periods is stale.
+pub const STALE_AFTER_PERIODS: u64 = 3;
+/// Output lines kept per phase on screen (the run record keeps all of them).
+pub const LOG_LINES_PER_PHASE: usize = 2000;
+/// Xid events kept per GPU on screen.
+const XIDS_KEPT: usize = 32;
+
+/// One GPU as the console sees it.
+#[derive(Debug, Clone)]
+pub struct GpuView {
+    /// NVML index on its node.
+    pub index: u32,
+    /// Facts from the hello, if one came.
+    pub info: Option<GpuInfo>,
+    /// The newest sample.
+    pub latest: Option<GpuSample>,
+    /// Power (1 s average), watts.
+    pub power_watts: History,
+    /// Utilization, percent.
+    pub util_pct: History,
+    /// Temperature, °C.
+    pub temperature_c: History,
+    /// SM clock, MHz.
+    pub sm_clock_mhz: History,
+    /// NVLink transmit, bytes/s.
+    pub nvlink_tx: History,
+    /// NVLink receive, bytes/s.
+    pub nvlink_rx: History,
+    /// NVLink CRC error counter (cumulative, as read).
+    pub nvlink_crc: History,
+    /// Xid events seen, newest last.
+    pub xids: VecDeque<XidEvent>,
+}
+
+impl GpuView {
+    fn new(index: u32) -> Self {
+        let h = || History::new(HISTORY_PERIOD_MS, HISTORY_SLOTS);
+        Self {
+            index,
+            info: None,
+            latest: None,
+            power_watts: h(),
+            util_pct: h(),
+            temperature_c: h(),
+            sm_clock_mhz: h(),
+            nvlink_tx: h(),
+            nvlink_rx: h(),
+            nvlink_crc: h(),
+            xids: VecDeque::new(),
+        }
+    }
+
+    /// True when the newest sample has no readings at all: NVML could not read the GPU.
+    pub fn is_lost(&self) -> bool {
+        self.latest.as_ref().is_some_and(|s| {
+            s.power_avg_watts.is_none() && s.utilization_pct.is_none() && s.temperature_c.is_none()
+        })
+    }
+
+    /// Power limit from the newest sample, else from the hello.
+    pub fn power_limit_watts(&self) -> Option<f32> {
+        self.latest
+            .as_ref()
+            .and_then(|s| s.power_limit_watts)
+            .or_else(|| self.info.as_ref().and_then(|i| i.power_limit_watts))
+    }
+
+    /// Highest SM clock from the newest sample, else from the hello.
+    pub fn sm_clock_max_mhz(&self) -> Option<u32> {
+        self.latest
+            .as_ref()
+            .and_then(|s| s.sm_clock_max_mhz)
+            .or_else(|| self.info.as_ref().and_then(|i| i.sm_clock_max_mhz))
+    }
+
+    fn ingest(&mut self, at_ms: UnixMillis, sample: GpuSample) {
+        let f = |v: Option<f32>| v.map(f64::from);
+        self.power_watts.push(at_ms, f(sample.power_avg_watts));
+        self.util_pct.push(at_ms, f(sample.utilization_pct));
+        self.temperature_c.push(at_ms, f(sample.temperature_c));
+        self.sm_clock_mhz
+            .push(at_ms, sample.sm_clock_mhz.map(f64::from));
+        self.nvlink_tx.push(at_ms, sample.nvlink_tx_bytes_per_sec);
+        self.nvlink_rx.push(at_ms, sample.nvlink_rx_bytes_per_sec);
+        self.nvlink_crc
+            .push(at_ms, sample.nvlink_crc_errors.map(|c| c as f64));
+        for x in &sample.xid_events {
+            if self.xids.len() == XIDS_KEPT {
+                self.xids.pop_front();
+            }
+            self.xids.push_back(x.clone());
+        }
+        self.latest = Some(sample);
+    }
+}
+
+/// One node as the console sees it.
+#[derive(Debug, Clone)]
+pub struct NodeView {
+    /// Name as the inventory spells it.
+    pub name: String,
+    /// Connection state.
+    pub link: NodeLink,
+    /// The agent's hello, once it came.
+    pub hello: Option<NodeHello>,
+    /// When the newest frame was taken.
+    pub last_frame_ms: Option<UnixMillis>,
+    /// GPUs in index order.
+    pub gpus: Vec<GpuView>,
+    /// Sum of the node's NVLink transmit, bytes/s.
+    pub nvlink_tx: History,
+    /// Sum of the node's NVLink receive, bytes/s.
+    pub nvlink_rx: History,
+}
+
+impl NodeView {
+    fn new(name: String) -> Self {
+        Self {
+            name,
+            link: NodeLink::Connecting,
+            hello: None,
+            last_frame_ms: None,
+            gpus: Vec::new(),
+            nvlink_tx: History::new(HISTORY_PERIOD_MS, HISTORY_SLOTS),
+            nvlink_rx: History::new(HISTORY_PERIOD_MS, HISTORY_SLOTS),
+        }
+    }
+
+    fn gpu_mut(&mut self, index: u32) -> &mut GpuView {
+        let pos = match self.gpus.binary_search_by_key(&index, |g| g.index) {
+            Ok(pos) => pos,
+            Err(pos) => {
+                self.gpus.insert(pos, GpuView::new(index));
+                pos
+            }
+        };
+        &mut self.gpus[pos]
+    }
+
+    fn ingest(&mut self, frame: NodeFrame) {
+        let at = frame.at_ms;
+        let sum = |f: fn(&GpuSample) -> Option<f64>| {
+            let vals: Vec<f64> = frame.gpus.iter().filter_map(f).collect();
+            (!vals.is_empty()).then(|| vals.iter().sum())
+        };
+        self.nvlink_tx.push(at, sum(|g| g.nvlink_tx_bytes_per_sec));
+        self.nvlink_rx.push(at, sum(|g| g.nvlink_rx_bytes_per_sec));
+        for sample in frame.gpus {
+            self.gpu_mut(sample.index).ingest(at, sample);
+        }
+        self.last_frame_ms = Some(self.last_frame_ms.map_or(at, |t| t.max(at)));
+        self.link = NodeLink::Streaming;
+    }
+}
+
+/// Where a phase stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PhaseState {
+    /// Not started.
+    Pending,
+    /// Running now.
+    Running,
+    /// Ended with a verdict.
+    Done(Verdict),
+}
+
+/// One message size of a bus-bandwidth sweep, across the nodes that reported it.
+#[derive(Debug, Clone, Default)]
+pub struct BusBwRow {
+    /// busbw per reporting node (`"all"` for one multi-node job).
+    pub per_node: BTreeMap<String, f64>,
+    /// Sum of #wrong over the rows that had validation on.
+    pub wrong: u64,
+    /// True when some row had validation off (`N/A`): correctness is then unproven.
+    pub unvalidated: bool,
+    /// Ranks of the job.
+    pub ranks: u32,
+}
+
+impl BusBwRow {
+    /// Median busbw over the reporting nodes.
+    pub fn median(&self) -> Option<f64> {
+        median(self.per_node.values().copied())
+    }
+
+    /// The slowest node and its busbw.
+    pub fn slowest(&self) -> Option<(&str, f64)> {
+        self.per_node
+            .iter()
+            .min_by(|a, b| a.1.total_cmp(b.1))
+            .map(|(n, v)| (n.as_str(), *v))
+    }
+}
+
+/// Median of some numbers (the upper one of the middle pair).
+pub fn median(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let mut v: Vec<f64> = values.filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    Some(v[v.len() / 2])
+}
+
+/// One phase as the console sees it.
+#[derive(Debug, Clone)]
+pub struct PhaseView {
+    /// The plan's entry.
+    pub spec: &'static PhaseSpec,
+    /// Where it stands.
+    pub state: PhaseState,
+    /// When it last started.
+    pub started_ms: Option<UnixMillis>,
+    /// When it last ended.
+    pub finished_ms: Option<UnixMillis>,
+    /// Why the verdict is what it is.
+    pub reason: Option<String>,
+    /// Output lines, newest last, bounded.
+    pub log: VecDeque<String>,
+    /// Lines dropped from the front of `log`.
+    pub log_dropped: u64,
+    /// Bus-bandwidth sweep by message size.
+    pub busbw: BTreeMap<u64, BusBwRow>,
+    /// Collective of the sweep.
+    pub collective: Option<String>,
+}
+
+impl PhaseView {
+    /// Seconds it has run (or ran), as of `now_ms`.
+    pub fn elapsed_s(&self, now_ms: UnixMillis) -> Option<u64> {
+        let start = self.started_ms?;
+        let end = match self.state {
+            PhaseState::Running => now_ms,
+            _ => self.finished_ms.unwrap_or(now_ms),
+        };
+        Some(end.saturating_sub(start) / 1000)
+    }
+}
+
+/// The AIStor/S3 probe's windows.
+#[derive(Debug, Clone)]
+pub struct StorageView {
+    /// The newest window.
+    pub latest: Option<ProbeWindow>,
+    /// TTFB p50, ms.
+    pub ttfb_p50_ms: History,
+    /// TTFB p99, ms.
+    pub ttfb_p99_ms: History,
+    /// Throughput, bytes/s.
+    pub throughput: History,
+    /// Requests since the console started.
+    pub requests_total: u64,
+    /// Errors since the console started.
+    pub errors_total: u64,
+}
+
+/// Dataloader figures from training steps.
+#[derive(Debug, Clone)]
+pub struct LoaderView {
+    /// Phase the steps came from.
+    pub phase: Option<String>,
+    /// Data wait per step, ms (one slot per step).
+    pub wait_ms: History,
+    /// Step time per step, ms.
+    pub step_ms: History,
+    /// Newest step number.
+    pub last_step: Option<u64>,
+    /// Time to first batch of the newest job.
+    pub first_batch_ms: Option<f64>,
+    /// Newest tokens/s.
+    pub tokens_per_sec: Option<f64>,
+    /// Newest loss.
+    pub loss: Option<f64>,
+}
+
+/// Steps the dataloader share is computed over.
+pub const LOADER_WINDOW_STEPS: usize = 20;
+
+impl LoaderView {
+    /// Share of step time spent waiting for data over the last [`LOADER_WINDOW_STEPS`] steps.
+    pub fn wait_share(&self) -> Option<f64> {
+        let wait: f64 = self.wait_ms.tail(LOADER_WINDOW_STEPS).flatten().sum();
+        let step: f64 = self.step_ms.tail(LOADER_WINDOW_STEPS).flatten().sum();
+        (step > 0.0).then(|| wait / step)
+    }
+}
+
+/// Everything the console knows.
+#[derive(Debug, Clone)]
+pub struct ClusterStore {
+    /// The source clock's newest instant.
+    pub now_ms: UnixMillis,
+    /// Nodes in the order they were first heard of.
+    pub nodes: Vec<NodeView>,
+    node_index: HashMap<String, usize>,
+    /// The plan's phases.
+    pub phases: Vec<PhaseView>,
+    /// The storage probe.
+    pub storage: StorageView,
+    /// The dataloader.
+    pub loader: LoaderView,
+}
+
+impl Default for ClusterStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ClusterStore {
+    /// An empty store over the default plan.
+    pub fn new() -> Self {
+        let h = || History::new(HISTORY_PERIOD_MS, HISTORY_SLOTS);
+        Self {
+            now_ms: 0,
+            nodes: Vec::new(),
+            node_index: HashMap::new(),
+            phases: DEFAULT_PLAN
+                .iter()
+                .map(|spec| PhaseView {
+                    spec,
+                    state: PhaseState::Pending,
+                    started_ms: None,
+                    finished_ms: None,
+                    reason: None,
+                    log: VecDeque::new(),
+                    log_dropped: 0,
+                    busbw: BTreeMap::new(),
+                    collective: None,
+                })
+                .collect(),
+            storage: StorageView {
+                latest: None,
+                ttfb_p50_ms: h(),
+                ttfb_p99_ms: h(),
+                throughput: h(),
+                requests_total: 0,
+                errors_total: 0,
+            },
+            loader: LoaderView {
+                phase: None,
+                wait_ms: History::new(1, HISTORY_SLOTS),
+                step_ms: History::new(1, HISTORY_SLOTS),
+                last_step: None,
+                first_batch_ms: None,
+                tokens_per_sec: None,
+                loss: None,
+            },
+        }
+    }
+
+    fn node_mut(&mut self, name: &str) -> &mut NodeView {
+        let idx = match self.node_index.get(name) {
+            Some(&i) => i,
+            None => {
+                self.nodes.push(NodeView::new(name.to_string()));
+                self.node_index.insert(name.to_string(), self.nodes.len() - 1);
+                self.nodes.len() - 1
+            }
+        };
+        &mut self.nodes[idx]
+    }
+
+    /// Find a node by name.
+    pub fn node(&self, name: &str) -> Option<&NodeView> {
+        self.node_index.get(name).map(|&i| &self.nodes[i])
+    }
+
+    /// Find a phase by id.
+    pub fn phase(&self, id: &str) -> Option<&PhaseView> {
+        self.phases.iter().find(|p| p.spec.id == id)
+    }
+
+    /// The phase running now, if any.
+    pub fn running_phase(&self) -> Option<&PhaseView> {
+        self.phases.iter().find(|p| p.state == PhaseState::Running)
+    }
+
+    /// Number of GPUs known.
+    pub fn gpu_count(&self) -> usize {
+        self.nodes.iter().map(|n| n.gpus.len()).sum()
+    }
+
+    /// Take in one event.
+    pub fn ingest(&mut self, event: SourceEvent) {
+        match event {
+            SourceEvent::Clock { at_ms } => {
+                self.now_ms = self.now_ms.max(at_ms);
+                self.mark_stale();
+            }
+            SourceEvent::Hello(hello) => {
+                let node = self.node_mut(&hello.node);
+                for info in &hello.gpus {
+                    node.gpu_mut(info.index).info = Some(info.clone());
+                }
+                node.hello = Some(hello);
+            }
+            SourceEvent::Frame(frame) => {
+                self.now_ms = self.now_ms.max(frame.at_ms);
+                let name = frame.node.clone();
+                self.node_mut(&name).ingest(frame);
+            }
+            SourceEvent::Link { node, link, .. } => self.node_mut(&node).link = link,
+            SourceEvent::Phase(ev) => self.ingest_phase(ev),
+            SourceEvent::Probe(window) => {
+                let s = &mut self.storage;
+                s.ttfb_p50_ms.push(window.at_ms, Some(window.ttfb_p50_ms));
+                s.ttfb_p99_ms.push(window.at_ms, Some(window.ttfb_p99_ms));
+                s.throughput
+                    .push(window.at_ms, Some(window.throughput_bytes_per_sec));
+                s.requests_total += window.requests;
+                s.errors_total += window.errors;
+                s.latest = Some(window);
+            }
+        }
+    }
+
+    fn mark_stale(&mut self) {
+        let now = self.now_ms;
+        for node in &mut self.nodes {
+            if node.link == NodeLink::Streaming
+                && node
+                    .last_frame_ms
+                    .is_some_and(|t| now.saturating_sub(t) > STALE_AFTER_PERIODS * HISTORY_PERIOD_MS)
+            {
+                node.link = NodeLink::Stale;
+            }
+        }
+    }
+
+    fn ingest_phase(&mut self, ev: PhaseEvent) {
+        let Some(view) = self.phases.iter_mut().find(|p| p.spec.id == ev.phase()) else {
+            return;
+        };
+        match ev {
+            PhaseEvent::Started { at_ms, .. } => {
+                view.state = PhaseState::Running;
+                view.started_ms = Some(at_ms);
+                view.finished_ms = None;
+                view.reason = None;
+                view.busbw.clear();
+                view.collective = None;
+                if !view.log.is_empty() {
+                    view.log.push_back(String::from("── restarted ──"));
+                }
+            }
+            PhaseEvent::Line { text, .. } => {
+                if view.log.len() == LOG_LINES_PER_PHASE {
+                    view.log.pop_front();
+                    view.log_dropped += 1;
+                }
+                view.log.push_back(text);
+            }
+            PhaseEvent::Metric { metric, phase, .. } => match metric {
+                PhaseMetric::BusBw {
+                    node,
+                    collective,
+                    size_bytes,
+                    busbw_gb_per_s,
+                    wrong,
+                    ranks,
+                    ..
+                } => {
+                    let row = view.busbw.entry(size_bytes).or_default();
+                    row.per_node
+                        .insert(node.unwrap_or_else(|| "all".into()), busbw_gb_per_s);
+                    match wrong {
+                        Some(w) => row.wrong += w,
+                        None => row.unvalidated = true,
+                    }
+                    row.ranks = ranks;
+                    view.collective = Some(collective);
+                }
+                PhaseMetric::Step {
+                    step,
+                    step_time_ms,
+                    data_wait_ms,
+                    tokens_per_sec,
+                    loss,
+                } => {
+                    let l = &mut self.loader;
+                    if l.phase.as_deref() != Some(phase.as_str()) || l.last_step >= Some(step) {
+                        l.wait_ms = History::new(1, HISTORY_SLOTS);
+                        l.step_ms = History::new(1, HISTORY_SLOTS);
+                        l.first_batch_ms = None;
+                        l.phase = Some(phase);
+                    }
+                    l.wait_ms.push(step, Some(data_wait_ms));
+                    l.step_ms.push(step, Some(step_time_ms));
+                    l.last_step = Some(step);
+                    l.tokens_per_sec = Some(tokens_per_sec);
+                    l.loss = Some(loss);
+                }
+                PhaseMetric::FirstBatch { ms } => {
+                    self.loader.first_batch_ms = Some(ms);
+                }
+                PhaseMetric::Tflops { .. } => {}
+            },
+            PhaseEvent::Finished {
+                at_ms,
+                verdict,
+                reason,
+                ..
+            } => {
+                view.state = PhaseState::Done(verdict);
+                view.finished_ms = Some(at_ms);
+                view.reason = Some(reason);
+            }
+        }
+    }
+
+    /// The phase whose bus-bandwidth sweep the NCCL pane shows: the running one if it has rows,
+    /// else the most recently started one that has.
+    pub fn busbw_phase(&self) -> Option<&PhaseView> {
+        self.phases
+            .iter()
+            .filter(|p| !p.busbw.is_empty())
+            .max_by_key(|p| (p.state == PhaseState::Running, p.started_ms))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::telemetry::sim::{SIM_EPOCH_MS, SimCluster, SimConfig};
+
+    fn store_at(s: u64) -> ClusterStore {
+        let mut sim = SimCluster::new(SimConfig::demo(1));
+        let mut store = ClusterStore::new();
+        for e in sim.advance_to(SIM_EPOCH_MS + s * 1000) {
+            store.ingest(e);
+        }
+        store
+    }
+
+    #[test]
+    fn builds_nodes_gpus_and_phases_from_the_simulation() {
+        let store = store_at(130);
+        assert_eq!(store.nodes.len(), 12);
+        assert_eq!(store.gpu_count(), 96);
+        assert_eq!(store.running_phase().map(|p| p.spec.id), Some("T4"));
+        let t4 = store.busbw_phase().expect("T4 has busbw rows");
+        let first = t4.busbw.values().next().expect("a row");
+        // node07 hung after the stall, so later sizes have 11 nodes.
+        assert_eq!(first.per_node.len(), 12);
+        assert_eq!(t4.busbw.values().last().map(|r| r.per_node.len()), Some(11));
+    }
+
+    #[test]
+    fn a_silent_node_goes_stale_and_comes_back() {
+        let mut store = store_at(5);
+        store.ingest(SourceEvent::Clock {
+            at_ms: SIM_EPOCH_MS + 10_000,
+        });
+        assert!(store.nodes.iter().all(|n| n.link == NodeLink::Stale));
+        let mut sim = SimCluster::new(SimConfig::demo(1));
+        for e in sim.advance_to(SIM_EPOCH_MS + 11_000) {
+            store.ingest(e);
+        }
+        assert!(store.nodes.iter().all(|n| n.link == NodeLink::Streaming));
+    }
+
+    #[test]
+    fn lost_gpu_is_recognised() {
+        let store = store_at(175);
+        let gpu = &store.node("node11").expect("node11").gpus[0];
+        assert!(gpu.is_lost());
+        assert_eq!(gpu.xids.back().map(|x| x.code), Some(79));
+    }
+}

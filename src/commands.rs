@@ -1,0 +1,387 @@
+//! What each subcommand does. `main.rs` parses and dispatches here.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use color_eyre::eyre::{Result, WrapErr, eyre};
+use serde::Serialize;
+
+use crate::app::run::{RunOptions, run_console};
+use crate::app::state::{State, Tone};
+use crate::cli::{Cli, Command, LookArgs, SimArgs};
+use crate::cluster::ClusterStore;
+use crate::model::{GpuSample, NodeLink, UnixMillis};
+use crate::telemetry::sim::{Fault, FaultKind, SIM_EPOCH_MS, SimCluster, SimConfig, SimSource};
+use crate::triage::{Finding, Severity, Triage};
+use crate::ui::catalog::{self, Sources};
+
+/// Version of the `status --json` document.
+pub const STATUS_SCHEMA: u32 = 1;
+
+/// Run the parsed command line; returns the process exit code.
+pub async fn dispatch(cli: Cli) -> Result<i32> {
+    match cli.command {
+        Some(Command::Demo {
+            sim,
+            speed,
+            duration,
+            headless,
+            look,
+        }) => demo(&sim, speed, duration, headless.as_deref(), &look).await,
+        Some(Command::Status {
+            json,
+            demo: true,
+            at,
+            sim,
+        }) => status_demo(&sim, at, json),
+        Some(Command::Status { demo: false, .. }) => not_yet(
+            "status",
+            "reading real nodes from burnin.toml comes with the SSH/agent work (issue 3); `burnin status --demo` works now",
+        ),
+        None | Some(Command::Watch { .. }) => not_yet(
+            "watch",
+            "watching real nodes over SSH comes with the agent/SSH work (issue 3); `burnin demo` shows the console now",
+        ),
+        Some(Command::Triage { .. }) => not_yet(
+            "triage",
+            "the headless triage over real nodes comes with issues 3 and 6; the console's triage pane works in `burnin demo`",
+        ),
+        Some(Command::Agent { .. }) => not_yet("agent", "the NVML agent is issue 3"),
+        Some(Command::Deploy) => not_yet("deploy", "copying the binary over SSH is issue 3"),
+        Some(Command::Run { .. }) => not_yet("run", "the headless plan runner is issue 4 (and `run --demo`, issue 7)"),
+        Some(Command::Probe { .. }) => not_yet("probe", "the S3/AIStor probe is issue 5"),
+        Some(Command::Report { .. }) => not_yet("report", "reports from run records are issue 7"),
+        Some(Command::Replay { .. }) => not_yet("replay", "replaying run records is issue 7"),
+        Some(Command::Baseline { .. }) => not_yet("baseline", "baselines come with the gates (issue 4)"),
+        Some(Command::Workload { .. }) => not_yet("workload", "the shipped PyTorch workloads are issue 4"),
+        Some(Command::Init) => not_yet("init", "burnin.toml arrives with the inventory (issue 3)"),
+    }
+}
+
+fn not_yet(what: &str, why: &str) -> Result<i32> {
+    eprintln!("burnin {what}: not implemented yet: {why}.");
+    Ok(2)
+}
+
+/// Build the simulator's configuration from the command line.
+pub fn sim_config(args: &SimArgs) -> Result<SimConfig> {
+    let mut config = SimConfig::demo(args.seed);
+    if args.no_faults {
+        config.faults.clear();
+    } else if !args.faults.is_empty() {
+        let mut kinds = Vec::new();
+        for name in &args.faults {
+            kinds.push(FaultKind::parse(name).map_err(|e| eyre!("--fault: {e}"))?);
+        }
+        config.faults = kinds.into_iter().map(Fault::scheduled).collect();
+    }
+    Ok(config)
+}
+
+fn parse_size(s: &str) -> Result<(u16, u16)> {
+    let (w, h) = s
+        .split_once('x')
+        .ok_or_else(|| eyre!("--headless wants WxH, e.g. 200x60; got {s:?}"))?;
+    let w: u16 = w.parse().wrap_err_with(|| format!("--headless width {w:?}"))?;
+    let h: u16 = h.parse().wrap_err_with(|| format!("--headless height {h:?}"))?;
+    Ok((w.max(20), h.max(5)))
+}
+
+fn console_state(look: &LookArgs, label: String) -> State {
+    let cat = catalog::load(&Sources {
+        config_dir: Sources::user_config_dir(),
+        theme: look.theme.clone(),
+        layout: look.layout.clone(),
+        no_color: std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
+    });
+    for p in &cat.problems {
+        tracing::warn!("{p}");
+    }
+    let mut state = State::new(cat.themes, cat.layouts, label, (80, 24));
+    state.ui.theme = cat.start_theme;
+    state.ui.layout = cat.start_layout;
+    if let Some(first) = cat.problems.first() {
+        let more = match cat.problems.len() {
+            1 => String::new(),
+            n => format!(" (+{} more in the log)", n - 1),
+        };
+        state.say(Tone::Warn, format!("{first}{more}"));
+    }
+    state
+}
+
+async fn demo(
+    sim: &SimArgs,
+    speed: f64,
+    duration: Option<u64>,
+    headless: Option<&str>,
+    look: &LookArgs,
+) -> Result<i32> {
+    let config = sim_config(sim)?;
+    let headless = headless.map(parse_size).transpose()?;
+    let label = format!(
+        "demo: simulated {}×{} B300, seed {}{}",
+        config.nodes,
+        config.gpus_per_node,
+        config.seed,
+        if speed != 1.0 { format!(", {speed}× speed") } else { String::new() }
+    );
+    let state = console_state(look, label);
+    let source = Box::new(SimSource::new(SimCluster::new(config), speed));
+    run_console(
+        source,
+        state,
+        RunOptions {
+            fps: look.fps,
+            duration: duration.map(Duration::from_secs),
+            headless,
+        },
+    )
+    .await?;
+    Ok(0)
+}
+
+/// One GPU in the status document.
+#[derive(Debug, Serialize)]
+pub struct StatusGpu {
+    /// Product name.
+    pub name: Option<String>,
+    /// UUID.
+    pub uuid: Option<String>,
+    /// True when the GPU gives no readings.
+    pub lost: bool,
+    /// The newest sample.
+    #[serde(flatten)]
+    pub sample: GpuSample,
+}
+
+/// One node in the status document.
+#[derive(Debug, Serialize)]
+pub struct StatusNode {
+    /// Node name.
+    pub node: String,
+    /// Connection state.
+    pub link: NodeLink,
+    /// What produced the frames.
+    pub agent: Option<String>,
+    /// Driver version.
+    pub driver: Option<String>,
+    /// CUDA version.
+    pub cuda: Option<String>,
+    /// When its newest frame was taken.
+    pub frame_at_ms: Option<UnixMillis>,
+    /// GPUs in index order.
+    pub gpus: Vec<StatusGpu>,
+}
+
+/// The `status --json` document.
+#[derive(Debug, Serialize)]
+pub struct StatusDoc {
+    /// Document version.
+    pub schema: u32,
+    /// Where the data came from.
+    pub source: String,
+    /// Instant of the snapshot.
+    pub at_ms: UnixMillis,
+    /// Same, as RFC 3339 UTC.
+    pub at: String,
+    /// Every node.
+    pub nodes: Vec<StatusNode>,
+    /// What triage sees in the snapshot.
+    pub findings: Vec<Finding>,
+}
+
+/// Snapshot a store into the status document.
+pub fn status_doc(store: &ClusterStore, findings: Vec<Finding>, source: String) -> StatusDoc {
+    StatusDoc {
+        schema: STATUS_SCHEMA,
+        source,
+        at_ms: store.now_ms,
+        at: rfc3339(store.now_ms),
+        nodes: store
+            .nodes
+            .iter()
+            .map(|n| StatusNode {
+                node: n.name.clone(),
+                link: n.link.clone(),
+                agent: n.hello.as_ref().map(|h| h.agent_version.clone()),
+                driver: n.hello.as_ref().and_then(|h| h.driver.clone()),
+                cuda: n.hello.as_ref().and_then(|h| h.cuda.clone()),
+                frame_at_ms: n.last_frame_ms,
+                gpus: n
+                    .gpus
+                    .iter()
+                    .map(|g| StatusGpu {
+                        name: g.info.as_ref().map(|i| i.name.clone()),
+                        uuid: g.info.as_ref().map(|i| i.uuid.clone()),
+                        lost: g.is_lost(),
+                        sample: g.latest.clone().unwrap_or(GpuSample {
+                            index: g.index,
+                            ..GpuSample::default()
+                        }),
+                    })
+                    .collect(),
+            })
+            .collect(),
+        findings,
+    }
+}
+
+/// Run the demo cluster to `at_s` simulated seconds and return its store and findings.
+pub fn demo_snapshot(config: SimConfig, at_s: u64) -> (ClusterStore, Vec<Finding>) {
+    let mut sim = SimCluster::new(config);
+    let mut store = ClusterStore::new();
+    let mut triage = Triage::new();
+    let mut findings = Vec::new();
+    // Step second by second so that triage sees the history it would have seen live.
+    for s in 0..=at_s {
+        for e in sim.advance_to(SIM_EPOCH_MS + s * 1000) {
+            store.ingest(e);
+        }
+        findings = triage.evaluate(&store);
+    }
+    (store, findings)
+}
+
+fn status_demo(sim: &SimArgs, at: u64, json: bool) -> Result<i32> {
+    let config = sim_config(sim)?;
+    let source = format!("demo (simulated, seed {})", config.seed);
+    let (store, findings) = demo_snapshot(config, at);
+    let complete = store.nodes.iter().all(|n| {
+        n.link == NodeLink::Streaming && n.gpus.iter().all(|g| !g.is_lost())
+    });
+    let doc = status_doc(&store, findings, source);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        print!("{}", status_table(&doc));
+    }
+    Ok(if complete { 0 } else { 1 })
+}
+
+/// The human form of `status`: one line per GPU, then the findings.
+pub fn status_table(doc: &StatusDoc) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(out, "burnin status · {} · {}", doc.source, doc.at);
+    let _ = writeln!(
+        out,
+        "{:<8} {:>3} {:>5} {:>7} {:>7} {:>6} {:>5} {:>11} {:>13}  {}",
+        "node", "gpu", "util", "avg W", "inst W", "lim W", "temp", "SM MHz", "mem GiB", "reasons"
+    );
+    let opt = |v: Option<f32>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
+    for n in &doc.nodes {
+        if let NodeLink::Unreachable(reason) = &n.link {
+            let _ = writeln!(out, "{:<8} unreachable: {reason}", n.node);
+            continue;
+        }
+        for g in &n.gpus {
+            let s = &g.sample;
+            if g.lost {
+                let _ = writeln!(out, "{:<8} {:>3}  no readings (GPU lost)", n.node, s.index);
+                continue;
+            }
+            let reasons = s
+                .clock_event_reasons
+                .map(|m| crate::model::clock_events::describe(m).join(","))
+                .unwrap_or_else(|| "n/a".into());
+            let _ = writeln!(
+                out,
+                "{:<8} {:>3} {:>4}% {:>7} {:>7} {:>6} {:>4}C {:>5}/{:<5} {:>6}/{:<6}  {}",
+                n.node,
+                s.index,
+                opt(s.utilization_pct),
+                opt(s.power_avg_watts),
+                opt(s.power_instant_watts),
+                opt(s.power_limit_watts),
+                opt(s.temperature_c),
+                s.sm_clock_mhz.map_or("-".into(), |v| v.to_string()),
+                s.sm_clock_max_mhz.map_or("-".into(), |v| v.to_string()),
+                s.memory_used_bytes.map_or("-".into(), |v| (v >> 30).to_string()),
+                s.memory_total_bytes.map_or("-".into(), |v| (v >> 30).to_string()),
+                if reasons.is_empty() { "none".into() } else { reasons },
+            );
+        }
+    }
+    if doc.findings.is_empty() {
+        let _ = writeln!(out, "findings: none");
+    } else {
+        let _ = writeln!(out, "findings:");
+        for f in &doc.findings {
+            let _ = writeln!(
+                out,
+                "  {:<4} {:<13} {:<15} {}",
+                f.severity.label(),
+                f.subject(),
+                f.rule,
+                f.why
+            );
+        }
+    }
+    let worst = doc.findings.iter().map(|f| f.severity).max();
+    if worst == Some(Severity::Crit) {
+        let _ = writeln!(out, "worst: CRIT");
+    }
+    out
+}
+
+/// RFC 3339 UTC for an instant (no time-zone database needed).
+pub fn rfc3339(ms: UnixMillis) -> String {
+    let secs = ms / 1000;
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+/// Where diagnostics go when `--log-file` is not given.
+pub fn default_log_file() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("burnin").join("burnin.log"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_matches_known_instants() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(SIM_EPOCH_MS), "2026-12-02T09:00:00Z");
+        assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00Z");
+    }
+
+    #[test]
+    fn fault_names_are_checked() {
+        let args = SimArgs {
+            seed: 1,
+            faults: vec!["stall".into(), "nope".into()],
+            no_faults: false,
+        };
+        let err = sim_config(&args).unwrap_err().to_string();
+        assert!(err.contains("nope") && err.contains("loader-wait"), "{err}");
+    }
+
+    #[test]
+    fn headless_size_parses() {
+        assert_eq!(parse_size("200x60").ok(), Some((200, 60)));
+        assert!(parse_size("200").is_err());
+    }
+}

@@ -1,0 +1,78 @@
+//! Errors for the console's TOML files (themes, layouts; burnin.toml later) that name the file,
+//! the line and the column, so a typo on burn-in day is fixed in seconds.
+
+use std::fmt;
+use std::ops::Range;
+
+/// A problem in a config file, located.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// File path, or `<embedded>/NAME` for shipped files.
+    pub file: String,
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// 1-based column, when known.
+    pub column: Option<usize>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.line, self.column) {
+            (Some(l), Some(c)) => write!(f, "{}:{l}:{c}: {}", self.file, self.message),
+            (Some(l), None) => write!(f, "{}:{l}: {}", self.file, self.message),
+            _ => write!(f, "{}: {}", self.file, self.message),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl ConfigError {
+    /// An error at a byte span of `text`.
+    pub fn at(file: &str, text: &str, span: Option<Range<usize>>, message: impl Into<String>) -> Self {
+        let (line, column) = match span {
+            Some(span) => {
+                let (l, c) = line_col(text, span.start);
+                (Some(l), Some(c))
+            }
+            None => (None, None),
+        };
+        Self {
+            file: file.to_string(),
+            line,
+            column,
+            message: message.into(),
+        }
+    }
+
+    /// From a TOML parse or shape error; keeps only its first line (the rest repeats the source).
+    pub fn from_toml(file: &str, text: &str, err: &toml::de::Error) -> Self {
+        let message = err.message().lines().next().unwrap_or("invalid TOML").trim().to_string();
+        Self::at(file, text, err.span(), message)
+    }
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_and_column_are_one_based() {
+        let text = "a = 1\nbb = 2\n";
+        assert_eq!(line_col(text, 0), (1, 1));
+        assert_eq!(line_col(text, 6), (2, 1));
+        assert_eq!(line_col(text, 9), (2, 4));
+        assert_eq!(line_col(text, 999), (3, 1));
+    }
+}

@@ -1,0 +1,35 @@
+//! burnin: a terminal console for GPU-cluster burn-in and acceptance.
+//!
+//! Data flows one way (see `docs/ARCHITECTURE.md`):
+//!
+//! ```text
+//! sources ──► SourceEvent ──► app loop ──► State (store, findings, ui) ──► panes
+//!   telemetry::sim (today), agent/SSH/smi/NVML (next)   │
+//!   phase runner ──► PhaseEvent                          ├──► triage ──► findings
+//!   storage probe ──► ProbeWindow                        └──► record writer (later)
+//! ```
+//!
+//! Module map:
+//! - [`model`]: ids, `GpuSample`, `NodeFrame`, units in names; serde.
+//! - [`telemetry`]: the `Source` interface and its events; `sim` (seeded cluster, faults),
+//!   `history` (bounded ring buffers with gaps).
+//! - [`phases`]: the T1–T8 plan and the events/commands of a phase runner.
+//! - [`probes`]: storage-probe events.
+//! - [`cluster`]: the store every event lands in; what panes and triage read.
+//! - [`triage`]: rules over the store → findings with severity and a one-line why.
+//! - [`config`]: located errors for the console's TOML files.
+//! - [`app`]: events, actions, the key table, the pure state update, the terminal loop.
+//! - [`ui`]: themes, layouts, panes, overlays; `render` is a pure function of the state.
+//! - [`cli`]: the command line; [`commands`]: what each subcommand does.
+
+pub mod app;
+pub mod cli;
+pub mod cluster;
+pub mod commands;
+pub mod config;
+pub mod model;
+pub mod phases;
+pub mod probes;
+pub mod telemetry;
+pub mod triage;
+pub mod ui;

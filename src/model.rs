@@ -1,0 +1,261 @@
+//! The owned messages every source produces and the loop consumes: node and GPU identities, one
+//! GPU's sample, one node's frame. Units are in the field names; a reading the hardware did not
+//! give (NVML `NotSupported`, nvidia-smi `[N/A]`) is `None`, never zero.
+
+use serde::{Deserialize, Serialize};
+
+/// Milliseconds since the Unix epoch. Sources stamp frames with it; the simulator uses a fixed
+/// epoch so that seeded runs are identical.
+pub type UnixMillis = u64;
+
+/// NVML clock-event ("throttle") reason bits, as `nvmlClocksEventReasons` defines them. Kept as a
+/// raw mask on the wire so that bits a newer driver adds survive untouched.
+pub mod clock_events {
+    /// GPU is idle and clocks are low on purpose.
+    pub const GPU_IDLE: u64 = 0x1;
+    /// Application clocks setting holds the clock down.
+    pub const APPLICATIONS_CLOCKS_SETTING: u64 = 0x2;
+    /// Software power cap: the normal state of a GPU at full load.
+    pub const SW_POWER_CAP: u64 = 0x4;
+    /// Hardware slowdown (thermal or power brake, asserted by the board).
+    pub const HW_SLOWDOWN: u64 = 0x8;
+    /// Synchronised boost with other GPUs.
+    pub const SYNC_BOOST: u64 = 0x10;
+    /// Software thermal slowdown.
+    pub const SW_THERMAL: u64 = 0x20;
+    /// Hardware thermal slowdown: the GPU is too hot.
+    pub const HW_THERMAL: u64 = 0x40;
+    /// External power brake (the power supply asked the board to slow down).
+    pub const HW_POWER_BRAKE: u64 = 0x80;
+    /// Display clock setting.
+    pub const DISPLAY_CLOCK_SETTING: u64 = 0x100;
+
+    /// Every bit with its short name, in mask order; used by the UI and by triage.
+    pub const NAMES: &[(u64, &str)] = &[
+        (GPU_IDLE, "idle"),
+        (APPLICATIONS_CLOCKS_SETTING, "app-clocks"),
+        (SW_POWER_CAP, "sw-power-cap"),
+        (HW_SLOWDOWN, "hw-slowdown"),
+        (SYNC_BOOST, "sync-boost"),
+        (SW_THERMAL, "sw-thermal"),
+        (HW_THERMAL, "hw-thermal"),
+        (HW_POWER_BRAKE, "hw-power-brake"),
+        (DISPLAY_CLOCK_SETTING, "display-clocks"),
+    ];
+
+    /// Bits that mean the hardware or its cooling is in trouble (not just running at its cap).
+    pub const TROUBLE: u64 = HW_SLOWDOWN | SW_THERMAL | HW_THERMAL | HW_POWER_BRAKE;
+
+    /// Names of the bits set in `mask`, unknown bits shown as hex.
+    pub fn describe(mask: u64) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut known = 0u64;
+        for (bit, name) in NAMES {
+            known |= bit;
+            if mask & bit != 0 {
+                out.push((*name).to_string());
+            }
+        }
+        let unknown = mask & !known;
+        if unknown != 0 {
+            out.push(format!("0x{unknown:x}"));
+        }
+        out
+    }
+}
+
+/// One Xid event as NVML's event set reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct XidEvent {
+    /// The Xid code (for example 79: GPU has fallen off the bus).
+    pub code: u32,
+    /// When the event was seen.
+    pub at_ms: UnixMillis,
+}
+
+/// Static facts about one GPU, sent once in the agent's hello.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuInfo {
+    /// NVML index on its node.
+    pub index: u32,
+    /// Product name, e.g. "NVIDIA B300".
+    pub name: String,
+    /// GPU UUID, stable across reboots.
+    pub uuid: String,
+    /// Enforced power limit.
+    pub power_limit_watts: Option<f32>,
+    /// Highest SM clock the GPU can reach.
+    pub sm_clock_max_mhz: Option<u32>,
+    /// Total framebuffer memory.
+    pub memory_total_bytes: Option<u64>,
+    /// NVLink links the GPU has (0 when it has none or they are not supported).
+    pub nvlink_links: Option<u32>,
+}
+
+/// One GPU's readings at one instant. Counters are cumulative; rates are per second.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GpuSample {
+    /// NVML index on its node.
+    pub index: u32,
+    /// Power averaged over the last second (NVML `power_usage`).
+    pub power_avg_watts: Option<f32>,
+    /// Instantaneous power (NVML field `POWER_INSTANT`); differs a lot from the average under load.
+    pub power_instant_watts: Option<f32>,
+    /// Enforced power limit.
+    pub power_limit_watts: Option<f32>,
+    /// GPU core temperature.
+    pub temperature_c: Option<f32>,
+    /// Current SM clock.
+    pub sm_clock_mhz: Option<u32>,
+    /// Highest SM clock.
+    pub sm_clock_max_mhz: Option<u32>,
+    /// Share of the last period a kernel ran (NVML utilization.gpu).
+    pub utilization_pct: Option<f32>,
+    /// GPM SM activity, Hopper and later.
+    pub sm_active_pct: Option<f32>,
+    /// GPM tensor-core activity, Hopper and later.
+    pub tensor_active_pct: Option<f32>,
+    /// Framebuffer memory in use.
+    pub memory_used_bytes: Option<u64>,
+    /// Framebuffer memory in total.
+    pub memory_total_bytes: Option<u64>,
+    /// Clock-event reason mask (see [`clock_events`]).
+    pub clock_event_reasons: Option<u64>,
+    /// Volatile corrected ECC errors since driver load.
+    pub ecc_corrected_volatile: Option<u64>,
+    /// Volatile uncorrected ECC errors since driver load.
+    pub ecc_uncorrected_volatile: Option<u64>,
+    /// NVLink bytes sent per second over all links.
+    pub nvlink_tx_bytes_per_sec: Option<f64>,
+    /// NVLink bytes received per second over all links.
+    pub nvlink_rx_bytes_per_sec: Option<f64>,
+    /// NVLink CRC errors over all links, cumulative.
+    pub nvlink_crc_errors: Option<u64>,
+    /// NVLink replay errors over all links, cumulative.
+    pub nvlink_replay_errors: Option<u64>,
+    /// NVLink recovery errors over all links, cumulative.
+    pub nvlink_recovery_errors: Option<u64>,
+    /// PCIe replay counter, cumulative.
+    pub pcie_replay_count: Option<u64>,
+    /// Xid events seen since the previous sample.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub xid_events: Vec<XidEvent>,
+}
+
+/// All GPUs of one node at one instant: the unit every telemetry source sends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeFrame {
+    /// Node name as the inventory spells it.
+    pub node: String,
+    /// When the node took the samples.
+    pub at_ms: UnixMillis,
+    /// One sample per GPU, in index order.
+    pub gpus: Vec<GpuSample>,
+}
+
+/// What a source says about a node beyond its frames.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeHello {
+    /// Node name as the inventory spells it.
+    pub node: String,
+    /// Host name the node reports.
+    pub host: String,
+    /// Version of the agent (or source) that produced the frames.
+    pub agent_version: String,
+    /// NVIDIA driver version.
+    pub driver: Option<String>,
+    /// CUDA version the driver supports.
+    pub cuda: Option<String>,
+    /// The GPUs, in index order.
+    pub gpus: Vec<GpuInfo>,
+}
+
+/// A node's connection as the console sees it. A node that drops is state, never an error.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", content = "reason", rename_all = "snake_case")]
+pub enum NodeLink {
+    /// Connection under way.
+    Connecting,
+    /// Frames arriving.
+    Streaming,
+    /// No frame for several periods.
+    Stale,
+    /// Cannot be reached; the reason is the transport's own words.
+    Unreachable(String),
+}
+
+impl NodeLink {
+    /// Short label for tables.
+    pub fn label(&self) -> &str {
+        match self {
+            NodeLink::Connecting => "connecting",
+            NodeLink::Streaming => "streaming",
+            NodeLink::Stale => "stale",
+            NodeLink::Unreachable(_) => "unreachable",
+        }
+    }
+}
+
+/// Format a byte rate with a unit a person reads at a glance (decimal, as NCCL and NICs do).
+pub fn format_rate(bytes_per_sec: f64) -> String {
+    let (v, unit) = if bytes_per_sec >= 1e12 {
+        (bytes_per_sec / 1e12, "TB/s")
+    } else if bytes_per_sec >= 1e9 {
+        (bytes_per_sec / 1e9, "GB/s")
+    } else if bytes_per_sec >= 1e6 {
+        (bytes_per_sec / 1e6, "MB/s")
+    } else if bytes_per_sec >= 1e3 {
+        (bytes_per_sec / 1e3, "kB/s")
+    } else {
+        (bytes_per_sec, "B/s")
+    };
+    if v >= 100.0 {
+        format!("{v:.0} {unit}")
+    } else {
+        format!("{v:.1} {unit}")
+    }
+}
+
+/// Format a message size the way nccl-tests users say it (binary units).
+pub fn format_size(bytes: u64) -> String {
+    const K: u64 = 1024;
+    if bytes >= K * K * K && bytes.is_multiple_of(K * K * K) {
+        format!("{}G", bytes / (K * K * K))
+    } else if bytes >= K * K && bytes.is_multiple_of(K * K) {
+        format!("{}M", bytes / (K * K))
+    } else if bytes >= K && bytes.is_multiple_of(K) {
+        format!("{}K", bytes / K)
+    } else {
+        format!("{bytes}B")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn describes_known_and_unknown_bits() {
+        assert_eq!(
+            clock_events::describe(clock_events::SW_POWER_CAP | clock_events::HW_THERMAL | 0x10000),
+            vec!["sw-power-cap", "hw-thermal", "0x10000"]
+        );
+        assert!(clock_events::describe(0).is_empty());
+    }
+
+    #[test]
+    fn formats_rates_and_sizes() {
+        assert_eq!(format_rate(812.4e9), "812 GB/s");
+        assert_eq!(format_rate(1.25e12), "1.2 TB/s");
+        assert_eq!(format_rate(0.0), "0.0 B/s");
+        assert_eq!(format_size(8), "8B");
+        assert_eq!(format_size(64 * 1024 * 1024), "64M");
+        assert_eq!(format_size(8 * 1024 * 1024 * 1024), "8G");
+    }
+
+    #[test]
+    fn link_state_serializes_with_reason() {
+        let json = serde_json::to_string(&NodeLink::Unreachable("auth failed".into())).unwrap();
+        assert_eq!(json, r#"{"state":"unreachable","reason":"auth failed"}"#);
+    }
+}

@@ -1,0 +1,159 @@
+//! Acceptance phases: the plan (what runs, in which order, judged how) and the events a phase
+//! runner sends while a phase runs. The runner on real nodes is a later issue; the simulator
+//! speaks the same events.
+
+pub mod plan;
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::UnixMillis;
+
+/// Identifier of a phase in the plan, e.g. "T4".
+pub type PhaseId = String;
+
+/// The judgement at the end of a phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Verdict {
+    /// Every gate met.
+    Pass,
+    /// Gates met, but something needs a look.
+    Warn,
+    /// A gate missed.
+    Fail,
+    /// The operator stopped it.
+    Aborted,
+    /// It ran past its time limit and was stopped.
+    Timeout,
+    /// Not run (a dependency failed, or the operator skipped it).
+    Skipped,
+}
+
+impl Verdict {
+    /// The word printed in tables and reports.
+    pub fn label(self) -> &'static str {
+        match self {
+            Verdict::Pass => "PASS",
+            Verdict::Warn => "WARN",
+            Verdict::Fail => "FAIL",
+            Verdict::Aborted => "ABORTED",
+            Verdict::Timeout => "TIMEOUT",
+            Verdict::Skipped => "SKIPPED",
+        }
+    }
+}
+
+/// A figure a phase produced, already parsed from its output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PhaseMetric {
+    /// One nccl-tests row (or our allreduce workload's equivalent).
+    BusBw {
+        /// Node the row came from; `None` when the collective spans nodes.
+        node: Option<String>,
+        /// Collective name, e.g. "all_reduce".
+        collective: String,
+        /// Message size.
+        size_bytes: u64,
+        /// Out-of-place bus bandwidth.
+        busbw_gb_per_s: f64,
+        /// Out-of-place algorithm bandwidth.
+        algbw_gb_per_s: f64,
+        /// Wrong elements found by validation (`None` when validation was off: `N/A`).
+        wrong: Option<u64>,
+        /// Ranks taking part.
+        ranks: u32,
+    },
+    /// Tensor throughput of one GPU (T2).
+    Tflops {
+        /// Node name.
+        node: String,
+        /// GPU index.
+        gpu: u32,
+        /// "bf16" or "fp8".
+        dtype: String,
+        /// Measured TFLOP/s.
+        tflops: f64,
+    },
+    /// One training step as our workload (or a parsed trainer log) reports it.
+    Step {
+        /// Step number.
+        step: u64,
+        /// Wall time of the step.
+        step_time_ms: f64,
+        /// Time the step waited for its batch.
+        data_wait_ms: f64,
+        /// Tokens per second over all ranks.
+        tokens_per_sec: f64,
+        /// Training loss.
+        loss: f64,
+    },
+    /// Time from job start to the first batch on the GPU.
+    FirstBatch {
+        /// Milliseconds.
+        ms: f64,
+    },
+}
+
+/// What a phase runner reports to the loop.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum PhaseEvent {
+    /// The phase started.
+    Started {
+        /// Which phase.
+        phase: PhaseId,
+        /// When.
+        at_ms: UnixMillis,
+    },
+    /// One line of the phase's output (node-prefixed where it ran on several nodes).
+    Line {
+        /// Which phase.
+        phase: PhaseId,
+        /// When.
+        at_ms: UnixMillis,
+        /// The text, without its newline.
+        text: String,
+    },
+    /// A parsed figure.
+    Metric {
+        /// Which phase.
+        phase: PhaseId,
+        /// When.
+        at_ms: UnixMillis,
+        /// The figure.
+        metric: PhaseMetric,
+    },
+    /// The phase ended.
+    Finished {
+        /// Which phase.
+        phase: PhaseId,
+        /// When.
+        at_ms: UnixMillis,
+        /// The judgement.
+        verdict: Verdict,
+        /// One line saying why, with the numbers.
+        reason: String,
+    },
+}
+
+impl PhaseEvent {
+    /// The phase this event belongs to.
+    pub fn phase(&self) -> &str {
+        match self {
+            PhaseEvent::Started { phase, .. }
+            | PhaseEvent::Line { phase, .. }
+            | PhaseEvent::Metric { phase, .. }
+            | PhaseEvent::Finished { phase, .. } => phase,
+        }
+    }
+}
+
+/// What the console asks of a phase runner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PhaseCommand {
+    /// Start (or restart) a phase.
+    Start(PhaseId),
+    /// Abort a running phase: TERM its process group, then KILL after a grace period.
+    Abort(PhaseId),
+}

@@ -1,0 +1,60 @@
+//! Telemetry sources and the one interface they share. Every source (the simulator today; the
+//! agent over SSH, nvidia-smi over SSH and local NVML in later issues) is a task that owns its
+//! connections and sends owned [`SourceEvent`]s to the loop. Phase commands travel the other way.
+
+pub mod history;
+pub mod sim;
+
+use std::future::Future;
+use std::pin::Pin;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+
+use crate::model::{NodeFrame, NodeHello, NodeLink, UnixMillis};
+use crate::phases::{PhaseCommand, PhaseEvent};
+use crate::probes::ProbeWindow;
+
+/// Everything a source can tell the loop.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum SourceEvent {
+    /// The source's clock reached this instant. The console's notion of "now" comes only from
+    /// here, so a recorded or simulated run looks the same as a live one at the same instant.
+    Clock {
+        /// The instant.
+        at_ms: UnixMillis,
+    },
+    /// A node introduced itself (agent hello).
+    Hello(NodeHello),
+    /// One frame of samples.
+    Frame(NodeFrame),
+    /// A node's connection changed.
+    Link {
+        /// Node name.
+        node: String,
+        /// When.
+        at_ms: UnixMillis,
+        /// The new state.
+        link: NodeLink,
+    },
+    /// A phase runner's report.
+    Phase(PhaseEvent),
+    /// A storage probe's report.
+    Probe(ProbeWindow),
+}
+
+/// A future that runs a source until the loop stops listening.
+pub type SourceTask = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// The interface every source implements: run, send events, obey phase commands. The task must
+/// end when `events` is closed (the console quit) and must never end the loop on a node's error:
+/// a node that drops becomes a [`SourceEvent::Link`] event.
+pub trait Source: Send + 'static {
+    /// Start the source.
+    fn run(
+        self: Box<Self>,
+        events: mpsc::Sender<SourceEvent>,
+        commands: mpsc::UnboundedReceiver<PhaseCommand>,
+    ) -> SourceTask;
+}

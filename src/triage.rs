@@ -1,0 +1,444 @@
+//! Rules over the cluster store that point at the GPU, link or service in trouble and say why,
+//! with the evidence numbers and the next step. They read only what sources report, so they work
+//! the same on the simulator and on real nodes. This is the first rule set; thresholds from
+//! burnin.toml, hysteresis and the full Xid playbook come with the triage issue.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::cluster::{ClusterStore, GpuView, NodeView, median};
+use crate::model::{NodeLink, UnixMillis, clock_events};
+
+/// How bad a finding is. Ordered so that sorting puts the worst first when reversed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Worth knowing; not a fault.
+    Info,
+    /// Needs a look; may fail a gate.
+    Warn,
+    /// Broken: a GPU, link or node is out of the run.
+    Crit,
+}
+
+impl Severity {
+    /// Short label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warn => "warn",
+            Severity::Crit => "CRIT",
+        }
+    }
+}
+
+/// One thing triage found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    /// How bad.
+    pub severity: Severity,
+    /// Rule that fired, e.g. "stalled".
+    pub rule: &'static str,
+    /// Node, if the finding is about one.
+    pub node: Option<String>,
+    /// GPU index, if the finding is about one.
+    pub gpu: Option<u32>,
+    /// When the rule first fired for this subject (kept while it keeps firing).
+    pub since_ms: UnixMillis,
+    /// One line with the evidence numbers.
+    pub why: String,
+    /// What an engineer would do next.
+    pub next: &'static str,
+}
+
+impl Finding {
+    /// "node07 GPU3", "node02", or "AIStor".
+    pub fn subject(&self) -> String {
+        match (&self.node, self.gpu) {
+            (Some(n), Some(g)) => format!("{n} GPU{g}"),
+            (Some(n), None) => n.clone(),
+            _ => self.rule_subject().to_string(),
+        }
+    }
+
+    fn rule_subject(&self) -> &'static str {
+        match self.rule {
+            "aistor-latency" | "aistor-errors" => "AIStor",
+            "dataloader-wait" => "dataloader",
+            _ => "cluster",
+        }
+    }
+}
+
+/// Samples a GPU must have been idle for, amid loaded peers, to count as stalled.
+pub const STALL_WINDOW_SAMPLES: usize = 10;
+/// Below this utilization a GPU counts as idle.
+pub const STALL_UTIL_PCT: f64 = 5.0;
+/// Peers' median utilization above which the node counts as loaded.
+pub const LOADED_UTIL_PCT: f64 = 50.0;
+/// A GPU under this share of its peers' median power while they are loaded is stalled.
+pub const STALL_POWER_SHARE: f64 = 0.40;
+/// AIStor p99 TTFB above this is a finding.
+pub const AISTOR_P99_TTFB_MS: f64 = 200.0;
+/// Dataloader wait above this share of step time is a finding.
+pub const LOADER_WAIT_SHARE: f64 = 0.10;
+/// Samples over which NVLink error counters must not rise.
+pub const COUNTER_WINDOW_SAMPLES: usize = 10;
+
+/// What some Xid codes mean (NVIDIA's Xid catalogue, shortened).
+pub fn xid_meaning(code: u32) -> &'static str {
+    match code {
+        13 => "graphics engine exception",
+        31 => "GPU memory page fault",
+        43 => "GPU stopped processing",
+        45 => "preemptive cleanup after earlier errors",
+        48 => "double-bit ECC error",
+        61 | 62 => "internal micro-controller breakpoint/halt",
+        63 => "ECC page retirement / row remap recorded",
+        64 => "ECC page retirement / row remap failed",
+        74 => "NVLink error",
+        79 => "GPU has fallen off the bus",
+        92 => "high single-bit ECC error rate",
+        94 => "contained ECC error",
+        95 => "uncontained ECC error",
+        119 | 120 => "GSP error / RPC timeout",
+        140 => "unrecovered ECC error",
+        _ => "see NVIDIA's Xid catalogue",
+    }
+}
+
+/// Evaluates the rules and remembers since when each finding has held.
+#[derive(Debug, Clone, Default)]
+pub struct Triage {
+    since: HashMap<(&'static str, Option<String>, Option<u32>), UnixMillis>,
+}
+
+impl Triage {
+    /// A triage with no history.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Run every rule over `store`; findings sorted worst first, then by subject.
+    pub fn evaluate(&mut self, store: &ClusterStore) -> Vec<Finding> {
+        let now = store.now_ms;
+        let mut raw = Vec::new();
+        for node in &store.nodes {
+            node_rules(node, &mut raw);
+        }
+        cluster_rules(store, &mut raw);
+
+        let mut since = HashMap::with_capacity(raw.len());
+        let mut findings: Vec<Finding> = raw
+            .into_iter()
+            .map(|(severity, rule, node, gpu, why, next)| {
+                let key = (rule, node.clone(), gpu);
+                let t = self.since.get(&key).copied().unwrap_or(now);
+                since.insert(key, t);
+                Finding {
+                    severity,
+                    rule,
+                    node,
+                    gpu,
+                    since_ms: t,
+                    why,
+                    next,
+                }
+            })
+            .collect();
+        self.since = since;
+        findings.sort_by(|a, b| {
+            b.severity
+                .cmp(&a.severity)
+                .then_with(|| a.node.cmp(&b.node))
+                .then_with(|| a.gpu.cmp(&b.gpu))
+                .then_with(|| a.rule.cmp(b.rule))
+        });
+        findings
+    }
+}
+
+type RawFinding = (
+    Severity,
+    &'static str,
+    Option<String>,
+    Option<u32>,
+    String,
+    &'static str,
+);
+
+fn node_rules(node: &NodeView, out: &mut Vec<RawFinding>) {
+    let name = Some(node.name.clone());
+    match &node.link {
+        NodeLink::Unreachable(reason) => {
+            out.push((
+                Severity::Crit,
+                "unreachable",
+                name,
+                None,
+                format!("cannot reach the node: {reason}"),
+                "check the node's power and network; ssh to it by hand",
+            ));
+            return;
+        }
+        NodeLink::Stale => out.push((
+            Severity::Warn,
+            "stale",
+            name.clone(),
+            None,
+            "no telemetry frame for more than 3 periods".into(),
+            "check the SSH session and the agent on the node",
+        )),
+        NodeLink::Connecting | NodeLink::Streaming => {}
+    }
+
+    let peers_util: Vec<f64> = node.gpus.iter().filter_map(|g| g.util_pct.latest()).collect();
+    for gpu in &node.gpus {
+        gpu_rules(node, gpu, &peers_util, out);
+    }
+}
+
+fn gpu_rules(node: &NodeView, gpu: &GpuView, _peers: &[f64], out: &mut Vec<RawFinding>) {
+    let name = Some(node.name.clone());
+    let idx = Some(gpu.index);
+    if let Some(x) = gpu.xids.back() {
+        out.push((
+            Severity::Crit,
+            "xid",
+            name.clone(),
+            idx,
+            format!("Xid {}: {}", x.code, xid_meaning(x.code)),
+            "drain the node; collect nvidia-bug-report.sh; reset or RMA the GPU",
+        ));
+    }
+    if gpu.is_lost() {
+        out.push((
+            Severity::Crit,
+            "gpu-lost",
+            name.clone(),
+            idx,
+            "NVML returns no readings for this GPU".into(),
+            "check dmesg for Xid 79 / PCIe errors; the GPU needs a reset or reseat",
+        ));
+        return;
+    }
+
+    if let Some(why) = stall_evidence(node, gpu) {
+        out.push((
+            Severity::Crit,
+            "stalled",
+            name.clone(),
+            idx,
+            why,
+            "py-spy/cuda-gdb the rank on this GPU; check its NCCL peers and Xid log",
+        ));
+    }
+
+    if let Some(sample) = &gpu.latest
+        && let Some(mask) = sample.clock_event_reasons
+        && mask & clock_events::TROUBLE != 0
+    {
+        let names = clock_events::describe(mask & clock_events::TROUBLE).join(", ");
+        let clock = match (sample.sm_clock_mhz, gpu.sm_clock_max_mhz()) {
+            (Some(c), Some(m)) => format!("SM {c}/{m} MHz"),
+            (Some(c), None) => format!("SM {c} MHz"),
+            _ => "SM clock n/a".into(),
+        };
+        let temp = sample
+            .temperature_c
+            .map_or_else(|| "temp n/a".into(), |t| format!("{t:.0} °C"));
+        let hw = mask
+            & (clock_events::HW_SLOWDOWN | clock_events::HW_THERMAL | clock_events::HW_POWER_BRAKE)
+            != 0;
+        out.push((
+            if hw { Severity::Crit } else { Severity::Warn },
+            "throttling",
+            name.clone(),
+            idx,
+            format!("{names}: {clock} at {temp}"),
+            "check inlet temperature, fans/liquid flow and the GPU's neighbours",
+        ));
+    }
+
+    let crc_rise = counter_rise(&gpu.nvlink_crc, COUNTER_WINDOW_SAMPLES);
+    if crc_rise > 0.0 {
+        out.push((
+            Severity::Warn,
+            "nvlink-errors",
+            name,
+            idx,
+            format!(
+                "NVLink CRC errors +{crc_rise:.0} in the last {COUNTER_WINDOW_SAMPLES} samples"
+            ),
+            "nvidia-smi nvlink -e on the node; reseat or replace the link's tray/cable",
+        ));
+    }
+}
+
+/// Rise of a cumulative counter over the newest `n` samples (0 when it did not rise or reset).
+fn counter_rise(h: &crate::telemetry::history::History, n: usize) -> f64 {
+    let vals: Vec<f64> = h.tail(n + 1).flatten().collect();
+    match (vals.first(), vals.last()) {
+        (Some(first), Some(last)) if last > first => last - first,
+        _ => 0.0,
+    }
+}
+
+/// Stalled: idle (or far under its peers' power) for every one of the newest samples while the
+/// node's other GPUs are loaded. Returns the evidence line.
+fn stall_evidence(node: &NodeView, gpu: &GpuView) -> Option<String> {
+    let n = STALL_WINDOW_SAMPLES;
+    let mine_util: Vec<Option<f64>> = gpu.util_pct.tail(n).collect();
+    let mine_power: Vec<Option<f64>> = gpu.power_watts.tail(n).collect();
+    if mine_util.len() < n || mine_util.iter().any(Option::is_none) {
+        return None;
+    }
+    let peers: Vec<&GpuView> = node
+        .gpus
+        .iter()
+        .filter(|p| p.index != gpu.index && !p.is_lost())
+        .collect();
+    if peers.is_empty() {
+        return None;
+    }
+    let mut stalled_all = true;
+    let (mut peer_util_sum, mut peer_power_sum, mut my_power_sum) = (0.0, 0.0, 0.0);
+    for i in 0..n {
+        let slot = |h: &crate::telemetry::history::History| h.tail(n).nth(i).flatten();
+        let peer_util = median(peers.iter().filter_map(|p| slot(&p.util_pct)))?;
+        let peer_power = median(peers.iter().filter_map(|p| slot(&p.power_watts)));
+        let util = mine_util[i]?;
+        let power = mine_power.get(i).copied().flatten();
+        let idle = util < STALL_UTIL_PCT;
+        let starved = matches!((power, peer_power), (Some(p), Some(pp)) if p < STALL_POWER_SHARE * pp);
+        if peer_util < LOADED_UTIL_PCT || !(idle || starved) {
+            stalled_all = false;
+            break;
+        }
+        peer_util_sum += peer_util;
+        peer_power_sum += peer_power.unwrap_or(0.0);
+        my_power_sum += power.unwrap_or(0.0);
+    }
+    if !stalled_all {
+        return None;
+    }
+    let k = n as f64;
+    Some(format!(
+        "util {:.0} % for {n} s while peers run at {:.0} %; power {:.0} W vs peers {:.0} W",
+        gpu.util_pct.latest().unwrap_or(0.0),
+        peer_util_sum / k,
+        my_power_sum / k,
+        peer_power_sum / k,
+    ))
+}
+
+fn cluster_rules(store: &ClusterStore, out: &mut Vec<RawFinding>) {
+    if let Some(w) = &store.storage.latest {
+        if w.ttfb_p99_ms > AISTOR_P99_TTFB_MS {
+            out.push((
+                Severity::Warn,
+                "aistor-latency",
+                None,
+                None,
+                format!(
+                    "GET TTFB p99 {:.0} ms (p50 {:.0} ms) over {AISTOR_P99_TTFB_MS:.0} ms at {}",
+                    w.ttfb_p99_ms, w.ttfb_p50_ms, w.endpoint
+                ),
+                "check AIStor drive and node health, and fabric congestion counters",
+            ));
+        }
+        if w.errors > 0 {
+            out.push((
+                Severity::Warn,
+                "aistor-errors",
+                None,
+                None,
+                format!("{} of {} GETs failed in the last window", w.errors, w.requests),
+                "look at the probe's error classes and the AIStor server log",
+            ));
+        }
+    }
+    let loader = &store.loader;
+    let loader_live = loader.phase.as_deref().and_then(|p| store.phase(p)).is_some_and(|p| {
+        p.state == crate::cluster::PhaseState::Running
+    });
+    if loader_live && let Some(share) = loader.wait_share() && share > LOADER_WAIT_SHARE {
+        out.push((
+            Severity::Warn,
+            "dataloader-wait",
+            None,
+            None,
+            format!(
+                "{} waits for data {:.0} % of step time (gate {:.0} %)",
+                loader.phase.as_deref().unwrap_or("training"),
+                share * 100.0,
+                LOADER_WAIT_SHARE * 100.0
+            ),
+            "raise loader workers/prefetch; compare with a local-NVMe run; check AIStor p99",
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::telemetry::sim::{FaultKind, SIM_EPOCH_MS, SimCluster, SimConfig};
+
+    fn findings_at(config: SimConfig, s: u64) -> Vec<Finding> {
+        let mut sim = SimCluster::new(config);
+        let mut store = ClusterStore::new();
+        let mut triage = Triage::new();
+        let mut out = Vec::new();
+        for sec in 0..=s {
+            for e in sim.advance_to(SIM_EPOCH_MS + sec * 1000) {
+                store.ingest(e);
+            }
+            out = triage.evaluate(&store);
+        }
+        out
+    }
+
+    fn has(findings: &[Finding], rule: &str, subject: &str) -> bool {
+        findings.iter().any(|f| f.rule == rule && f.subject() == subject)
+    }
+
+    #[test]
+    fn no_faults_no_findings() {
+        let mut config = SimConfig::demo(1);
+        config.faults.clear();
+        for s in [30, 125, 340] {
+            assert_eq!(findings_at(config.clone(), s), vec![], "at {s} s");
+        }
+    }
+
+    #[test]
+    fn each_fault_fires_its_rule() {
+        let only = |k: FaultKind| {
+            let mut c = SimConfig::demo(1);
+            c.faults.retain(|f| f.kind == k);
+            c
+        };
+        assert!(has(&findings_at(only(FaultKind::Thermal), 35), "throttling", "node03 GPU5"));
+        assert!(has(&findings_at(only(FaultKind::NvlinkCrc), 70), "nvlink-errors", "node02 GPU1"));
+        let stall = findings_at(only(FaultKind::Stall), 125);
+        assert!(has(&stall, "stalled", "node07 GPU3"), "{stall:?}");
+        assert_eq!(stall.iter().filter(|f| f.rule == "stalled").count(), 1);
+        let xid = findings_at(only(FaultKind::Xid79), 175);
+        assert!(has(&xid, "xid", "node11 GPU0") && has(&xid, "gpu-lost", "node11 GPU0"));
+        assert!(has(&findings_at(only(FaultKind::AistorP99), 335), "aistor-latency", "AIStor"));
+        assert!(has(&findings_at(only(FaultKind::LoaderWait), 350), "dataloader-wait", "dataloader"));
+    }
+
+    #[test]
+    fn a_stall_needs_the_whole_window() {
+        let mut c = SimConfig::demo(1);
+        c.faults.retain(|f| f.kind == FaultKind::Stall);
+        // Stall begins at 110 s; at 115 s it is 6 samples old: not yet a finding.
+        assert!(!has(&findings_at(c.clone(), 115), "stalled", "node07 GPU3"));
+        let f = findings_at(c, 130);
+        let stall = f.iter().find(|f| f.rule == "stalled").expect("stall");
+        assert_eq!(stall.since_ms, SIM_EPOCH_MS + 119_000);
+        assert_eq!(stall.severity, Severity::Crit);
+    }
+}

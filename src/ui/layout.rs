@@ -1,0 +1,295 @@
+//! Layouts: a TOML file lays panes out as rows of cells, each sized by weight or by lines/columns,
+//! and may hide a row or cell below a terminal size, which is how one layout serves 80×24 and a
+//! wall-sized screen. `1`–`9` pick among the loaded layouts.
+
+use std::collections::BTreeSet;
+
+use ratatui::layout::{Constraint, Direction, Layout as Split, Rect};
+use serde::Deserialize;
+
+use crate::config::ConfigError;
+
+/// The shipped layouts, embedded, in key order; each is also a test case.
+pub const EMBEDDED: &[(&str, &str)] = &[
+    ("overview.toml", include_str!("../../layouts/overview.toml")),
+    ("gpus.toml", include_str!("../../layouts/gpus.toml")),
+    ("nccl.toml", include_str!("../../layouts/nccl.toml")),
+    ("storage.toml", include_str!("../../layouts/storage.toml")),
+    ("triage.toml", include_str!("../../layouts/triage.toml")),
+];
+
+/// Every pane the console can draw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PaneKind {
+    /// Node × GPU grid.
+    Gpus,
+    /// NVLink Tx/Rx per node and per GPU.
+    Nvlink,
+    /// NCCL busbw vs message size.
+    Nccl,
+    /// AIStor GET latency and throughput.
+    Storage,
+    /// Dataloader wait per step.
+    Loader,
+    /// The T1–T8 plan.
+    Phases,
+    /// Findings.
+    Triage,
+    /// Output of the selected phase.
+    Log,
+}
+
+impl PaneKind {
+    /// Every pane, in focus order.
+    pub const ALL: [PaneKind; 8] = [
+        PaneKind::Gpus,
+        PaneKind::Triage,
+        PaneKind::Phases,
+        PaneKind::Nccl,
+        PaneKind::Nvlink,
+        PaneKind::Storage,
+        PaneKind::Loader,
+        PaneKind::Log,
+    ];
+
+    /// Name in layout files.
+    pub fn name(self) -> &'static str {
+        match self {
+            PaneKind::Gpus => "gpus",
+            PaneKind::Nvlink => "nvlink",
+            PaneKind::Nccl => "nccl",
+            PaneKind::Storage => "storage",
+            PaneKind::Loader => "loader",
+            PaneKind::Phases => "phases",
+            PaneKind::Triage => "triage",
+            PaneKind::Log => "log",
+        }
+    }
+
+    fn parse(name: &str) -> Option<PaneKind> {
+        Self::ALL.into_iter().find(|p| p.name() == name)
+    }
+}
+
+/// How much room a row or cell takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Size {
+    /// A share of what is left after fixed sizes.
+    Weight(u16),
+    /// Exactly this many lines (rows) or columns (cells).
+    Fixed(u16),
+}
+
+impl Size {
+    fn constraint(self) -> Constraint {
+        match self {
+            Size::Weight(w) => Constraint::Fill(w),
+            Size::Fixed(n) => Constraint::Length(n),
+        }
+    }
+}
+
+/// One pane in a row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cell {
+    /// Which pane.
+    pub pane: PaneKind,
+    /// Its width.
+    pub size: Size,
+    /// Hidden when the screen has fewer columns.
+    pub hide_below_cols: Option<u16>,
+}
+
+/// One row of panes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    /// Its height.
+    pub size: Size,
+    /// Hidden when the screen has fewer lines.
+    pub hide_below_rows: Option<u16>,
+    /// The panes, left to right.
+    pub cells: Vec<Cell>,
+}
+
+/// A resolved layout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    /// Name shown in the status bar.
+    pub name: String,
+    /// What it is for.
+    pub description: String,
+    /// Rows, top to bottom.
+    pub rows: Vec<Row>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LayoutFile {
+    name: String,
+    #[serde(default)]
+    description: String,
+    row: Vec<toml::Spanned<RowFile>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RowFile {
+    weight: Option<u16>,
+    lines: Option<u16>,
+    hide_below_rows: Option<u16>,
+    cells: Vec<toml::Spanned<CellFile>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CellFile {
+    pane: toml::Spanned<String>,
+    weight: Option<u16>,
+    cols: Option<u16>,
+    hide_below_cols: Option<u16>,
+}
+
+fn size_of(weight: Option<u16>, fixed: Option<u16>, fixed_name: &str) -> Result<Size, String> {
+    match (weight, fixed) {
+        (Some(_), Some(_)) => Err(format!("give either weight or {fixed_name}, not both")),
+        (Some(0), None) => Err("weight must be at least 1".into()),
+        (Some(w), None) => Ok(Size::Weight(w)),
+        (None, Some(n)) => Ok(Size::Fixed(n)),
+        (None, None) => Ok(Size::Weight(1)),
+    }
+}
+
+impl Layout {
+    /// Parse and resolve a layout file. `file` names it in errors.
+    pub fn parse(file: &str, text: &str) -> Result<Layout, ConfigError> {
+        let shape: LayoutFile =
+            toml::from_str(text).map_err(|e| ConfigError::from_toml(file, text, &e))?;
+        if shape.row.is_empty() {
+            return Err(ConfigError::at(file, text, None, "a layout needs at least one [[row]]"));
+        }
+        let mut seen = BTreeSet::new();
+        let mut rows = Vec::new();
+        for row in &shape.row {
+            let span = row.span();
+            let r = row.get_ref();
+            let size = size_of(r.weight, r.lines, "lines")
+                .map_err(|m| ConfigError::at(file, text, Some(span.clone()), m))?;
+            if r.cells.is_empty() {
+                return Err(ConfigError::at(file, text, Some(span), "a row needs at least one cell"));
+            }
+            let mut cells = Vec::new();
+            for cell in &r.cells {
+                let c = cell.get_ref();
+                let name = c.pane.get_ref();
+                let pane = PaneKind::parse(name).ok_or_else(|| {
+                    let names: Vec<_> = PaneKind::ALL.iter().map(|p| p.name()).collect();
+                    ConfigError::at(
+                        file,
+                        text,
+                        Some(c.pane.span()),
+                        format!("unknown pane {name:?}; panes are: {}", names.join(", ")),
+                    )
+                })?;
+                if !seen.insert(pane) {
+                    return Err(ConfigError::at(
+                        file,
+                        text,
+                        Some(c.pane.span()),
+                        format!("pane {name:?} appears twice"),
+                    ));
+                }
+                let size = size_of(c.weight, c.cols, "cols")
+                    .map_err(|m| ConfigError::at(file, text, Some(cell.span()), m))?;
+                cells.push(Cell {
+                    pane,
+                    size,
+                    hide_below_cols: c.hide_below_cols,
+                });
+            }
+            rows.push(Row {
+                size,
+                hide_below_rows: r.hide_below_rows,
+                cells,
+            });
+        }
+        Ok(Layout {
+            name: shape.name,
+            description: shape.description,
+            rows,
+        })
+    }
+
+    /// The embedded overview layout.
+    pub fn fallback() -> Layout {
+        Layout::parse("<embedded>/overview.toml", EMBEDDED[0].1)
+            .unwrap_or_else(|e| panic!("shipped default layout is broken: {e}"))
+    }
+
+    /// Place the panes that fit `area`; hidden rows and cells give their room to the others.
+    pub fn arrange(&self, area: Rect) -> Vec<(PaneKind, Rect)> {
+        let rows: Vec<(&Row, Vec<&Cell>)> = self
+            .rows
+            .iter()
+            .filter(|r| r.hide_below_rows.is_none_or(|min| area.height >= min))
+            .map(|r| {
+                let cells = r
+                    .cells
+                    .iter()
+                    .filter(|c| c.hide_below_cols.is_none_or(|min| area.width >= min))
+                    .collect::<Vec<_>>();
+                (r, cells)
+            })
+            .filter(|(_, cells)| !cells.is_empty())
+            .collect();
+        let row_areas = Split::default()
+            .direction(Direction::Vertical)
+            .constraints(rows.iter().map(|(r, _)| r.size.constraint()))
+            .split(area);
+        let mut out = Vec::new();
+        for ((_, cells), row_area) in rows.iter().zip(row_areas.iter()) {
+            let cell_areas = Split::default()
+                .direction(Direction::Horizontal)
+                .constraints(cells.iter().map(|c| c.size.constraint()))
+                .split(*row_area);
+            for (cell, a) in cells.iter().zip(cell_areas.iter()) {
+                if a.width > 0 && a.height > 0 {
+                    out.push((cell.pane, *a));
+                }
+            }
+        }
+        out
+    }
+
+    /// The panes visible at `area`, in focus order.
+    pub fn visible(&self, area: Rect) -> Vec<PaneKind> {
+        let placed: Vec<PaneKind> = self.arrange(area).into_iter().map(|(p, _)| p).collect();
+        PaneKind::ALL
+            .into_iter()
+            .filter(|p| placed.contains(p))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_shipped_layout_loads_and_shows_panes_at_80x24() {
+        for (name, text) in EMBEDDED {
+            let layout = Layout::parse(name, text).unwrap_or_else(|e| panic!("{e}"));
+            assert!(!layout.arrange(Rect::new(0, 0, 80, 23)).is_empty(), "{name}");
+            assert!(!layout.arrange(Rect::new(0, 0, 240, 70)).is_empty(), "{name}");
+        }
+    }
+
+    #[test]
+    fn small_screens_hide_what_does_not_fit() {
+        let overview = Layout::fallback();
+        let small = overview.visible(Rect::new(0, 0, 80, 23));
+        let large = overview.visible(Rect::new(0, 0, 160, 47));
+        assert!(small.len() < large.len(), "{small:?} vs {large:?}");
+        assert!(small.contains(&PaneKind::Gpus));
+        assert_eq!(large.len(), 8, "{large:?}");
+    }
+}

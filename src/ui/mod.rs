@@ -1,0 +1,227 @@
+//! Drawing. `render` is a pure function of the state: it lays the active layout's panes out,
+//! draws each from the store, then the status bar and any overlay. Panes read; they never change
+//! state or do I/O.
+
+pub mod catalog;
+pub mod layout;
+pub mod overlay;
+pub mod panes;
+pub mod theme;
+
+use ratatui::Frame;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, BorderType, Borders, Widget};
+
+use crate::app::state::{Overlay, State, Tone};
+use crate::app::keymap::BINDINGS;
+use crate::cluster::ClusterStore;
+use crate::model::UnixMillis;
+use crate::telemetry::history::History;
+use crate::triage::Finding;
+use layout::PaneKind;
+use theme::Theme;
+
+/// What every pane gets to draw from.
+pub struct Ctx<'a> {
+    /// The store shown (frozen while paused).
+    pub store: &'a ClusterStore,
+    /// Findings shown.
+    pub findings: &'a [Finding],
+    /// Whole state, for UI selections.
+    pub state: &'a State,
+    /// Colours.
+    pub theme: &'a Theme,
+}
+
+/// Draw the whole screen.
+pub fn render(state: &State, frame: &mut Frame) {
+    let area = frame.area();
+    draw(state, area, frame.buffer_mut());
+}
+
+/// Draw the whole screen into a buffer (what `render` and the benches use).
+pub fn draw(state: &State, area: Rect, buf: &mut Buffer) {
+    let (store, findings) = state.shown();
+    let ctx = Ctx {
+        store,
+        findings,
+        state,
+        theme: state.theme(),
+    };
+    if area.height < 3 || area.width < 20 {
+        Line::from(Span::styled("burnin: terminal too small", ctx.theme.warn)).render(area, buf);
+        return;
+    }
+    let pane_area = Rect::new(area.x, area.y, area.width, area.height - 1);
+    let status_area = Rect::new(area.x, area.y + area.height - 1, area.width, 1);
+    for (pane, rect) in state.layout().arrange(pane_area) {
+        let focused = state.ui.focus == pane;
+        panes::draw_pane(pane, &ctx, focused, rect, buf);
+    }
+    status_bar(&ctx, status_area, buf);
+    match &state.ui.overlay {
+        Overlay::None => {}
+        other => overlay::draw(other, &ctx, pane_area, buf),
+    }
+}
+
+/// A bordered block with the pane's title, highlighted when focused.
+pub fn pane_block<'a>(title: impl Into<Line<'a>>, focused: bool, theme: &Theme) -> Block<'a> {
+    Block::default()
+        .borders(Borders::ALL)
+        .border_type(if focused {
+            BorderType::Thick
+        } else {
+            BorderType::Plain
+        })
+        .border_style(if focused { theme.focus } else { theme.border })
+        .title(title.into().style(theme.title))
+}
+
+/// Sparkline text of the newest `width` slots; gaps stay blank.
+pub fn sparkline(history: &History, width: usize, max: Option<f64>) -> String {
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let values: Vec<Option<f64>> = history.tail(width).collect();
+    let top = max
+        .or_else(|| values.iter().flatten().copied().reduce(f64::max))
+        .unwrap_or(0.0);
+    let mut s: String = " ".repeat(width.saturating_sub(values.len()));
+    for v in values {
+        s.push(match v {
+            None => ' ',
+            Some(v) if top <= 0.0 || v <= 0.0 => BARS[0],
+            Some(v) => BARS[((v / top * 8.0).ceil() as usize).clamp(1, 8) - 1],
+        });
+    }
+    s
+}
+
+/// `HH:MM:SS` UTC of an instant.
+pub fn clock(ms: UnixMillis) -> String {
+    let s = ms / 1000 % 86_400;
+    format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}
+
+/// A duration in seconds the way a person reads it: `42s`, `3m05s`, `2h14m`.
+pub fn human_secs(s: u64) -> String {
+    if s < 60 {
+        format!("{s}s")
+    } else if s < 3600 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{}h{:02}m", s / 3600, s / 60 % 60)
+    }
+}
+
+/// Cut a string to `width` characters, marking the cut.
+pub fn fit(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        s.to_string()
+    } else if width == 0 {
+        String::new()
+    } else {
+        let mut out: String = s.chars().take(width - 1).collect();
+        out.push('…');
+        out
+    }
+}
+
+fn status_bar(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
+    let theme = ctx.theme;
+    buf.set_style(area, theme.status);
+    let state = ctx.state;
+    let mut left = vec![Span::styled(" burnin ", theme.status.patch(theme.accent))];
+    left.push(Span::styled(
+        format!("{} {} ", clock(ctx.store.now_ms), state.source_label),
+        theme.status,
+    ));
+    if state.frozen.is_some() {
+        left.push(Span::styled(" PAUSED ", theme.warn));
+        left.push(Span::raw(" "));
+    }
+    if state.ui.editing_filter {
+        left.push(Span::styled(
+            format!("filter: {}█ ", state.ui.filter),
+            theme.status.patch(theme.accent),
+        ));
+    } else if let Some((tone, msg)) = &state.ui.status {
+        let style = match tone {
+            Tone::Info => theme.status,
+            Tone::Warn => theme.status.patch(theme.warn),
+        };
+        left.push(Span::styled(msg.clone(), style));
+    }
+    let used: usize = left.iter().map(|s| s.content.chars().count()).sum();
+    let hints: String = BINDINGS
+        .iter()
+        .filter_map(|b| b.hint.map(|h| format!("{} {h}", b.keys[0].label())))
+        .collect::<Vec<_>>()
+        .join("  ");
+    let width = area.width as usize;
+    let room = width.saturating_sub(used + 2);
+    let mut spans = left;
+    if room >= 12 {
+        let hints = fit(&hints, room);
+        let pad = width.saturating_sub(used + hints.chars().count() + 1);
+        spans.push(Span::raw(" ".repeat(pad)));
+        spans.push(Span::styled(hints, theme.status.patch(theme.muted)));
+    }
+    let line = Line::from(spans);
+    let mut text = String::new();
+    for s in &line.spans {
+        text.push_str(&s.content);
+    }
+    if text.chars().count() > width {
+        Line::from(Span::styled(fit(&text, width), theme.status)).render(area, buf);
+    } else {
+        line.render(area, buf);
+    }
+}
+
+/// A style for a share of a gate: ok at or above `good`, warn above `bad`, crit below.
+pub fn share_style(theme: &Theme, value: f64, good: f64, bad: f64) -> Style {
+    if value >= good {
+        theme.ok
+    } else if value >= bad {
+        theme.warn
+    } else {
+        theme.crit
+    }
+}
+
+/// Pane title with the pane's name.
+pub fn title_of(pane: PaneKind) -> &'static str {
+    match pane {
+        PaneKind::Gpus => "GPUs",
+        PaneKind::Nvlink => "NVLink",
+        PaneKind::Nccl => "NCCL",
+        PaneKind::Storage => "AIStor",
+        PaneKind::Loader => "Dataloader",
+        PaneKind::Phases => "Plan",
+        PaneKind::Triage => "Triage",
+        PaneKind::Log => "Log",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sparkline_keeps_gaps_blank() {
+        let mut h = History::new(1000, 10);
+        h.push(0, Some(1.0));
+        h.push(2000, Some(8.0));
+        assert_eq!(sparkline(&h, 5, None), "  ▁ █");
+    }
+
+    #[test]
+    fn helpers_format() {
+        assert_eq!(clock(1_796_202_000_000 + 3_725_000), "10:02:05");
+        assert_eq!(human_secs(185), "3m05s");
+        assert_eq!(fit("abcdef", 4), "abc…");
+    }
+}

@@ -1,0 +1,228 @@
+//! Overlays drawn over the panes: help (from the key table), confirmations, GPU and phase
+//! details, the full-screen log.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Widget};
+
+use super::panes::gpus::gpu_summary;
+use super::panes::log::LogPane;
+use super::{Ctx, fit, human_secs, pane_block, sparkline};
+use crate::app::keymap::BINDINGS;
+use crate::app::state::{Confirm, Overlay};
+use crate::cluster::PhaseState;
+
+/// Draw `overlay` over `area`.
+pub fn draw(overlay: &Overlay, ctx: &Ctx, area: Rect, buf: &mut Buffer) {
+    match overlay {
+        Overlay::None => {}
+        Overlay::Help => help(ctx, area, buf),
+        Overlay::Confirm(c) => confirm(c, ctx, area, buf),
+        Overlay::GpuDetails => gpu_details(ctx, area, buf),
+        Overlay::PhaseDetails => phase_details(ctx, area, buf),
+        Overlay::Logs => {
+            Clear.render(area, buf);
+            (&LogPane {
+                ctx,
+                focused: true,
+                full: true,
+            })
+                .render(area, buf);
+        }
+    }
+}
+
+fn centered(area: Rect, width: u16, height: u16) -> Rect {
+    let w = width.min(area.width);
+    let h = height.min(area.height);
+    Rect::new(
+        area.x + (area.width - w) / 2,
+        area.y + (area.height - h) / 2,
+        w,
+        h,
+    )
+}
+
+fn boxed(ctx: &Ctx, title: String, lines: Vec<Line>, area: Rect, width: u16, buf: &mut Buffer) {
+    let rect = centered(area, width, lines.len() as u16 + 2);
+    Clear.render(rect, buf);
+    let block = pane_block(title, true, ctx.theme);
+    let inner = block.inner(rect);
+    block.render(rect, buf);
+    for (i, line) in lines.into_iter().enumerate().take(inner.height as usize) {
+        line.render(Rect::new(inner.x, inner.y + i as u16, inner.width, 1), buf);
+    }
+}
+
+fn help(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
+    let t = ctx.theme;
+    let mut lines: Vec<Line> = BINDINGS
+        .iter()
+        .map(|b| {
+            let keys: Vec<String> = b.keys.iter().map(|k| k.label()).collect();
+            Line::from(vec![
+                Span::styled(format!(" {:<10}", keys.join(" ")), t.accent),
+                Span::styled(b.help, t.text),
+            ])
+        })
+        .collect();
+    lines.push(Line::styled(
+        " layouts: ".to_string()
+            + &ctx
+                .state
+                .layouts
+                .iter()
+                .enumerate()
+                .map(|(i, l)| format!("{} {}", i + 1, l.name))
+                .collect::<Vec<_>>()
+                .join(" · "),
+        t.muted,
+    ));
+    lines.push(Line::styled(
+        " grid flags: X Xid · ! lost · S stalled · T hw throttle · t sw thermal · N NVLink errors",
+        t.muted,
+    ));
+    boxed(ctx, " Keys (? or Esc closes) ".into(), lines, area, 84, buf);
+}
+
+fn confirm(c: &Confirm, ctx: &Ctx, area: Rect, buf: &mut Buffer) {
+    let t = ctx.theme;
+    let (title, lines) = match c {
+        Confirm::Abort(id) => (
+            format!(" Abort {id}? "),
+            vec![
+                Line::styled(format!(" {id} stops on every node it runs on:"), t.text),
+                Line::styled(" TERM to its process group, KILL after the grace period.", t.text),
+                Line::styled(" It is recorded as ABORTED.", t.text),
+                Line::from(vec![
+                    Span::styled(" y", t.warn),
+                    Span::styled(" abort   ", t.text),
+                    Span::styled("n/Esc", t.accent),
+                    Span::styled(" keep it running", t.text),
+                ]),
+            ],
+        ),
+        Confirm::Quit(id) => (
+            " Quit while a phase runs? ".to_string(),
+            vec![
+                Line::styled(format!(" {id} is running on the nodes."), t.text),
+                Line::from(vec![
+                    Span::styled(" d", t.accent),
+                    Span::styled(" detach: leave it running (it survives this console)", t.text),
+                ]),
+                Line::from(vec![
+                    Span::styled(" a", t.warn),
+                    Span::styled(format!(" abort {id}, then quit"), t.text),
+                ]),
+                Line::from(vec![Span::styled(" Esc", t.accent), Span::styled(" stay", t.text)]),
+            ],
+        ),
+    };
+    boxed(ctx, title, lines, area, 64, buf);
+}
+
+fn gpu_details(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
+    let t = ctx.theme;
+    let ui = &ctx.state.ui;
+    let Some(node) = ctx.store.nodes.get(ui.node) else {
+        return;
+    };
+    let Some(gpu) = node.gpus.iter().find(|g| g.index == ui.gpu) else {
+        return;
+    };
+    let width = area.width.min(110);
+    let spark_w = (width as usize).saturating_sub(30).min(120);
+    let mut lines = Vec::new();
+    let summary = gpu_summary(node, gpu);
+    for chunk in summary.split("  ").collect::<Vec<_>>().chunks(4) {
+        lines.push(Line::styled(format!(" {}", chunk.join("  ")), t.text));
+    }
+    if let Some(info) = &gpu.info {
+        lines.push(Line::styled(format!(" {} · {}", info.name, info.uuid), t.muted));
+    }
+    let limit = gpu.power_limit_watts().map(f64::from);
+    let max_clock = gpu.sm_clock_max_mhz().map(f64::from);
+    let hist = |label: &str, h, max, latest: String| {
+        Line::from(vec![
+            Span::styled(format!(" {label:<12}"), t.muted),
+            Span::styled(sparkline(h, spark_w, max), t.bar),
+            Span::styled(format!(" {latest}"), t.accent),
+        ])
+    };
+    let fmt = |v: Option<f64>, unit: &str| v.map_or("n/a".into(), |v| format!("{v:.0} {unit}"));
+    lines.push(Line::styled(
+        format!(" last {spark_w} s (blank = no sample)"),
+        t.muted,
+    ));
+    lines.push(hist("power W", &gpu.power_watts, limit, fmt(gpu.power_watts.latest(), "W")));
+    lines.push(hist("util %", &gpu.util_pct, Some(100.0), fmt(gpu.util_pct.latest(), "%")));
+    lines.push(hist("temp °C", &gpu.temperature_c, Some(100.0), fmt(gpu.temperature_c.latest(), "°C")));
+    lines.push(hist("SM MHz", &gpu.sm_clock_mhz, max_clock, fmt(gpu.sm_clock_mhz.latest(), "MHz")));
+    lines.push(hist(
+        "NVLink tx",
+        &gpu.nvlink_tx,
+        None,
+        gpu.nvlink_tx.latest().map_or("n/a".into(), crate::model::format_rate),
+    ));
+    for x in &gpu.xids {
+        lines.push(Line::styled(
+            format!(
+                " Xid {} at {}: {}",
+                x.code,
+                super::clock(x.at_ms),
+                crate::triage::xid_meaning(x.code)
+            ),
+            t.crit,
+        ));
+    }
+    let mine: Vec<_> = ctx
+        .findings
+        .iter()
+        .filter(|f| f.node.as_deref() == Some(&node.name) && (f.gpu.is_none() || f.gpu == Some(gpu.index)))
+        .collect();
+    if mine.is_empty() {
+        lines.push(Line::styled(" no findings for this GPU", t.ok));
+    }
+    for f in mine {
+        lines.push(Line::styled(
+            fit(&format!(" {} {}: {}", f.severity.label(), f.rule, f.why), width as usize - 2),
+            t.warn,
+        ));
+        lines.push(Line::styled(fit(&format!("   next: {}", f.next), width as usize - 2), t.muted));
+    }
+    boxed(ctx, format!(" {} GPU{} (Esc closes) ", node.name, gpu.index), lines, area, width, buf);
+}
+
+fn phase_details(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
+    let t = ctx.theme;
+    let Some(p) = ctx.store.phases.get(ctx.state.ui.phase) else {
+        return;
+    };
+    let state = match p.state {
+        PhaseState::Pending => "pending".to_string(),
+        PhaseState::Running => "running".to_string(),
+        PhaseState::Done(v) => v.label().to_string(),
+    };
+    let mut lines = vec![
+        Line::styled(format!(" scope   {}", p.spec.scope.label()), t.text),
+        Line::styled(format!(" proves  {}", p.spec.proves), t.text),
+        Line::styled(format!(" gate    {}", p.spec.gate), t.text),
+        Line::styled(
+            format!(
+                " state   {state}{}",
+                p.elapsed_s(ctx.store.now_ms)
+                    .map_or(String::new(), |s| format!(", {}", human_secs(s)))
+            ),
+            t.accent,
+        ),
+    ];
+    if let Some(r) = &p.reason {
+        lines.push(Line::styled(format!(" why     {r}"), t.warn));
+    }
+    lines.push(Line::styled(
+        format!(" output  {} lines (L shows them)", p.log.len() as u64 + p.log_dropped),
+        t.muted,
+    ));
+    boxed(ctx, format!(" {} {} (Esc closes) ", p.spec.id, p.spec.title), lines, area, 100, buf);
+}

@@ -1,0 +1,87 @@
+//! The plan: T1–T8 with state, elapsed time and verdict; the selected phase's reason (or its
+//! gate, before it ran) underneath.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Widget;
+
+use crate::cluster::PhaseState;
+use crate::phases::Verdict;
+use crate::ui::{Ctx, fit, human_secs, pane_block};
+
+/// The phases pane.
+pub struct PhasesPane<'a> {
+    /// Draw context.
+    pub ctx: &'a Ctx<'a>,
+    /// Whether it has focus.
+    pub focused: bool,
+}
+
+impl Widget for &PhasesPane<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let ctx = self.ctx;
+        let theme = ctx.theme;
+        let ui = &ctx.state.ui;
+        let done = ctx
+            .store
+            .phases
+            .iter()
+            .filter(|p| matches!(p.state, PhaseState::Done(_)))
+            .count();
+        let title = format!(" Plan {done}/{} done ", ctx.store.phases.len());
+        let block = pane_block(title, self.focused, theme);
+        let inner = block.inner(area);
+        block.render(area, buf);
+        if inner.height == 0 || inner.width < 20 {
+            return;
+        }
+        let width = inner.width as usize;
+        let height = inner.height as usize;
+        // The reason line is worth its room only when all phases still fit.
+        let show_reason = height > ctx.store.phases.len() + 1;
+        let rows_room = if show_reason { height - 2 } else { height };
+        let first = ui.phase.saturating_sub(rows_room.saturating_sub(1));
+        let title_w = width.saturating_sub(4 + 9 + 7).max(6);
+        let mut y = inner.y;
+        for (i, p) in ctx.store.phases.iter().enumerate().skip(first).take(rows_room) {
+            let (label, style) = match p.state {
+                PhaseState::Pending => ("·".to_string(), theme.muted),
+                PhaseState::Running => ("▶ RUN".to_string(), theme.accent),
+                PhaseState::Done(v) => (
+                    v.label().to_string(),
+                    match v {
+                        Verdict::Pass => theme.ok,
+                        Verdict::Warn | Verdict::Skipped => theme.warn,
+                        _ => theme.crit,
+                    },
+                ),
+            };
+            let elapsed = p
+                .elapsed_s(ctx.store.now_ms)
+                .map_or(String::new(), human_secs);
+            let row_style = if i == ui.phase { theme.selected } else { theme.text };
+            let line = Line::from(vec![
+                Span::styled(format!("{:<4}", p.spec.id), row_style),
+                Span::styled(format!("{:<title_w$}", fit(p.spec.title, title_w)), row_style),
+                Span::styled(format!("{label:>9}"), if i == ui.phase { row_style } else { style }),
+                Span::styled(format!("{elapsed:>7}"), theme.muted),
+            ]);
+            line.render(Rect::new(inner.x, y, inner.width, 1), buf);
+            y += 1;
+        }
+        if show_reason && let Some(p) = ctx.store.phases.get(ui.phase) {
+            let text = match &p.reason {
+                Some(r) => format!("{}: {r}", p.spec.id),
+                None => format!("{} gate: {}", p.spec.id, p.spec.gate),
+            };
+            let style = match p.state {
+                PhaseState::Done(Verdict::Pass) => theme.ok,
+                PhaseState::Done(_) => theme.warn,
+                _ => theme.muted,
+            };
+            let y = inner.y + inner.height - 1;
+            Line::styled(fit(&text, width), style).render(Rect::new(inner.x, y, inner.width, 1), buf);
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! AIStor GET latency and throughput, and the dataloader's wait per step: the two halves of
+//! "do the GPUs wait for data?".
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Widget;
+
+use crate::model::format_rate;
+use crate::triage::{AISTOR_P99_TTFB_MS, LOADER_WAIT_SHARE};
+use crate::ui::{Ctx, fit, pane_block, sparkline};
+
+/// The AIStor pane.
+pub struct StoragePane<'a> {
+    /// Draw context.
+    pub ctx: &'a Ctx<'a>,
+    /// Whether it has focus.
+    pub focused: bool,
+}
+
+/// The dataloader pane.
+pub struct LoaderPane<'a> {
+    /// Draw context.
+    pub ctx: &'a Ctx<'a>,
+    /// Whether it has focus.
+    pub focused: bool,
+}
+
+fn put(lines: Vec<Line>, inner: Rect, buf: &mut Buffer) {
+    for (i, line) in lines.into_iter().enumerate().take(inner.height as usize) {
+        line.render(Rect::new(inner.x, inner.y + i as u16, inner.width, 1), buf);
+    }
+}
+
+impl Widget for &StoragePane<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let ctx = self.ctx;
+        let theme = ctx.theme;
+        let s = &ctx.store.storage;
+        let title = match &s.latest {
+            Some(w) => format!(" AIStor GET · {} · HTTP path ", w.endpoint),
+            None => " AIStor GET ".into(),
+        };
+        let block = pane_block(title, self.focused, theme);
+        let inner = block.inner(area);
+        block.render(area, buf);
+        let width = inner.width as usize;
+        let Some(w) = &s.latest else {
+            put(
+                vec![Line::styled("no storage probe running (burnin probe s3, or T8)", theme.muted)],
+                inner,
+                buf,
+            );
+            return;
+        };
+        let p99_style = if w.ttfb_p99_ms > AISTOR_P99_TTFB_MS { theme.crit } else { theme.ok };
+        let err_style = if w.errors > 0 { theme.warn } else { theme.muted };
+        let spark_w = width.saturating_sub(16).clamp(4, 90);
+        let lines = vec![
+            Line::from(vec![
+                Span::styled("TTFB p50 ", theme.muted),
+                Span::styled(format!("{:.0} ms", w.ttfb_p50_ms), theme.accent),
+                Span::styled("  p99 ", theme.muted),
+                Span::styled(format!("{:.0} ms", w.ttfb_p99_ms), p99_style),
+                Span::styled("  total p99 ", theme.muted),
+                Span::styled(format!("{:.0} ms", w.total_p99_ms), theme.text),
+            ]),
+            Line::from(vec![
+                Span::styled("throughput ", theme.muted),
+                Span::styled(format_rate(w.throughput_bytes_per_sec), theme.accent),
+                Span::styled(format!("  {} GET/s", w.requests), theme.text),
+                Span::styled(
+                    format!("  errors {} (total {} of {})", w.errors, s.errors_total, s.requests_total),
+                    err_style,
+                ),
+            ]),
+            Line::from(vec![
+                Span::styled(format!("{:<14}", "p99 TTFB"), theme.muted),
+                Span::styled(sparkline(&s.ttfb_p99_ms, spark_w, None), p99_style),
+            ]),
+            Line::from(vec![
+                Span::styled(format!("{:<14}", "throughput"), theme.muted),
+                Span::styled(sparkline(&s.throughput, spark_w, None), theme.bar),
+            ]),
+            Line::styled(
+                fit(&format!("p99 TTFB gate {AISTOR_P99_TTFB_MS:.0} ms · client-side timing"), width),
+                theme.muted,
+            ),
+        ];
+        put(lines, inner, buf);
+    }
+}
+
+impl Widget for &LoaderPane<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let ctx = self.ctx;
+        let theme = ctx.theme;
+        let l = &ctx.store.loader;
+        let title = match &l.phase {
+            Some(p) => format!(" Dataloader · {p} "),
+            None => " Dataloader ".into(),
+        };
+        let block = pane_block(title, self.focused, theme);
+        let inner = block.inner(area);
+        block.render(area, buf);
+        let width = inner.width as usize;
+        let Some(step) = l.last_step else {
+            put(
+                vec![Line::styled("no training steps yet (T5, T6, T8 report them)", theme.muted)],
+                inner,
+                buf,
+            );
+            return;
+        };
+        let share = l.wait_share().unwrap_or(0.0);
+        let share_style = if share > LOADER_WAIT_SHARE { theme.crit } else { theme.ok };
+        let spark_w = width.saturating_sub(16).clamp(4, 90);
+        let lines = vec![
+            Line::from(vec![
+                Span::styled(format!("step {step}  "), theme.text),
+                Span::styled("wait ", theme.muted),
+                Span::styled(
+                    format!("{:.1} ms", l.wait_ms.latest().unwrap_or(0.0)),
+                    theme.accent,
+                ),
+                Span::styled(" / step ", theme.muted),
+                Span::styled(format!("{:.0} ms", l.step_ms.latest().unwrap_or(0.0)), theme.text),
+            ]),
+            Line::from(vec![
+                Span::styled("waiting ", theme.muted),
+                Span::styled(format!("{:.1} %", share * 100.0), share_style),
+                Span::styled(
+                    format!(" of step time (last 20 steps, gate {:.0} %)", LOADER_WAIT_SHARE * 100.0),
+                    theme.muted,
+                ),
+            ]),
+            Line::from(vec![
+                Span::styled(format!("{:<14}", "wait/step"), theme.muted),
+                Span::styled(sparkline(&l.wait_ms, spark_w, None), share_style),
+            ]),
+            Line::from(vec![
+                Span::styled("first batch ", theme.muted),
+                Span::styled(
+                    l.first_batch_ms.map_or("n/a".into(), |ms| format!("{:.2} s", ms / 1000.0)),
+                    theme.text,
+                ),
+                Span::styled("  tokens/s ", theme.muted),
+                Span::styled(
+                    l.tokens_per_sec.map_or("n/a".into(), |t| format!("{:.2} M", t / 1e6)),
+                    theme.text,
+                ),
+                Span::styled("  loss ", theme.muted),
+                Span::styled(l.loss.map_or("n/a".into(), |x| format!("{x:.3}")), theme.text),
+            ]),
+        ];
+        put(lines, inner, buf);
+    }
+}

@@ -1,0 +1,65 @@
+//! Findings, worst first: severity, which GPU or node, since when, and why with the numbers.
+//! Enter on a finding selects its GPU and opens its details.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Widget;
+
+use crate::triage::Severity;
+use crate::ui::{Ctx, fit, human_secs, pane_block};
+
+/// The triage pane.
+pub struct TriagePane<'a> {
+    /// Draw context.
+    pub ctx: &'a Ctx<'a>,
+    /// Whether it has focus.
+    pub focused: bool,
+}
+
+impl Widget for &TriagePane<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let ctx = self.ctx;
+        let theme = ctx.theme;
+        let ui = &ctx.state.ui;
+        let count = |s: Severity| ctx.findings.iter().filter(|f| f.severity == s).count();
+        let title = format!(
+            " Triage {} crit · {} warn · {} info ",
+            count(Severity::Crit),
+            count(Severity::Warn),
+            count(Severity::Info)
+        );
+        let block = pane_block(title, self.focused, theme);
+        let inner = block.inner(area);
+        block.render(area, buf);
+        if inner.height == 0 || inner.width < 20 {
+            return;
+        }
+        if ctx.findings.is_empty() {
+            Line::styled("no findings: every GPU, link and service looks healthy", theme.ok)
+                .render(inner, buf);
+            return;
+        }
+        let width = inner.width as usize;
+        let rows = inner.height as usize;
+        let first = ui.finding.saturating_sub(rows.saturating_sub(1));
+        for (row, (i, f)) in ctx.findings.iter().enumerate().skip(first).take(rows).enumerate() {
+            let sev_style = match f.severity {
+                Severity::Crit => theme.crit,
+                Severity::Warn => theme.warn,
+                Severity::Info => theme.info,
+            };
+            let since = human_secs(ctx.store.now_ms.saturating_sub(f.since_ms) / 1000);
+            let selected = i == ui.finding && self.focused;
+            let text_style = if selected { theme.selected } else { theme.text };
+            let head = format!(" {:<12} {:<14} {:>6} ", fit(&f.subject(), 12), f.rule, since);
+            let used = 4 + head.chars().count();
+            let line = Line::from(vec![
+                Span::styled(format!("{:<4}", f.severity.label()), sev_style),
+                Span::styled(head, text_style),
+                Span::styled(fit(&f.why, width.saturating_sub(used)), text_style),
+            ]);
+            line.render(Rect::new(inner.x, inner.y + row as u16, inner.width, 1), buf);
+        }
+    }
+}
