@@ -298,6 +298,16 @@ pub struct LoaderView {
 pub const LOADER_WINDOW_STEPS: usize = 20;
 
 impl LoaderView {
+    fn reset(&mut self, phase: String) {
+        self.wait_ms = History::new(1, HISTORY_SLOTS);
+        self.step_ms = History::new(1, HISTORY_SLOTS);
+        self.last_step = None;
+        self.first_batch_ms = None;
+        self.tokens_per_sec = None;
+        self.loss = None;
+        self.phase = Some(phase);
+    }
+
     /// Share of step time spent waiting for data over the last [`LOADER_WINDOW_STEPS`] steps.
     pub fn wait_share(&self) -> Option<f64> {
         let wait: f64 = self.wait_ms.tail(LOADER_WINDOW_STEPS).flatten().sum();
@@ -500,11 +510,9 @@ impl ClusterStore {
                     loss,
                 } => {
                     let l = &mut self.loader;
+                    // A new job (another phase, or the step count starting over) starts afresh.
                     if l.phase.as_deref() != Some(phase.as_str()) || l.last_step >= Some(step) {
-                        l.wait_ms = History::new(1, HISTORY_SLOTS);
-                        l.step_ms = History::new(1, HISTORY_SLOTS);
-                        l.first_batch_ms = None;
-                        l.phase = Some(phase);
+                        l.reset(phase);
                     }
                     l.wait_ms.push(step, Some(data_wait_ms));
                     l.step_ms.push(step, Some(step_time_ms));
@@ -513,7 +521,11 @@ impl ClusterStore {
                     l.loss = Some(loss);
                 }
                 PhaseMetric::FirstBatch { ms } => {
-                    self.loader.first_batch_ms = Some(ms);
+                    let l = &mut self.loader;
+                    if l.phase.as_deref() != Some(phase.as_str()) || l.last_step.is_some() {
+                        l.reset(phase);
+                    }
+                    l.first_batch_ms = Some(ms);
                 }
                 PhaseMetric::Tflops { .. } => {}
             },
@@ -579,6 +591,14 @@ mod tests {
             store.ingest(e);
         }
         assert!(store.nodes.iter().all(|n| n.link == NodeLink::Streaming));
+    }
+
+    #[test]
+    fn loader_keeps_first_batch_of_the_new_job() {
+        let store = store_at(340);
+        assert_eq!(store.loader.phase.as_deref(), Some("T8"));
+        assert_eq!(store.loader.first_batch_ms, Some(2140.0));
+        assert!(store.loader.wait_share().is_some_and(|s| s > 0.10));
     }
 
     #[test]

@@ -105,7 +105,8 @@ fn cell_text(gpu: &GpuView, flags: &str, width: usize) -> String {
         s.and_then(|s| s.sm_clock_mhz).map(f64::from),
         gpu.sm_clock_max_mhz().map(f64::from),
     );
-    let text = if width >= 22 {
+    // Formats by width; each leaves at least one column for the flags.
+    let text = if width >= 23 {
         format!(
             "{}% {}/{}% {}° {}%{flags}",
             num(util, 3),
@@ -116,8 +117,8 @@ fn cell_text(gpu: &GpuView, flags: &str, width: usize) -> String {
         )
     } else if width >= 13 {
         format!("{} {}% {}°{flags}", num(util, 3), num(pavg, 3), num(temp, 2))
-    } else if width >= 7 {
-        format!("{}% {flags}", num(pavg, 3))
+    } else if width >= 5 {
+        format!("{}%{flags}", num(pavg, 3))
     } else {
         format!("{}{flags}", num(pavg, 3))
     };
@@ -125,7 +126,7 @@ fn cell_text(gpu: &GpuView, flags: &str, width: usize) -> String {
 }
 
 fn legend(width: usize) -> &'static str {
-    if width >= 22 {
+    if width >= 23 {
         "cell: util% power avg/inst % of limit, temp, SM clock % of max · X Xid ! lost S stalled T hw-throttle t sw-thermal N nvlink-err"
     } else if width >= 13 {
         "cell: util, power % of limit, temp · X Xid ! lost S stalled T throttle N nvlink"

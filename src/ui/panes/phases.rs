@@ -42,7 +42,7 @@ impl Widget for &PhasesPane<'_> {
         let show_reason = height > ctx.store.phases.len() + 1;
         let rows_room = if show_reason { height - 2 } else { height };
         let first = ui.phase.saturating_sub(rows_room.saturating_sub(1));
-        let title_w = width.saturating_sub(4 + 9 + 7).max(6);
+        let title_w = width.saturating_sub(4 + 8 + 6).max(6);
         let mut y = inner.y;
         for (i, p) in ctx.store.phases.iter().enumerate().skip(first).take(rows_room) {
             let (label, style) = match p.state {
@@ -64,8 +64,8 @@ impl Widget for &PhasesPane<'_> {
             let line = Line::from(vec![
                 Span::styled(format!("{:<4}", p.spec.id), row_style),
                 Span::styled(format!("{:<title_w$}", fit(p.spec.title, title_w)), row_style),
-                Span::styled(format!("{label:>9}"), if i == ui.phase { row_style } else { style }),
-                Span::styled(format!("{elapsed:>7}"), theme.muted),
+                Span::styled(format!("{label:>8}"), if i == ui.phase { row_style } else { style }),
+                Span::styled(format!("{elapsed:>6}"), theme.muted),
             ]);
             line.render(Rect::new(inner.x, y, inner.width, 1), buf);
             y += 1;

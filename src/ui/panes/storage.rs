@@ -38,7 +38,7 @@ impl Widget for &StoragePane<'_> {
         let theme = ctx.theme;
         let s = &ctx.store.storage;
         let title = match &s.latest {
-            Some(w) => format!(" AIStor GET · {} · HTTP path ", w.endpoint),
+            Some(w) => format!(" AIStor {} · S3 over HTTP ", w.endpoint),
             None => " AIStor GET ".into(),
         };
         let block = pane_block(title, self.focused, theme);
@@ -47,7 +47,7 @@ impl Widget for &StoragePane<'_> {
         let width = inner.width as usize;
         let Some(w) = &s.latest else {
             put(
-                vec![Line::styled("no storage probe running (burnin probe s3, or T8)", theme.muted)],
+                vec![Line::styled("no storage probe running", theme.muted)],
                 inner,
                 buf,
             );
@@ -106,7 +106,7 @@ impl Widget for &LoaderPane<'_> {
         let width = inner.width as usize;
         let Some(step) = l.last_step else {
             put(
-                vec![Line::styled("no training steps yet (T5, T6, T8 report them)", theme.muted)],
+                vec![Line::styled("no training steps yet (T5, T6, T8)", theme.muted)],
                 inner,
                 buf,
             );

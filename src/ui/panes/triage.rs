@@ -52,7 +52,12 @@ impl Widget for &TriagePane<'_> {
             let since = human_secs(ctx.store.now_ms.saturating_sub(f.since_ms) / 1000);
             let selected = i == ui.finding && self.focused;
             let text_style = if selected { theme.selected } else { theme.text };
-            let head = format!(" {:<12} {:<14} {:>6} ", fit(&f.subject(), 12), f.rule, since);
+            // Narrow panes flow subject, rule and why on one line; wide ones align columns.
+            let head = if width >= 80 {
+                format!(" {:<12} {:<14} {:>6} ", fit(&f.subject(), 12), f.rule, since)
+            } else {
+                format!(" {} {}: ", f.subject(), f.rule)
+            };
             let used = 4 + head.chars().count();
             let line = Line::from(vec![
                 Span::styled(format!("{:<4}", f.severity.label()), sev_style),

@@ -1,0 +1,47 @@
+//! Helpers shared by the integration tests: a console state driven by the seeded simulator to an
+//! exact simulated second, with the shipped themes and layouts.
+
+#![allow(dead_code)]
+
+use burnin::app::state::{Event, State};
+use burnin::telemetry::sim::{SIM_EPOCH_MS, SimCluster, SimConfig};
+use burnin::ui::layout::{EMBEDDED as LAYOUTS, Layout};
+use burnin::ui::theme::{EMBEDDED as THEMES, Theme};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+
+/// A console over the demo cluster (seed 1, all faults), stepped to `at_s` simulated seconds.
+pub fn demo_state(at_s: u64, size: (u16, u16)) -> State {
+    demo_state_with(SimConfig::demo(1), at_s, size)
+}
+
+/// Same with a chosen simulator configuration.
+pub fn demo_state_with(config: SimConfig, at_s: u64, size: (u16, u16)) -> State {
+    let themes = THEMES
+        .iter()
+        .map(|(n, t)| Theme::parse(n, t).expect("shipped theme"))
+        .collect();
+    let layouts = LAYOUTS
+        .iter()
+        .map(|(n, t)| Layout::parse(n, t).expect("shipped layout"))
+        .collect();
+    let mut state = State::new(themes, layouts, "demo: simulated 12×8 B300, seed 1", size);
+    let mut sim = SimCluster::new(config);
+    // Second by second, as the live loop would see it, so triage history matches.
+    for s in 0..=at_s {
+        for e in sim.advance_to(SIM_EPOCH_MS + s * 1000) {
+            state.update(Event::Source(e));
+        }
+    }
+    state
+}
+
+/// Render the whole screen into a test terminal.
+pub fn screen(state: &State) -> Terminal<TestBackend> {
+    let (w, h) = state.ui.size;
+    let mut terminal = Terminal::new(TestBackend::new(w, h)).expect("test terminal");
+    terminal
+        .draw(|f| burnin::ui::render(state, f))
+        .expect("draw");
+    terminal
+}

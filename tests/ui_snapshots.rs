@@ -1,0 +1,169 @@
+//! Snapshots of the whole screen and of every pane, from the seeded simulation at fixed
+//! simulated seconds: 30 s (T2 running, node03 GPU5 overheating), 125 s (node07 GPU3 stalled
+//! during T4), 175 s (node11 GPU0 lost to Xid 79), 340 s (T8: AIStor p99 spike, loader wait).
+
+mod common;
+
+use burnin::app::state::{Confirm, Event, Overlay};
+use burnin::ui::layout::PaneKind;
+use burnin::ui::{Ctx, panes};
+use common::{demo_state, screen};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use insta::assert_snapshot;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+
+fn key(state: &mut burnin::app::state::State, code: KeyCode) {
+    state.update(Event::Key(KeyEvent::new(code, KeyModifiers::NONE)));
+}
+
+#[test]
+fn overview_80x24_while_gpu_stalls() {
+    let state = demo_state(125, (80, 24));
+    assert_snapshot!(screen(&state).backend());
+}
+
+#[test]
+fn overview_160x48_while_gpu_stalls() {
+    let state = demo_state(125, (160, 48));
+    let term = screen(&state);
+    let text = term.backend().to_string();
+    assert!(text.contains("node07 GPU3") && text.contains("stalled"), "stall is on screen");
+    assert_snapshot!(term.backend());
+}
+
+#[test]
+fn overview_160x48_thermal_in_gemm() {
+    assert_snapshot!(screen(&demo_state(30, (160, 48))).backend());
+}
+
+#[test]
+fn overview_160x48_gpu_lost() {
+    assert_snapshot!(screen(&demo_state(175, (160, 48))).backend());
+}
+
+#[test]
+fn overview_160x48_storage_trouble_in_t8() {
+    assert_snapshot!(screen(&demo_state(340, (160, 48))).backend());
+}
+
+#[test]
+fn every_layout_at_160x48() {
+    for n in 1..=5u8 {
+        let mut state = demo_state(125, (160, 48));
+        key(&mut state, KeyCode::Char(char::from(b'0' + n)));
+        let name = state.layout().name.clone();
+        assert_snapshot!(format!("layout_{name}_160x48"), screen(&state).backend());
+    }
+}
+
+#[test]
+fn every_pane_alone() {
+    for (at, pane) in [
+        (125, PaneKind::Gpus),
+        (125, PaneKind::Nvlink),
+        (125, PaneKind::Nccl),
+        (340, PaneKind::Storage),
+        (340, PaneKind::Loader),
+        (125, PaneKind::Phases),
+        (125, PaneKind::Triage),
+        (125, PaneKind::Log),
+    ] {
+        let state = demo_state(at, (100, 20));
+        let (store, findings) = state.shown();
+        let ctx = Ctx {
+            store,
+            findings,
+            state: &state,
+            theme: state.theme(),
+        };
+        let mut term = Terminal::new(TestBackend::new(100, 20)).expect("terminal");
+        term.draw(|f| {
+            let area = f.area();
+            panes::draw_pane(pane, &ctx, true, area, f.buffer_mut());
+        })
+        .expect("draw");
+        assert_snapshot!(format!("pane_{}_100x20_at_{at}s", pane.name()), term.backend());
+    }
+}
+
+#[test]
+fn help_overlay_lists_every_binding() {
+    let mut state = demo_state(125, (160, 48));
+    key(&mut state, KeyCode::Char('?'));
+    let term = screen(&state);
+    let text = term.backend().to_string();
+    for b in burnin::app::keymap::BINDINGS {
+        assert!(text.contains(b.help), "help overlay lacks {:?}", b.help);
+    }
+    assert_snapshot!(term.backend());
+}
+
+#[test]
+fn abort_confirmation() {
+    let mut state = demo_state(125, (80, 24));
+    key(&mut state, KeyCode::Char('a'));
+    assert_eq!(state.ui.overlay, Overlay::Confirm(Confirm::Abort("T4".into())));
+    assert_snapshot!(screen(&state).backend());
+}
+
+#[test]
+fn quit_confirmation_while_running() {
+    let mut state = demo_state(125, (80, 24));
+    key(&mut state, KeyCode::Char('q'));
+    assert_snapshot!(screen(&state).backend());
+}
+
+#[test]
+fn details_of_the_stalled_gpu_from_triage() {
+    let mut state = demo_state(125, (160, 48));
+    state.ui.focus = PaneKind::Triage;
+    let idx = state
+        .findings
+        .iter()
+        .position(|f| f.rule == "stalled")
+        .expect("stall finding");
+    state.ui.finding = idx;
+    key(&mut state, KeyCode::Enter);
+    assert_snapshot!(screen(&state).backend());
+}
+
+#[test]
+fn phase_details_and_full_log() {
+    let mut state = demo_state(125, (100, 30));
+    state.ui.focus = PaneKind::Phases;
+    key(&mut state, KeyCode::Up);
+    key(&mut state, KeyCode::Enter);
+    assert_snapshot!("phase_details_t3", screen(&state).backend());
+    key(&mut state, KeyCode::Esc);
+    key(&mut state, KeyCode::Char('L'));
+    assert_snapshot!("full_log_t3", screen(&state).backend());
+}
+
+#[test]
+fn filtered_grid() {
+    let mut state = demo_state(125, (100, 30));
+    key(&mut state, KeyCode::Char('/'));
+    for c in "node0".chars() {
+        key(&mut state, KeyCode::Char(c));
+    }
+    key(&mut state, KeyCode::Char('7'));
+    key(&mut state, KeyCode::Enter);
+    assert_snapshot!(screen(&state).backend());
+}
+
+#[test]
+fn paused_display_says_so() {
+    let mut state = demo_state(30, (100, 30));
+    key(&mut state, KeyCode::Char('p'));
+    let text = screen(&state).backend().to_string();
+    assert!(text.contains("PAUSED"));
+}
+
+#[test]
+fn tiny_terminal_does_not_panic() {
+    for (w, h) in [(1, 1), (10, 3), (20, 5), (40, 10), (79, 23)] {
+        let state = demo_state(125, (w, h));
+        let _ = screen(&state);
+    }
+}
