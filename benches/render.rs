@@ -1,1 +1,59 @@
-fn main(){}
+//! Render one overview frame at 200×60 from a seeded simulated cluster of 12×8 and 128×8 GPUs,
+//! into an off-screen buffer (the same `ui::draw` the terminal path calls). Goals (issue 2):
+//! ≤ 1 ms and ≤ 4 ms in release.
+
+use burnin::app::state::{Event, State};
+use burnin::telemetry::sim::{SIM_EPOCH_MS, SimCluster, SimConfig};
+use criterion::{Criterion, criterion_group, criterion_main};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+
+fn state_with(nodes: usize, at_s: u64) -> State {
+    let mut config = SimConfig::demo(1);
+    config.nodes = nodes;
+    let mut state = State::new(vec![], vec![], "bench", (200, 60));
+    let mut sim = SimCluster::new(config);
+    for s in 0..=at_s {
+        for e in sim.advance_to(SIM_EPOCH_MS + s * 1000) {
+            state.update(Event::Source(e));
+        }
+    }
+    state
+}
+
+fn render(c: &mut Criterion) {
+    let area = Rect::new(0, 0, 200, 60);
+    for nodes in [12usize, 128] {
+        let state = state_with(nodes, 125);
+        let mut buf = Buffer::empty(area);
+        c.bench_function(&format!("render overview 200x60, {nodes}x8 GPUs"), |b| {
+            b.iter(|| {
+                buf.reset();
+                burnin::ui::draw(&state, area, &mut buf);
+            })
+        });
+    }
+}
+
+fn ingest(c: &mut Criterion) {
+    // One simulated second of the 12-node cluster: 12 frames of 8 GPUs plus phase and probe events,
+    // through the pure update (store + triage on the clock tick).
+    let mut sim = SimCluster::new(SimConfig::demo(1));
+    let events = sim.advance_to(SIM_EPOCH_MS + 125_000);
+    let base = state_with(12, 0);
+    c.bench_function("update: 126 simulated seconds of 12x8 GPUs", |b| {
+        b.iter_batched(
+            || base.clone(),
+            |mut state| {
+                for e in events.iter().cloned() {
+                    state.update(Event::Source(e));
+                }
+                state
+            },
+            criterion::BatchSize::LargeInput,
+        )
+    });
+}
+
+criterion_group!(benches, render, ingest);
+criterion_main!(benches);

@@ -10,7 +10,12 @@ use clap::{Args, Parser, Subcommand};
 #[command(name = "burnin", version, about, long_about = None)]
 pub struct Cli {
     /// Inventory and plan file.
-    #[arg(short = 'c', long = "config", global = true, default_value = "burnin.toml")]
+    #[arg(
+        short = 'c',
+        long = "config",
+        global = true,
+        default_value = "burnin.toml"
+    )]
     pub config: PathBuf,
     /// OpenSSH client config passed to ssh as -F.
     #[arg(long = "ssh-config", global = true)]

@@ -385,7 +385,8 @@ impl ClusterStore {
             Some(&i) => i,
             None => {
                 self.nodes.push(NodeView::new(name.to_string()));
-                self.node_index.insert(name.to_string(), self.nodes.len() - 1);
+                self.node_index
+                    .insert(name.to_string(), self.nodes.len() - 1);
                 self.nodes.len() - 1
             }
         };
@@ -450,9 +451,9 @@ impl ClusterStore {
         let now = self.now_ms;
         for node in &mut self.nodes {
             if node.link == NodeLink::Streaming
-                && node
-                    .last_frame_ms
-                    .is_some_and(|t| now.saturating_sub(t) > STALE_AFTER_PERIODS * HISTORY_PERIOD_MS)
+                && node.last_frame_ms.is_some_and(|t| {
+                    now.saturating_sub(t) > STALE_AFTER_PERIODS * HISTORY_PERIOD_MS
+                })
             {
                 node.link = NodeLink::Stale;
             }

@@ -48,12 +48,19 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
         ),
         Some(Command::Agent { .. }) => not_yet("agent", "the NVML agent is issue 3"),
         Some(Command::Deploy) => not_yet("deploy", "copying the binary over SSH is issue 3"),
-        Some(Command::Run { .. }) => not_yet("run", "the headless plan runner is issue 4 (and `run --demo`, issue 7)"),
+        Some(Command::Run { .. }) => not_yet(
+            "run",
+            "the headless plan runner is issue 4 (and `run --demo`, issue 7)",
+        ),
         Some(Command::Probe { .. }) => not_yet("probe", "the S3/AIStor probe is issue 5"),
         Some(Command::Report { .. }) => not_yet("report", "reports from run records are issue 7"),
         Some(Command::Replay { .. }) => not_yet("replay", "replaying run records is issue 7"),
-        Some(Command::Baseline { .. }) => not_yet("baseline", "baselines come with the gates (issue 4)"),
-        Some(Command::Workload { .. }) => not_yet("workload", "the shipped PyTorch workloads are issue 4"),
+        Some(Command::Baseline { .. }) => {
+            not_yet("baseline", "baselines come with the gates (issue 4)")
+        }
+        Some(Command::Workload { .. }) => {
+            not_yet("workload", "the shipped PyTorch workloads are issue 4")
+        }
         Some(Command::Init) => not_yet("init", "burnin.toml arrives with the inventory (issue 3)"),
     }
 }
@@ -82,8 +89,12 @@ fn parse_size(s: &str) -> Result<(u16, u16)> {
     let (w, h) = s
         .split_once('x')
         .ok_or_else(|| eyre!("--headless wants WxH, e.g. 200x60; got {s:?}"))?;
-    let w: u16 = w.parse().wrap_err_with(|| format!("--headless width {w:?}"))?;
-    let h: u16 = h.parse().wrap_err_with(|| format!("--headless height {h:?}"))?;
+    let w: u16 = w
+        .parse()
+        .wrap_err_with(|| format!("--headless width {w:?}"))?;
+    let h: u16 = h
+        .parse()
+        .wrap_err_with(|| format!("--headless height {h:?}"))?;
     Ok((w.max(20), h.max(5)))
 }
 
@@ -124,7 +135,11 @@ async fn demo(
         config.nodes,
         config.gpus_per_node,
         config.seed,
-        if speed != 1.0 { format!(", {speed}× speed") } else { String::new() }
+        if speed != 1.0 {
+            format!(", {speed}× speed")
+        } else {
+            String::new()
+        }
     );
     let state = console_state(look, label);
     let source = Box::new(SimSource::new(SimCluster::new(config), speed));
@@ -247,9 +262,10 @@ fn status_demo(sim: &SimArgs, at: u64, json: bool) -> Result<i32> {
     let config = sim_config(sim)?;
     let source = format!("demo (simulated, seed {})", config.seed);
     let (store, findings) = demo_snapshot(config, at);
-    let complete = store.nodes.iter().all(|n| {
-        n.link == NodeLink::Streaming && n.gpus.iter().all(|g| !g.is_lost())
-    });
+    let complete = store
+        .nodes
+        .iter()
+        .all(|n| n.link == NodeLink::Streaming && n.gpus.iter().all(|g| !g.is_lost()));
     let doc = status_doc(&store, findings, source);
     if json {
         println!("{}", serde_json::to_string_pretty(&doc)?);
@@ -266,8 +282,8 @@ pub fn status_table(doc: &StatusDoc) -> String {
     let _ = writeln!(out, "burnin status · {} · {}", doc.source, doc.at);
     let _ = writeln!(
         out,
-        "{:<8} {:>3} {:>5} {:>7} {:>7} {:>6} {:>5} {:>11} {:>13}  {}",
-        "node", "gpu", "util", "avg W", "inst W", "lim W", "temp", "SM MHz", "mem GiB", "reasons"
+        "{:<8} {:>3} {:>5} {:>7} {:>7} {:>6} {:>5} {:>11} {:>13}  reasons",
+        "node", "gpu", "util", "avg W", "inst W", "lim W", "temp", "SM MHz", "mem GiB"
     );
     let opt = |v: Option<f32>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
     for n in &doc.nodes {
@@ -297,9 +313,15 @@ pub fn status_table(doc: &StatusDoc) -> String {
                 opt(s.temperature_c),
                 s.sm_clock_mhz.map_or("-".into(), |v| v.to_string()),
                 s.sm_clock_max_mhz.map_or("-".into(), |v| v.to_string()),
-                s.memory_used_bytes.map_or("-".into(), |v| (v >> 30).to_string()),
-                s.memory_total_bytes.map_or("-".into(), |v| (v >> 30).to_string()),
-                if reasons.is_empty() { "none".into() } else { reasons },
+                s.memory_used_bytes
+                    .map_or("-".into(), |v| (v >> 30).to_string()),
+                s.memory_total_bytes
+                    .map_or("-".into(), |v| (v >> 30).to_string()),
+                if reasons.is_empty() {
+                    "none".into()
+                } else {
+                    reasons
+                },
             );
         }
     }

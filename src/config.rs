@@ -31,7 +31,12 @@ impl std::error::Error for ConfigError {}
 
 impl ConfigError {
     /// An error at a byte span of `text`.
-    pub fn at(file: &str, text: &str, span: Option<Range<usize>>, message: impl Into<String>) -> Self {
+    pub fn at(
+        file: &str,
+        text: &str,
+        span: Option<Range<usize>>,
+        message: impl Into<String>,
+    ) -> Self {
         let (line, column) = match span {
             Some(span) => {
                 let (l, c) = line_col(text, span.start);
@@ -49,7 +54,13 @@ impl ConfigError {
 
     /// From a TOML parse or shape error; keeps only its first line (the rest repeats the source).
     pub fn from_toml(file: &str, text: &str, err: &toml::de::Error) -> Self {
-        let message = err.message().lines().next().unwrap_or("invalid TOML").trim().to_string();
+        let message = err
+            .message()
+            .lines()
+            .next()
+            .unwrap_or("invalid TOML")
+            .trim()
+            .to_string();
         Self::at(file, text, err.span(), message)
     }
 }

@@ -16,11 +16,17 @@ async fn main() -> Result<()> {
 }
 
 /// Diagnostics go to a file: the screen is the UI.
-fn init_tracing(path: Option<std::path::PathBuf>) -> Option<tracing_appender::non_blocking::WorkerGuard> {
+fn init_tracing(
+    path: Option<std::path::PathBuf>,
+) -> Option<tracing_appender::non_blocking::WorkerGuard> {
     let path = path?;
     let dir = path.parent()?;
     std::fs::create_dir_all(dir).ok()?;
-    let file = std::fs::OpenOptions::new().create(true).append(true).open(&path).ok()?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .ok()?;
     let (writer, guard) = tracing_appender::non_blocking(file);
     tracing_subscriber::fmt()
         .with_writer(writer)

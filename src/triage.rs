@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::cluster::{ClusterStore, GpuView, NodeView, median};
 use crate::model::{NodeLink, UnixMillis, clock_events};
+use crate::telemetry::history::History;
 
 /// How bad a finding is. Ordered so that sorting puts the worst first when reversed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -193,7 +194,11 @@ fn node_rules(node: &NodeView, out: &mut Vec<RawFinding>) {
         NodeLink::Connecting | NodeLink::Streaming => {}
     }
 
-    let peers_util: Vec<f64> = node.gpus.iter().filter_map(|g| g.util_pct.latest()).collect();
+    let peers_util: Vec<f64> = node
+        .gpus
+        .iter()
+        .filter_map(|g| g.util_pct.latest())
+        .collect();
     for gpu in &node.gpus {
         gpu_rules(node, gpu, &peers_util, out);
     }
@@ -277,7 +282,7 @@ fn gpu_rules(node: &NodeView, gpu: &GpuView, _peers: &[f64], out: &mut Vec<RawFi
 }
 
 /// Rise of a cumulative counter over the newest `n` samples (0 when it did not rise or reset).
-fn counter_rise(h: &crate::telemetry::history::History, n: usize) -> f64 {
+fn counter_rise(h: &History, n: usize) -> f64 {
     let vals: Vec<f64> = h.tail(n + 1).flatten().collect();
     match (vals.first(), vals.last()) {
         (Some(first), Some(last)) if last > first => last - first,
@@ -285,43 +290,43 @@ fn counter_rise(h: &crate::telemetry::history::History, n: usize) -> f64 {
     }
 }
 
+/// The newest samples of one metric, oldest first, gaps as `None`.
+type Window = Vec<Option<f64>>;
+
 /// Stalled: idle (or far under its peers' power) for every one of the newest samples while the
 /// node's other GPUs are loaded. Returns the evidence line.
 fn stall_evidence(node: &NodeView, gpu: &GpuView) -> Option<String> {
     let n = STALL_WINDOW_SAMPLES;
-    let mine_util: Vec<Option<f64>> = gpu.util_pct.tail(n).collect();
-    let mine_power: Vec<Option<f64>> = gpu.power_watts.tail(n).collect();
+    let window = |h: &History| h.tail(n).collect::<Vec<_>>();
+    let mine_util = window(&gpu.util_pct);
+    let mine_power = window(&gpu.power_watts);
     if mine_util.len() < n || mine_util.iter().any(Option::is_none) {
         return None;
     }
-    let peers: Vec<&GpuView> = node
+    let peers: Vec<(Window, Window)> = node
         .gpus
         .iter()
         .filter(|p| p.index != gpu.index && !p.is_lost())
+        .map(|p| (window(&p.util_pct), window(&p.power_watts)))
         .collect();
     if peers.is_empty() {
         return None;
     }
-    let mut stalled_all = true;
     let (mut peer_util_sum, mut peer_power_sum, mut my_power_sum) = (0.0, 0.0, 0.0);
-    for i in 0..n {
-        let slot = |h: &crate::telemetry::history::History| h.tail(n).nth(i).flatten();
-        let peer_util = median(peers.iter().filter_map(|p| slot(&p.util_pct)))?;
-        let peer_power = median(peers.iter().filter_map(|p| slot(&p.power_watts)));
-        let util = mine_util[i]?;
-        let power = mine_power.get(i).copied().flatten();
+    for (i, (util, power)) in mine_util.iter().zip(&mine_power).enumerate() {
+        let at = |v: &Window| v.get(i).copied().flatten();
+        let peer_util = median(peers.iter().filter_map(|(u, _)| at(u)))?;
+        let peer_power = median(peers.iter().filter_map(|(_, p)| at(p)));
+        let util = (*util)?;
         let idle = util < STALL_UTIL_PCT;
-        let starved = matches!((power, peer_power), (Some(p), Some(pp)) if p < STALL_POWER_SHARE * pp);
+        let starved =
+            matches!((power, peer_power), (Some(p), Some(pp)) if *p < STALL_POWER_SHARE * pp);
         if peer_util < LOADED_UTIL_PCT || !(idle || starved) {
-            stalled_all = false;
-            break;
+            return None;
         }
         peer_util_sum += peer_util;
         peer_power_sum += peer_power.unwrap_or(0.0);
         my_power_sum += power.unwrap_or(0.0);
-    }
-    if !stalled_all {
-        return None;
     }
     let k = n as f64;
     Some(format!(
@@ -354,16 +359,24 @@ fn cluster_rules(store: &ClusterStore, out: &mut Vec<RawFinding>) {
                 "aistor-errors",
                 None,
                 None,
-                format!("{} of {} GETs failed in the last window", w.errors, w.requests),
+                format!(
+                    "{} of {} GETs failed in the last window",
+                    w.errors, w.requests
+                ),
                 "look at the probe's error classes and the AIStor server log",
             ));
         }
     }
     let loader = &store.loader;
-    let loader_live = loader.phase.as_deref().and_then(|p| store.phase(p)).is_some_and(|p| {
-        p.state == crate::cluster::PhaseState::Running
-    });
-    if loader_live && let Some(share) = loader.wait_share() && share > LOADER_WAIT_SHARE {
+    let loader_live = loader
+        .phase
+        .as_deref()
+        .and_then(|p| store.phase(p))
+        .is_some_and(|p| p.state == crate::cluster::PhaseState::Running);
+    if loader_live
+        && let Some(share) = loader.wait_share()
+        && share > LOADER_WAIT_SHARE
+    {
         out.push((
             Severity::Warn,
             "dataloader-wait",
@@ -400,7 +413,9 @@ mod tests {
     }
 
     fn has(findings: &[Finding], rule: &str, subject: &str) -> bool {
-        findings.iter().any(|f| f.rule == rule && f.subject() == subject)
+        findings
+            .iter()
+            .any(|f| f.rule == rule && f.subject() == subject)
     }
 
     #[test]
@@ -419,15 +434,31 @@ mod tests {
             c.faults.retain(|f| f.kind == k);
             c
         };
-        assert!(has(&findings_at(only(FaultKind::Thermal), 35), "throttling", "node03 GPU5"));
-        assert!(has(&findings_at(only(FaultKind::NvlinkCrc), 70), "nvlink-errors", "node02 GPU1"));
+        assert!(has(
+            &findings_at(only(FaultKind::Thermal), 35),
+            "throttling",
+            "node03 GPU5"
+        ));
+        assert!(has(
+            &findings_at(only(FaultKind::NvlinkCrc), 70),
+            "nvlink-errors",
+            "node02 GPU1"
+        ));
         let stall = findings_at(only(FaultKind::Stall), 125);
         assert!(has(&stall, "stalled", "node07 GPU3"), "{stall:?}");
         assert_eq!(stall.iter().filter(|f| f.rule == "stalled").count(), 1);
         let xid = findings_at(only(FaultKind::Xid79), 175);
         assert!(has(&xid, "xid", "node11 GPU0") && has(&xid, "gpu-lost", "node11 GPU0"));
-        assert!(has(&findings_at(only(FaultKind::AistorP99), 335), "aistor-latency", "AIStor"));
-        assert!(has(&findings_at(only(FaultKind::LoaderWait), 350), "dataloader-wait", "dataloader"));
+        assert!(has(
+            &findings_at(only(FaultKind::AistorP99), 335),
+            "aistor-latency",
+            "AIStor"
+        ));
+        assert!(has(
+            &findings_at(only(FaultKind::LoaderWait), 350),
+            "dataloader-wait",
+            "dataloader"
+        ));
     }
 
     #[test]

@@ -37,24 +37,43 @@ fn shipped_files_on_disk_load_and_match_the_embedded_copies() {
 fn theme_error(file: &str) -> String {
     let path = format!("tests/fixtures/broken/themes/{file}");
     let text = std::fs::read_to_string(&path).expect("fixture");
-    Theme::parse(&path, &text).expect_err("must fail").to_string()
+    Theme::parse(&path, &text)
+        .expect_err("must fail")
+        .to_string()
 }
 
 fn layout_error(file: &str) -> String {
     let path = format!("tests/fixtures/broken/layouts/{file}");
     let text = std::fs::read_to_string(&path).expect("fixture");
-    Layout::parse(&path, &text).expect_err("must fail").to_string()
+    Layout::parse(&path, &text)
+        .expect_err("must fail")
+        .to_string()
 }
 
 #[test]
 fn broken_themes_name_file_line_and_column() {
     let cases = [
-        ("bad-colour.toml", "bad-colour.toml:11:6: unknown colour \"greeen\""),
-        ("missing-role.toml", "missing-role.toml: [roles] is missing: accent, title"),
-        ("unknown-role.toml", "unknown-role.toml:4:1: unknown role \"txet\""),
+        (
+            "bad-colour.toml",
+            "bad-colour.toml:11:6: unknown colour \"greeen\"",
+        ),
+        (
+            "missing-role.toml",
+            "missing-role.toml: [roles] is missing: accent, title",
+        ),
+        (
+            "unknown-role.toml",
+            "unknown-role.toml:4:1: unknown role \"txet\"",
+        ),
         ("not-toml.toml", "not-toml.toml:1:"),
-        ("bad-hex.toml", "bad-hex.toml:3:8: bad colour \"#12345\": expected #rrggbb"),
-        ("unknown-key.toml", "unknown-key.toml:2:1: unknown field `colour`"),
+        (
+            "bad-hex.toml",
+            "bad-hex.toml:3:8: bad colour \"#12345\": expected #rrggbb",
+        ),
+        (
+            "unknown-key.toml",
+            "unknown-key.toml:2:1: unknown field `colour`",
+        ),
     ];
     let mut seen = 0;
     for (file, want) in cases {
@@ -62,20 +81,37 @@ fn broken_themes_name_file_line_and_column() {
         assert!(got.contains(want), "{file}: got {got:?}, want {want:?}");
         seen += 1;
     }
-    let files = std::fs::read_dir("tests/fixtures/broken/themes").expect("dir").count();
+    let files = std::fs::read_dir("tests/fixtures/broken/themes")
+        .expect("dir")
+        .count();
     assert_eq!(seen, files, "every broken theme has a case");
 }
 
 #[test]
 fn broken_layouts_name_file_line_and_column() {
     let cases = [
-        ("unknown-pane.toml", "unknown-pane.toml:4:38: unknown pane \"gpu-grid\"; panes are: gpus,"),
+        (
+            "unknown-pane.toml",
+            "unknown-pane.toml:4:38: unknown pane \"gpu-grid\"; panes are: gpus,",
+        ),
         ("twice.toml", "twice.toml:7:37: pane \"gpus\" appears twice"),
-        ("both-sizes.toml", "both-sizes.toml:3:1: give either weight or lines, not both"),
-        ("no-rows.toml", "no-rows.toml: a layout needs at least one [[row]]"),
-        ("empty-row.toml", "empty-row.toml:3:1: a row needs at least one cell"),
+        (
+            "both-sizes.toml",
+            "both-sizes.toml:3:1: give either weight or lines, not both",
+        ),
+        (
+            "no-rows.toml",
+            "no-rows.toml: a layout needs at least one [[row]]",
+        ),
+        (
+            "empty-row.toml",
+            "empty-row.toml:3:1: a row needs at least one cell",
+        ),
         ("typo-key.toml", "typo-key.toml:4:"),
-        ("zero-weight.toml", "zero-weight.toml:4:10: weight must be at least 1"),
+        (
+            "zero-weight.toml",
+            "zero-weight.toml:4:10: weight must be at least 1",
+        ),
     ];
     let mut seen = 0;
     for (file, want) in cases {
@@ -84,7 +120,9 @@ fn broken_layouts_name_file_line_and_column() {
         seen += 1;
     }
     assert!(layout_error("typo-key.toml").contains("wieght"));
-    let files = std::fs::read_dir("tests/fixtures/broken/layouts").expect("dir").count();
+    let files = std::fs::read_dir("tests/fixtures/broken/layouts")
+        .expect("dir")
+        .count();
     assert_eq!(seen, files, "every broken layout has a case");
 }
 
@@ -95,8 +133,16 @@ fn broken_user_files_fall_back_and_are_reported() {
     let layouts = dir.join("layouts");
     std::fs::create_dir_all(&themes).expect("mkdir");
     std::fs::create_dir_all(&layouts).expect("mkdir");
-    std::fs::copy("tests/fixtures/broken/themes/bad-colour.toml", themes.join("bad.toml")).expect("copy");
-    std::fs::copy("tests/fixtures/broken/layouts/twice.toml", layouts.join("twice.toml")).expect("copy");
+    std::fs::copy(
+        "tests/fixtures/broken/themes/bad-colour.toml",
+        themes.join("bad.toml"),
+    )
+    .expect("copy");
+    std::fs::copy(
+        "tests/fixtures/broken/layouts/twice.toml",
+        layouts.join("twice.toml"),
+    )
+    .expect("copy");
     std::fs::write(
         layouts.join("mine.toml"),
         "name = \"mine\"\n[[row]]\ncells = [{ pane = \"triage\" }]\n",
@@ -109,10 +155,25 @@ fn broken_user_files_fall_back_and_are_reported() {
         no_color: false,
     });
     std::fs::remove_dir_all(&dir).ok();
-    assert_eq!(cat.themes.len(), theme::EMBEDDED.len(), "broken theme skipped");
-    assert_eq!(cat.themes[cat.start_theme].name, "default", "fell back to the default");
+    assert_eq!(
+        cat.themes.len(),
+        theme::EMBEDDED.len(),
+        "broken theme skipped"
+    );
+    assert_eq!(
+        cat.themes[cat.start_theme].name, "default",
+        "fell back to the default"
+    );
     assert_eq!(cat.layouts.last().map(|l| l.name.as_str()), Some("mine"));
     assert_eq!(cat.layouts[cat.start_layout].name, "mine");
-    assert!(cat.problems.iter().any(|p| p.contains("bad.toml:11:6")), "{:?}", cat.problems);
-    assert!(cat.problems.iter().any(|p| p.contains("twice.toml:7:37")), "{:?}", cat.problems);
+    assert!(
+        cat.problems.iter().any(|p| p.contains("bad.toml:11:6")),
+        "{:?}",
+        cat.problems
+    );
+    assert!(
+        cat.problems.iter().any(|p| p.contains("twice.toml:7:37")),
+        "{:?}",
+        cat.problems
+    );
 }

@@ -41,10 +41,21 @@ fn stalled_gpu_is_crit_and_peers_ok_in_every_theme() {
         let healthy = style_at(buf, "node07", grid_col(2));
         let reset = Some(ratatui::style::Color::Reset);
         assert_eq!(stalled.fg, theme.crit.fg.or(reset), "theme {}", theme.name);
-        assert_eq!(stalled.add_modifier, theme.crit.add_modifier, "theme {}", theme.name);
+        assert_eq!(
+            stalled.add_modifier, theme.crit.add_modifier,
+            "theme {}",
+            theme.name
+        );
         assert_eq!(healthy.fg, theme.ok.fg.or(reset), "theme {}", theme.name);
-        assert_eq!(healthy.add_modifier, theme.ok.add_modifier, "theme {}", theme.name);
-        state.update(Event::Key(KeyEvent::new(KeyCode::Char('t'), KeyModifiers::NONE)));
+        assert_eq!(
+            healthy.add_modifier, theme.ok.add_modifier,
+            "theme {}",
+            theme.name
+        );
+        state.update(Event::Key(KeyEvent::new(
+            KeyCode::Char('t'),
+            KeyModifiers::NONE,
+        )));
     }
 }
 

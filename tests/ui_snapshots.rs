@@ -28,7 +28,10 @@ fn overview_160x48_while_gpu_stalls() {
     let state = demo_state(125, (160, 48));
     let term = screen(&state);
     let text = term.backend().to_string();
-    assert!(text.contains("node07 GPU3") && text.contains("stalled"), "stall is on screen");
+    assert!(
+        text.contains("node07 GPU3") && text.contains("stalled"),
+        "stall is on screen"
+    );
     assert_snapshot!(term.backend());
 }
 
@@ -83,7 +86,10 @@ fn every_pane_alone() {
             panes::draw_pane(pane, &ctx, true, area, f.buffer_mut());
         })
         .expect("draw");
-        assert_snapshot!(format!("pane_{}_100x20_at_{at}s", pane.name()), term.backend());
+        assert_snapshot!(
+            format!("pane_{}_100x20_at_{at}s", pane.name()),
+            term.backend()
+        );
     }
 }
 
@@ -103,7 +109,10 @@ fn help_overlay_lists_every_binding() {
 fn abort_confirmation() {
     let mut state = demo_state(125, (80, 24));
     key(&mut state, KeyCode::Char('a'));
-    assert_eq!(state.ui.overlay, Overlay::Confirm(Confirm::Abort("T4".into())));
+    assert_eq!(
+        state.ui.overlay,
+        Overlay::Confirm(Confirm::Abort("T4".into()))
+    );
     assert_snapshot!(screen(&state).backend());
 }
 

@@ -255,10 +255,19 @@ mod tests {
 
     #[test]
     fn keys_dispatch_through_the_table() {
-        assert_eq!(action_for(&press(KeyCode::Char('s'))), Some(Action::StartPhase));
-        assert_eq!(action_for(&press(KeyCode::Char('3'))), Some(Action::Layout(3)));
+        assert_eq!(
+            action_for(&press(KeyCode::Char('s'))),
+            Some(Action::StartPhase)
+        );
+        assert_eq!(
+            action_for(&press(KeyCode::Char('3'))),
+            Some(Action::Layout(3))
+        );
         assert_eq!(action_for(&press(KeyCode::Char('j'))), Some(Action::Down));
-        assert_eq!(action_for(&press(KeyCode::BackTab)), Some(Action::FocusPrev));
+        assert_eq!(
+            action_for(&press(KeyCode::BackTab)),
+            Some(Action::FocusPrev)
+        );
         assert_eq!(
             action_for(&KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)),
             Some(Action::Quit)

@@ -51,7 +51,11 @@ impl Screen {
 }
 
 /// Run the console over `source` until the user (or a signal, or `duration`) ends it.
-pub async fn run_console(source: Box<dyn Source>, mut state: State, opts: RunOptions) -> Result<()> {
+pub async fn run_console(
+    source: Box<dyn Source>,
+    mut state: State,
+    opts: RunOptions,
+) -> Result<()> {
     let (event_tx, mut events) = mpsc::channel::<SourceEvent>(8192);
     let (command_tx, command_rx) = mpsc::unbounded_channel::<PhaseCommand>();
     let source_task = tokio::spawn(source.run(event_tx, command_rx));
@@ -92,9 +96,7 @@ async fn event_loop(
     let frame_period = Duration::from_millis(1000 / u64::from(opts.fps.clamp(1, 60)));
     let mut redraw = tokio::time::interval(frame_period);
     redraw.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    let deadline = opts
-        .duration
-        .map(|d| tokio::time::Instant::now() + d);
+    let deadline = opts.duration.map(|d| tokio::time::Instant::now() + d);
     let mut dirty = true;
     // After "abort and quit": leave once the phase reports its end, or after a grace period.
     let mut leaving: Option<(String, tokio::time::Instant)> = None;

@@ -219,7 +219,10 @@ impl State {
                 None
             }
             Event::Signal(name) => {
-                self.say(Tone::Warn, format!("{name}: leaving; phases keep running on the nodes"));
+                self.say(
+                    Tone::Warn,
+                    format!("{name}: leaving; phases keep running on the nodes"),
+                );
                 self.quitting = true;
                 Some(Effect::Quit)
             }
@@ -303,7 +306,10 @@ impl State {
         match (confirm, key.code) {
             (Confirm::Abort(id), KeyCode::Char('y') | KeyCode::Enter) => {
                 close(self);
-                self.say(Tone::Warn, format!("aborting {id}: TERM to its process group"));
+                self.say(
+                    Tone::Warn,
+                    format!("aborting {id}: TERM to its process group"),
+                );
                 Some(Effect::Command(PhaseCommand::Abort(id)))
             }
             (Confirm::Quit(_), KeyCode::Char('d')) => {
@@ -369,7 +375,9 @@ impl State {
                     self.ui.focus = *first;
                 }
             }
-            Action::Up | Action::Down | Action::PageUp | Action::PageDown => self.move_vertical(action),
+            Action::Up | Action::Down | Action::PageUp | Action::PageDown => {
+                self.move_vertical(action)
+            }
             Action::Left | Action::Right => self.move_gpu(action == Action::Right),
             Action::Details => self.details(),
             Action::StartPhase => return self.start_selected(false),
@@ -396,7 +404,10 @@ impl State {
                     let name = self.layout().name.clone();
                     self.say(Tone::Info, format!("layout {n}: {name}"));
                 } else {
-                    self.say(Tone::Warn, format!("no layout {n} ({} loaded)", self.layouts.len()));
+                    self.say(
+                        Tone::Warn,
+                        format!("no layout {n} ({} loaded)", self.layouts.len()),
+                    );
                 }
             }
             Action::NextTheme => {
@@ -409,7 +420,10 @@ impl State {
                     self.say(Tone::Info, "display live");
                 } else {
                     self.frozen = Some(Box::new((self.store.clone(), self.findings.clone())));
-                    self.say(Tone::Info, "display paused (p resumes); data is still collected");
+                    self.say(
+                        Tone::Info,
+                        "display paused (p resumes); data is still collected",
+                    );
                 }
             }
         }
@@ -420,7 +434,10 @@ impl State {
         let phase = self.store.phases.get(self.ui.phase)?;
         let id = phase.spec.id.to_string();
         if let Some(running) = self.running_phase_id() {
-            self.say(Tone::Warn, format!("{running} is running; abort it first (a)"));
+            self.say(
+                Tone::Warn,
+                format!("{running} is running; abort it first (a)"),
+            );
             return None;
         }
         match (phase.state, retry) {
@@ -564,7 +581,10 @@ mod tests {
     fn abort_asks_first_then_commands() {
         let mut state = state_at(30);
         assert_eq!(state.update(key('a')), None);
-        assert_eq!(state.ui.overlay, Overlay::Confirm(Confirm::Abort("T2".into())));
+        assert_eq!(
+            state.ui.overlay,
+            Overlay::Confirm(Confirm::Abort("T2".into()))
+        );
         assert_eq!(
             state.update(key('y')),
             Some(Effect::Command(PhaseCommand::Abort("T2".into())))
@@ -584,7 +604,10 @@ mod tests {
     fn quit_asks_while_a_phase_runs() {
         let mut state = state_at(30);
         assert_eq!(state.update(key('q')), None);
-        assert!(matches!(state.ui.overlay, Overlay::Confirm(Confirm::Quit(_))));
+        assert!(matches!(
+            state.ui.overlay,
+            Overlay::Confirm(Confirm::Quit(_))
+        ));
         assert_eq!(
             state.update(key('a')),
             Some(Effect::AbortAndQuit(PhaseCommand::Abort("T2".into())))
@@ -599,13 +622,23 @@ mod tests {
         state.ui.focus = PaneKind::Phases;
         state.update(code(KeyCode::Down));
         assert_eq!(state.update(key('s')), None);
-        assert!(state.ui.status.as_ref().is_some_and(|(_, m)| m.contains("abort it first")));
+        assert!(
+            state
+                .ui
+                .status
+                .as_ref()
+                .is_some_and(|(_, m)| m.contains("abort it first"))
+        );
         let mut idle = State::new(vec![], vec![], "test", (80, 24));
         assert_eq!(
             idle.update(key('s')),
             Some(Effect::Command(PhaseCommand::Start("T1".into())))
         );
-        assert_eq!(idle.update(key('r')), None, "retry of a pending phase is refused");
+        assert_eq!(
+            idle.update(key('r')),
+            None,
+            "retry of a pending phase is refused"
+        );
     }
 
     #[test]
@@ -677,7 +710,13 @@ mod tests {
         assert_eq!(state.layout().name, "triage");
         assert!(state.visible_panes().contains(&state.ui.focus));
         state.update(key('9'));
-        assert!(state.ui.status.as_ref().is_some_and(|(_, m)| m.contains("no layout 9")));
+        assert!(
+            state
+                .ui
+                .status
+                .as_ref()
+                .is_some_and(|(_, m)| m.contains("no layout 9"))
+        );
         state.update(key('t'));
         assert_eq!(state.theme().name, "light");
         for _ in 0..10 {

@@ -11,9 +11,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use crate::model::{
-    GpuInfo, GpuSample, NodeFrame, NodeHello, UnixMillis, XidEvent, clock_events,
-};
+use crate::model::{GpuInfo, GpuSample, NodeFrame, NodeHello, UnixMillis, XidEvent, clock_events};
 use crate::phases::plan::DEFAULT_PLAN;
 use crate::phases::{PhaseCommand, PhaseEvent, PhaseMetric, Verdict};
 use crate::probes::ProbeWindow;
@@ -338,7 +336,10 @@ impl SimCluster {
                         .map(|g| GpuInfo {
                             index: g,
                             name: "NVIDIA B300 (simulated)".into(),
-                            uuid: format!("GPU-5e{:06x}-{n:02}{g:02}-sim", self.config.seed & 0xff_ffff),
+                            uuid: format!(
+                                "GPU-5e{:06x}-{n:02}{g:02}-sim",
+                                self.config.seed & 0xff_ffff
+                            ),
                             power_limit_watts: Some(POWER_LIMIT_WATTS),
                             sm_clock_max_mhz: Some(SM_CLOCK_MAX_MHZ),
                             memory_total_bytes: Some(MEMORY_TOTAL_BYTES),
@@ -416,7 +417,10 @@ impl SimCluster {
             }));
             self.idle_until_s = s + GAP_BETWEEN_PHASES_S;
         }
-        if self.running.is_none() && self.autorun && s >= self.idle_until_s && !self.pending.is_empty()
+        if self.running.is_none()
+            && self.autorun
+            && s >= self.idle_until_s
+            && !self.pending.is_empty()
         {
             let id = self.pending.remove(0);
             self.start(id, s, out);
@@ -448,9 +452,10 @@ impl SimCluster {
         for g in 0..gpus_per_node {
             let key = (n as u64) << 8 | g as u64;
             let r = |salt: u64| noise(seed, key, s, salt);
-            if self.fault(FaultKind::Xid79).is_some_and(|f| {
-                f.node == n && f.gpu == g && s >= f.from_s
-            }) {
+            if self
+                .fault(FaultKind::Xid79)
+                .is_some_and(|f| f.node == n && f.gpu == g && s >= f.from_s)
+            {
                 let from = self.fault(FaultKind::Xid79).map_or(0, |f| f.from_s);
                 // The first frame after the fault carries the event; afterwards NVML cannot read
                 // the GPU at all, which is exactly what "fell off the bus" looks like.
@@ -610,10 +615,9 @@ impl SimCluster {
         let nodes = self.config.nodes;
         let gpus = self.config.gpus_per_node;
         match id {
-            "T1" => {
-                if (t as usize) < nodes {
-                    let n = t as usize;
-                    out.push(Self::line(
+            "T1" if (t as usize) < nodes => {
+                let n = t as usize;
+                out.push(Self::line(
                         id,
                         at_ms,
                         format!(
@@ -621,7 +625,6 @@ impl SimCluster {
                             SimConfig::node_name(n)
                         ),
                     ));
-                }
             }
             "T2" => {
                 let duration = phase_duration_s(id);
@@ -639,8 +642,9 @@ impl SimCluster {
                             }
                             let key = (n as u64) << 8 | g as u64;
                             let factor = if thermal { 0.71 } else { 1.0 };
-                            let tflops =
-                                BF16_TFLOPS_NOMINAL * factor * (1.0 + noise(seed, key, 2, 9) * 0.015);
+                            let tflops = BF16_TFLOPS_NOMINAL
+                                * factor
+                                * (1.0 + noise(seed, key, 2, 9) * 0.015);
                             results.push((n, g, tflops));
                             out.push(Self::metric(
                                 id,
@@ -665,22 +669,25 @@ impl SimCluster {
                     if let Some(r) = self.running.as_mut() {
                         r.tflops = results;
                     }
-                } else if t % 10 == 0 {
+                } else if t.is_multiple_of(10) {
                     out.push(Self::line(
                         id,
                         at_ms,
-                        format!("all nodes: gemm bf16 8192x8192x8192 warm, iteration {}", t * 40),
+                        format!(
+                            "all nodes: gemm bf16 8192x8192x8192 warm, iteration {}",
+                            t * 40
+                        ),
                     ));
                 }
             }
-            "T3" => {
-                if t % 5 == 0 && (t / 5) < 6 {
-                    let n0 = (t / 5) as usize * 2;
-                    for n in n0..(n0 + 2).min(nodes) {
-                        let crc = self.node_faulty(FaultKind::NvlinkCrc, n, s).is_some();
-                        let bw = 742.0 * (1.0 + noise(seed, n as u64, 3, 1) * 0.01)
-                            * if crc { 0.93 } else { 1.0 };
-                        out.push(Self::line(
+            "T3" if t.is_multiple_of(5) && (t / 5) < 6 => {
+                let n0 = (t / 5) as usize * 2;
+                for n in n0..(n0 + 2).min(nodes) {
+                    let crc = self.node_faulty(FaultKind::NvlinkCrc, n, s).is_some();
+                    let bw = 742.0
+                        * (1.0 + noise(seed, n as u64, 3, 1) * 0.01)
+                        * if crc { 0.93 } else { 1.0 };
+                    out.push(Self::line(
                             id,
                             at_ms,
                             format!(
@@ -689,7 +696,6 @@ impl SimCluster {
                                 bw * 0.985
                             ),
                         ));
-                    }
                 }
             }
             "T4" | "T7" => self.nccl_output(id, s, t, out),
@@ -720,7 +726,11 @@ impl SimCluster {
                 r.wait_sum_ms += wait_ms;
                 r.step_sum_ms += step_total;
                 if step == 1 && id == "T8" {
-                    out.push(Self::metric(id, at_ms, PhaseMetric::FirstBatch { ms: 2140.0 }));
+                    out.push(Self::metric(
+                        id,
+                        at_ms,
+                        PhaseMetric::FirstBatch { ms: 2140.0 },
+                    ));
                     out.push(Self::line(
                         id,
                         at_ms,
@@ -837,7 +847,8 @@ impl SimCluster {
             if let Some(r) = self.running.as_mut() {
                 r.last_size.insert(node.unwrap_or(usize::MAX), size);
                 if k + 1 == SIZES {
-                    r.min_busbw_at_max = Some(r.min_busbw_at_max.map_or(busbw, |m: f64| m.min(busbw)));
+                    r.min_busbw_at_max =
+                        Some(r.min_busbw_at_max.map_or(busbw, |m: f64| m.min(busbw)));
                 }
             }
         }
@@ -855,17 +866,16 @@ impl SimCluster {
         match r.id.as_str() {
             "T1" => (
                 Verdict::Pass,
-                format!("{} nodes × {} GPUs, Xid 0, driver == fabric manager", self.config.nodes, self.config.gpus_per_node),
+                format!(
+                    "{} nodes × {} GPUs, Xid 0, driver == fabric manager",
+                    self.config.nodes, self.config.gpus_per_node
+                ),
             ),
             "T2" => {
                 let mut values: Vec<f64> = r.tflops.iter().map(|(_, _, t)| *t).collect();
                 values.sort_by(f64::total_cmp);
                 let median = values.get(values.len() / 2).copied().unwrap_or(0.0);
-                let worst = r
-                    .tflops
-                    .iter()
-                    .min_by(|a, b| a.2.total_cmp(&b.2))
-                    .copied();
+                let worst = r.tflops.iter().min_by(|a, b| a.2.total_cmp(&b.2)).copied();
                 match worst {
                     Some((n, g, t)) if t < 0.9 * median => (
                         Verdict::Fail,
@@ -890,48 +900,83 @@ impl SimCluster {
                         .map_or_else(String::new, |f| SimConfig::node_name(f.node));
                     (
                         Verdict::Fail,
-                        format!("{node}: NVLink CRC errors rose by {rose} during the phase (gate: no NVLink errors)"),
+                        format!(
+                            "{node}: NVLink CRC errors rose by {rose} during the phase (gate: no NVLink errors)"
+                        ),
                     )
                 } else {
-                    (Verdict::Pass, "every node >= 730 GB/s bidirectional, no NVLink errors".into())
+                    (
+                        Verdict::Pass,
+                        "every node >= 730 GB/s bidirectional, no NVLink errors".into(),
+                    )
                 }
             }
             "T4" | "T7" => {
                 let hung: Vec<_> = unhealthy
                     .iter()
-                    .filter(|(n, _)| r.id == "T4" && r.last_size.get(n).is_some_and(|&sz| sz < (8 << 30)) || r.id == "T4" && !r.last_size.contains_key(n))
+                    .filter(|(n, _)| {
+                        // A node whose sweep did not reach the largest size hung.
+                        r.id == "T4" && r.last_size.get(n).is_none_or(|&sz| sz < (8 << 30))
+                    })
                     .map(|(n, why)| {
-                        let last = r.last_size.get(n).map_or("nothing".into(), |sz| {
-                            crate::model::format_size(*sz)
-                        });
+                        let last = r
+                            .last_size
+                            .get(n)
+                            .map_or("nothing".into(), |sz| crate::model::format_size(*sz));
                         (*n, format!("hung after {last} ({why})"))
                     })
                     .collect();
                 let best = r.min_busbw_at_max.unwrap_or(0.0);
                 if !hung.is_empty() {
-                    (Verdict::Fail, format!("{}; others busbw >= {best:.0} GB/s at 8G, #wrong 0", named(&hung)))
+                    (
+                        Verdict::Fail,
+                        format!(
+                            "{}; others busbw >= {best:.0} GB/s at 8G, #wrong 0",
+                            named(&hung)
+                        ),
+                    )
                 } else if r.id == "T7" && !unhealthy.is_empty() {
                     (
                         Verdict::Warn,
-                        format!("ran without {} ; busbw {best:.0} GB/s at 8G, #wrong 0", named(&unhealthy)),
-                    )
-                } else {
-                    (Verdict::Pass, format!("busbw {best:.0} GB/s at 8G, #wrong 0"))
-                }
-            }
-            "T5" | "T6" | "T8" => {
-                let share = if r.step_sum_ms > 0.0 { r.wait_sum_ms / r.step_sum_ms } else { 0.0 };
-                if !unhealthy.is_empty() {
-                    (Verdict::Fail, format!("ranks failed on {}", named(&unhealthy)))
-                } else if r.id == "T8" && share > 0.10 {
-                    (
-                        Verdict::Fail,
-                        format!("data wait {:.0} % of step time (gate: < 10 %)", share * 100.0),
+                        format!(
+                            "ran without {} ; busbw {best:.0} GB/s at 8G, #wrong 0",
+                            named(&unhealthy)
+                        ),
                     )
                 } else {
                     (
                         Verdict::Pass,
-                        format!("{} steps, data wait {:.1} % of step time, loss falling", r.step, share * 100.0),
+                        format!("busbw {best:.0} GB/s at 8G, #wrong 0"),
+                    )
+                }
+            }
+            "T5" | "T6" | "T8" => {
+                let share = if r.step_sum_ms > 0.0 {
+                    r.wait_sum_ms / r.step_sum_ms
+                } else {
+                    0.0
+                };
+                if !unhealthy.is_empty() {
+                    (
+                        Verdict::Fail,
+                        format!("ranks failed on {}", named(&unhealthy)),
+                    )
+                } else if r.id == "T8" && share > 0.10 {
+                    (
+                        Verdict::Fail,
+                        format!(
+                            "data wait {:.0} % of step time (gate: < 10 %)",
+                            share * 100.0
+                        ),
+                    )
+                } else {
+                    (
+                        Verdict::Pass,
+                        format!(
+                            "{} steps, data wait {:.1} % of step time, loss falling",
+                            r.step,
+                            share * 100.0
+                        ),
                     )
                 }
             }
@@ -951,7 +996,11 @@ impl SimSource {
     pub fn new(cluster: SimCluster, speed: f64) -> Self {
         Self {
             cluster,
-            speed: if speed.is_finite() && speed > 0.0 { speed } else { 1.0 },
+            speed: if speed.is_finite() && speed > 0.0 {
+                speed
+            } else {
+                1.0
+            },
         }
     }
 }
@@ -1034,7 +1083,13 @@ mod tests {
         config.faults.clear();
         let mut sim = SimCluster::new(config);
         for e in run_to(&mut sim, 400) {
-            if let SourceEvent::Phase(PhaseEvent::Finished { phase, verdict, reason, .. }) = e {
+            if let SourceEvent::Phase(PhaseEvent::Finished {
+                phase,
+                verdict,
+                reason,
+                ..
+            }) = e
+            {
                 assert_eq!(verdict, Verdict::Pass, "{phase}: {reason}");
             }
         }
@@ -1063,12 +1118,22 @@ mod tests {
         let out = sim.command(PhaseCommand::Abort("T2".into()));
         assert!(matches!(
             out.as_slice(),
-            [SourceEvent::Phase(PhaseEvent::Finished { verdict: Verdict::Aborted, .. })]
+            [SourceEvent::Phase(PhaseEvent::Finished {
+                verdict: Verdict::Aborted,
+                ..
+            })]
         ));
         let later = run_to(&mut sim, 60);
-        assert!(!later.iter().any(|e| matches!(e, SourceEvent::Phase(PhaseEvent::Started { .. }))));
+        assert!(
+            !later
+                .iter()
+                .any(|e| matches!(e, SourceEvent::Phase(PhaseEvent::Started { .. })))
+        );
         let out = sim.command(PhaseCommand::Start("T3".into()));
-        assert!(matches!(out.as_slice(), [SourceEvent::Phase(PhaseEvent::Started { .. })]));
+        assert!(matches!(
+            out.as_slice(),
+            [SourceEvent::Phase(PhaseEvent::Started { .. })]
+        ));
     }
 
     #[test]

@@ -95,13 +95,15 @@ pub fn load(sources: &Sources) -> Catalog {
         .collect();
     let mut layouts: Vec<Layout> = layout::EMBEDDED
         .iter()
-        .filter_map(|(n, t)| match Layout::parse(&format!("<embedded>/{n}"), t) {
-            Ok(l) => Some(l),
-            Err(e) => {
-                problems.push(e.to_string());
-                None
-            }
-        })
+        .filter_map(
+            |(n, t)| match Layout::parse(&format!("<embedded>/{n}"), t) {
+                Ok(l) => Some(l),
+                Err(e) => {
+                    problems.push(e.to_string());
+                    None
+                }
+            },
+        )
         .collect();
     if let Some(dir) = &sources.config_dir {
         for f in toml_files(&dir.join("themes")) {
@@ -126,14 +128,26 @@ pub fn load(sources: &Sources) -> Catalog {
     if let Some(want) = &sources.theme {
         match pick(want, &mut themes, Theme::parse, |t| &t.name, &mut problems) {
             Some(i) => start_theme = i,
-            None => problems.push(format!("theme {want:?} not loaded; using {}", themes[start_theme].name)),
+            None => problems.push(format!(
+                "theme {want:?} not loaded; using {}",
+                themes[start_theme].name
+            )),
         }
     }
     let mut start_layout = 0;
     if let Some(want) = &sources.layout {
-        match pick(want, &mut layouts, Layout::parse, |l| &l.name, &mut problems) {
+        match pick(
+            want,
+            &mut layouts,
+            Layout::parse,
+            |l| &l.name,
+            &mut problems,
+        ) {
             Some(i) => start_layout = i,
-            None => problems.push(format!("layout {want:?} not loaded; using {}", layouts[0].name)),
+            None => problems.push(format!(
+                "layout {want:?} not loaded; using {}",
+                layouts[0].name
+            )),
         }
     }
     Catalog {

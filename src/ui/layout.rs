@@ -165,7 +165,12 @@ impl Layout {
         let shape: LayoutFile =
             toml::from_str(text).map_err(|e| ConfigError::from_toml(file, text, &e))?;
         if shape.row.is_empty() {
-            return Err(ConfigError::at(file, text, None, "a layout needs at least one [[row]]"));
+            return Err(ConfigError::at(
+                file,
+                text,
+                None,
+                "a layout needs at least one [[row]]",
+            ));
         }
         let mut seen = BTreeSet::new();
         let mut rows = Vec::new();
@@ -175,7 +180,12 @@ impl Layout {
             let size = size_of(r.weight, r.lines, "lines")
                 .map_err(|m| ConfigError::at(file, text, Some(span.clone()), m))?;
             if r.cells.is_empty() {
-                return Err(ConfigError::at(file, text, Some(span), "a row needs at least one cell"));
+                return Err(ConfigError::at(
+                    file,
+                    text,
+                    Some(span),
+                    "a row needs at least one cell",
+                ));
             }
             let mut cells = Vec::new();
             for cell in &r.cells {
@@ -278,8 +288,14 @@ mod tests {
     fn every_shipped_layout_loads_and_shows_panes_at_80x24() {
         for (name, text) in EMBEDDED {
             let layout = Layout::parse(name, text).unwrap_or_else(|e| panic!("{e}"));
-            assert!(!layout.arrange(Rect::new(0, 0, 80, 23)).is_empty(), "{name}");
-            assert!(!layout.arrange(Rect::new(0, 0, 240, 70)).is_empty(), "{name}");
+            assert!(
+                !layout.arrange(Rect::new(0, 0, 80, 23)).is_empty(),
+                "{name}"
+            );
+            assert!(
+                !layout.arrange(Rect::new(0, 0, 240, 70)).is_empty(),
+                "{name}"
+            );
         }
     }
 

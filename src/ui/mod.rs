@@ -15,8 +15,8 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders, Widget};
 
-use crate::app::state::{Overlay, State, Tone};
 use crate::app::keymap::BINDINGS;
+use crate::app::state::{Overlay, State, Tone};
 use crate::cluster::ClusterStore;
 use crate::model::UnixMillis;
 use crate::telemetry::history::History;

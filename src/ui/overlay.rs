@@ -93,7 +93,10 @@ fn confirm(c: &Confirm, ctx: &Ctx, area: Rect, buf: &mut Buffer) {
             format!(" Abort {id}? "),
             vec![
                 Line::styled(format!(" {id} stops on every node it runs on:"), t.text),
-                Line::styled(" TERM to its process group, KILL after the grace period.", t.text),
+                Line::styled(
+                    " TERM to its process group, KILL after the grace period.",
+                    t.text,
+                ),
                 Line::styled(" It is recorded as ABORTED.", t.text),
                 Line::from(vec![
                     Span::styled(" y", t.warn),
@@ -109,13 +112,19 @@ fn confirm(c: &Confirm, ctx: &Ctx, area: Rect, buf: &mut Buffer) {
                 Line::styled(format!(" {id} is running on the nodes."), t.text),
                 Line::from(vec![
                     Span::styled(" d", t.accent),
-                    Span::styled(" detach: leave it running (it survives this console)", t.text),
+                    Span::styled(
+                        " detach: leave it running (it survives this console)",
+                        t.text,
+                    ),
                 ]),
                 Line::from(vec![
                     Span::styled(" a", t.warn),
                     Span::styled(format!(" abort {id}, then quit"), t.text),
                 ]),
-                Line::from(vec![Span::styled(" Esc", t.accent), Span::styled(" stay", t.text)]),
+                Line::from(vec![
+                    Span::styled(" Esc", t.accent),
+                    Span::styled(" stay", t.text),
+                ]),
             ],
         ),
     };
@@ -139,7 +148,10 @@ fn gpu_details(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
         lines.push(Line::styled(format!(" {}", chunk.join("  ")), t.text));
     }
     if let Some(info) = &gpu.info {
-        lines.push(Line::styled(format!(" {} · {}", info.name, info.uuid), t.muted));
+        lines.push(Line::styled(
+            format!(" {} · {}", info.name, info.uuid),
+            t.muted,
+        ));
     }
     let limit = gpu.power_limit_watts().map(f64::from);
     let max_clock = gpu.sm_clock_max_mhz().map(f64::from);
@@ -155,15 +167,37 @@ fn gpu_details(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
         format!(" last {spark_w} s (blank = no sample)"),
         t.muted,
     ));
-    lines.push(hist("power W", &gpu.power_watts, limit, fmt(gpu.power_watts.latest(), "W")));
-    lines.push(hist("util %", &gpu.util_pct, Some(100.0), fmt(gpu.util_pct.latest(), "%")));
-    lines.push(hist("temp °C", &gpu.temperature_c, Some(100.0), fmt(gpu.temperature_c.latest(), "°C")));
-    lines.push(hist("SM MHz", &gpu.sm_clock_mhz, max_clock, fmt(gpu.sm_clock_mhz.latest(), "MHz")));
+    lines.push(hist(
+        "power W",
+        &gpu.power_watts,
+        limit,
+        fmt(gpu.power_watts.latest(), "W"),
+    ));
+    lines.push(hist(
+        "util %",
+        &gpu.util_pct,
+        Some(100.0),
+        fmt(gpu.util_pct.latest(), "%"),
+    ));
+    lines.push(hist(
+        "temp °C",
+        &gpu.temperature_c,
+        Some(100.0),
+        fmt(gpu.temperature_c.latest(), "°C"),
+    ));
+    lines.push(hist(
+        "SM MHz",
+        &gpu.sm_clock_mhz,
+        max_clock,
+        fmt(gpu.sm_clock_mhz.latest(), "MHz"),
+    ));
     lines.push(hist(
         "NVLink tx",
         &gpu.nvlink_tx,
         None,
-        gpu.nvlink_tx.latest().map_or("n/a".into(), crate::model::format_rate),
+        gpu.nvlink_tx
+            .latest()
+            .map_or("n/a".into(), crate::model::format_rate),
     ));
     for x in &gpu.xids {
         lines.push(Line::styled(
@@ -179,19 +213,34 @@ fn gpu_details(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
     let mine: Vec<_> = ctx
         .findings
         .iter()
-        .filter(|f| f.node.as_deref() == Some(&node.name) && (f.gpu.is_none() || f.gpu == Some(gpu.index)))
+        .filter(|f| {
+            f.node.as_deref() == Some(&node.name) && (f.gpu.is_none() || f.gpu == Some(gpu.index))
+        })
         .collect();
     if mine.is_empty() {
         lines.push(Line::styled(" no findings for this GPU", t.ok));
     }
     for f in mine {
         lines.push(Line::styled(
-            fit(&format!(" {} {}: {}", f.severity.label(), f.rule, f.why), width as usize - 2),
+            fit(
+                &format!(" {} {}: {}", f.severity.label(), f.rule, f.why),
+                width as usize - 2,
+            ),
             t.warn,
         ));
-        lines.push(Line::styled(fit(&format!("   next: {}", f.next), width as usize - 2), t.muted));
+        lines.push(Line::styled(
+            fit(&format!("   next: {}", f.next), width as usize - 2),
+            t.muted,
+        ));
     }
-    boxed(ctx, format!(" {} GPU{} (Esc closes) ", node.name, gpu.index), lines, area, width, buf);
+    boxed(
+        ctx,
+        format!(" {} GPU{} (Esc closes) ", node.name, gpu.index),
+        lines,
+        area,
+        width,
+        buf,
+    );
 }
 
 fn phase_details(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
@@ -221,8 +270,18 @@ fn phase_details(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
         lines.push(Line::styled(format!(" why     {r}"), t.warn));
     }
     lines.push(Line::styled(
-        format!(" output  {} lines (L shows them)", p.log.len() as u64 + p.log_dropped),
+        format!(
+            " output  {} lines (L shows them)",
+            p.log.len() as u64 + p.log_dropped
+        ),
         t.muted,
     ));
-    boxed(ctx, format!(" {} {} (Esc closes) ", p.spec.id, p.spec.title), lines, area, 100, buf);
+    boxed(
+        ctx,
+        format!(" {} {} (Esc closes) ", p.spec.id, p.spec.title),
+        lines,
+        area,
+        100,
+        buf,
+    );
 }

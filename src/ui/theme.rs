@@ -13,7 +13,10 @@ use crate::config::ConfigError;
 pub const EMBEDDED: &[(&str, &str)] = &[
     ("default.toml", include_str!("../../themes/default.toml")),
     ("light.toml", include_str!("../../themes/light.toml")),
-    ("high-contrast.toml", include_str!("../../themes/high-contrast.toml")),
+    (
+        "high-contrast.toml",
+        include_str!("../../themes/high-contrast.toml"),
+    ),
     ("mono.toml", include_str!("../../themes/mono.toml")),
 ];
 
@@ -75,7 +78,11 @@ impl Theme {
                     file,
                     text,
                     Some(role.span()),
-                    format!("unknown role {:?}; roles are: {}", role.get_ref(), ROLES.join(", ")),
+                    format!(
+                        "unknown role {:?}; roles are: {}",
+                        role.get_ref(),
+                        ROLES.join(", ")
+                    ),
                 ));
             }
             let style = parse_style(value.get_ref())

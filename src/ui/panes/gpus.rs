@@ -36,9 +36,9 @@ fn flags(ctx: &Ctx, node: &NodeView, gpu: &GpuView) -> (String, Health) {
     let mut f = String::new();
     let mut health = Health::Ok;
     let finding = |rule: &str| {
-        ctx.findings
-            .iter()
-            .any(|x| x.rule == rule && x.gpu == Some(gpu.index) && x.node.as_deref() == Some(&node.name))
+        ctx.findings.iter().any(|x| {
+            x.rule == rule && x.gpu == Some(gpu.index) && x.node.as_deref() == Some(&node.name)
+        })
     };
     if !gpu.xids.is_empty() {
         f.push('X');
@@ -53,7 +53,8 @@ fn flags(ctx: &Ctx, node: &NodeView, gpu: &GpuView) -> (String, Health) {
         health = Health::Crit;
     }
     if let Some(mask) = gpu.latest.as_ref().and_then(|s| s.clock_event_reasons) {
-        if mask & (clock_events::HW_SLOWDOWN | clock_events::HW_THERMAL | clock_events::HW_POWER_BRAKE)
+        if mask
+            & (clock_events::HW_SLOWDOWN | clock_events::HW_THERMAL | clock_events::HW_POWER_BRAKE)
             != 0
         {
             f.push('T');
@@ -116,7 +117,12 @@ fn cell_text(gpu: &GpuView, flags: &str, width: usize) -> String {
             num(clk, 3)
         )
     } else if width >= 13 {
-        format!("{} {}% {}°{flags}", num(util, 3), num(pavg, 3), num(temp, 2))
+        format!(
+            "{} {}% {}°{flags}",
+            num(util, 3),
+            num(pavg, 3),
+            num(temp, 2)
+        )
     } else if width >= 5 {
         format!("{}%{flags}", num(pavg, 3))
     } else {
@@ -148,7 +154,11 @@ pub fn gpu_summary(node: &NodeView, gpu: &GpuView) -> String {
         .clock_event_reasons
         .map(|m| {
             let d = clock_events::describe(m);
-            if d.is_empty() { "none".into() } else { d.join(",") }
+            if d.is_empty() {
+                "none".into()
+            } else {
+                d.join(",")
+            }
         })
         .unwrap_or_else(|| "n/a".into());
     let nvl = match (s.nvlink_tx_bytes_per_sec, s.nvlink_rx_bytes_per_sec) {
@@ -159,11 +169,13 @@ pub fn gpu_summary(node: &NodeView, gpu: &GpuView) -> String {
         "{} GPU{}  util {}  power {} avg / {} inst of {}  {}  SM {}/{} MHz  mem {}  reasons {}  {}",
         node.name,
         gpu.index,
-        s.utilization_pct.map_or("n/a".into(), |u| format!("{u:.0} %")),
+        s.utilization_pct
+            .map_or("n/a".into(), |u| format!("{u:.0} %")),
         w(s.power_avg_watts),
         w(s.power_instant_watts),
         w(gpu.power_limit_watts()),
-        s.temperature_c.map_or("temp n/a".into(), |t| format!("{t:.0} °C")),
+        s.temperature_c
+            .map_or("temp n/a".into(), |t| format!("{t:.0} °C")),
         s.sm_clock_mhz.map_or("-".into(), |c| c.to_string()),
         gpu.sm_clock_max_mhz().map_or("-".into(), |c| c.to_string()),
         match (s.memory_used_bytes, s.memory_total_bytes) {
@@ -243,7 +255,11 @@ impl Widget for &GpuGrid<'_> {
                 NodeLink::Unreachable(_) => ('✗', theme.crit),
             };
             let mut spans = vec![Span::styled(
-                format!("{:<w$}{marker}", fit(&node.name, NODE_COL - 1), w = NODE_COL - 1),
+                format!(
+                    "{:<w$}{marker}",
+                    fit(&node.name, NODE_COL - 1),
+                    w = NODE_COL - 1
+                ),
                 name_style,
             )];
             if let NodeLink::Unreachable(reason) = &node.link {

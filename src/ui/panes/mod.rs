@@ -26,6 +26,11 @@ pub fn draw_pane(pane: PaneKind, ctx: &Ctx, focused: bool, area: Rect, buf: &mut
         PaneKind::Loader => (&storage::LoaderPane { ctx, focused }).render(area, buf),
         PaneKind::Phases => (&phases::PhasesPane { ctx, focused }).render(area, buf),
         PaneKind::Triage => (&triage::TriagePane { ctx, focused }).render(area, buf),
-        PaneKind::Log => (&log::LogPane { ctx, focused, full: false }).render(area, buf),
+        PaneKind::Log => (&log::LogPane {
+            ctx,
+            focused,
+            full: false,
+        })
+            .render(area, buf),
     }
 }

@@ -27,8 +27,11 @@ impl Widget for &NcclPane<'_> {
             let block = pane_block(" NCCL busbw ", self.focused, theme);
             let inner = block.inner(area);
             block.render(area, buf);
-            Line::styled("no collective has run yet (T4 and T7 report busbw)", theme.muted)
-                .render(inner, buf);
+            Line::styled(
+                "no collective has run yet (T4 and T7 report busbw)",
+                theme.muted,
+            )
+            .render(inner, buf);
             return;
         };
         let first_row = phase.busbw.values().next();
@@ -61,7 +64,10 @@ impl Widget for &NcclPane<'_> {
         let bar_w = width.saturating_sub(6 + right).max(4);
         let mut lines = vec![Line::styled(
             fit(
-                &format!("{:>5} {:<bar_w$} {:>9} {:>16} {:>6}", "size", "busbw (median over nodes)", "GB/s", "slowest", "#wrong"),
+                &format!(
+                    "{:>5} {:<bar_w$} {:>9} {:>16} {:>6}",
+                    "size", "busbw (median over nodes)", "GB/s", "slowest", "#wrong"
+                ),
                 width,
             ),
             theme.muted,

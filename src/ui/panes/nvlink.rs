@@ -52,13 +52,21 @@ impl Widget for &NvlinkPane<'_> {
                 .iter()
                 .filter_map(|g| g.latest.as_ref().and_then(|s| s.nvlink_crc_errors))
                 .sum();
-            let style = if ni == ui.node { theme.selected } else { theme.text };
+            let style = if ni == ui.node {
+                theme.selected
+            } else {
+                theme.text
+            };
             let crc_style = if crc > 0 { theme.warn } else { theme.muted };
             lines.push(Line::from(vec![
                 Span::styled(format!("{:<7}", fit(&n.name, 7)), style),
                 Span::styled(sparkline(&n.nvlink_tx, spark_w, None), theme.bar),
                 Span::styled(
-                    format!(" ↑{:>9} ↓{:>9}", rate(n.nvlink_tx.latest()), rate(n.nvlink_rx.latest())),
+                    format!(
+                        " ↑{:>9} ↓{:>9}",
+                        rate(n.nvlink_tx.latest()),
+                        rate(n.nvlink_rx.latest())
+                    ),
                     theme.text,
                 ),
                 Span::styled(format!(" crc {crc}"), crc_style),
@@ -66,19 +74,34 @@ impl Widget for &NvlinkPane<'_> {
         }
         if show_gpus && let Some(n) = selected {
             lines.push(Line::styled(
-                fit(&format!("── {} per GPU (tx sparkline, ↑tx ↓rx, CRC errors)", n.name), width),
+                fit(
+                    &format!("── {} per GPU (tx sparkline, ↑tx ↓rx, CRC errors)", n.name),
+                    width,
+                ),
                 theme.muted,
             ));
             for g in &n.gpus {
                 let crc = g.latest.as_ref().and_then(|s| s.nvlink_crc_errors);
-                let crc_style = if crc.unwrap_or(0) > 0 { theme.warn } else { theme.muted };
-                let style = if g.index == ui.gpu { theme.selected } else { theme.text };
+                let crc_style = if crc.unwrap_or(0) > 0 {
+                    theme.warn
+                } else {
+                    theme.muted
+                };
+                let style = if g.index == ui.gpu {
+                    theme.selected
+                } else {
+                    theme.text
+                };
                 lines.push(Line::from(vec![
                     Span::styled(format!("GPU{:<3}", g.index), style),
                     Span::raw(" "),
                     Span::styled(sparkline(&g.nvlink_tx, spark_w, None), theme.bar),
                     Span::styled(
-                        format!(" ↑{:>9} ↓{:>9}", rate(g.nvlink_tx.latest()), rate(g.nvlink_rx.latest())),
+                        format!(
+                            " ↑{:>9} ↓{:>9}",
+                            rate(g.nvlink_tx.latest()),
+                            rate(g.nvlink_rx.latest())
+                        ),
                         theme.text,
                     ),
                     Span::styled(

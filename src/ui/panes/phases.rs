@@ -43,8 +43,14 @@ impl Widget for &PhasesPane<'_> {
         let rows_room = if show_reason { height - 2 } else { height };
         let first = ui.phase.saturating_sub(rows_room.saturating_sub(1));
         let title_w = width.saturating_sub(4 + 8 + 6).max(6);
-        let mut y = inner.y;
-        for (i, p) in ctx.store.phases.iter().enumerate().skip(first).take(rows_room) {
+        let rows = ctx
+            .store
+            .phases
+            .iter()
+            .enumerate()
+            .skip(first)
+            .take(rows_room);
+        for (y, (i, p)) in (inner.y..).zip(rows) {
             let (label, style) = match p.state {
                 PhaseState::Pending => ("·".to_string(), theme.muted),
                 PhaseState::Running => ("▶ RUN".to_string(), theme.accent),
@@ -60,15 +66,24 @@ impl Widget for &PhasesPane<'_> {
             let elapsed = p
                 .elapsed_s(ctx.store.now_ms)
                 .map_or(String::new(), human_secs);
-            let row_style = if i == ui.phase { theme.selected } else { theme.text };
+            let row_style = if i == ui.phase {
+                theme.selected
+            } else {
+                theme.text
+            };
             let line = Line::from(vec![
                 Span::styled(format!("{:<4}", p.spec.id), row_style),
-                Span::styled(format!("{:<title_w$}", fit(p.spec.title, title_w)), row_style),
-                Span::styled(format!("{label:>8}"), if i == ui.phase { row_style } else { style }),
+                Span::styled(
+                    format!("{:<title_w$}", fit(p.spec.title, title_w)),
+                    row_style,
+                ),
+                Span::styled(
+                    format!("{label:>8}"),
+                    if i == ui.phase { row_style } else { style },
+                ),
                 Span::styled(format!("{elapsed:>6}"), theme.muted),
             ]);
             line.render(Rect::new(inner.x, y, inner.width, 1), buf);
-            y += 1;
         }
         if show_reason && let Some(p) = ctx.store.phases.get(ui.phase) {
             let text = match &p.reason {
@@ -81,7 +96,8 @@ impl Widget for &PhasesPane<'_> {
                 _ => theme.muted,
             };
             let y = inner.y + inner.height - 1;
-            Line::styled(fit(&text, width), style).render(Rect::new(inner.x, y, inner.width, 1), buf);
+            Line::styled(fit(&text, width), style)
+                .render(Rect::new(inner.x, y, inner.width, 1), buf);
         }
     }
 }

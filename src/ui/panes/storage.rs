@@ -53,8 +53,16 @@ impl Widget for &StoragePane<'_> {
             );
             return;
         };
-        let p99_style = if w.ttfb_p99_ms > AISTOR_P99_TTFB_MS { theme.crit } else { theme.ok };
-        let err_style = if w.errors > 0 { theme.warn } else { theme.muted };
+        let p99_style = if w.ttfb_p99_ms > AISTOR_P99_TTFB_MS {
+            theme.crit
+        } else {
+            theme.ok
+        };
+        let err_style = if w.errors > 0 {
+            theme.warn
+        } else {
+            theme.muted
+        };
         let spark_w = width.saturating_sub(16).clamp(4, 90);
         let lines = vec![
             Line::from(vec![
@@ -70,7 +78,10 @@ impl Widget for &StoragePane<'_> {
                 Span::styled(format_rate(w.throughput_bytes_per_sec), theme.accent),
                 Span::styled(format!("  {} GET/s", w.requests), theme.text),
                 Span::styled(
-                    format!("  errors {} (total {} of {})", w.errors, s.errors_total, s.requests_total),
+                    format!(
+                        "  errors {} (total {} of {})",
+                        w.errors, s.errors_total, s.requests_total
+                    ),
                     err_style,
                 ),
             ]),
@@ -83,7 +94,10 @@ impl Widget for &StoragePane<'_> {
                 Span::styled(sparkline(&s.throughput, spark_w, None), theme.bar),
             ]),
             Line::styled(
-                fit(&format!("p99 TTFB gate {AISTOR_P99_TTFB_MS:.0} ms · client-side timing"), width),
+                fit(
+                    &format!("p99 TTFB gate {AISTOR_P99_TTFB_MS:.0} ms · client-side timing"),
+                    width,
+                ),
                 theme.muted,
             ),
         ];
@@ -106,14 +120,21 @@ impl Widget for &LoaderPane<'_> {
         let width = inner.width as usize;
         let Some(step) = l.last_step else {
             put(
-                vec![Line::styled("no training steps yet (T5, T6, T8)", theme.muted)],
+                vec![Line::styled(
+                    "no training steps yet (T5, T6, T8)",
+                    theme.muted,
+                )],
                 inner,
                 buf,
             );
             return;
         };
         let share = l.wait_share().unwrap_or(0.0);
-        let share_style = if share > LOADER_WAIT_SHARE { theme.crit } else { theme.ok };
+        let share_style = if share > LOADER_WAIT_SHARE {
+            theme.crit
+        } else {
+            theme.ok
+        };
         let spark_w = width.saturating_sub(16).clamp(4, 90);
         let lines = vec![
             Line::from(vec![
@@ -124,13 +145,19 @@ impl Widget for &LoaderPane<'_> {
                     theme.accent,
                 ),
                 Span::styled(" / step ", theme.muted),
-                Span::styled(format!("{:.0} ms", l.step_ms.latest().unwrap_or(0.0)), theme.text),
+                Span::styled(
+                    format!("{:.0} ms", l.step_ms.latest().unwrap_or(0.0)),
+                    theme.text,
+                ),
             ]),
             Line::from(vec![
                 Span::styled("waiting ", theme.muted),
                 Span::styled(format!("{:.1} %", share * 100.0), share_style),
                 Span::styled(
-                    format!(" of step time (last 20 steps, gate {:.0} %)", LOADER_WAIT_SHARE * 100.0),
+                    format!(
+                        " of step time (last 20 steps, gate {:.0} %)",
+                        LOADER_WAIT_SHARE * 100.0
+                    ),
                     theme.muted,
                 ),
             ]),
@@ -141,16 +168,21 @@ impl Widget for &LoaderPane<'_> {
             Line::from(vec![
                 Span::styled("first batch ", theme.muted),
                 Span::styled(
-                    l.first_batch_ms.map_or("n/a".into(), |ms| format!("{:.2} s", ms / 1000.0)),
+                    l.first_batch_ms
+                        .map_or("n/a".into(), |ms| format!("{:.2} s", ms / 1000.0)),
                     theme.text,
                 ),
                 Span::styled("  tokens/s ", theme.muted),
                 Span::styled(
-                    l.tokens_per_sec.map_or("n/a".into(), |t| format!("{:.2} M", t / 1e6)),
+                    l.tokens_per_sec
+                        .map_or("n/a".into(), |t| format!("{:.2} M", t / 1e6)),
                     theme.text,
                 ),
                 Span::styled("  loss ", theme.muted),
-                Span::styled(l.loss.map_or("n/a".into(), |x| format!("{x:.3}")), theme.text),
+                Span::styled(
+                    l.loss.map_or("n/a".into(), |x| format!("{x:.3}")),
+                    theme.text,
+                ),
             ]),
         ];
         put(lines, inner, buf);

@@ -36,14 +36,24 @@ impl Widget for &TriagePane<'_> {
             return;
         }
         if ctx.findings.is_empty() {
-            Line::styled("no findings: every GPU, link and service looks healthy", theme.ok)
-                .render(inner, buf);
+            Line::styled(
+                "no findings: every GPU, link and service looks healthy",
+                theme.ok,
+            )
+            .render(inner, buf);
             return;
         }
         let width = inner.width as usize;
         let rows = inner.height as usize;
         let first = ui.finding.saturating_sub(rows.saturating_sub(1));
-        for (row, (i, f)) in ctx.findings.iter().enumerate().skip(first).take(rows).enumerate() {
+        for (row, (i, f)) in ctx
+            .findings
+            .iter()
+            .enumerate()
+            .skip(first)
+            .take(rows)
+            .enumerate()
+        {
             let sev_style = match f.severity {
                 Severity::Crit => theme.crit,
                 Severity::Warn => theme.warn,
@@ -54,7 +64,12 @@ impl Widget for &TriagePane<'_> {
             let text_style = if selected { theme.selected } else { theme.text };
             // Narrow panes flow subject, rule and why on one line; wide ones align columns.
             let head = if width >= 80 {
-                format!(" {:<12} {:<14} {:>6} ", fit(&f.subject(), 12), f.rule, since)
+                format!(
+                    " {:<12} {:<14} {:>6} ",
+                    fit(&f.subject(), 12),
+                    f.rule,
+                    since
+                )
             } else {
                 format!(" {} {}: ", f.subject(), f.rule)
             };
@@ -64,7 +79,10 @@ impl Widget for &TriagePane<'_> {
                 Span::styled(head, text_style),
                 Span::styled(fit(&f.why, width.saturating_sub(used)), text_style),
             ]);
-            line.render(Rect::new(inner.x, inner.y + row as u16, inner.width, 1), buf);
+            line.render(
+                Rect::new(inner.x, inner.y + row as u16, inner.width, 1),
+                buf,
+            );
         }
     }
 }

@@ -1,0 +1,142 @@
+//! The terminal is restored however the console ends: `q` then `d` (detach), SIGTERM, and
+//! SIGHUP (the SSH session dropping). The binary runs on a real pseudo-terminal made by
+//! util-linux `script`; the test reads what it wrote to the terminal and checks that it left
+//! the alternate screen, showed the cursor again, and exited 0.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const ENTER_ALT: &[u8] = b"\x1b[?1049h";
+const LEAVE_ALT: &[u8] = b"\x1b[?1049l";
+const SHOW_CURSOR: &[u8] = b"\x1b[?25h";
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+fn rfind(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).rposition(|w| w == needle)
+}
+
+fn have_script() -> bool {
+    let ok = Command::new("script").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !ok && std::env::var("BURNIN_REQUIRE_REAL").as_deref() == Ok("1") {
+        panic!("util-linux `script` is required (BURNIN_REQUIRE_REAL=1)");
+    }
+    ok
+}
+
+enum Ending {
+    Keys(&'static [u8]),
+    Signal(&'static str),
+}
+
+/// Run the demo on a pty, end it, return (terminal output, exit ok).
+fn run_and_end(ending: Ending) -> (Vec<u8>, bool) {
+    let bin = env!("CARGO_BIN_EXE_burnin");
+    let dir = std::env::temp_dir().join(format!("burnin-pty-{}-{:?}", std::process::id(), Instant::now()));
+    std::fs::create_dir_all(&dir).expect("tmp dir");
+    let pidfile: PathBuf = dir.join("pid");
+    let inner = format!(
+        "stty cols 100 rows 30; echo $$ > '{}'; exec '{}' demo --speed 20 --duration 60 --log-file '{}'",
+        pidfile.display(),
+        bin,
+        dir.join("log").display()
+    );
+    let mut child = Command::new("script")
+        .args(["-qefc", &inner, "/dev/null"])
+        .env("TERM", "xterm-256color")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn script");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let _ = stdout.read_to_end(&mut out);
+        out
+    });
+    // Let it draw a few frames (and let the plan start, so `q` asks to detach).
+    let started = Instant::now();
+    let pid = loop {
+        if let Ok(text) = std::fs::read_to_string(&pidfile)
+            && let Ok(pid) = text.trim().parse::<i32>()
+        {
+            break pid;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "burnin did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut stdin = child.stdin.take().expect("stdin");
+    match ending {
+        Ending::Keys(keys) => {
+            for k in keys {
+                stdin.write_all(&[*k]).expect("type");
+                stdin.flush().expect("flush");
+                std::thread::sleep(Duration::from_millis(300));
+            }
+        }
+        Ending::Signal(sig) => {
+            let ok = Command::new("kill")
+                .args([&format!("-{sig}"), &pid.to_string()])
+                .status()
+                .is_ok_and(|s| s.success());
+            assert!(ok, "kill -{sig} {pid}");
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("burnin did not exit");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    drop(stdin);
+    let out = reader.join().expect("reader");
+    std::fs::remove_dir_all(&dir).ok();
+    (out, status.success())
+}
+
+fn assert_restored(out: &[u8], ok: bool, how: &str) {
+    let entered = find(out, ENTER_ALT).unwrap_or_else(|| panic!("{how}: never entered the alternate screen"));
+    let left = rfind(out, LEAVE_ALT).unwrap_or_else(|| panic!("{how}: alternate screen not left"));
+    assert!(left > entered, "{how}: left before entering");
+    let cursor = rfind(out, SHOW_CURSOR).unwrap_or_else(|| panic!("{how}: cursor not shown again"));
+    assert!(cursor > entered, "{how}: cursor shown only before the console");
+    assert!(ok, "{how}: exit status not 0");
+}
+
+#[test]
+fn quit_and_detach_restores_the_terminal() {
+    if !have_script() {
+        return;
+    }
+    let (out, ok) = run_and_end(Ending::Keys(b"qd"));
+    assert_restored(&out, ok, "q, d");
+}
+
+#[test]
+fn sigterm_restores_the_terminal() {
+    if !have_script() {
+        return;
+    }
+    let (out, ok) = run_and_end(Ending::Signal("TERM"));
+    assert_restored(&out, ok, "SIGTERM");
+}
+
+#[test]
+fn sighup_restores_the_terminal() {
+    if !have_script() {
+        return;
+    }
+    let (out, ok) = run_and_end(Ending::Signal("HUP"));
+    assert_restored(&out, ok, "SIGHUP");
+}
