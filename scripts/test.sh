@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Runs every test of burnin, after installing what the tests need on a Debian machine.
+# Usage: scripts/test.sh            (from the repository root)
+# Set BURNIN_REQUIRE_REAL=1 to make a missing service or tool a failure instead of a skip.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v script >/dev/null 2>&1 || need_apt+=(bsdutils)   # util-linux `script`: a real pty
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
+  else
+    sudo apt-get update -qq
+    sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
+  fi
+fi
+
+cargo test --all-targets --locked
