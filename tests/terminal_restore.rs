@@ -21,7 +21,10 @@ fn rfind(hay: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 fn have_script() -> bool {
-    let ok = Command::new("script").arg("--version").output().is_ok_and(|o| o.status.success());
+    let ok = Command::new("script")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
     if !ok && std::env::var("BURNIN_REQUIRE_REAL").as_deref() == Ok("1") {
         panic!("util-linux `script` is required (BURNIN_REQUIRE_REAL=1)");
     }
@@ -36,7 +39,11 @@ enum Ending {
 /// Run the demo on a pty, end it, return (terminal output, exit ok).
 fn run_and_end(ending: Ending) -> (Vec<u8>, bool) {
     let bin = env!("CARGO_BIN_EXE_burnin");
-    let dir = std::env::temp_dir().join(format!("burnin-pty-{}-{:?}", std::process::id(), Instant::now()));
+    let dir = std::env::temp_dir().join(format!(
+        "burnin-pty-{}-{:?}",
+        std::process::id(),
+        Instant::now()
+    ));
     std::fs::create_dir_all(&dir).expect("tmp dir");
     let pidfile: PathBuf = dir.join("pid");
     let inner = format!(
@@ -67,7 +74,10 @@ fn run_and_end(ending: Ending) -> (Vec<u8>, bool) {
         {
             break pid;
         }
-        assert!(started.elapsed() < Duration::from_secs(10), "burnin did not start");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "burnin did not start"
+        );
         std::thread::sleep(Duration::from_millis(50));
     };
     std::thread::sleep(Duration::from_millis(1500));
@@ -106,11 +116,15 @@ fn run_and_end(ending: Ending) -> (Vec<u8>, bool) {
 }
 
 fn assert_restored(out: &[u8], ok: bool, how: &str) {
-    let entered = find(out, ENTER_ALT).unwrap_or_else(|| panic!("{how}: never entered the alternate screen"));
+    let entered =
+        find(out, ENTER_ALT).unwrap_or_else(|| panic!("{how}: never entered the alternate screen"));
     let left = rfind(out, LEAVE_ALT).unwrap_or_else(|| panic!("{how}: alternate screen not left"));
     assert!(left > entered, "{how}: left before entering");
     let cursor = rfind(out, SHOW_CURSOR).unwrap_or_else(|| panic!("{how}: cursor not shown again"));
-    assert!(cursor > entered, "{how}: cursor shown only before the console");
+    assert!(
+        cursor > entered,
+        "{how}: cursor shown only before the console"
+    );
     assert!(ok, "{how}: exit status not 0");
 }
 
