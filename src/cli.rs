@@ -57,6 +57,55 @@ pub struct SimArgs {
     pub no_faults: bool,
 }
 
+/// `burnin agent` options.
+#[derive(Debug, Clone, Args)]
+pub struct AgentArgs {
+    /// Sample period: `1s`, `500ms`, or milliseconds.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub interval: std::time::Duration,
+    /// Simulated GPUs instead of NVML (tests, demos behind real SSH).
+    #[arg(long)]
+    pub sim: bool,
+    /// With --sim: number of GPUs.
+    #[arg(long, default_value_t = 8, requires = "sim")]
+    pub gpus: u32,
+    /// With --sim: idle or full.
+    #[arg(long, default_value = "idle", requires = "sim")]
+    pub load: String,
+    /// With --sim: inject a fault on a GPU from the start, NAME:GPU (repeatable), e.g. stall:3.
+    #[arg(long = "fault", value_name = "NAME:GPU", requires = "sim")]
+    pub faults: Vec<String>,
+    /// With --sim: seed.
+    #[arg(long, default_value_t = 1, requires = "sim")]
+    pub seed: u64,
+    /// Stop after this many frames (measurements, tests).
+    #[arg(long)]
+    pub frames: Option<u64>,
+    /// On exit, print frames, GPU-samples and CPU time per GPU-sample to stderr.
+    #[arg(long)]
+    pub stats: bool,
+}
+
+/// Parse `1s`, `250ms`, `2m` or plain milliseconds.
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let s = s.trim();
+    let (num, unit) = match s.find(|c: char| !c.is_ascii_digit() && c != '.') {
+        Some(i) => (&s[..i], &s[i..]),
+        None => (s, "ms"),
+    };
+    let v: f64 = num.parse().map_err(|_| format!("bad duration {s:?}: use 1s, 500ms or 2m"))?;
+    let secs = match unit {
+        "ms" => v / 1000.0,
+        "s" => v,
+        "m" => v * 60.0,
+        _ => return Err(format!("bad duration unit in {s:?}: use ms, s or m")),
+    };
+    if !(secs.is_finite() && secs > 0.0) {
+        return Err(format!("duration {s:?} must be positive"));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -105,12 +154,8 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// On a node: sample GPUs and NICs, write NDJSON frames to stdout.
-    Agent {
-        /// Everything after `agent` (interval, --sim, faults).
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
-    },
+    /// On a node: sample GPUs, write NDJSON frames to stdout (exits when stdout closes).
+    Agent(AgentArgs),
     /// Copy this binary to the nodes over SSH (air-gapped: no downloads).
     Deploy,
     /// Headless: run the plan, print progress, write the run record; exit code = verdict.

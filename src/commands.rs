@@ -46,7 +46,11 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
             "triage",
             "the headless triage over real nodes comes with issues 3 and 6; the console's triage pane works in `burnin demo`",
         ),
-        Some(Command::Agent { .. }) => not_yet("agent", "the NVML agent is issue 3"),
+        Some(Command::Agent(args)) => {
+            let args = args.clone();
+            // The agent is a plain blocking loop; keep it off the async runtime's threads.
+            Ok(tokio::task::spawn_blocking(move || crate::agent::main(&args)).await?)
+        }
         Some(Command::Deploy) => not_yet("deploy", "copying the binary over SSH is issue 3"),
         Some(Command::Run { .. }) => not_yet(
             "run",

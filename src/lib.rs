@@ -20,8 +20,10 @@
 //! - [`config`]: located errors for the console's TOML files.
 //! - [`app`]: events, actions, the key table, the pure state update, the terminal loop.
 //! - [`ui`]: themes, layouts, panes, overlays; `render` is a pure function of the state.
+//! - [`agent`]: `burnin agent`, the NDJSON sampler that runs on a node.
 //! - [`cli`]: the command line; [`commands`]: what each subcommand does.
 
+pub mod agent;
 pub mod app;
 pub mod cli;
 pub mod cluster;

@@ -115,6 +115,10 @@ pub struct GpuSample {
     pub sm_active_pct: Option<f32>,
     /// GPM tensor-core activity, Hopper and later.
     pub tensor_active_pct: Option<f32>,
+    /// GPM DRAM bandwidth utilization, Hopper and later.
+    pub dram_active_pct: Option<f32>,
+    /// Current memory clock.
+    pub mem_clock_mhz: Option<u32>,
     /// Framebuffer memory in use.
     pub memory_used_bytes: Option<u64>,
     /// Framebuffer memory in total.
@@ -137,6 +141,22 @@ pub struct GpuSample {
     pub nvlink_recovery_errors: Option<u64>,
     /// PCIe replay counter, cumulative.
     pub pcie_replay_count: Option<u64>,
+    /// PCIe bytes sent per second (GPM on Hopper+, else the slow NVML counter).
+    pub pcie_tx_bytes_per_sec: Option<f64>,
+    /// PCIe bytes received per second.
+    pub pcie_rx_bytes_per_sec: Option<f64>,
+    /// NVLink links up.
+    pub nvlink_links_active: Option<u32>,
+    /// Rows remapped for correctable errors.
+    pub remapped_rows_correctable: Option<u32>,
+    /// Rows remapped for uncorrectable errors.
+    pub remapped_rows_uncorrectable: Option<u32>,
+    /// A remap waits for the next GPU reset.
+    pub remapped_rows_pending: Option<bool>,
+    /// A remap failed: the GPU needs service.
+    pub remapped_rows_failure: Option<bool>,
+    /// PIDs of the compute processes on the GPU.
+    pub compute_pids: Option<Vec<u32>>,
     /// Xid events seen since the previous sample.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub xid_events: Vec<XidEvent>,

@@ -3,7 +3,9 @@
 //! connections and sends owned [`SourceEvent`]s to the loop. Phase commands travel the other way.
 
 pub mod history;
+pub mod nvml;
 pub mod sim;
+pub mod wire;
 
 use std::future::Future;
 use std::pin::Pin;

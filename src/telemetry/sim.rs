@@ -172,6 +172,26 @@ impl SimConfig {
     }
 }
 
+/// A steady load for the single-node simulator behind `burnin agent --sim`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SimLoad {
+    /// Nothing running.
+    Idle,
+    /// A training job's load (as in T5).
+    Full,
+}
+
+impl SimLoad {
+    /// Parse `idle` or `full`.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "idle" => Ok(SimLoad::Idle),
+            "full" => Ok(SimLoad::Full),
+            other => Err(format!("unknown load {other:?}; use idle or full")),
+        }
+    }
+}
+
 /// How hard a phase drives the GPUs at a moment.
 #[derive(Debug, Clone, Copy, Default)]
 struct Load {
@@ -324,9 +344,16 @@ impl SimCluster {
 
     fn hellos(&self) -> Vec<SourceEvent> {
         (0..self.config.nodes)
-            .map(|n| {
-                let name = SimConfig::node_name(n);
-                SourceEvent::Hello(NodeHello {
+            .map(|n| SourceEvent::Hello(self.hello(n)))
+            .collect()
+    }
+
+    /// The hello of node `n` (0-based).
+    pub fn hello(&self, n: usize) -> NodeHello {
+        let name = SimConfig::node_name(n);
+        {
+            {
+                NodeHello {
                     node: name.clone(),
                     host: name,
                     agent_version: format!("burnin-sim {}", env!("CARGO_PKG_VERSION")),
@@ -346,9 +373,19 @@ impl SimCluster {
                             nvlink_links: Some(NVLINK_LINKS),
                         })
                         .collect(),
-                })
-            })
-            .collect()
+                }
+            }
+        }
+    }
+
+    /// Frame of node `n` at simulated second `s` under a steady load, outside the plan: what
+    /// `burnin agent --sim` streams. Faults apply as configured.
+    pub fn node_frame(&mut self, n: usize, s: u64, load: SimLoad) -> NodeFrame {
+        let load = match load {
+            SimLoad::Idle => phase_load(None, 0.0),
+            SimLoad::Full => phase_load(Some("T5"), 0.5),
+        };
+        self.frame(n, s, load)
     }
 
     fn fault(&self, kind: FaultKind) -> Option<&Fault> {
@@ -550,6 +587,7 @@ impl SimCluster {
                 nvlink_recovery_errors: Some(0),
                 pcie_replay_count: Some(0),
                 xid_events: Vec::new(),
+                ..GpuSample::default()
             });
         }
         NodeFrame {

@@ -1,0 +1,276 @@
+//! `burnin agent`: runs on a node, writes the hello and then one frame per period to stdout as
+//! NDJSON (see `telemetry::wire`). It exits as soon as a write fails, which is what happens when
+//! the SSH session that started it goes away: no orphans on the node.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use crate::cli::AgentArgs;
+use crate::model::{NodeFrame, NodeHello, UnixMillis};
+use crate::telemetry::nvml::NvmlSampler;
+use crate::telemetry::sim::{Fault, FaultKind, SimCluster, SimConfig, SimLoad};
+use crate::telemetry::wire::{WireMessage, encode};
+
+/// Something that can fill a frame for every GPU of this host.
+pub trait Sampler {
+    /// The hello line's content.
+    fn hello(&mut self) -> NodeHello;
+    /// One frame, stamped now.
+    fn sample(&mut self) -> NodeFrame;
+    /// Messages worth sending as `{"error":…}` lines (background trouble), drained.
+    fn notes(&mut self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+impl Sampler for NvmlSampler {
+    fn hello(&mut self) -> NodeHello {
+        NvmlSampler::hello(self)
+    }
+    fn sample(&mut self) -> NodeFrame {
+        NvmlSampler::sample(self)
+    }
+    fn notes(&mut self) -> Vec<String> {
+        self.take_notes()
+    }
+}
+
+/// The simulator's one node, stamped with the real clock.
+pub struct SimNodeSampler {
+    cluster: SimCluster,
+    load: SimLoad,
+    started: Instant,
+}
+
+impl SimNodeSampler {
+    /// A node of `gpus` simulated B300 with faults given as `NAME:GPU`.
+    pub fn new(gpus: u32, load: SimLoad, faults: &[String], seed: u64) -> Result<Self, String> {
+        let mut config = SimConfig::demo(seed);
+        config.nodes = 1;
+        config.gpus_per_node = gpus.max(1);
+        config.autorun = false;
+        config.faults = faults
+            .iter()
+            .map(|f| {
+                let (name, gpu) = f
+                    .split_once(':')
+                    .ok_or_else(|| format!("--fault {f:?}: use NAME:GPU, e.g. stall:3"))?;
+                let gpu: u32 = gpu
+                    .parse()
+                    .map_err(|_| format!("--fault {f:?}: GPU must be a number"))?;
+                if gpu >= config.gpus_per_node {
+                    return Err(format!("--fault {f:?}: this node has {} GPUs", config.gpus_per_node));
+                }
+                Ok(Fault {
+                    kind: FaultKind::parse(name)?,
+                    node: 0,
+                    gpu,
+                    from_s: 0,
+                    until_s: None,
+                })
+            })
+            .collect::<Result<_, String>>()?;
+        Ok(Self {
+            cluster: SimCluster::new(config),
+            load,
+            started: Instant::now(),
+        })
+    }
+}
+
+fn now_ms() -> UnixMillis {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+impl Sampler for SimNodeSampler {
+    fn hello(&mut self) -> NodeHello {
+        let mut h = self.cluster.hello(0);
+        let host = crate::telemetry::nvml::hostname();
+        h.node = host.clone();
+        h.host = host;
+        h
+    }
+    fn sample(&mut self) -> NodeFrame {
+        let s = self.started.elapsed().as_secs();
+        let mut f = self.cluster.node_frame(0, s, self.load);
+        f.node = crate::telemetry::nvml::hostname();
+        f.at_ms = now_ms();
+        for g in &mut f.gpus {
+            for x in &mut g.xid_events {
+                x.at_ms = f.at_ms;
+            }
+        }
+        f
+    }
+}
+
+/// What one agent run did (for `--stats` and the measurements in the closing notes).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AgentStats {
+    /// Frames written.
+    pub frames: u64,
+    /// GPU samples written (frames × GPUs).
+    pub gpu_samples: u64,
+    /// CPU time of the sampling thread only (the tick path).
+    pub tick_cpu: Duration,
+    /// CPU time of the whole process (background threads included).
+    pub process_cpu: Duration,
+}
+
+fn cpu_time(who: libc::c_int) -> Duration {
+    // SAFETY: getrusage writes into the zeroed struct we own.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(who, &mut usage) } != 0 {
+        return Duration::ZERO;
+    }
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// Write the hello, then frames every `interval`, until `max_frames` or a failed write.
+pub fn run(
+    sampler: &mut dyn Sampler,
+    interval: Duration,
+    max_frames: Option<u64>,
+    out: &mut dyn Write,
+) -> AgentStats {
+    let mut stats = AgentStats::default();
+    let tick_cpu_start = cpu_time(libc::RUSAGE_THREAD);
+    if out
+        .write_all(encode(&WireMessage::Hello(sampler.hello())).as_bytes())
+        .and_then(|_| out.flush())
+        .is_err()
+    {
+        return stats;
+    }
+    let mut next = Instant::now();
+    loop {
+        if max_frames.is_some_and(|m| stats.frames >= m) {
+            break;
+        }
+        let frame = sampler.sample();
+        let mut text = String::new();
+        for note in sampler.notes() {
+            text.push_str(&encode(&WireMessage::Error(note)));
+        }
+        stats.gpu_samples += frame.gpus.len() as u64;
+        stats.frames += 1;
+        text.push_str(&encode(&WireMessage::Frame(frame)));
+        if out.write_all(text.as_bytes()).and_then(|_| out.flush()).is_err() {
+            // stdout closed: the SSH session is gone.
+            break;
+        }
+        next += interval;
+        let now = Instant::now();
+        if next > now {
+            std::thread::sleep(next - now);
+        } else {
+            // Fell behind (suspended, overloaded): skip missed ticks rather than burst.
+            next = now;
+        }
+    }
+    stats.tick_cpu = cpu_time(libc::RUSAGE_THREAD).saturating_sub(tick_cpu_start);
+    stats.process_cpu = cpu_time(libc::RUSAGE_SELF);
+    stats
+}
+
+/// `burnin agent`: returns the exit code.
+pub fn main(args: &AgentArgs) -> i32 {
+    let mut sampler: Box<dyn Sampler> = if args.sim {
+        let load = match SimLoad::parse(&args.load) {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("burnin agent: {e}");
+                return 2;
+            }
+        };
+        match SimNodeSampler::new(args.gpus, load, &args.faults, args.seed) {
+            Ok(s) => Box::new(s),
+            Err(e) => {
+                eprintln!("burnin agent: {e}");
+                return 2;
+            }
+        }
+    } else {
+        match NvmlSampler::open() {
+            Ok(s) => Box::new(s),
+            Err(e) => {
+                // Tell the console why on the wire, and the person at a shell on stderr.
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(encode(&WireMessage::Error(e.to_string())).as_bytes());
+                let _ = out.flush();
+                eprintln!("burnin agent: {e}");
+                return 1;
+            }
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    let stats = run(sampler.as_mut(), args.interval, args.frames, &mut out);
+    if args.stats {
+        let per = |d: Duration| {
+            if stats.gpu_samples == 0 {
+                0.0
+            } else {
+                d.as_secs_f64() * 1e6 / stats.gpu_samples as f64
+            }
+        };
+        eprintln!(
+            "burnin agent: {} frames, {} GPU-samples, tick-path CPU {:.1} µs/GPU-sample, process CPU {:.1} µs/GPU-sample ({:.3} s total)",
+            stats.frames,
+            stats.gpu_samples,
+            per(stats.tick_cpu),
+            per(stats.process_cpu),
+            stats.process_cpu.as_secs_f64()
+        );
+    }
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::telemetry::wire::{Decoded, Decoder};
+
+    #[test]
+    fn sim_agent_writes_hello_then_frames() {
+        let mut s = SimNodeSampler::new(4, SimLoad::Full, &["stall:2".into()], 1).expect("sim");
+        let mut out = Vec::new();
+        let stats = run(&mut s, Duration::from_millis(1), Some(3), &mut out);
+        assert_eq!((stats.frames, stats.gpu_samples), (3, 12));
+        let text = String::from_utf8(out).expect("utf8");
+        let mut d = Decoder::new();
+        let msgs: Vec<_> = text.lines().map(|l| d.decode(l)).collect();
+        assert!(matches!(msgs[0], Ok(Decoded::Message(WireMessage::Hello(ref h))) if h.gpus.len() == 4));
+        let Ok(Decoded::Message(WireMessage::Frame(f))) = &msgs[3] else {
+            panic!("{:?}", msgs[3]);
+        };
+        assert!(f.gpus[2].utilization_pct.unwrap_or(100.0) < 5.0, "stalled GPU");
+        assert!(f.gpus[1].utilization_pct.unwrap_or(0.0) > 80.0, "loaded peer");
+    }
+
+    #[test]
+    fn stops_when_stdout_closes() {
+        struct Closed;
+        impl Write for Closed {
+            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+                Err(std::io::ErrorKind::BrokenPipe.into())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut s = SimNodeSampler::new(1, SimLoad::Idle, &[], 1).expect("sim");
+        let stats = run(&mut s, Duration::from_millis(1), None, &mut Closed);
+        assert_eq!(stats.frames, 0);
+    }
+
+    #[test]
+    fn fault_specs_are_checked() {
+        assert!(SimNodeSampler::new(8, SimLoad::Idle, &["stall".into()], 1).is_err());
+        assert!(SimNodeSampler::new(8, SimLoad::Idle, &["stall:9".into()], 1).is_err());
+        assert!(SimNodeSampler::new(8, SimLoad::Idle, &["melt:1".into()], 1).is_err());
+        assert!(SimNodeSampler::new(8, SimLoad::Idle, &["xid79:0".into()], 1).is_ok());
+    }
+}

@@ -1,0 +1,538 @@
+//! Local GPUs through NVML (nvml-wrapper, loaded at run time: the binary runs on machines without
+//! a driver and says so). Reads are split by cost, as measured on an H200 (shared/fixtures/h200):
+//! the per-tick path makes only ~1 µs calls plus one batched field-value call; GPM metrics
+//! (~2 ms), the PCIe replay counter, remapped rows, processes and NVLink link state are read by a
+//! background thread; Xid events come from an NVML event set on a thread of their own.
+//! `NotSupported` (and any per-reading failure) is `None`, never an error.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use nvml_wrapper::bitmasks::event::EventTypes;
+use nvml_wrapper::enum_wrappers::device::{Clock, EccCounter, MemoryError, TemperatureSensor};
+use nvml_wrapper::enums::event::XidError;
+use nvml_wrapper::enums::gpm::GpmMetricId;
+use nvml_wrapper::sys_exports::field_id;
+use nvml_wrapper::{Device, GpmSample, Nvml};
+
+use crate::model::{GpuInfo, GpuSample, NodeFrame, NodeHello, UnixMillis, XidEvent};
+
+/// NVML's "all links" scope for NVLink field values.
+const SCOPE_ALL_LINKS: u32 = u32::MAX;
+/// How often the background thread refreshes the slow readings.
+const SLOW_PERIOD: Duration = Duration::from_secs(2);
+/// Xid events kept per GPU until the next frame takes them.
+const XID_QUEUE: usize = 64;
+
+/// Field IDs of NVML ≥ 13 Update 1 (drivers ≥ 580.82) renumbered 251–273. nvml-wrapper translates
+/// for its own calls; our raw call must do the same. None of the IDs we read today is in the
+/// range, but a future one will be.
+pub fn translate_field_id(driver_at_least_580_82: bool, id: u32) -> u32 {
+    if !driver_at_least_580_82 {
+        return id;
+    }
+    match id {
+        251..=255 => id + 18,
+        256..=273 => id - 5,
+        other => other,
+    }
+}
+
+/// True when a driver version string ("580.159.04") is 580.82 or newer.
+pub fn driver_renumbers_fields(version: &str) -> bool {
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let major = parts.next().unwrap_or(0);
+    let minor = parts.next().unwrap_or(0);
+    (major, minor) >= (580, 82)
+}
+
+/// Readings refreshed off the tick path.
+#[derive(Debug, Clone, Default)]
+struct SlowReadings {
+    sm_active_pct: Option<f32>,
+    tensor_active_pct: Option<f32>,
+    dram_active_pct: Option<f32>,
+    pcie_tx_bytes_per_sec: Option<f64>,
+    pcie_rx_bytes_per_sec: Option<f64>,
+    gpm_nvlink_tx_bytes_per_sec: Option<f64>,
+    gpm_nvlink_rx_bytes_per_sec: Option<f64>,
+    pcie_replay_count: Option<u64>,
+    nvlink_links_active: Option<u32>,
+    remapped: Option<(u32, u32, bool, bool)>,
+    compute_pids: Option<Vec<u32>>,
+}
+
+struct Shared {
+    slow: Vec<SlowReadings>,
+    xids: Vec<VecDeque<XidEvent>>,
+    notes: Vec<String>,
+}
+
+/// Samples every GPU of this host through NVML.
+pub struct NvmlSampler {
+    nvml: &'static Nvml,
+    devices: Vec<Device<'static>>,
+    renumbered: bool,
+    shared: Arc<Mutex<Shared>>,
+    /// Previous cumulative NVLink KiB counters per GPU, for rates.
+    prev_nvlink: Vec<Option<(u64, u64, Instant)>>,
+    hello: NodeHello,
+}
+
+/// Why NVML could not be used.
+#[derive(Debug, thiserror::Error)]
+#[error("NVML: {0}")]
+pub struct NvmlUnavailable(pub String);
+
+fn now_ms() -> UnixMillis {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The host's name, for the hello.
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+impl NvmlSampler {
+    /// Load NVML and open every GPU. Fails with NVML's own words when there is no driver.
+    pub fn open() -> Result<Self, NvmlUnavailable> {
+        let nvml = Nvml::init().map_err(|e| NvmlUnavailable(e.to_string()))?;
+        // The sampler lives for the whole agent process; leaking gives devices a 'static borrow
+        // that the background threads can share.
+        let nvml: &'static Nvml = Box::leak(Box::new(nvml));
+        let count = nvml
+            .device_count()
+            .map_err(|e| NvmlUnavailable(format!("device count: {e}")))?;
+        let mut devices = Vec::new();
+        for i in 0..count {
+            match nvml.device_by_index(i) {
+                Ok(d) => devices.push(d),
+                Err(e) => tracing::warn!("GPU {i}: {e}"),
+            }
+        }
+        let driver = nvml.sys_driver_version().ok();
+        let cuda = nvml
+            .sys_cuda_driver_version()
+            .ok()
+            .map(|v| format!("{}.{}", v / 1000, v % 1000 / 10));
+        let renumbered = driver.as_deref().is_some_and(driver_renumbers_fields);
+        let gpus = devices
+            .iter()
+            .enumerate()
+            .map(|(i, d)| GpuInfo {
+                index: d.index().unwrap_or(i as u32),
+                name: d.name().unwrap_or_else(|_| "unknown".into()),
+                uuid: d.uuid().unwrap_or_default(),
+                power_limit_watts: d.enforced_power_limit().ok().map(|mw| mw as f32 / 1000.0),
+                sm_clock_max_mhz: d.max_clock_info(Clock::SM).ok(),
+                memory_total_bytes: d.memory_info().ok().map(|m| m.total),
+                nvlink_links: None,
+            })
+            .collect();
+        let host = hostname();
+        let hello = NodeHello {
+            node: host.clone(),
+            host,
+            agent_version: format!("burnin {}", env!("CARGO_PKG_VERSION")),
+            driver,
+            cuda,
+            gpus,
+        };
+        let n = devices.len();
+        let shared = Arc::new(Mutex::new(Shared {
+            slow: vec![SlowReadings::default(); n],
+            xids: vec![VecDeque::new(); n],
+            notes: Vec::new(),
+        }));
+        let sampler = Self {
+            nvml,
+            devices,
+            renumbered,
+            shared,
+            prev_nvlink: vec![None; n],
+            hello,
+        };
+        sampler.spawn_slow_thread();
+        sampler.spawn_xid_thread();
+        Ok(sampler)
+    }
+
+    /// The hello line's content.
+    pub fn hello(&self) -> NodeHello {
+        self.hello.clone()
+    }
+
+    /// Notes from the background threads (e.g. "Xid events unavailable: …"), drained.
+    pub fn take_notes(&self) -> Vec<String> {
+        let mut s = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+        std::mem::take(&mut s.notes)
+    }
+
+    /// Fresh handles to the same GPUs, for a background thread (handles are not Clone).
+    fn reopen(&self) -> Vec<Device<'static>> {
+        self.hello
+            .gpus
+            .iter()
+            .filter_map(|g| self.nvml.device_by_index(g.index).ok())
+            .collect()
+    }
+
+    fn spawn_slow_thread(&self) {
+        let nvml = self.nvml;
+        let devices = self.reopen();
+        let renumbered = self.renumbered;
+        let shared = Arc::clone(&self.shared);
+        let spawned = std::thread::Builder::new()
+            .name("nvml-slow".into())
+            .spawn(move || {
+                let mut gpm_prev: Vec<Option<GpmSample<'static>>> =
+                    devices.iter().map(|_| None).collect();
+                let gpm_ok: Vec<bool> = devices
+                    .iter()
+                    .map(|d| d.gpm_support().unwrap_or(false))
+                    .collect();
+                loop {
+                    for (i, d) in devices.iter().enumerate() {
+                        let mut r = SlowReadings::default();
+                        if gpm_ok[i]
+                            && let Ok(sample) = d.gpm_sample()
+                        {
+                            if let Some(prev) = &gpm_prev[i] {
+                                read_gpm(nvml, prev, &sample, &mut r);
+                            }
+                            gpm_prev[i] = Some(sample);
+                        }
+                        let fields = raw_field_values(
+                            d,
+                            renumbered,
+                            &[(field_id::NVML_FI_DEV_PCIE_REPLAY_COUNTER, 0)],
+                        );
+                        r.pcie_replay_count = fields.first().copied().flatten().map(|v| v as u64);
+                        r.nvlink_links_active = nvlink_links_active(d);
+                        r.remapped = remapped_rows(d);
+                        r.compute_pids = d
+                            .running_compute_processes()
+                            .ok()
+                            .map(|ps| ps.iter().map(|p| p.pid).collect());
+                        let mut s = shared.lock().unwrap_or_else(PoisonError::into_inner);
+                        if let Some(slot) = s.slow.get_mut(i) {
+                            *slot = r;
+                        }
+                    }
+                    std::thread::sleep(SLOW_PERIOD);
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!("cannot start the slow NVML thread: {e}");
+        }
+    }
+
+    fn spawn_xid_thread(&self) {
+        let nvml = self.nvml;
+        let devices = self.reopen();
+        let shared = Arc::clone(&self.shared);
+        let spawned = std::thread::Builder::new()
+            .name("nvml-xid".into())
+            .spawn(move || {
+                let note = |text: String| {
+                    let mut s = shared.lock().unwrap_or_else(PoisonError::into_inner);
+                    s.notes.push(text);
+                };
+                let mut set = match nvml.create_event_set() {
+                    Ok(s) => s,
+                    Err(e) => return note(format!("Xid events unavailable: {e}")),
+                };
+                let mut uuids = Vec::new();
+                for d in &devices {
+                    set = match d.register_events(EventTypes::CRITICAL_XID_ERROR, set) {
+                        Ok(s) => s,
+                        Err(e) => return note(format!("Xid events unavailable: {}", e.error)),
+                    };
+                    uuids.push(d.uuid().unwrap_or_default());
+                }
+                loop {
+                    match set.wait(1000) {
+                        Ok(ev) => {
+                            let code = match ev.event_data {
+                                Some(XidError::Value(v)) => v as u32,
+                                _ => 0,
+                            };
+                            let uuid = ev.device.uuid().unwrap_or_default();
+                            let idx = uuids.iter().position(|u| *u == uuid);
+                            let mut s = shared.lock().unwrap_or_else(PoisonError::into_inner);
+                            if let Some(q) = idx.and_then(|i| s.xids.get_mut(i)) {
+                                if q.len() == XID_QUEUE {
+                                    q.pop_front();
+                                }
+                                q.push_back(XidEvent {
+                                    code,
+                                    at_ms: now_ms(),
+                                });
+                            }
+                        }
+                        Err(nvml_wrapper::error::NvmlError::Timeout) => {}
+                        Err(e) => {
+                            note(format!("Xid event wait failed: {e}"));
+                            std::thread::sleep(Duration::from_secs(5));
+                        }
+                    }
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!("cannot start the Xid thread: {e}");
+        }
+    }
+
+    /// One frame of every GPU: the cheap reads only.
+    pub fn sample(&mut self) -> NodeFrame {
+        let at_ms = now_ms();
+        let now = Instant::now();
+        let (slow, xids): (Vec<SlowReadings>, Vec<Vec<XidEvent>>) = {
+            let mut s = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+            let xids = s.xids.iter_mut().map(|q| q.drain(..).collect()).collect();
+            (s.slow.clone(), xids)
+        };
+        let mut gpus = Vec::with_capacity(self.devices.len());
+        for (i, d) in self.devices.iter().enumerate() {
+            let info = &self.hello.gpus[i];
+            let fields = raw_field_values(
+                d,
+                self.renumbered,
+                &[
+                    (field_id::NVML_FI_DEV_POWER_INSTANT, 0),
+                    (
+                        field_id::NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX,
+                        SCOPE_ALL_LINKS,
+                    ),
+                    (
+                        field_id::NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX,
+                        SCOPE_ALL_LINKS,
+                    ),
+                    (field_id::NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL, 0),
+                    (field_id::NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL, 0),
+                    (field_id::NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL, 0),
+                ],
+            );
+            let f = |k: usize| fields.get(k).copied().flatten();
+            // NVLink throughput counters are cumulative KiB; the rate needs two readings.
+            let (tx_rate, rx_rate) = match (f(1), f(2)) {
+                (Some(tx), Some(rx)) => {
+                    let (tx, rx) = (tx as u64, rx as u64);
+                    let rate = match self.prev_nvlink[i] {
+                        Some((ptx, prx, t)) if tx >= ptx && rx >= prx => {
+                            let dt = now.duration_since(t).as_secs_f64();
+                            (dt > 0.0).then(|| {
+                                (
+                                    (tx - ptx) as f64 * 1024.0 / dt,
+                                    (rx - prx) as f64 * 1024.0 / dt,
+                                )
+                            })
+                        }
+                        _ => None,
+                    };
+                    self.prev_nvlink[i] = Some((tx, rx, now));
+                    (rate.map(|r| r.0), rate.map(|r| r.1))
+                }
+                _ => (None, None),
+            };
+            let sl = &slow[i];
+            let util = d.utilization_rates().ok();
+            let mem = d.memory_info().ok();
+            let remapped = sl.remapped;
+            gpus.push(GpuSample {
+                index: info.index,
+                power_avg_watts: d.power_usage().ok().map(|mw| mw as f32 / 1000.0),
+                power_instant_watts: f(0).map(|mw| (mw / 1000.0) as f32),
+                power_limit_watts: info.power_limit_watts,
+                temperature_c: d.temperature(TemperatureSensor::Gpu).ok().map(|t| t as f32),
+                sm_clock_mhz: d.clock_info(Clock::SM).ok(),
+                sm_clock_max_mhz: info.sm_clock_max_mhz,
+                utilization_pct: util.as_ref().map(|u| u.gpu as f32),
+                sm_active_pct: sl.sm_active_pct,
+                tensor_active_pct: sl.tensor_active_pct,
+                dram_active_pct: sl.dram_active_pct,
+                mem_clock_mhz: d.clock_info(Clock::Memory).ok(),
+                memory_used_bytes: mem.as_ref().map(|m| m.used),
+                memory_total_bytes: mem.as_ref().map(|m| m.total),
+                clock_event_reasons: d.current_throttle_reasons().ok().map(|r| r.bits()),
+                ecc_corrected_volatile: d
+                    .total_ecc_errors(MemoryError::Corrected, EccCounter::Volatile)
+                    .ok(),
+                ecc_uncorrected_volatile: d
+                    .total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile)
+                    .ok(),
+                nvlink_tx_bytes_per_sec: tx_rate.or(sl.gpm_nvlink_tx_bytes_per_sec),
+                nvlink_rx_bytes_per_sec: rx_rate.or(sl.gpm_nvlink_rx_bytes_per_sec),
+                nvlink_crc_errors: f(3).map(|v| v as u64),
+                nvlink_replay_errors: f(4).map(|v| v as u64),
+                nvlink_recovery_errors: f(5).map(|v| v as u64),
+                pcie_replay_count: sl.pcie_replay_count,
+                pcie_tx_bytes_per_sec: sl.pcie_tx_bytes_per_sec,
+                pcie_rx_bytes_per_sec: sl.pcie_rx_bytes_per_sec,
+                nvlink_links_active: sl.nvlink_links_active,
+                remapped_rows_correctable: remapped.map(|r| r.0),
+                remapped_rows_uncorrectable: remapped.map(|r| r.1),
+                remapped_rows_pending: remapped.map(|r| r.2),
+                remapped_rows_failure: remapped.map(|r| r.3),
+                compute_pids: sl.compute_pids.clone(),
+                xid_events: xids.get(i).cloned().unwrap_or_default(),
+            });
+        }
+        NodeFrame {
+            node: self.hello.node.clone(),
+            at_ms,
+            gpus,
+        }
+    }
+}
+
+/// GPM rates between two samples. PCIe and NVLink GPM rates are in MiB/s (NVML's unit string
+/// says so; the agent logs it once).
+fn read_gpm(
+    nvml: &'static Nvml,
+    prev: &GpmSample<'static>,
+    cur: &GpmSample<'static>,
+    r: &mut SlowReadings,
+) {
+    let ids = [
+        GpmMetricId::SmUtil,
+        GpmMetricId::AnyTensorUtil,
+        GpmMetricId::DramBwUtil,
+        GpmMetricId::PcieTxPerSec,
+        GpmMetricId::PcieRxPerSec,
+        GpmMetricId::NvlinkTotalTxPerSec,
+        GpmMetricId::NvlinkTotalRxPerSec,
+    ];
+    let Ok(results) = nvml_wrapper::gpm::gpm_metrics_get(nvml, prev, cur, &ids) else {
+        return;
+    };
+    const MIB: f64 = 1024.0 * 1024.0;
+    for res in results.into_iter().flatten() {
+        let v = res.value;
+        if !v.is_finite() {
+            continue;
+        }
+        match res.metric_id {
+            GpmMetricId::SmUtil => r.sm_active_pct = Some(v as f32),
+            GpmMetricId::AnyTensorUtil => r.tensor_active_pct = Some(v as f32),
+            GpmMetricId::DramBwUtil => r.dram_active_pct = Some(v as f32),
+            GpmMetricId::PcieTxPerSec => r.pcie_tx_bytes_per_sec = Some(v * MIB),
+            GpmMetricId::PcieRxPerSec => r.pcie_rx_bytes_per_sec = Some(v * MIB),
+            GpmMetricId::NvlinkTotalTxPerSec => r.gpm_nvlink_tx_bytes_per_sec = Some(v * MIB),
+            GpmMetricId::NvlinkTotalRxPerSec => r.gpm_nvlink_rx_bytes_per_sec = Some(v * MIB),
+            _ => {}
+        }
+    }
+}
+
+fn nvlink_links_active(d: &Device<'static>) -> Option<u32> {
+    // 18 links on Hopper and Blackwell (NVML_NVLINK_MAX_LINKS); NotSupported means no NVLink.
+    let mut active = 0;
+    let mut any = false;
+    for link in 0..18 {
+        match d.link_wrapper_for(link).is_active() {
+            Ok(true) => {
+                any = true;
+                active += 1;
+            }
+            Ok(false) => any = true,
+            Err(_) => {}
+        }
+    }
+    any.then_some(active)
+}
+
+fn remapped_rows(d: &Device<'static>) -> Option<(u32, u32, bool, bool)> {
+    // SAFETY: the handle is valid for the life of `d`; the out-pointers are to locals.
+    unsafe {
+        let sym = d.nvml().lib().nvmlDeviceGetRemappedRows.as_ref().ok()?;
+        let (mut corr, mut unc, mut pending, mut failure) = (0u32, 0u32, 0u32, 0u32);
+        let ret = sym(d.handle(), &mut corr, &mut unc, &mut pending, &mut failure);
+        (ret == 0).then_some((corr, unc, pending != 0, failure != 0))
+    }
+}
+
+/// One `nvmlDeviceGetFieldValues` call with explicit scope IDs (nvml-wrapper's
+/// `field_values_for` cannot set `scopeId`, which NVLink throughput needs). Each value is `None`
+/// when NVML returned an error for it (NotSupported on GPUs without NVLink).
+fn raw_field_values(d: &Device<'static>, renumbered: bool, ids: &[(u32, u32)]) -> Vec<Option<f64>> {
+    use nvml_wrapper_sys::bindings::nvmlFieldValue_t;
+    let Ok(sym) = d.nvml().lib().nvmlDeviceGetFieldValues.as_ref() else {
+        return vec![None; ids.len()];
+    };
+    // SAFETY: nvmlFieldValue_t is plain C data; zeroed is a valid "empty request".
+    let mut values: Vec<nvmlFieldValue_t> = ids
+        .iter()
+        .map(|&(id, scope)| {
+            let mut v: nvmlFieldValue_t = unsafe { std::mem::zeroed() };
+            v.fieldId = translate_field_id(renumbered, id);
+            v.scopeId = scope;
+            v
+        })
+        .collect();
+    // SAFETY: `values` holds `len` initialised entries; the device handle is valid.
+    let ret = unsafe { sym(d.handle(), values.len() as i32, values.as_mut_ptr()) };
+    if ret != 0 {
+        return vec![None; ids.len()];
+    }
+    values
+        .iter()
+        .map(|v| {
+            if v.nvmlReturn != 0 {
+                return None;
+            }
+            // SAFETY: valueType says which union member NVML wrote.
+            unsafe {
+                Some(match v.valueType {
+                    0 => v.value.dVal,
+                    1 => f64::from(v.value.uiVal),
+                    2 => v.value.ulVal as f64,
+                    3 => v.value.ullVal as f64,
+                    4 => v.value.sllVal as f64,
+                    5 => f64::from(v.value.siVal),
+                    6 => f64::from(v.value.usVal),
+                    _ => return None,
+                })
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renumbering_follows_the_driver() {
+        assert!(driver_renumbers_fields("580.159.04"));
+        assert!(driver_renumbers_fields("580.82.07"));
+        assert!(!driver_renumbers_fields("580.65.06"));
+        assert!(!driver_renumbers_fields("570.133.20"));
+        assert!(!driver_renumbers_fields("garbage"));
+        assert_eq!(translate_field_id(true, 251), 269);
+        assert_eq!(translate_field_id(true, 273), 268);
+        assert_eq!(translate_field_id(true, 138), 138);
+        assert_eq!(translate_field_id(false, 251), 251);
+    }
+
+    #[test]
+    fn without_a_driver_open_says_why() {
+        // The development and CI machines have no NVIDIA driver: NVML must fail cleanly.
+        if std::path::Path::new("/proc/driver/nvidia/version").exists() {
+            return;
+        }
+        let err = NvmlSampler::open()
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.starts_with("NVML: "), "{err}");
+    }
+}
