@@ -59,7 +59,10 @@ impl SimNodeSampler {
                     .parse()
                     .map_err(|_| format!("--fault {f:?}: GPU must be a number"))?;
                 if gpu >= config.gpus_per_node {
-                    return Err(format!("--fault {f:?}: this node has {} GPUs", config.gpus_per_node));
+                    return Err(format!(
+                        "--fault {f:?}: this node has {} GPUs",
+                        config.gpus_per_node
+                    ));
                 }
                 Ok(Fault {
                     kind: FaultKind::parse(name)?,
@@ -158,7 +161,11 @@ pub fn run(
         stats.gpu_samples += frame.gpus.len() as u64;
         stats.frames += 1;
         text.push_str(&encode(&WireMessage::Frame(frame)));
-        if out.write_all(text.as_bytes()).and_then(|_| out.flush()).is_err() {
+        if out
+            .write_all(text.as_bytes())
+            .and_then(|_| out.flush())
+            .is_err()
+        {
             // stdout closed: the SSH session is gone.
             break;
         }
@@ -242,12 +249,20 @@ mod tests {
         let text = String::from_utf8(out).expect("utf8");
         let mut d = Decoder::new();
         let msgs: Vec<_> = text.lines().map(|l| d.decode(l)).collect();
-        assert!(matches!(msgs[0], Ok(Decoded::Message(WireMessage::Hello(ref h))) if h.gpus.len() == 4));
+        assert!(
+            matches!(msgs[0], Ok(Decoded::Message(WireMessage::Hello(ref h))) if h.gpus.len() == 4)
+        );
         let Ok(Decoded::Message(WireMessage::Frame(f))) = &msgs[3] else {
             panic!("{:?}", msgs[3]);
         };
-        assert!(f.gpus[2].utilization_pct.unwrap_or(100.0) < 5.0, "stalled GPU");
-        assert!(f.gpus[1].utilization_pct.unwrap_or(0.0) > 80.0, "loaded peer");
+        assert!(
+            f.gpus[2].utilization_pct.unwrap_or(100.0) < 5.0,
+            "stalled GPU"
+        );
+        assert!(
+            f.gpus[1].utilization_pct.unwrap_or(0.0) > 80.0,
+            "loaded peer"
+        );
     }
 
     #[test]

@@ -93,7 +93,9 @@ pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
         Some(i) => (&s[..i], &s[i..]),
         None => (s, "ms"),
     };
-    let v: f64 = num.parse().map_err(|_| format!("bad duration {s:?}: use 1s, 500ms or 2m"))?;
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("bad duration {s:?}: use 1s, 500ms or 2m"))?;
     let secs = match unit {
         "ms" => v / 1000.0,
         "s" => v,
@@ -141,6 +143,10 @@ pub enum Command {
         /// Snapshot the built-in demo cluster instead of burnin.toml.
         #[arg(long)]
         demo: bool,
+        /// Without --demo: how long to wait for every node to answer (default: the inventory's
+        /// connect timeout plus three sample periods).
+        #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+        wait: Option<std::time::Duration>,
         /// With --demo: the simulated second to snapshot.
         #[arg(long, default_value_t = 130, value_name = "SECONDS")]
         at: u64,
@@ -157,7 +163,11 @@ pub enum Command {
     /// On a node: sample GPUs, write NDJSON frames to stdout (exits when stdout closes).
     Agent(AgentArgs),
     /// Copy this binary to the nodes over SSH (air-gapped: no downloads).
-    Deploy,
+    Deploy {
+        /// Only say what would be copied.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Headless: run the plan, print progress, write the run record; exit code = verdict.
     Run {
         /// Only these phases, e.g. T1,T4.
@@ -193,5 +203,9 @@ pub enum Command {
         args: Vec<String>,
     },
     /// Write a commented starter burnin.toml.
-    Init,
+    Init {
+        /// Overwrite an existing file.
+        #[arg(long)]
+        force: bool,
+    },
 }

@@ -131,6 +131,10 @@ pub struct NodeView {
     pub nvlink_tx: History,
     /// Sum of the node's NVLink receive, bytes/s.
     pub nvlink_rx: History,
+    /// Lines of the node's stream that could not be decoded.
+    pub garbled_lines: u64,
+    /// The newest thing the node's agent said about itself.
+    pub note: Option<String>,
 }
 
 impl NodeView {
@@ -143,6 +147,8 @@ impl NodeView {
             gpus: Vec::new(),
             nvlink_tx: History::new(HISTORY_PERIOD_MS, HISTORY_SLOTS),
             nvlink_rx: History::new(HISTORY_PERIOD_MS, HISTORY_SLOTS),
+            garbled_lines: 0,
+            note: None,
         }
     }
 
@@ -433,6 +439,9 @@ impl ClusterStore {
                 self.node_mut(&name).ingest(frame);
             }
             SourceEvent::Link { node, link, .. } => self.node_mut(&node).link = link,
+            SourceEvent::Garbled { node, total } => self.node_mut(&node).garbled_lines = total,
+            SourceEvent::Note { node, text, .. } => self.node_mut(&node).note = Some(text),
+            SourceEvent::Notice { .. } => {}
             SourceEvent::Phase(ev) => self.ingest_phase(ev),
             SourceEvent::Probe(window) => {
                 let s = &mut self.storage;

@@ -10,8 +10,12 @@ use crate::app::run::{RunOptions, run_console};
 use crate::app::state::{State, Tone};
 use crate::cli::{Cli, Command, LookArgs, SimArgs};
 use crate::cluster::ClusterStore;
+use crate::inventory::Inventory;
 use crate::model::{GpuSample, NodeLink, UnixMillis};
+use crate::telemetry::fleet::FleetSource;
 use crate::telemetry::sim::{Fault, FaultKind, SIM_EPOCH_MS, SimCluster, SimConfig, SimSource};
+use crate::telemetry::{Source, SourceEvent};
+use crate::transport::ssh::SshSettings;
 use crate::triage::{Finding, Severity, Triage};
 use crate::ui::catalog::{self, Sources};
 
@@ -20,7 +24,13 @@ pub const STATUS_SCHEMA: u32 = 1;
 
 /// Run the parsed command line; returns the process exit code.
 pub async fn dispatch(cli: Cli) -> Result<i32> {
-    match cli.command {
+    let Cli {
+        config,
+        ssh_config,
+        command,
+        ..
+    } = cli;
+    match command {
         Some(Command::Demo {
             sim,
             speed,
@@ -33,25 +43,37 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
             demo: true,
             at,
             sim,
+            ..
         }) => status_demo(&sim, at, json),
-        Some(Command::Status { demo: false, .. }) => not_yet(
-            "status",
-            "reading real nodes from burnin.toml comes with the SSH/agent work (issue 3); `burnin status --demo` works now",
-        ),
-        None | Some(Command::Watch { .. }) => not_yet(
-            "watch",
-            "watching real nodes over SSH comes with the agent/SSH work (issue 3); `burnin demo` shows the console now",
-        ),
+        Some(Command::Status {
+            demo: false,
+            json,
+            wait,
+            ..
+        }) => status_nodes(&config, ssh_config, json, wait).await,
+        None => {
+            watch(
+                &config,
+                ssh_config,
+                &LookArgs {
+                    fps: 20,
+                    ..LookArgs::default()
+                },
+            )
+            .await
+        }
+        Some(Command::Watch { look }) => watch(&config, ssh_config, &look).await,
         Some(Command::Triage { .. }) => not_yet(
             "triage",
             "the headless triage over real nodes comes with issues 3 and 6; the console's triage pane works in `burnin demo`",
         ),
         Some(Command::Agent(args)) => {
-            let args = args.clone();
             // The agent is a plain blocking loop; keep it off the async runtime's threads.
             Ok(tokio::task::spawn_blocking(move || crate::agent::main(&args)).await?)
         }
-        Some(Command::Deploy) => not_yet("deploy", "copying the binary over SSH is issue 3"),
+        Some(Command::Deploy { dry_run }) => {
+            crate::deploy::deploy(&config, ssh_config, dry_run).await
+        }
         Some(Command::Run { .. }) => not_yet(
             "run",
             "the headless plan runner is issue 4 (and `run --demo`, issue 7)",
@@ -65,7 +87,196 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
         Some(Command::Workload { .. }) => {
             not_yet("workload", "the shipped PyTorch workloads are issue 4")
         }
-        Some(Command::Init) => not_yet("init", "burnin.toml arrives with the inventory (issue 3)"),
+        Some(Command::Init { force }) => init(&config, force),
+    }
+}
+
+fn init(path: &std::path::Path, force: bool) -> Result<i32> {
+    if path.exists() && !force {
+        eprintln!(
+            "burnin init: {} exists; --force overwrites it",
+            path.display()
+        );
+        return Ok(1);
+    }
+    std::fs::write(path, crate::inventory::STARTER)
+        .wrap_err_with(|| format!("writing {}", path.display()))?;
+    println!(
+        "wrote {}: list your nodes under [[node]], then `burnin status`",
+        path.display()
+    );
+    Ok(0)
+}
+
+/// SSH settings for the console: the user's `--ssh-config`, multiplexing sockets in a private
+/// directory, the inventory's connect timeout.
+pub fn ssh_settings(ssh_config: Option<PathBuf>, inventory: &Inventory) -> SshSettings {
+    let dir = std::env::var_os("XDG_RUNTIME_DIR")
+        .filter(|v| !v.is_empty())
+        .map(|d| PathBuf::from(d).join("burnin-ssh"))
+        .or_else(|| default_log_file().and_then(|f| f.parent().map(|p| p.join("ssh"))));
+    // Multiplexing is an optimisation: without a private socket directory, go without it.
+    let control_dir = dir.filter(|d| {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(d)
+            .is_ok()
+            && d.as_os_str().len() < 60
+    });
+    SshSettings {
+        config_file: ssh_config,
+        control_dir,
+        connect_timeout: inventory.connect_timeout,
+    }
+}
+
+fn load_inventory(path: &std::path::Path) -> Option<Inventory> {
+    match Inventory::load(path) {
+        Ok(inv) => Some(inv),
+        Err(e) => {
+            eprintln!("burnin: {e}");
+            None
+        }
+    }
+}
+
+fn fleet(inventory: Inventory, ssh_config: Option<PathBuf>) -> Result<FleetSource> {
+    let ssh = ssh_settings(ssh_config, &inventory);
+    let exe = std::env::current_exe()
+        .wrap_err("cannot find this binary's path (local/sim nodes run it)")?;
+    Ok(FleetSource::new(inventory, ssh, exe))
+}
+
+async fn watch(
+    config: &std::path::Path,
+    ssh_config: Option<PathBuf>,
+    look: &LookArgs,
+) -> Result<i32> {
+    let Some(inventory) = load_inventory(config) else {
+        return Ok(2);
+    };
+    let label = format!(
+        "watch: {} ({} nodes)",
+        inventory.file,
+        inventory.nodes.len()
+    );
+    let state = console_state(look, label);
+    let source = Box::new(fleet(inventory, ssh_config)?);
+    run_console(
+        source,
+        state,
+        RunOptions {
+            fps: look.fps,
+            duration: None,
+            headless: None,
+        },
+    )
+    .await?;
+    Ok(0)
+}
+
+/// Connect to every node, wait until each has answered (frames with its GPUs, or a failure),
+/// and return the store as it stands.
+pub async fn snapshot_nodes(
+    inventory: &Inventory,
+    ssh_config: Option<PathBuf>,
+    wait: Option<Duration>,
+) -> Result<ClusterStore> {
+    let wait = wait.unwrap_or(inventory.connect_timeout + inventory.interval * 3);
+    let expected: std::collections::HashMap<String, u32> = inventory
+        .nodes
+        .iter()
+        .map(|n| (n.name.clone(), n.gpus))
+        .collect();
+    let source = Box::new(fleet(inventory.clone(), ssh_config)?);
+    let (tx, mut rx) = tokio::sync::mpsc::channel(4096);
+    let (_cmd_tx, cmd_rx) = tokio::sync::mpsc::unbounded_channel();
+    let task = tokio::spawn(source.run(tx, cmd_rx));
+    let mut store = ClusterStore::new();
+    // A node has answered when a frame with all its GPUs came, or its first attempt failed.
+    let mut answered: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let deadline = tokio::time::Instant::now() + wait;
+    while answered.len() < expected.len() {
+        let ev = match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Some(ev)) => ev,
+            _ => break,
+        };
+        match &ev {
+            SourceEvent::Frame(f)
+                if f.gpus.len() as u32 >= expected.get(&f.node).copied().unwrap_or(0) =>
+            {
+                answered.insert(f.node.clone());
+            }
+            SourceEvent::Link {
+                node,
+                link: NodeLink::Unreachable(_),
+                ..
+            } => {
+                answered.insert(node.clone());
+            }
+            _ => {}
+        }
+        store.ingest(ev);
+    }
+    task.abort();
+    // Nodes never heard from are listed too, so the report says so instead of leaving them out.
+    for n in &inventory.nodes {
+        if store.node(&n.name).is_none() {
+            store.ingest(SourceEvent::Link {
+                node: n.name.clone(),
+                at_ms: store.now_ms,
+                link: NodeLink::Unreachable(format!("no answer within {} s", wait.as_secs())),
+            });
+        }
+    }
+    store.now_ms = store.now_ms.max(crate::telemetry::fleet::now_ms());
+    Ok(store)
+}
+
+async fn status_nodes(
+    config: &std::path::Path,
+    ssh_config: Option<PathBuf>,
+    json: bool,
+    wait: Option<Duration>,
+) -> Result<i32> {
+    let Some(inventory) = load_inventory(config) else {
+        return Ok(2);
+    };
+    let store = snapshot_nodes(&inventory, ssh_config, wait).await?;
+    let findings = Triage::new().evaluate(&store);
+    let mut doc = status_doc(
+        &store,
+        findings,
+        format!("{} ({} nodes)", inventory.file, inventory.nodes.len()),
+    );
+    let mut complete = true;
+    for node in &mut doc.nodes {
+        let Some(spec) = inventory.nodes.iter().find(|s| s.name == node.node) else {
+            continue;
+        };
+        node.expected_gpus = Some(spec.gpus);
+        let ok = node.link == NodeLink::Streaming
+            && node.gpus.len() as u32 == spec.gpus
+            && node.gpus.iter().all(|g| !g.lost);
+        complete &= ok;
+    }
+    if json {
+        emit(&(serde_json::to_string_pretty(&doc)? + "\n"))?;
+    } else {
+        emit(&status_table(&doc))?;
+    }
+    Ok(if complete { 0 } else { 1 })
+}
+
+/// Print to stdout; a closed pipe (`| head`) ends the output quietly instead of panicking.
+fn emit(text: &str) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
     }
 }
 
@@ -189,6 +400,14 @@ pub struct StatusNode {
     pub cuda: Option<String>,
     /// When its newest frame was taken.
     pub frame_at_ms: Option<UnixMillis>,
+    /// GPUs the inventory expects (absent for the demo).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected_gpus: Option<u32>,
+    /// Stream lines that could not be decoded.
+    pub garbled_lines: u64,
+    /// The newest thing the node's agent said about itself.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// GPUs in index order.
     pub gpus: Vec<StatusGpu>,
 }
@@ -227,6 +446,9 @@ pub fn status_doc(store: &ClusterStore, findings: Vec<Finding>, source: String) 
                 driver: n.hello.as_ref().and_then(|h| h.driver.clone()),
                 cuda: n.hello.as_ref().and_then(|h| h.cuda.clone()),
                 frame_at_ms: n.last_frame_ms,
+                expected_gpus: None,
+                garbled_lines: n.garbled_lines,
+                note: n.note.clone(),
                 gpus: n
                     .gpus
                     .iter()
@@ -272,9 +494,9 @@ fn status_demo(sim: &SimArgs, at: u64, json: bool) -> Result<i32> {
         .all(|n| n.link == NodeLink::Streaming && n.gpus.iter().all(|g| !g.is_lost()));
     let doc = status_doc(&store, findings, source);
     if json {
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        emit(&(serde_json::to_string_pretty(&doc)? + "\n"))?;
     } else {
-        print!("{}", status_table(&doc));
+        emit(&status_table(&doc))?;
     }
     Ok(if complete { 0 } else { 1 })
 }
@@ -294,6 +516,23 @@ pub fn status_table(doc: &StatusDoc) -> String {
         if let NodeLink::Unreachable(reason) = &n.link {
             let _ = writeln!(out, "{:<8} unreachable: {reason}", n.node);
             continue;
+        }
+        if let Some(want) = n.expected_gpus
+            && n.gpus.len() as u32 != want
+        {
+            let _ = writeln!(
+                out,
+                "{:<8} {} of {want} expected GPUs answered",
+                n.node,
+                n.gpus.len()
+            );
+        }
+        if n.garbled_lines > 0 {
+            let _ = writeln!(
+                out,
+                "{:<8} {} garbled stream lines skipped",
+                n.node, n.garbled_lines
+            );
         }
         for g in &n.gpus {
             let s = &g.sample;

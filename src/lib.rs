@@ -18,7 +18,10 @@
 //! - [`cluster`]: the store every event lands in; what panes and triage read.
 //! - [`triage`]: rules over the store → findings with severity and a one-line why.
 //! - [`config`]: located errors for the console's TOML files.
+//! - [`deploy`]: `burnin deploy`, copying this binary to the nodes over SSH.
+//! - [`inventory`]: burnin.toml: nodes, modes, SSH targets (ranges expanded, validated).
 //! - [`app`]: events, actions, the key table, the pure state update, the terminal loop.
+//! - [`transport`]: the system OpenSSH client and local child processes, one interface.
 //! - [`ui`]: themes, layouts, panes, overlays; `render` is a pure function of the state.
 //! - [`agent`]: `burnin agent`, the NDJSON sampler that runs on a node.
 //! - [`cli`]: the command line; [`commands`]: what each subcommand does.
@@ -29,9 +32,12 @@ pub mod cli;
 pub mod cluster;
 pub mod commands;
 pub mod config;
+pub mod deploy;
+pub mod inventory;
 pub mod model;
 pub mod phases;
 pub mod probes;
 pub mod telemetry;
+pub mod transport;
 pub mod triage;
 pub mod ui;

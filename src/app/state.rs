@@ -257,6 +257,9 @@ impl State {
             };
             self.say(tone, format!("{phase} {}: {reason}", verdict.label()));
         }
+        if let SourceEvent::Notice { text } = &ev {
+            self.say(Tone::Warn, text.clone());
+        }
         self.store.ingest(ev);
         if clock {
             self.findings = self.triage.evaluate(&self.store);

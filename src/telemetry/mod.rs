@@ -2,9 +2,11 @@
 //! agent over SSH, nvidia-smi over SSH and local NVML in later issues) is a task that owns its
 //! connections and sends owned [`SourceEvent`]s to the loop. Phase commands travel the other way.
 
+pub mod fleet;
 pub mod history;
 pub mod nvml;
 pub mod sim;
+pub mod smi;
 pub mod wire;
 
 use std::future::Future;
@@ -39,6 +41,27 @@ pub enum SourceEvent {
         at_ms: UnixMillis,
         /// The new state.
         link: NodeLink,
+    },
+    /// Lines from a node's stream that could not be decoded (running total).
+    Garbled {
+        /// Node name.
+        node: String,
+        /// Garbled lines since the console started.
+        total: u64,
+    },
+    /// Something a node's agent said about itself (e.g. "Xid events unavailable: …").
+    Note {
+        /// Node name.
+        node: String,
+        /// When.
+        at_ms: UnixMillis,
+        /// The agent's words.
+        text: String,
+    },
+    /// A message for the operator from the source itself.
+    Notice {
+        /// The text.
+        text: String,
     },
     /// A phase runner's report.
     Phase(PhaseEvent),

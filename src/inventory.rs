@@ -1,0 +1,359 @@
+//! burnin.toml: the nodes to watch and how to reach them. Two stages, as for every config file:
+//! a serde shape with `deny_unknown_fields`, then `resolve()` into runtime types (host ranges
+//! expanded, targets validated, defaults applied), with errors naming file, line and column.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::config::ConfigError;
+
+/// How burnin reaches a node's GPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// `burnin agent` over SSH (NVML on the node; needs the binary there: `burnin deploy`).
+    Agent,
+    /// `nvidia-smi --query-gpu … -lms N` over SSH: nothing to install.
+    Smi,
+    /// This host, no SSH (the agent as a local child process).
+    Local,
+    /// The simulator as a local child process (`burnin agent --sim`).
+    Sim,
+}
+
+impl Mode {
+    /// Word used in files and tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Agent => "agent",
+            Mode::Smi => "smi",
+            Mode::Local => "local",
+            Mode::Sim => "sim",
+        }
+    }
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct DefaultsFile {
+    mode: Option<Mode>,
+    gpus: Option<u32>,
+    interval: Option<toml::Spanned<String>>,
+    connect_timeout: Option<toml::Spanned<String>>,
+    agent_path: Option<String>,
+    #[serde(default)]
+    ssh_options: Vec<String>,
+    #[serde(default)]
+    agent_args: Vec<String>,
+    max_connecting: Option<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NodeFile {
+    host: toml::Spanned<String>,
+    user: Option<String>,
+    port: Option<u16>,
+    identity: Option<String>,
+    ssh_options: Option<Vec<String>>,
+    gpus: Option<u32>,
+    mode: Option<Mode>,
+    agent_args: Option<Vec<String>>,
+    agent_path: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InventoryFile {
+    #[serde(default)]
+    defaults: DefaultsFile,
+    #[serde(default)]
+    node: Vec<toml::Spanned<NodeFile>>,
+}
+
+/// One node, resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeSpec {
+    /// Display name (the expanded host as written).
+    pub name: String,
+    /// SSH target as the engineer types it: an alias, host, or user@host.
+    pub target: String,
+    /// `-l USER`.
+    pub user: Option<String>,
+    /// `-p PORT`.
+    pub port: Option<u16>,
+    /// `-i FILE`.
+    pub identity: Option<String>,
+    /// Extra ssh arguments.
+    pub ssh_options: Vec<String>,
+    /// GPUs the node must report.
+    pub gpus: u32,
+    /// How to reach it.
+    pub mode: Mode,
+    /// Extra arguments for the remote (or local) agent.
+    pub agent_args: Vec<String>,
+    /// Path of the agent binary on the node (`~/` allowed).
+    pub agent_path: String,
+}
+
+/// The inventory, resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inventory {
+    /// Where it was read from.
+    pub file: String,
+    /// Nodes in file order, ranges expanded.
+    pub nodes: Vec<NodeSpec>,
+    /// Sample period.
+    pub interval: Duration,
+    /// Give up a connection attempt after this long.
+    pub connect_timeout: Duration,
+    /// Connection attempts in flight at once.
+    pub max_connecting: usize,
+}
+
+/// Default remote path of the agent; `burnin deploy` puts it there.
+pub const DEFAULT_AGENT_PATH: &str = "~/.cache/burnin/bin/burnin";
+
+/// Expand pdsh-style ranges: `gpu[01-03,07]` → gpu01 gpu02 gpu03 gpu07. Zero padding follows
+/// the width of the range's first number. Several bracket groups multiply.
+pub fn expand_hosts(pattern: &str) -> Result<Vec<String>, String> {
+    let Some(open) = pattern.find('[') else {
+        if pattern.contains(']') {
+            return Err(format!("{pattern:?}: ']' without '['"));
+        }
+        return Ok(vec![pattern.to_string()]);
+    };
+    let close = pattern[open..]
+        .find(']')
+        .map(|i| open + i)
+        .ok_or_else(|| format!("{pattern:?}: '[' without ']'"))?;
+    let (head, body, tail) = (
+        &pattern[..open],
+        &pattern[open + 1..close],
+        &pattern[close + 1..],
+    );
+    let mut items = Vec::new();
+    for part in body.split(',') {
+        let part = part.trim();
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let width = a.len();
+                let lo: u64 = a
+                    .parse()
+                    .map_err(|_| format!("{pattern:?}: bad range {part:?}"))?;
+                let hi: u64 = b
+                    .parse()
+                    .map_err(|_| format!("{pattern:?}: bad range {part:?}"))?;
+                if hi < lo || hi - lo > 100_000 {
+                    return Err(format!("{pattern:?}: range {part:?} is empty or too large"));
+                }
+                items.extend((lo..=hi).map(|n| format!("{n:0width$}")));
+            }
+            None if !part.is_empty() && part.chars().all(|c| c.is_ascii_digit()) => {
+                items.push(part.to_string())
+            }
+            None => return Err(format!("{pattern:?}: bad range item {part:?}")),
+        }
+    }
+    let tails = expand_hosts(tail)?;
+    let mut out = Vec::with_capacity(items.len() * tails.len());
+    for item in &items {
+        for t in &tails {
+            out.push(format!("{head}{item}{t}"));
+        }
+    }
+    Ok(out)
+}
+
+/// An SSH target must not be mistaken for an option or smuggle shell syntax: letters, digits and
+/// `._-@:%` only (IPv6 literals, user@host, aliases), and never a leading `-`.
+pub fn validate_target(target: &str) -> Result<(), String> {
+    if target.is_empty() {
+        return Err("empty host".into());
+    }
+    if target.starts_with('-') {
+        return Err(format!(
+            "host {target:?} starts with '-' (it would be read as an ssh option)"
+        ));
+    }
+    if let Some(bad) = target
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || "._-@:%".contains(*c)))
+    {
+        return Err(format!("host {target:?} contains {bad:?}"));
+    }
+    Ok(())
+}
+
+fn duration(
+    file: &str,
+    text: &str,
+    v: &Option<toml::Spanned<String>>,
+    default: Duration,
+) -> Result<Duration, ConfigError> {
+    match v {
+        None => Ok(default),
+        Some(s) => crate::cli::parse_duration(s.get_ref())
+            .map_err(|m| ConfigError::at(file, text, Some(s.span()), m)),
+    }
+}
+
+impl Inventory {
+    /// Parse and resolve an inventory file.
+    pub fn parse(file: &str, text: &str) -> Result<Inventory, ConfigError> {
+        let shape: InventoryFile =
+            toml::from_str(text).map_err(|e| ConfigError::from_toml(file, text, &e))?;
+        let d = &shape.defaults;
+        let interval = duration(file, text, &d.interval, Duration::from_secs(1))?;
+        let connect_timeout = duration(file, text, &d.connect_timeout, Duration::from_secs(10))?;
+        if shape.node.is_empty() {
+            return Err(ConfigError::at(
+                file,
+                text,
+                None,
+                "no [[node]] entries: add one per node (ranges like gpu[01-12] work)",
+            ));
+        }
+        let mut nodes: Vec<NodeSpec> = Vec::new();
+        for entry in &shape.node {
+            let n = entry.get_ref();
+            let at = |m: String| ConfigError::at(file, text, Some(n.host.span()), m);
+            let hosts = expand_hosts(n.host.get_ref().trim()).map_err(at)?;
+            let mode = n.mode.or(d.mode).unwrap_or(Mode::Agent);
+            for host in hosts {
+                if matches!(mode, Mode::Agent | Mode::Smi) {
+                    validate_target(&host).map_err(at)?;
+                }
+                if nodes.iter().any(|x| x.name == host) {
+                    return Err(at(format!("node {host:?} is listed twice")));
+                }
+                nodes.push(NodeSpec {
+                    name: host.clone(),
+                    target: host,
+                    user: n.user.clone(),
+                    port: n.port,
+                    identity: n.identity.clone(),
+                    ssh_options: n
+                        .ssh_options
+                        .clone()
+                        .unwrap_or_else(|| d.ssh_options.clone()),
+                    gpus: n.gpus.or(d.gpus).unwrap_or(8),
+                    mode,
+                    agent_args: n.agent_args.clone().unwrap_or_else(|| d.agent_args.clone()),
+                    agent_path: n
+                        .agent_path
+                        .clone()
+                        .or_else(|| d.agent_path.clone())
+                        .unwrap_or_else(|| DEFAULT_AGENT_PATH.into()),
+                });
+            }
+        }
+        Ok(Inventory {
+            file: file.to_string(),
+            nodes,
+            interval,
+            connect_timeout,
+            max_connecting: d.max_connecting.unwrap_or(32).max(1),
+        })
+    }
+
+    /// Read and resolve a file.
+    pub fn load(path: &std::path::Path) -> Result<Inventory, ConfigError> {
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            file: name.clone(),
+            line: None,
+            column: None,
+            message: match e.kind() {
+                std::io::ErrorKind::NotFound => {
+                    "not found (burnin init writes a starter file; -c FILE picks another)".into()
+                }
+                _ => e.to_string(),
+            },
+        })?;
+        Inventory::parse(&name, &text)
+    }
+}
+
+/// The commented starter file `burnin init` writes.
+pub const STARTER: &str = include_str!("../burnin.example.toml");
+
+/// `~/`-relative path expanded against $HOME (for local use of identity files and the like).
+pub fn expand_home(path: &str) -> PathBuf {
+    match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => PathBuf::from(path),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_expand_with_padding() {
+        assert_eq!(
+            expand_hosts("gpu[01-03,07]").expect("ok"),
+            ["gpu01", "gpu02", "gpu03", "gpu07"]
+        );
+        assert_eq!(
+            expand_hosts("r[1-2]n[8-9]").expect("ok"),
+            ["r1n8", "r1n9", "r2n8", "r2n9"]
+        );
+        assert_eq!(
+            expand_hosts("root@10.1.2.7").expect("ok"),
+            ["root@10.1.2.7"]
+        );
+        assert!(expand_hosts("gpu[3-1]").is_err());
+        assert!(expand_hosts("gpu[01-").is_err());
+        assert!(expand_hosts("gpu[a-b]").is_err());
+    }
+
+    #[test]
+    fn targets_cannot_be_options_or_shell() {
+        assert!(validate_target("gpu07").is_ok());
+        assert!(validate_target("root@10.1.2.7").is_ok());
+        assert!(validate_target("fe80::1%eth0").is_ok());
+        assert!(validate_target("-oProxyCommand=evil").is_err());
+        assert!(validate_target("gpu07;reboot").is_err());
+        assert!(validate_target("gpu 07").is_err());
+    }
+
+    #[test]
+    fn the_starter_file_resolves() {
+        let inv =
+            Inventory::parse("burnin.example.toml", STARTER).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(inv.nodes.len(), 12);
+        assert_eq!(inv.nodes[0].name, "gpu01");
+        assert_eq!(inv.interval, Duration::from_secs(1));
+    }
+
+    #[test]
+    fn errors_are_located() {
+        let text = "[[node]]\nhost = \"gpu[01-02]\"\n\n[[node]]\nhost = \"gpu02\"\n";
+        let e = Inventory::parse("b.toml", text)
+            .expect_err("dup")
+            .to_string();
+        assert!(
+            e.starts_with("b.toml:5:8: node \"gpu02\" is listed twice"),
+            "{e}"
+        );
+        let e = Inventory::parse("b.toml", "[[node]]\nhost = \"-oProxyCommand=x\"\n")
+            .expect_err("bad")
+            .to_string();
+        assert!(e.contains("b.toml:2:8") && e.contains("ssh option"), "{e}");
+        let e = Inventory::parse(
+            "b.toml",
+            "[defaults]\ninterval = \"fast\"\n[[node]]\nhost=\"a\"\n",
+        )
+        .expect_err("bad")
+        .to_string();
+        assert!(e.starts_with("b.toml:2:12: bad duration"), "{e}");
+        let e = Inventory::parse("b.toml", "[[node]]\nhots = \"a\"\n")
+            .expect_err("bad")
+            .to_string();
+        assert!(e.contains("b.toml:2:1") && e.contains("hots"), "{e}");
+    }
+}

@@ -1,0 +1,242 @@
+//! The system OpenSSH client (DESIGN: it honours the site's ~/.ssh/config, jump hosts, keys and
+//! known_hosts exactly as the engineer's shell does). BatchMode so a password prompt is an
+//! error, never a hang; keep-alives so a dead link is noticed; connection multiplexing so
+//! repeated commands to a node share one TCP/auth handshake. Host-key checking is left as the
+//! user's config says: burnin never weakens it.
+
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use super::quote::command_line;
+use super::{RemoteCommand, Transport};
+use crate::inventory::NodeSpec;
+
+/// Settings shared by every node's SSH.
+#[derive(Debug, Clone, Default)]
+pub struct SshSettings {
+    /// `-F FILE` (tests, or a site file other than ~/.ssh/config).
+    pub config_file: Option<PathBuf>,
+    /// Where ControlMaster sockets live; `None` turns multiplexing off.
+    pub control_dir: Option<PathBuf>,
+    /// `ConnectTimeout`.
+    pub connect_timeout: Duration,
+}
+
+/// SSH to one node.
+#[derive(Debug, Clone)]
+pub struct SshTransport {
+    node: NodeSpec,
+    settings: SshSettings,
+}
+
+impl SshTransport {
+    /// SSH to `node` with `settings`.
+    pub fn new(node: NodeSpec, settings: SshSettings) -> Self {
+        Self { node, settings }
+    }
+
+    /// The ssh arguments before the remote command (exposed for tests and `--dry-run`).
+    pub fn args(&self, remote: &RemoteCommand) -> Vec<String> {
+        let mut a: Vec<String> = Vec::new();
+        if let Some(f) = &self.settings.config_file {
+            a.push("-F".into());
+            a.push(f.display().to_string());
+        }
+        let secs = self.settings.connect_timeout.as_secs().max(1);
+        for opt in [
+            "BatchMode=yes".to_string(),
+            format!("ConnectTimeout={secs}"),
+            "ServerAliveInterval=5".into(),
+            "ServerAliveCountMax=3".into(),
+            // A remote command with no tty: our stream is NDJSON, not a terminal.
+            "RequestTTY=no".into(),
+        ] {
+            a.push("-o".into());
+            a.push(opt);
+        }
+        if let Some(dir) = &self.settings.control_dir {
+            for opt in [
+                "ControlMaster=auto".to_string(),
+                // %C is a hash of the connection: short enough for the socket path limit.
+                format!("ControlPath={}/%C", dir.display()),
+                "ControlPersist=60".into(),
+            ] {
+                a.push("-o".into());
+                a.push(opt);
+            }
+        }
+        if let Some(p) = self.node.port {
+            a.push("-p".into());
+            a.push(p.to_string());
+        }
+        if let Some(u) = &self.node.user {
+            a.push("-l".into());
+            a.push(u.clone());
+        }
+        if let Some(i) = &self.node.identity {
+            a.push("-i".into());
+            a.push(crate::inventory::expand_home(i).display().to_string());
+        }
+        a.extend(self.node.ssh_options.iter().cloned());
+        // Everything after the target is the remote command, built with proper quoting.
+        a.push("--".into());
+        a.push(self.node.target.clone());
+        a.push(command_line(&remote.argv));
+        a
+    }
+}
+
+impl Transport for SshTransport {
+    fn command(&self, remote: &RemoteCommand) -> tokio::process::Command {
+        let mut c = tokio::process::Command::new("ssh");
+        c.args(self.args(remote))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        c
+    }
+
+    fn classify(&self, status: Option<ExitStatus>, stderr: &str) -> String {
+        classify_ssh(status.and_then(|s| s.code()), stderr)
+    }
+}
+
+/// A short reason from ssh's exit code and stderr.
+pub fn classify_ssh(code: Option<i32>, stderr: &str) -> String {
+    let s = stderr.to_lowercase();
+    let has = |needle: &str| s.contains(needle);
+    if has("remote host identification has changed") || has("host key verification failed") {
+        return "host key mismatch (check known_hosts; burnin will not bypass it)".into();
+    }
+    if has("permission denied") || has("too many authentication failures") {
+        return "auth failed".into();
+    }
+    if has("connection refused") {
+        return "refused".into();
+    }
+    if has("timed out") || has("timeout") {
+        return "timeout".into();
+    }
+    if has("could not resolve hostname") || has("name or service not known") {
+        return "unknown host".into();
+    }
+    if has("no route to host") || has("network is unreachable") {
+        return "no route to host".into();
+    }
+    if code == Some(127) || has("no such file or directory") || has("command not found") {
+        return "agent missing on the node (burnin deploy copies it)".into();
+    }
+    if has("connection closed") || has("connection reset") || has("broken pipe") {
+        return "connection lost".into();
+    }
+    let last = stderr
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    match (code, last) {
+        (Some(255), "") => "ssh failed (exit 255)".into(),
+        (Some(c), "") => format!("stream ended (exit {c})"),
+        (None, "") => "stream ended (killed by a signal)".into(),
+        (_, l) => crate::ui::fit(l, 120),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inventory::Mode;
+
+    fn node() -> NodeSpec {
+        NodeSpec {
+            name: "gpu07".into(),
+            target: "gpu07".into(),
+            user: Some("root".into()),
+            port: Some(2222),
+            identity: None,
+            ssh_options: vec!["-o".into(), "ProxyJump=bastion".into()],
+            gpus: 8,
+            mode: Mode::Agent,
+            agent_args: vec![],
+            agent_path: "~/.cache/burnin/bin/burnin".into(),
+        }
+    }
+
+    #[test]
+    fn arguments_keep_host_key_checking_and_quote_the_command() {
+        let t = SshTransport::new(
+            node(),
+            SshSettings {
+                config_file: Some("/tmp/cfg".into()),
+                control_dir: Some("/tmp/cm".into()),
+                connect_timeout: Duration::from_secs(7),
+            },
+        );
+        let args = t.args(&RemoteCommand {
+            argv: vec![
+                "~/.cache/burnin/bin/burnin".into(),
+                "agent".into(),
+                "a b".into(),
+            ],
+        });
+        let joined = args.join(" ");
+        assert!(
+            joined.starts_with("-F /tmp/cfg -o BatchMode=yes -o ConnectTimeout=7"),
+            "{joined}"
+        );
+        assert!(
+            !joined.contains("StrictHostKeyChecking"),
+            "never weakened by default"
+        );
+        assert!(
+            joined.contains("-p 2222 -l root -o ProxyJump=bastion -- gpu07"),
+            "{joined}"
+        );
+        assert_eq!(
+            args.last().map(String::as_str),
+            Some("exec \"$HOME\"/.cache/burnin/bin/burnin agent 'a b'")
+        );
+    }
+
+    #[test]
+    fn failures_are_named() {
+        let c = |code, s| classify_ssh(Some(code), s);
+        assert_eq!(
+            c(255, "root@127.0.0.1: Permission denied (publickey)."),
+            "auth failed"
+        );
+        assert_eq!(
+            c(
+                255,
+                "ssh: connect to host 127.0.0.1 port 1: Connection refused"
+            ),
+            "refused"
+        );
+        assert!(
+            c(
+                255,
+                "@@@ WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED! @@@"
+            )
+            .starts_with("host key")
+        );
+        assert_eq!(
+            c(
+                255,
+                "ssh: connect to host 10.0.0.1 port 22: Connection timed out"
+            ),
+            "timeout"
+        );
+        assert!(
+            c(
+                127,
+                "bash: line 1: /root/.cache/burnin/bin/burnin: No such file or directory"
+            )
+            .starts_with("agent missing")
+        );
+        assert_eq!(c(255, ""), "ssh failed (exit 255)");
+        assert_eq!(c(1, "something odd\n"), "something odd");
+    }
+}
