@@ -415,7 +415,21 @@ fn read_gpm(
         return;
     };
     const MIB: f64 = 1024.0 * 1024.0;
+    static UNITS_LOGGED: std::sync::Once = std::sync::Once::new();
     for res in results.into_iter().flatten() {
+        UNITS_LOGGED.call_once(|| {
+            tracing::info!(
+                "GPM metric units as NVML reports them (first metric): {:?} = {:?}",
+                res.metric_id,
+                res.metric_info.unit
+            );
+        });
+        if matches!(
+            res.metric_id,
+            GpmMetricId::PcieTxPerSec | GpmMetricId::NvlinkTotalTxPerSec
+        ) {
+            tracing::debug!("GPM {:?} unit {:?}", res.metric_id, res.metric_info.unit);
+        }
         let v = res.value;
         if !v.is_finite() {
             continue;

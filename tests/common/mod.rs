@@ -45,3 +45,4 @@ pub fn screen(state: &State) -> Terminal<TestBackend> {
         .expect("draw");
     terminal
 }
+pub mod sshd;
