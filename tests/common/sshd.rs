@@ -143,7 +143,7 @@ impl Cluster {
         let user = std::env::var("USER")
             .ok()
             .filter(|u| !u.is_empty())
-            .unwrap_or_else(|| whoami());
+            .unwrap_or_else(whoami);
         let mut known = String::new();
         let mut client = String::new();
         let mut nodes = Vec::new();
