@@ -122,14 +122,15 @@ pub struct AgentStats {
     pub process_cpu: Duration,
 }
 
-fn cpu_time(who: libc::c_int) -> Duration {
-    // SAFETY: getrusage writes into the zeroed struct we own.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(who, &mut usage) } != 0 {
+/// CPU time of this thread or process, from the scheduler's exact accounting
+/// (`CLOCK_*_CPUTIME_ID`; getrusage is tick-sampled on many kernels and too coarse here).
+fn cpu_time(clock: libc::clockid_t) -> Duration {
+    // SAFETY: clock_gettime writes into the zeroed struct we own.
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
         return Duration::ZERO;
     }
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
-    tv(usage.ru_utime) + tv(usage.ru_stime)
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 /// Write the hello, then frames every `interval`, until `max_frames` or a failed write.
@@ -140,7 +141,7 @@ pub fn run(
     out: &mut dyn Write,
 ) -> AgentStats {
     let mut stats = AgentStats::default();
-    let tick_cpu_start = cpu_time(libc::RUSAGE_THREAD);
+    let tick_cpu_start = cpu_time(libc::CLOCK_THREAD_CPUTIME_ID);
     if out
         .write_all(encode(&WireMessage::Hello(sampler.hello())).as_bytes())
         .and_then(|_| out.flush())
@@ -178,13 +179,25 @@ pub fn run(
             next = now;
         }
     }
-    stats.tick_cpu = cpu_time(libc::RUSAGE_THREAD).saturating_sub(tick_cpu_start);
-    stats.process_cpu = cpu_time(libc::RUSAGE_SELF);
+    stats.tick_cpu = cpu_time(libc::CLOCK_THREAD_CPUTIME_ID).saturating_sub(tick_cpu_start);
+    stats.process_cpu = cpu_time(libc::CLOCK_PROCESS_CPUTIME_ID);
     stats
 }
 
 /// `burnin agent`: returns the exit code.
 pub fn main(args: &AgentArgs) -> i32 {
+    if args.probe_costs {
+        return match crate::telemetry::nvml::probe_costs(200) {
+            Ok(table) => {
+                print!("{table}");
+                0
+            }
+            Err(e) => {
+                eprintln!("burnin agent: {e}");
+                1
+            }
+        };
+    }
     let mut sampler: Box<dyn Sampler> = if args.sim {
         let load = match SimLoad::parse(&args.load) {
             Ok(l) => l,

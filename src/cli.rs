@@ -84,6 +84,9 @@ pub struct AgentArgs {
     /// On exit, print frames, GPU-samples and CPU time per GPU-sample to stderr.
     #[arg(long)]
     pub stats: bool,
+    /// Time every NVML read on this node and print the table, then exit.
+    #[arg(long, conflicts_with = "sim")]
+    pub probe_costs: bool,
 }
 
 /// Parse `1s`, `250ms`, `2m` or plain milliseconds.

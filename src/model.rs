@@ -92,70 +92,102 @@ pub struct GpuInfo {
     pub nvlink_links: Option<u32>,
 }
 
-/// One GPU's readings at one instant. Counters are cumulative; rates are per second.
+/// One GPU's readings at one instant. Counters are cumulative; rates are per second. On the
+/// wire a reading that is `None` is left out (smaller lines, cheaper to encode and decode).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct GpuSample {
     /// NVML index on its node.
     pub index: u32,
     /// Power averaged over the last second (NVML `power_usage`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub power_avg_watts: Option<f32>,
     /// Instantaneous power (NVML field `POWER_INSTANT`); differs a lot from the average under load.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub power_instant_watts: Option<f32>,
     /// Enforced power limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub power_limit_watts: Option<f32>,
     /// GPU core temperature.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub temperature_c: Option<f32>,
     /// Current SM clock.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub sm_clock_mhz: Option<u32>,
     /// Highest SM clock.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub sm_clock_max_mhz: Option<u32>,
     /// Share of the last period a kernel ran (NVML utilization.gpu).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub utilization_pct: Option<f32>,
     /// GPM SM activity, Hopper and later.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub sm_active_pct: Option<f32>,
     /// GPM tensor-core activity, Hopper and later.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tensor_active_pct: Option<f32>,
     /// GPM DRAM bandwidth utilization, Hopper and later.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub dram_active_pct: Option<f32>,
     /// Current memory clock.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub mem_clock_mhz: Option<u32>,
     /// Framebuffer memory in use.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub memory_used_bytes: Option<u64>,
     /// Framebuffer memory in total.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub memory_total_bytes: Option<u64>,
     /// Clock-event reason mask (see [`clock_events`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub clock_event_reasons: Option<u64>,
     /// Volatile corrected ECC errors since driver load.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ecc_corrected_volatile: Option<u64>,
     /// Volatile uncorrected ECC errors since driver load.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ecc_uncorrected_volatile: Option<u64>,
     /// NVLink bytes sent per second over all links.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub nvlink_tx_bytes_per_sec: Option<f64>,
     /// NVLink bytes received per second over all links.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub nvlink_rx_bytes_per_sec: Option<f64>,
     /// NVLink CRC errors over all links, cumulative.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub nvlink_crc_errors: Option<u64>,
     /// NVLink replay errors over all links, cumulative.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub nvlink_replay_errors: Option<u64>,
     /// NVLink recovery errors over all links, cumulative.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub nvlink_recovery_errors: Option<u64>,
     /// PCIe replay counter, cumulative.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub pcie_replay_count: Option<u64>,
     /// PCIe bytes sent per second (GPM on Hopper+, else the slow NVML counter).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub pcie_tx_bytes_per_sec: Option<f64>,
     /// PCIe bytes received per second.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub pcie_rx_bytes_per_sec: Option<f64>,
     /// NVLink links up.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub nvlink_links_active: Option<u32>,
     /// Rows remapped for correctable errors.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub remapped_rows_correctable: Option<u32>,
     /// Rows remapped for uncorrectable errors.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub remapped_rows_uncorrectable: Option<u32>,
     /// A remap waits for the next GPU reset.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub remapped_rows_pending: Option<bool>,
     /// A remap failed: the GPU needs service.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub remapped_rows_failure: Option<bool>,
     /// PIDs of the compute processes on the GPU.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub compute_pids: Option<Vec<u32>>,
     /// Xid events seen since the previous sample.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

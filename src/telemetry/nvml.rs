@@ -61,6 +61,10 @@ struct SlowReadings {
     nvlink_links_active: Option<u32>,
     remapped: Option<(u32, u32, bool, bool)>,
     compute_pids: Option<Vec<u32>>,
+    memory: Option<(u64, u64)>,
+    mem_clock_mhz: Option<u32>,
+    ecc: (Option<u64>, Option<u64>),
+    nvlink_errors: [Option<u64>; 3],
 }
 
 struct Shared {
@@ -77,6 +81,8 @@ pub struct NvmlSampler {
     shared: Arc<Mutex<Shared>>,
     /// Previous cumulative NVLink KiB counters per GPU, for rates.
     prev_nvlink: Vec<Option<(u64, u64, Instant)>>,
+    /// Whether each GPU answers NVLink throughput at all (decided once at start).
+    has_nvlink: Vec<bool>,
     hello: NodeHello,
 }
 
@@ -152,12 +158,24 @@ impl NvmlSampler {
             xids: vec![VecDeque::new(); n],
             notes: Vec::new(),
         }));
+        let has_nvlink = devices
+            .iter()
+            .map(|d| {
+                raw_field_values(
+                    d,
+                    renumbered,
+                    &[(field_id::NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, SCOPE_ALL_LINKS)],
+                )[0]
+                .is_some()
+            })
+            .collect();
         let sampler = Self {
             nvml,
             devices,
             renumbered,
             shared,
             prev_nvlink: vec![None; n],
+            has_nvlink,
             hello,
         };
         sampler.spawn_slow_thread();
@@ -217,6 +235,24 @@ impl NvmlSampler {
                         );
                         r.pcie_replay_count = fields.first().copied().flatten().map(|v| v as u64);
                         r.nvlink_links_active = nvlink_links_active(d);
+                        r.memory = d.memory_info().ok().map(|m| (m.used, m.total));
+                        r.mem_clock_mhz = d.clock_info(Clock::Memory).ok();
+                        r.ecc = (
+                            d.total_ecc_errors(MemoryError::Corrected, EccCounter::Volatile).ok(),
+                            d.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile).ok(),
+                        );
+                        let errs = raw_field_values(
+                            d,
+                            renumbered,
+                            &[
+                                (field_id::NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL, 0),
+                                (field_id::NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL, 0),
+                                (field_id::NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL, 0),
+                            ],
+                        );
+                        for (k, v) in errs.into_iter().take(3).enumerate() {
+                            r.nvlink_errors[k] = v.map(|v| v as u64);
+                        }
                         r.remapped = remapped_rows(d);
                         r.compute_pids = d
                             .running_compute_processes()
@@ -303,24 +339,21 @@ impl NvmlSampler {
         let mut gpus = Vec::with_capacity(self.devices.len());
         for (i, d) in self.devices.iter().enumerate() {
             let info = &self.hello.gpus[i];
-            let fields = raw_field_values(
-                d,
-                self.renumbered,
-                &[
-                    (field_id::NVML_FI_DEV_POWER_INSTANT, 0),
-                    (
-                        field_id::NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX,
-                        SCOPE_ALL_LINKS,
-                    ),
-                    (
-                        field_id::NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX,
-                        SCOPE_ALL_LINKS,
-                    ),
-                    (field_id::NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL, 0),
-                    (field_id::NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL, 0),
-                    (field_id::NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL, 0),
-                ],
-            );
+            // NVLink throughput is asked only of GPUs that have NVLink: the call costs ~8 µs
+            // even when it answers NotSupported.
+            let fields = if self.has_nvlink[i] {
+                raw_field_values(
+                    d,
+                    self.renumbered,
+                    &[
+                        (field_id::NVML_FI_DEV_POWER_INSTANT, 0),
+                        (field_id::NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, SCOPE_ALL_LINKS),
+                        (field_id::NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, SCOPE_ALL_LINKS),
+                    ],
+                )
+            } else {
+                raw_field_values(d, self.renumbered, &[(field_id::NVML_FI_DEV_POWER_INSTANT, 0)])
+            };
             let f = |k: usize| fields.get(k).copied().flatten();
             // NVLink throughput counters are cumulative KiB; the rate needs two readings.
             let (tx_rate, rx_rate) = match (f(1), f(2)) {
@@ -345,7 +378,6 @@ impl NvmlSampler {
             };
             let sl = &slow[i];
             let util = d.utilization_rates().ok();
-            let mem = d.memory_info().ok();
             let remapped = sl.remapped;
             gpus.push(GpuSample {
                 index: info.index,
@@ -359,21 +391,23 @@ impl NvmlSampler {
                 sm_active_pct: sl.sm_active_pct,
                 tensor_active_pct: sl.tensor_active_pct,
                 dram_active_pct: sl.dram_active_pct,
-                mem_clock_mhz: d.clock_info(Clock::Memory).ok(),
-                memory_used_bytes: mem.as_ref().map(|m| m.used),
-                memory_total_bytes: mem.as_ref().map(|m| m.total),
+                mem_clock_mhz: sl.mem_clock_mhz,
+                memory_used_bytes: sl.memory.map(|m| m.0),
+                memory_total_bytes: sl.memory.map(|m| m.1).or(info.memory_total_bytes),
                 clock_event_reasons: d.current_throttle_reasons().ok().map(|r| r.bits()),
-                ecc_corrected_volatile: d
-                    .total_ecc_errors(MemoryError::Corrected, EccCounter::Volatile)
-                    .ok(),
-                ecc_uncorrected_volatile: d
-                    .total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile)
-                    .ok(),
-                nvlink_tx_bytes_per_sec: tx_rate.or(sl.gpm_nvlink_tx_bytes_per_sec),
-                nvlink_rx_bytes_per_sec: rx_rate.or(sl.gpm_nvlink_rx_bytes_per_sec),
-                nvlink_crc_errors: f(3).map(|v| v as u64),
-                nvlink_replay_errors: f(4).map(|v| v as u64),
-                nvlink_recovery_errors: f(5).map(|v| v as u64),
+                ecc_corrected_volatile: sl.ecc.0,
+                ecc_uncorrected_volatile: sl.ecc.1,
+                // GPM reports 0 B/s on a GPU without NVLink; only links that are up make it a
+                // measurement rather than "n/a".
+                nvlink_tx_bytes_per_sec: tx_rate.or(sl
+                    .gpm_nvlink_tx_bytes_per_sec
+                    .filter(|_| sl.nvlink_links_active.is_some_and(|n| n > 0))),
+                nvlink_rx_bytes_per_sec: rx_rate.or(sl
+                    .gpm_nvlink_rx_bytes_per_sec
+                    .filter(|_| sl.nvlink_links_active.is_some_and(|n| n > 0))),
+                nvlink_crc_errors: sl.nvlink_errors[0],
+                nvlink_replay_errors: sl.nvlink_errors[1],
+                nvlink_recovery_errors: sl.nvlink_errors[2],
                 pcie_replay_count: sl.pcie_replay_count,
                 pcie_tx_bytes_per_sec: sl.pcie_tx_bytes_per_sec,
                 pcie_rx_bytes_per_sec: sl.pcie_rx_bytes_per_sec,
@@ -392,6 +426,75 @@ impl NvmlSampler {
             gpus,
         }
     }
+}
+
+/// Time every read the agent makes, per GPU, and return a table (µs per call, mean of `rounds`).
+/// `burnin agent --probe-costs` prints it: what sampling costs on this node.
+pub fn probe_costs(rounds: u32) -> Result<String, NvmlUnavailable> {
+    let nvml = Nvml::init().map_err(|e| NvmlUnavailable(e.to_string()))?;
+    let driver = nvml.sys_driver_version().unwrap_or_default();
+    let renumbered = driver_renumbers_fields(&driver);
+    let count = nvml.device_count().map_err(|e| NvmlUnavailable(e.to_string()))?;
+    let mut out = format!("driver {driver}, {count} GPUs, mean of {rounds} calls, µs\n");
+    let rounds = rounds.max(1);
+    for i in 0..count {
+        let Ok(d) = nvml.device_by_index(i) else { continue };
+        let mut time = |name: &str, f: &mut dyn FnMut() -> bool| {
+            let t = Instant::now();
+            let mut ok = false;
+            for _ in 0..rounds {
+                ok = f();
+            }
+            let us = t.elapsed().as_secs_f64() * 1e6 / f64::from(rounds);
+            out.push_str(&format!("GPU{i} {name:<32} {us:>10.1} {}\n", if ok { "ok" } else { "err/n.a." }));
+        };
+        time("power_usage", &mut || d.power_usage().is_ok());
+        time("temperature", &mut || d.temperature(TemperatureSensor::Gpu).is_ok());
+        time("utilization_rates", &mut || d.utilization_rates().is_ok());
+        time("clock_info(SM)", &mut || d.clock_info(Clock::SM).is_ok());
+        time("clock_info(Memory)", &mut || d.clock_info(Clock::Memory).is_ok());
+        time("current_throttle_reasons", &mut || d.current_throttle_reasons().is_ok());
+        time("memory_info", &mut || d.memory_info().is_ok());
+        time("total_ecc_errors(corrected)", &mut || {
+            d.total_ecc_errors(MemoryError::Corrected, EccCounter::Volatile).is_ok()
+        });
+        time("total_ecc_errors(uncorrected)", &mut || {
+            d.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile).is_ok()
+        });
+        time("field POWER_INSTANT", &mut || {
+            raw_field_values(&d, renumbered, &[(field_id::NVML_FI_DEV_POWER_INSTANT, 0)])[0].is_some()
+        });
+        time("fields NVLink tx/rx (all links)", &mut || {
+            raw_field_values(
+                &d,
+                renumbered,
+                &[
+                    (field_id::NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, SCOPE_ALL_LINKS),
+                    (field_id::NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, SCOPE_ALL_LINKS),
+                ],
+            )[0]
+            .is_some()
+        });
+        time("fields NVLink CRC/replay/recovery", &mut || {
+            raw_field_values(
+                &d,
+                renumbered,
+                &[
+                    (field_id::NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL, 0),
+                    (field_id::NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL, 0),
+                    (field_id::NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL, 0),
+                ],
+            )[0]
+            .is_some()
+        });
+        time("field PCIE_REPLAY_COUNTER", &mut || {
+            raw_field_values(&d, renumbered, &[(field_id::NVML_FI_DEV_PCIE_REPLAY_COUNTER, 0)])[0].is_some()
+        });
+        time("remapped_rows (raw)", &mut || remapped_rows(&d).is_some());
+        time("running_compute_processes", &mut || d.running_compute_processes().is_ok());
+        time("nvlink is_active x18", &mut || nvlink_links_active(&d).is_some());
+    }
+    Ok(out)
 }
 
 /// GPM rates between two samples. PCIe and NVLink GPM rates are in MiB/s (NVML's unit string
@@ -447,7 +550,7 @@ fn read_gpm(
     }
 }
 
-fn nvlink_links_active(d: &Device<'static>) -> Option<u32> {
+fn nvlink_links_active(d: &Device<'_>) -> Option<u32> {
     // 18 links on Hopper and Blackwell (NVML_NVLINK_MAX_LINKS); NotSupported means no NVLink.
     let mut active = 0;
     let mut any = false;
@@ -464,7 +567,7 @@ fn nvlink_links_active(d: &Device<'static>) -> Option<u32> {
     any.then_some(active)
 }
 
-fn remapped_rows(d: &Device<'static>) -> Option<(u32, u32, bool, bool)> {
+fn remapped_rows(d: &Device<'_>) -> Option<(u32, u32, bool, bool)> {
     // SAFETY: the handle is valid for the life of `d`; the out-pointers are to locals.
     unsafe {
         let sym = d.nvml().lib().nvmlDeviceGetRemappedRows.as_ref().ok()?;
@@ -477,7 +580,7 @@ fn remapped_rows(d: &Device<'static>) -> Option<(u32, u32, bool, bool)> {
 /// One `nvmlDeviceGetFieldValues` call with explicit scope IDs (nvml-wrapper's
 /// `field_values_for` cannot set `scopeId`, which NVLink throughput needs). Each value is `None`
 /// when NVML returned an error for it (NotSupported on GPUs without NVLink).
-fn raw_field_values(d: &Device<'static>, renumbered: bool, ids: &[(u32, u32)]) -> Vec<Option<f64>> {
+fn raw_field_values(d: &Device<'_>, renumbered: bool, ids: &[(u32, u32)]) -> Vec<Option<f64>> {
     use nvml_wrapper_sys::bindings::nvmlFieldValue_t;
     let Ok(sym) = d.nvml().lib().nvmlDeviceGetFieldValues.as_ref() else {
         return vec![None; ids.len()];
