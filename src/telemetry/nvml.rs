@@ -164,7 +164,10 @@ impl NvmlSampler {
                 raw_field_values(
                     d,
                     renumbered,
-                    &[(field_id::NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, SCOPE_ALL_LINKS)],
+                    &[(
+                        field_id::NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX,
+                        SCOPE_ALL_LINKS,
+                    )],
                 )[0]
                 .is_some()
             })
@@ -238,8 +241,10 @@ impl NvmlSampler {
                         r.memory = d.memory_info().ok().map(|m| (m.used, m.total));
                         r.mem_clock_mhz = d.clock_info(Clock::Memory).ok();
                         r.ecc = (
-                            d.total_ecc_errors(MemoryError::Corrected, EccCounter::Volatile).ok(),
-                            d.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile).ok(),
+                            d.total_ecc_errors(MemoryError::Corrected, EccCounter::Volatile)
+                                .ok(),
+                            d.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile)
+                                .ok(),
                         );
                         let errs = raw_field_values(
                             d,
@@ -347,12 +352,22 @@ impl NvmlSampler {
                     self.renumbered,
                     &[
                         (field_id::NVML_FI_DEV_POWER_INSTANT, 0),
-                        (field_id::NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, SCOPE_ALL_LINKS),
-                        (field_id::NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, SCOPE_ALL_LINKS),
+                        (
+                            field_id::NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX,
+                            SCOPE_ALL_LINKS,
+                        ),
+                        (
+                            field_id::NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX,
+                            SCOPE_ALL_LINKS,
+                        ),
                     ],
                 )
             } else {
-                raw_field_values(d, self.renumbered, &[(field_id::NVML_FI_DEV_POWER_INSTANT, 0)])
+                raw_field_values(
+                    d,
+                    self.renumbered,
+                    &[(field_id::NVML_FI_DEV_POWER_INSTANT, 0)],
+                )
             };
             let f = |k: usize| fields.get(k).copied().flatten();
             // NVLink throughput counters are cumulative KiB; the rate needs two readings.
@@ -434,11 +449,15 @@ pub fn probe_costs(rounds: u32) -> Result<String, NvmlUnavailable> {
     let nvml = Nvml::init().map_err(|e| NvmlUnavailable(e.to_string()))?;
     let driver = nvml.sys_driver_version().unwrap_or_default();
     let renumbered = driver_renumbers_fields(&driver);
-    let count = nvml.device_count().map_err(|e| NvmlUnavailable(e.to_string()))?;
+    let count = nvml
+        .device_count()
+        .map_err(|e| NvmlUnavailable(e.to_string()))?;
     let mut out = format!("driver {driver}, {count} GPUs, mean of {rounds} calls, µs\n");
     let rounds = rounds.max(1);
     for i in 0..count {
-        let Ok(d) = nvml.device_by_index(i) else { continue };
+        let Ok(d) = nvml.device_by_index(i) else {
+            continue;
+        };
         let mut time = |name: &str, f: &mut dyn FnMut() -> bool| {
             let t = Instant::now();
             let mut ok = false;
@@ -446,31 +465,49 @@ pub fn probe_costs(rounds: u32) -> Result<String, NvmlUnavailable> {
                 ok = f();
             }
             let us = t.elapsed().as_secs_f64() * 1e6 / f64::from(rounds);
-            out.push_str(&format!("GPU{i} {name:<32} {us:>10.1} {}\n", if ok { "ok" } else { "err/n.a." }));
+            out.push_str(&format!(
+                "GPU{i} {name:<32} {us:>10.1} {}\n",
+                if ok { "ok" } else { "err/n.a." }
+            ));
         };
         time("power_usage", &mut || d.power_usage().is_ok());
-        time("temperature", &mut || d.temperature(TemperatureSensor::Gpu).is_ok());
+        time("temperature", &mut || {
+            d.temperature(TemperatureSensor::Gpu).is_ok()
+        });
         time("utilization_rates", &mut || d.utilization_rates().is_ok());
         time("clock_info(SM)", &mut || d.clock_info(Clock::SM).is_ok());
-        time("clock_info(Memory)", &mut || d.clock_info(Clock::Memory).is_ok());
-        time("current_throttle_reasons", &mut || d.current_throttle_reasons().is_ok());
+        time("clock_info(Memory)", &mut || {
+            d.clock_info(Clock::Memory).is_ok()
+        });
+        time("current_throttle_reasons", &mut || {
+            d.current_throttle_reasons().is_ok()
+        });
         time("memory_info", &mut || d.memory_info().is_ok());
         time("total_ecc_errors(corrected)", &mut || {
-            d.total_ecc_errors(MemoryError::Corrected, EccCounter::Volatile).is_ok()
+            d.total_ecc_errors(MemoryError::Corrected, EccCounter::Volatile)
+                .is_ok()
         });
         time("total_ecc_errors(uncorrected)", &mut || {
-            d.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile).is_ok()
+            d.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile)
+                .is_ok()
         });
         time("field POWER_INSTANT", &mut || {
-            raw_field_values(&d, renumbered, &[(field_id::NVML_FI_DEV_POWER_INSTANT, 0)])[0].is_some()
+            raw_field_values(&d, renumbered, &[(field_id::NVML_FI_DEV_POWER_INSTANT, 0)])[0]
+                .is_some()
         });
         time("fields NVLink tx/rx (all links)", &mut || {
             raw_field_values(
                 &d,
                 renumbered,
                 &[
-                    (field_id::NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, SCOPE_ALL_LINKS),
-                    (field_id::NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, SCOPE_ALL_LINKS),
+                    (
+                        field_id::NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX,
+                        SCOPE_ALL_LINKS,
+                    ),
+                    (
+                        field_id::NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX,
+                        SCOPE_ALL_LINKS,
+                    ),
                 ],
             )[0]
             .is_some()
@@ -488,11 +525,20 @@ pub fn probe_costs(rounds: u32) -> Result<String, NvmlUnavailable> {
             .is_some()
         });
         time("field PCIE_REPLAY_COUNTER", &mut || {
-            raw_field_values(&d, renumbered, &[(field_id::NVML_FI_DEV_PCIE_REPLAY_COUNTER, 0)])[0].is_some()
+            raw_field_values(
+                &d,
+                renumbered,
+                &[(field_id::NVML_FI_DEV_PCIE_REPLAY_COUNTER, 0)],
+            )[0]
+            .is_some()
         });
         time("remapped_rows (raw)", &mut || remapped_rows(&d).is_some());
-        time("running_compute_processes", &mut || d.running_compute_processes().is_ok());
-        time("nvlink is_active x18", &mut || nvlink_links_active(&d).is_some());
+        time("running_compute_processes", &mut || {
+            d.running_compute_processes().is_ok()
+        });
+        time("nvlink is_active x18", &mut || {
+            nvlink_links_active(&d).is_some()
+        });
     }
     Ok(out)
 }

@@ -1,0 +1,158 @@
+//! What burnin's agent printed on a real H200 (tests/fixtures/h200-burnin/README.md) decodes,
+//! reads as the GPU was (idle, then at its 700 W cap under a GEMM loop), and gives no false
+//! findings; burnin's own nvidia-smi query output parses by position.
+
+use burnin::cluster::ClusterStore;
+use burnin::model::clock_events;
+use burnin::telemetry::SourceEvent;
+use burnin::telemetry::smi::{MODERN_FIELDS, SmiDecoder};
+use burnin::telemetry::wire::{Decoded, Decoder, WireMessage};
+use burnin::triage::Triage;
+
+fn fixture(name: &str) -> String {
+    std::fs::read_to_string(format!(
+        "{}/tests/fixtures/h200-burnin/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .expect("fixture")
+}
+
+fn decode(name: &str) -> Vec<WireMessage> {
+    let mut d = Decoder::new();
+    let msgs: Vec<WireMessage> = fixture(name)
+        .lines()
+        .map(|l| match d.decode(l) {
+            Ok(Decoded::Message(m)) => m,
+            other => panic!("{name}: {other:?}"),
+        })
+        .collect();
+    assert_eq!(d.garbled(), 0);
+    msgs
+}
+
+fn frames(msgs: &[WireMessage]) -> Vec<&burnin::model::GpuSample> {
+    msgs.iter()
+        .filter_map(|m| match m {
+            WireMessage::Frame(f) => f.gpus.first(),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn hello_names_the_gpu_and_its_limits() {
+    let msgs = decode("agent-idle.ndjson");
+    let WireMessage::Hello(h) = &msgs[0] else {
+        panic!("first line is the hello")
+    };
+    assert_eq!(h.driver.as_deref(), Some("580.159.04"));
+    assert_eq!(h.gpus.len(), 1);
+    assert_eq!(h.gpus[0].name, "NVIDIA H200");
+    assert_eq!(h.gpus[0].power_limit_watts, Some(700.0));
+    assert_eq!(h.gpus[0].sm_clock_max_mhz, Some(1980));
+    assert_eq!(msgs.len(), 31);
+}
+
+#[test]
+fn idle_reads_idle_and_load_reads_capped() {
+    let idle = decode("agent-idle.ndjson");
+    for s in frames(&idle) {
+        assert_eq!(s.utilization_pct, Some(0.0));
+        assert!(s.power_avg_watts.is_some_and(|p| p < 150.0), "{s:?}");
+        assert!(
+            s.clock_event_reasons
+                .is_some_and(|m| m & clock_events::GPU_IDLE != 0)
+        );
+        // No NVLink peers on this machine: NVLink is absent ("n/a"), never zero.
+        assert_eq!(s.nvlink_tx_bytes_per_sec, None);
+        assert_eq!(s.nvlink_crc_errors, None);
+    }
+    let load = decode("agent-load.ndjson");
+    let busy: Vec<_> = frames(&load)
+        .into_iter()
+        .filter(|s| s.utilization_pct.is_some_and(|u| u >= 95.0))
+        .collect();
+    assert!(
+        busy.len() >= 20,
+        "most of the 30 s were under load: {}",
+        busy.len()
+    );
+    for s in &busy {
+        assert!(s.power_avg_watts.is_some_and(|p| p > 500.0), "{s:?}");
+        assert!(s.power_instant_watts.is_some());
+    }
+    let capped = busy
+        .iter()
+        .filter(|s| {
+            s.clock_event_reasons
+                .is_some_and(|m| m & clock_events::SW_POWER_CAP != 0)
+        })
+        .count();
+    assert!(
+        capped * 2 > busy.len(),
+        "SW power cap is the normal state at full load"
+    );
+    assert!(
+        busy.iter()
+            .any(|s| s.tensor_active_pct.is_some_and(|t| t > 80.0)),
+        "GPM tensor activity"
+    );
+}
+
+#[test]
+fn a_loaded_gpu_at_its_cap_is_not_a_finding() {
+    let mut store = ClusterStore::new();
+    let mut triage = Triage::new();
+    let mut findings = Vec::new();
+    for m in decode("agent-load.ndjson") {
+        let ev = match m {
+            WireMessage::Hello(mut h) => {
+                h.node = "h200".into();
+                SourceEvent::Hello(h)
+            }
+            WireMessage::Frame(mut f) => {
+                f.node = "h200".into();
+                let at_ms = f.at_ms;
+                store.ingest(SourceEvent::Frame(f));
+                SourceEvent::Clock { at_ms }
+            }
+            WireMessage::Error(e) => panic!("{e}"),
+        };
+        store.ingest(ev);
+        findings = triage.evaluate(&store);
+    }
+    assert_eq!(findings, vec![]);
+}
+
+#[test]
+fn our_smi_query_output_parses_by_position() {
+    let mut d = SmiDecoder::new("h200", MODERN_FIELDS, 1);
+    let mut n = 0;
+    let text = fixture("smi-modern-lms100-load.csv");
+    // The capture was cut at 100 kB: drop a possibly partial last line.
+    let lines: Vec<&str> = text.lines().collect();
+    for line in &lines[..lines.len() - 1] {
+        for m in d.push_line(line, 0).expect("parses") {
+            if let WireMessage::Frame(f) = m {
+                n += 1;
+                let s = &f.gpus[0];
+                assert!(
+                    s.power_limit_watts == Some(700.0) && s.sm_clock_max_mhz == Some(1980),
+                    "{s:?}"
+                );
+                assert!(s.memory_total_bytes == Some(143_771 * 1024 * 1024));
+            }
+        }
+    }
+    assert!(n > 250, "{n}");
+    assert_eq!(d.garbled(), 0);
+}
+
+#[test]
+fn status_json_from_the_device_is_complete() {
+    let doc: serde_json::Value = serde_json::from_str(&fixture("status-local.json")).expect("json");
+    assert_eq!(doc["schema"], 1);
+    assert_eq!(doc["nodes"][0]["link"]["state"], "streaming");
+    assert_eq!(doc["nodes"][0]["gpus"][0]["name"], "NVIDIA H200");
+    assert_eq!(doc["nodes"][0]["expected_gpus"], 1);
+}
