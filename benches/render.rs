@@ -55,5 +55,43 @@ fn ingest(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, render, ingest);
+fn decode_and_store(c: &mut Criterion) {
+    // What the watcher does per agent line: decode NDJSON, then store the frame.
+    use burnin::cluster::ClusterStore;
+    use burnin::telemetry::SourceEvent;
+    use burnin::telemetry::sim::SimLoad;
+    use burnin::telemetry::wire::{Decoded, Decoder, WireMessage, encode};
+    let mut config = SimConfig::demo(1);
+    config.nodes = 12;
+    let mut sim = SimCluster::new(config);
+    let mut lines = Vec::new();
+    for s in 0..100u64 {
+        for n in 0..12 {
+            let mut f = sim.node_frame(n, s, SimLoad::Full);
+            f.at_ms = SIM_EPOCH_MS + s * 1000;
+            lines.push(encode(&WireMessage::Frame(f)));
+        }
+    }
+    let samples = (lines.len() * 8) as u64;
+    let mut group = c.benchmark_group("decode+store");
+    group.throughput(criterion::Throughput::Elements(samples));
+    group.bench_function("1200 frames x 8 GPUs (NDJSON)", |b| {
+        b.iter_batched(
+            ClusterStore::new,
+            |mut store| {
+                let mut d = Decoder::new();
+                for l in &lines {
+                    if let Ok(Decoded::Message(WireMessage::Frame(f))) = d.decode(l) {
+                        store.ingest(SourceEvent::Frame(f));
+                    }
+                }
+                store
+            },
+            criterion::BatchSize::LargeInput,
+        )
+    });
+    group.finish();
+}
+
+criterion_group!(benches, render, ingest, decode_and_store);
 criterion_main!(benches);

@@ -6,7 +6,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
-command -v script >/dev/null 2>&1 || need_apt+=(bsdutils)   # util-linux `script`: a real pty
+command -v script >/dev/null 2>&1 || need_apt+=(bsdutils)          # util-linux `script`: a real pty
+[ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)                  # a real sshd per test node
+command -v ssh >/dev/null 2>&1 || need_apt+=(openssh-client)        # the transport under test
+command -v ssh-keygen >/dev/null 2>&1 || need_apt+=(openssh-client)
+command -v pkill >/dev/null 2>&1 || need_apt+=(procps)              # tests kill a node's session
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq

@@ -170,6 +170,9 @@ pub fn run(
             // stdout closed: the SSH session is gone.
             break;
         }
+        if max_frames.is_some_and(|m| stats.frames >= m) {
+            break;
+        }
         next += interval;
         let now = Instant::now();
         if next > now {

@@ -165,12 +165,18 @@ impl NodeView {
 
     fn ingest(&mut self, frame: NodeFrame) {
         let at = frame.at_ms;
-        let sum = |f: fn(&GpuSample) -> Option<f64>| {
-            let vals: Vec<f64> = frame.gpus.iter().filter_map(f).collect();
-            (!vals.is_empty()).then(|| vals.iter().sum())
-        };
-        self.nvlink_tx.push(at, sum(|g| g.nvlink_tx_bytes_per_sec));
-        self.nvlink_rx.push(at, sum(|g| g.nvlink_rx_bytes_per_sec));
+        // Node totals in one pass; a node none of whose GPUs report NVLink has no total (n/a).
+        let (mut tx, mut rx) = (None::<f64>, None::<f64>);
+        for g in &frame.gpus {
+            if let Some(v) = g.nvlink_tx_bytes_per_sec {
+                tx = Some(tx.unwrap_or(0.0) + v);
+            }
+            if let Some(v) = g.nvlink_rx_bytes_per_sec {
+                rx = Some(rx.unwrap_or(0.0) + v);
+            }
+        }
+        self.nvlink_tx.push(at, tx);
+        self.nvlink_rx.push(at, rx);
         for sample in frame.gpus {
             self.gpu_mut(sample.index).ingest(at, sample);
         }
@@ -435,8 +441,13 @@ impl ClusterStore {
             }
             SourceEvent::Frame(frame) => {
                 self.now_ms = self.now_ms.max(frame.at_ms);
-                let name = frame.node.clone();
-                self.node_mut(&name).ingest(frame);
+                match self.node_index.get(frame.node.as_str()) {
+                    Some(&i) => self.nodes[i].ingest(frame),
+                    None => {
+                        let name = frame.node.clone();
+                        self.node_mut(&name).ingest(frame);
+                    }
+                }
             }
             SourceEvent::Link { node, link, .. } => self.node_mut(&node).link = link,
             SourceEvent::Garbled { node, total } => self.node_mut(&node).garbled_lines = total,

@@ -148,10 +148,10 @@ pub struct GpuSample {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ecc_uncorrected_volatile: Option<u64>,
     /// NVLink bytes sent per second over all links.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "whole_rate")]
     pub nvlink_tx_bytes_per_sec: Option<f64>,
     /// NVLink bytes received per second over all links.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "whole_rate")]
     pub nvlink_rx_bytes_per_sec: Option<f64>,
     /// NVLink CRC errors over all links, cumulative.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -166,10 +166,10 @@ pub struct GpuSample {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pcie_replay_count: Option<u64>,
     /// PCIe bytes sent per second (GPM on Hopper+, else the slow NVML counter).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "whole_rate")]
     pub pcie_tx_bytes_per_sec: Option<f64>,
     /// PCIe bytes received per second.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "whole_rate")]
     pub pcie_rx_bytes_per_sec: Option<f64>,
     /// NVLink links up.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -192,6 +192,15 @@ pub struct GpuSample {
     /// Xid events seen since the previous sample.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub xid_events: Vec<XidEvent>,
+}
+
+/// Byte rates go on the wire as whole numbers: fractions of a byte per second are noise, and
+/// shorter numbers are cheaper to write and to parse.
+fn whole_rate<S: serde::Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(x) if x.is_finite() => s.serialize_u64(x.max(0.0).round() as u64),
+        Some(_) | None => s.serialize_none(),
+    }
 }
 
 /// All GPUs of one node at one instant: the unit every telemetry source sends.
