@@ -14,7 +14,7 @@ use crate::probes::ProbeWindow;
 use crate::telemetry::SourceEvent;
 use crate::telemetry::history::History;
 
-/// Sample period the histories are laid out in.
+/// Default sample period the histories are laid out in (the inventory's interval replaces it).
 pub const HISTORY_PERIOD_MS: u64 = 1000;
 /// Slots kept per metric: ten minutes at one sample per second.
 pub const HISTORY_SLOTS: usize = 600;
@@ -53,8 +53,8 @@ pub struct GpuView {
 }
 
 impl GpuView {
-    fn new(index: u32) -> Self {
-        let h = || History::new(HISTORY_PERIOD_MS, HISTORY_SLOTS);
+    fn new(index: u32, period_ms: u64) -> Self {
+        let h = || History::new(period_ms, HISTORY_SLOTS);
         Self {
             index,
             info: None,
@@ -131,6 +131,8 @@ pub struct NodeView {
     pub nvlink_tx: History,
     /// Sum of the node's NVLink receive, bytes/s.
     pub nvlink_rx: History,
+    /// Sample period of its histories.
+    period_ms: u64,
     /// Lines of the node's stream that could not be decoded.
     pub garbled_lines: u64,
     /// The newest thing the node's agent said about itself.
@@ -138,15 +140,16 @@ pub struct NodeView {
 }
 
 impl NodeView {
-    fn new(name: String) -> Self {
+    fn new(name: String, period_ms: u64) -> Self {
         Self {
             name,
             link: NodeLink::Connecting,
             hello: None,
             last_frame_ms: None,
             gpus: Vec::new(),
-            nvlink_tx: History::new(HISTORY_PERIOD_MS, HISTORY_SLOTS),
-            nvlink_rx: History::new(HISTORY_PERIOD_MS, HISTORY_SLOTS),
+            nvlink_tx: History::new(period_ms, HISTORY_SLOTS),
+            nvlink_rx: History::new(period_ms, HISTORY_SLOTS),
+            period_ms,
             garbled_lines: 0,
             note: None,
         }
@@ -156,7 +159,7 @@ impl NodeView {
         let pos = match self.gpus.binary_search_by_key(&index, |g| g.index) {
             Ok(pos) => pos,
             Err(pos) => {
-                self.gpus.insert(pos, GpuView::new(index));
+                self.gpus.insert(pos, GpuView::new(index, self.period_ms));
                 pos
             }
         };
@@ -333,6 +336,8 @@ impl LoaderView {
 pub struct ClusterStore {
     /// The source clock's newest instant.
     pub now_ms: UnixMillis,
+    /// Sample period: one history slot each, and a node is stale after three without a frame.
+    pub period_ms: u64,
     /// Nodes in the order they were first heard of.
     pub nodes: Vec<NodeView>,
     node_index: HashMap<String, usize>,
@@ -351,11 +356,18 @@ impl Default for ClusterStore {
 }
 
 impl ClusterStore {
-    /// An empty store over the default plan.
+    /// An empty store over the default plan, sampled every second.
     pub fn new() -> Self {
-        let h = || History::new(HISTORY_PERIOD_MS, HISTORY_SLOTS);
+        Self::with_period(HISTORY_PERIOD_MS)
+    }
+
+    /// An empty store for sources that sample every `period_ms`.
+    pub fn with_period(period_ms: u64) -> Self {
+        let period_ms = period_ms.max(1);
+        let h = || History::new(period_ms, HISTORY_SLOTS);
         Self {
             now_ms: 0,
+            period_ms,
             nodes: Vec::new(),
             node_index: HashMap::new(),
             phases: DEFAULT_PLAN
@@ -396,7 +408,8 @@ impl ClusterStore {
         let idx = match self.node_index.get(name) {
             Some(&i) => i,
             None => {
-                self.nodes.push(NodeView::new(name.to_string()));
+                self.nodes
+                    .push(NodeView::new(name.to_string(), self.period_ms));
                 self.node_index
                     .insert(name.to_string(), self.nodes.len() - 1);
                 self.nodes.len() - 1
@@ -469,11 +482,12 @@ impl ClusterStore {
 
     fn mark_stale(&mut self) {
         let now = self.now_ms;
+        let stale_after = STALE_AFTER_PERIODS * self.period_ms;
         for node in &mut self.nodes {
             if node.link == NodeLink::Streaming
-                && node.last_frame_ms.is_some_and(|t| {
-                    now.saturating_sub(t) > STALE_AFTER_PERIODS * HISTORY_PERIOD_MS
-                })
+                && node
+                    .last_frame_ms
+                    .is_some_and(|t| now.saturating_sub(t) > stale_after)
             {
                 node.link = NodeLink::Stale;
             }
@@ -620,6 +634,26 @@ mod tests {
         assert_eq!(store.loader.phase.as_deref(), Some("T8"));
         assert_eq!(store.loader.first_batch_ms, Some(2140.0));
         assert!(store.loader.wait_share().is_some_and(|s| s > 0.10));
+    }
+
+    #[test]
+    fn stale_follows_the_sample_period() {
+        let mut store = ClusterStore::with_period(5000);
+        let mut sim = SimCluster::new(SimConfig::demo(1));
+        for e in sim.advance_to(SIM_EPOCH_MS) {
+            store.ingest(e);
+        }
+        store.ingest(SourceEvent::Clock {
+            at_ms: SIM_EPOCH_MS + 10_000,
+        });
+        assert!(
+            store.nodes.iter().all(|n| n.link == NodeLink::Streaming),
+            "2 periods late"
+        );
+        store.ingest(SourceEvent::Clock {
+            at_ms: SIM_EPOCH_MS + 16_000,
+        });
+        assert!(store.nodes.iter().all(|n| n.link == NodeLink::Stale));
     }
 
     #[test]

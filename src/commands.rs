@@ -205,7 +205,7 @@ pub async fn snapshot_nodes(
     let (tx, mut rx) = tokio::sync::mpsc::channel(4096);
     let (_cmd_tx, cmd_rx) = tokio::sync::mpsc::unbounded_channel();
     let task = tokio::spawn(source.run(tx, cmd_rx));
-    let mut store = ClusterStore::new();
+    let mut store = ClusterStore::with_period(inventory.interval.as_millis() as u64);
     // A node has answered when a frame with all its GPUs came, or its first attempt failed.
     let mut answered: std::collections::HashSet<String> = std::collections::HashSet::new();
     let deadline = tokio::time::Instant::now() + wait;

@@ -72,8 +72,15 @@ impl Finding {
     }
 }
 
-/// Samples a GPU must have been idle for, amid loaded peers, to count as stalled.
-pub const STALL_WINDOW_SAMPLES: usize = 10;
+/// How long a GPU must have been idle, amid loaded peers, to count as stalled.
+pub const STALL_WINDOW_MS: u64 = 10_000;
+/// How far back error counters must not rise.
+pub const COUNTER_WINDOW_MS: u64 = 10_000;
+
+/// Samples covering `window_ms` at `period_ms` (at least three, so one odd sample never decides).
+pub fn samples_in(window_ms: u64, period_ms: u64) -> usize {
+    (window_ms.div_ceil(period_ms.max(1)) as usize).max(3)
+}
 /// Below this utilization a GPU counts as idle.
 pub const STALL_UTIL_PCT: f64 = 5.0;
 /// Peers' median utilization above which the node counts as loaded.
@@ -84,8 +91,6 @@ pub const STALL_POWER_SHARE: f64 = 0.40;
 pub const AISTOR_P99_TTFB_MS: f64 = 200.0;
 /// Dataloader wait above this share of step time is a finding.
 pub const LOADER_WAIT_SHARE: f64 = 0.10;
-/// Samples over which NVLink error counters must not rise.
-pub const COUNTER_WINDOW_SAMPLES: usize = 10;
 
 /// What some Xid codes mean (NVIDIA's Xid catalogue, shortened).
 pub fn xid_meaning(code: u32) -> &'static str {
@@ -125,8 +130,13 @@ impl Triage {
     pub fn evaluate(&mut self, store: &ClusterStore) -> Vec<Finding> {
         let now = store.now_ms;
         let mut raw = Vec::new();
+        let windows = Windows {
+            stall: samples_in(STALL_WINDOW_MS, store.period_ms),
+            counter: samples_in(COUNTER_WINDOW_MS, store.period_ms),
+            stall_s: STALL_WINDOW_MS / 1000,
+        };
         for node in &store.nodes {
-            node_rules(node, &mut raw);
+            node_rules(node, &windows, &mut raw);
         }
         cluster_rules(store, &mut raw);
 
@@ -169,7 +179,14 @@ type RawFinding = (
     &'static str,
 );
 
-fn node_rules(node: &NodeView, out: &mut Vec<RawFinding>) {
+/// Rule windows in samples at the store's period.
+struct Windows {
+    stall: usize,
+    counter: usize,
+    stall_s: u64,
+}
+
+fn node_rules(node: &NodeView, windows: &Windows, out: &mut Vec<RawFinding>) {
     let name = Some(node.name.clone());
     match &node.link {
         NodeLink::Unreachable(reason) => {
@@ -194,17 +211,12 @@ fn node_rules(node: &NodeView, out: &mut Vec<RawFinding>) {
         NodeLink::Connecting | NodeLink::Streaming => {}
     }
 
-    let peers_util: Vec<f64> = node
-        .gpus
-        .iter()
-        .filter_map(|g| g.util_pct.latest())
-        .collect();
     for gpu in &node.gpus {
-        gpu_rules(node, gpu, &peers_util, out);
+        gpu_rules(node, gpu, windows, out);
     }
 }
 
-fn gpu_rules(node: &NodeView, gpu: &GpuView, _peers: &[f64], out: &mut Vec<RawFinding>) {
+fn gpu_rules(node: &NodeView, gpu: &GpuView, windows: &Windows, out: &mut Vec<RawFinding>) {
     let name = Some(node.name.clone());
     let idx = Some(gpu.index);
     if let Some(x) = gpu.xids.back() {
@@ -229,7 +241,7 @@ fn gpu_rules(node: &NodeView, gpu: &GpuView, _peers: &[f64], out: &mut Vec<RawFi
         return;
     }
 
-    if let Some(why) = stall_evidence(node, gpu) {
+    if let Some(why) = stall_evidence(node, gpu, windows.stall, windows.stall_s) {
         out.push((
             Severity::Crit,
             "stalled",
@@ -266,7 +278,7 @@ fn gpu_rules(node: &NodeView, gpu: &GpuView, _peers: &[f64], out: &mut Vec<RawFi
         ));
     }
 
-    let crc_rise = counter_rise(&gpu.nvlink_crc, COUNTER_WINDOW_SAMPLES);
+    let crc_rise = counter_rise(&gpu.nvlink_crc, windows.counter);
     if crc_rise > 0.0 {
         out.push((
             Severity::Warn,
@@ -274,7 +286,8 @@ fn gpu_rules(node: &NodeView, gpu: &GpuView, _peers: &[f64], out: &mut Vec<RawFi
             name,
             idx,
             format!(
-                "NVLink CRC errors +{crc_rise:.0} in the last {COUNTER_WINDOW_SAMPLES} samples"
+                "NVLink CRC errors +{crc_rise:.0} in the last {} s",
+                COUNTER_WINDOW_MS / 1000
             ),
             "nvidia-smi nvlink -e on the node; reseat or replace the link's tray/cable",
         ));
@@ -295,8 +308,7 @@ type Window = Vec<Option<f64>>;
 
 /// Stalled: idle (or far under its peers' power) for every one of the newest samples while the
 /// node's other GPUs are loaded. Returns the evidence line.
-fn stall_evidence(node: &NodeView, gpu: &GpuView) -> Option<String> {
-    let n = STALL_WINDOW_SAMPLES;
+fn stall_evidence(node: &NodeView, gpu: &GpuView, n: usize, window_s: u64) -> Option<String> {
     let window = |h: &History| h.tail(n).collect::<Vec<_>>();
     let mine_util = window(&gpu.util_pct);
     let mine_power = window(&gpu.power_watts);
@@ -330,7 +342,7 @@ fn stall_evidence(node: &NodeView, gpu: &GpuView) -> Option<String> {
     }
     let k = n as f64;
     Some(format!(
-        "util {:.0} % for {n} s while peers run at {:.0} %; power {:.0} W vs peers {:.0} W",
+        "util {:.0} % for {window_s} s while peers run at {:.0} %; power {:.0} W vs peers {:.0} W",
         gpu.util_pct.latest().unwrap_or(0.0),
         peer_util_sum / k,
         my_power_sum / k,

@@ -176,3 +176,42 @@ fn tiny_terminal_does_not_panic() {
         let _ = screen(&state);
     }
 }
+
+#[test]
+fn node_states_in_the_grid() {
+    use burnin::model::NodeLink;
+    use burnin::telemetry::SourceEvent;
+    use burnin::telemetry::sim::{SIM_EPOCH_MS, SimCluster, SimConfig};
+    // Four real-looking nodes: one streaming, one refused by ssh auth, one gone quiet, one
+    // still connecting.
+    let mut config = SimConfig::demo(1);
+    config.nodes = 3;
+    config.faults.clear();
+    let mut sim = SimCluster::new(config);
+    let mut state =
+        burnin::app::state::State::new(vec![], vec![], "watch: burnin.toml (4 nodes)", (100, 14));
+    for e in sim.advance_to(SIM_EPOCH_MS + 5_000) {
+        // node03 stops sending after its second frame.
+        if matches!(&e, SourceEvent::Frame(f) if f.node == "node03" && f.at_ms > SIM_EPOCH_MS + 1_000)
+        {
+            continue;
+        }
+        state.update(Event::Source(e));
+    }
+    for (node, link) in [
+        ("node02", NodeLink::Unreachable("auth failed".into())),
+        ("node04", NodeLink::Connecting),
+    ] {
+        state.update(Event::Source(SourceEvent::Link {
+            node: node.into(),
+            at_ms: SIM_EPOCH_MS + 5_000,
+            link,
+        }));
+    }
+    state.update(Event::Source(SourceEvent::Clock {
+        at_ms: SIM_EPOCH_MS + 5_000,
+    }));
+    let text = screen(&state).backend().to_string();
+    assert!(text.contains("unreachable: auth failed"));
+    assert_snapshot!(screen(&state).backend());
+}

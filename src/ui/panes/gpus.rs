@@ -267,6 +267,11 @@ impl Widget for &GpuGrid<'_> {
                     fit(&format!("unreachable: {reason}"), width - NODE_COL),
                     theme.crit,
                 ));
+            } else if node.gpus.is_empty() {
+                spans.push(Span::styled(
+                    fit(&format!("{}…", node.link.label()), width - NODE_COL),
+                    theme.muted,
+                ));
             } else {
                 for gpu in &node.gpus {
                     let (f, health) = flags(ctx, node, gpu);
