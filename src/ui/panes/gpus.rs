@@ -250,7 +250,7 @@ impl Widget for &GpuGrid<'_> {
             let y = inner.y + 1 + row as u16;
             let (marker, name_style) = match &node.link {
                 NodeLink::Streaming => (' ', theme.text),
-                NodeLink::Connecting => ('…', theme.muted),
+                NodeLink::Connecting => (' ', theme.muted),
                 NodeLink::Stale => ('~', theme.warn),
                 NodeLink::Unreachable(_) => ('✗', theme.crit),
             };
