@@ -174,6 +174,9 @@ pub struct GpuSample {
     /// NVLink links up.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nvlink_links_active: Option<u32>,
+    /// Per NVLink link (by link number), whether it is up; links NVML does not know are absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nvlink_link_up: Option<Vec<bool>>,
     /// Rows remapped for correctable errors.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub remapped_rows_correctable: Option<u32>,

@@ -59,6 +59,7 @@ struct SlowReadings {
     gpm_nvlink_rx_bytes_per_sec: Option<f64>,
     pcie_replay_count: Option<u64>,
     nvlink_links_active: Option<u32>,
+    nvlink_link_up: Option<Vec<bool>>,
     remapped: Option<(u32, u32, bool, bool)>,
     compute_pids: Option<Vec<u32>>,
     memory: Option<(u64, u64)>,
@@ -237,7 +238,11 @@ impl NvmlSampler {
                             &[(field_id::NVML_FI_DEV_PCIE_REPLAY_COUNTER, 0)],
                         );
                         r.pcie_replay_count = fields.first().copied().flatten().map(|v| v as u64);
-                        r.nvlink_links_active = nvlink_links_active(d);
+                        r.nvlink_link_up = nvlink_link_states(d);
+                        r.nvlink_links_active = r
+                            .nvlink_link_up
+                            .as_ref()
+                            .map(|s| s.iter().filter(|up| **up).count() as u32);
                         r.memory = d.memory_info().ok().map(|m| (m.used, m.total));
                         r.mem_clock_mhz = d.clock_info(Clock::Memory).ok();
                         r.ecc = (
@@ -427,6 +432,7 @@ impl NvmlSampler {
                 pcie_tx_bytes_per_sec: sl.pcie_tx_bytes_per_sec,
                 pcie_rx_bytes_per_sec: sl.pcie_rx_bytes_per_sec,
                 nvlink_links_active: sl.nvlink_links_active,
+                nvlink_link_up: sl.nvlink_link_up.clone(),
                 remapped_rows_correctable: remapped.map(|r| r.0),
                 remapped_rows_uncorrectable: remapped.map(|r| r.1),
                 remapped_rows_pending: remapped.map(|r| r.2),
@@ -596,21 +602,23 @@ fn read_gpm(
     }
 }
 
-fn nvlink_links_active(d: &Device<'_>) -> Option<u32> {
-    // 18 links on Hopper and Blackwell (NVML_NVLINK_MAX_LINKS); NotSupported means no NVLink.
-    let mut active = 0;
+/// Up/down of each NVLink link NVML knows (18 on Hopper and Blackwell, NVML_NVLINK_MAX_LINKS);
+/// `None` when the GPU has no NVLink (every link NotSupported).
+fn nvlink_link_states(d: &Device<'_>) -> Option<Vec<bool>> {
+    let mut states = Vec::new();
     let mut any = false;
     for link in 0..18 {
-        match d.link_wrapper_for(link).is_active() {
-            Ok(true) => {
-                any = true;
-                active += 1;
-            }
-            Ok(false) => any = true,
-            Err(_) => {}
+        if let Ok(up) = d.link_wrapper_for(link).is_active() {
+            any = true;
+            states.resize(link as usize, false);
+            states.push(up);
         }
     }
-    any.then_some(active)
+    any.then_some(states)
+}
+
+fn nvlink_links_active(d: &Device<'_>) -> Option<u32> {
+    nvlink_link_states(d).map(|s| s.iter().filter(|up| **up).count() as u32)
 }
 
 fn remapped_rows(d: &Device<'_>) -> Option<(u32, u32, bool, bool)> {
