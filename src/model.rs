@@ -174,7 +174,7 @@ pub struct GpuSample {
     /// NVLink links up.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nvlink_links_active: Option<u32>,
-    /// Per NVLink link (by link number), whether it is up; links NVML does not know are absent.
+    /// Per NVLink link (index = link number), whether it is up.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nvlink_link_up: Option<Vec<bool>>,
     /// Rows remapped for correctable errors.
