@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::cli::AgentArgs;
 use crate::model::{NodeFrame, NodeHello, UnixMillis};
+use crate::telemetry::fabric::FabricReader;
 use crate::telemetry::nvml::NvmlSampler;
 use crate::telemetry::sim::{Fault, FaultKind, SimCluster, SimConfig, SimLoad};
 use crate::telemetry::wire::{WireMessage, encode};
@@ -136,6 +137,7 @@ fn cpu_time(clock: libc::clockid_t) -> Duration {
 /// Write the hello, then frames every `interval`, until `max_frames` or a failed write.
 pub fn run(
     sampler: &mut dyn Sampler,
+    mut fabric: Option<&mut FabricReader>,
     interval: Duration,
     max_frames: Option<u64>,
     out: &mut dyn Write,
@@ -154,7 +156,10 @@ pub fn run(
         if max_frames.is_some_and(|m| stats.frames >= m) {
             break;
         }
-        let frame = sampler.sample();
+        let mut frame = sampler.sample();
+        if let Some(f) = fabric.as_deref_mut() {
+            frame.nics = f.sample();
+        }
         let mut text = String::new();
         for note in sampler.notes() {
             text.push_str(&encode(&WireMessage::Error(note)));
@@ -229,8 +234,16 @@ pub fn main(args: &AgentArgs) -> i32 {
             }
         }
     };
+    // The simulator makes its own NICs; a real node's come from sysfs.
+    let mut fabric = (!args.sim).then(|| FabricReader::new(&args.sysfs_root));
     let mut out = std::io::stdout().lock();
-    let stats = run(sampler.as_mut(), args.interval, args.frames, &mut out);
+    let stats = run(
+        sampler.as_mut(),
+        fabric.as_mut(),
+        args.interval,
+        args.frames,
+        &mut out,
+    );
     if args.stats {
         let per = |d: Duration| {
             if stats.gpu_samples == 0 {
@@ -260,7 +273,7 @@ mod tests {
     fn sim_agent_writes_hello_then_frames() {
         let mut s = SimNodeSampler::new(4, SimLoad::Full, &["stall:2".into()], 1).expect("sim");
         let mut out = Vec::new();
-        let stats = run(&mut s, Duration::from_millis(1), Some(3), &mut out);
+        let stats = run(&mut s, None, Duration::from_millis(1), Some(3), &mut out);
         assert_eq!((stats.frames, stats.gpu_samples), (3, 12));
         let text = String::from_utf8(out).expect("utf8");
         let mut d = Decoder::new();
@@ -293,7 +306,7 @@ mod tests {
             }
         }
         let mut s = SimNodeSampler::new(1, SimLoad::Idle, &[], 1).expect("sim");
-        let stats = run(&mut s, Duration::from_millis(1), None, &mut Closed);
+        let stats = run(&mut s, None, Duration::from_millis(1), None, &mut Closed);
         assert_eq!(stats.frames, 0);
     }
 

@@ -84,6 +84,10 @@ pub struct AgentArgs {
     /// On exit, print frames, GPU-samples and CPU time per GPU-sample to stderr.
     #[arg(long)]
     pub stats: bool,
+    /// Where sysfs is (RDMA ports are read from ROOT/class/infiniband): another tree in tests,
+    /// or in containers that mount the host's /sys elsewhere.
+    #[arg(long, default_value = "/sys", value_name = "ROOT")]
+    pub sysfs_root: std::path::PathBuf,
     /// Time every NVML read on this node and print the table, then exit.
     #[arg(long, conflicts_with = "sim")]
     pub probe_costs: bool,

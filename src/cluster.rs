@@ -7,7 +7,9 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use serde::Serialize;
 
-use crate::model::{GpuInfo, GpuSample, NodeFrame, NodeHello, NodeLink, UnixMillis, XidEvent};
+use crate::model::{
+    GpuInfo, GpuSample, NicSample, NodeFrame, NodeHello, NodeLink, UnixMillis, XidEvent,
+};
 use crate::phases::plan::{DEFAULT_PLAN, PhaseSpec};
 use crate::phases::{PhaseEvent, PhaseMetric, Verdict};
 use crate::probes::ProbeWindow;
@@ -114,6 +116,78 @@ impl GpuView {
     }
 }
 
+/// Samples of a port's cumulative counters kept for "did it rise lately" questions.
+const NIC_COUNTER_SNAPSHOTS: usize = 64;
+
+/// One RDMA port as the console sees it.
+#[derive(Debug, Clone)]
+pub struct NicView {
+    /// The newest sample.
+    pub latest: NicSample,
+    /// Transmit, bytes/s.
+    pub tx: History,
+    /// Receive, bytes/s.
+    pub rx: History,
+    /// Recent cumulative counters, oldest first.
+    counters: VecDeque<(UnixMillis, BTreeMap<String, u64>)>,
+}
+
+impl NicView {
+    fn new(sample: NicSample, period_ms: u64) -> Self {
+        Self {
+            latest: sample,
+            tx: History::new(period_ms, HISTORY_SLOTS),
+            rx: History::new(period_ms, HISTORY_SLOTS),
+            counters: VecDeque::new(),
+        }
+    }
+
+    fn ingest(&mut self, at_ms: UnixMillis, mut sample: NicSample) {
+        self.tx.push(at_ms, sample.tx_bytes_per_sec);
+        self.rx.push(at_ms, sample.rx_bytes_per_sec);
+        if self.counters.len() == NIC_COUNTER_SNAPSHOTS {
+            self.counters.pop_front();
+        }
+        self.counters
+            .push_back((at_ms, std::mem::take(&mut sample.counters)));
+        sample.counters = self
+            .counters
+            .back()
+            .map(|c| c.1.clone())
+            .unwrap_or_default();
+        self.latest = sample;
+    }
+
+    /// How much `counter` rose over the last `window_ms` (0 when it did not, or was reset).
+    pub fn rise(&self, counter: &str, window_ms: u64) -> u64 {
+        let Some((newest_at, newest)) = self.counters.back() else {
+            return 0;
+        };
+        let Some(now) = newest.get(counter) else {
+            return 0;
+        };
+        let then = self
+            .counters
+            .iter()
+            .find(|(at, _)| newest_at.saturating_sub(*at) <= window_ms)
+            .and_then(|(_, c)| c.get(counter));
+        match then {
+            Some(t) if now > t => now - t,
+            _ => 0,
+        }
+    }
+
+    /// Share of the trained line rate used by the larger direction, newest sample.
+    pub fn line_share(&self) -> Option<f64> {
+        let rate = f64::from(self.latest.rate_gbps?) * 1e9 / 8.0;
+        let used = self
+            .latest
+            .tx_bytes_per_sec?
+            .max(self.latest.rx_bytes_per_sec.unwrap_or(0.0));
+        (rate > 0.0).then(|| used / rate)
+    }
+}
+
 /// One node as the console sees it.
 #[derive(Debug, Clone)]
 pub struct NodeView {
@@ -131,6 +205,8 @@ pub struct NodeView {
     pub nvlink_tx: History,
     /// Sum of the node's NVLink receive, bytes/s.
     pub nvlink_rx: History,
+    /// RDMA ports, sorted by device and port.
+    pub nics: Vec<NicView>,
     /// Sample period of its histories.
     period_ms: u64,
     /// Lines of the node's stream that could not be decoded.
@@ -149,6 +225,7 @@ impl NodeView {
             gpus: Vec::new(),
             nvlink_tx: History::new(period_ms, HISTORY_SLOTS),
             nvlink_rx: History::new(period_ms, HISTORY_SLOTS),
+            nics: Vec::new(),
             period_ms,
             garbled_lines: 0,
             note: None,
@@ -182,6 +259,20 @@ impl NodeView {
         self.nvlink_rx.push(at, rx);
         for sample in frame.gpus {
             self.gpu_mut(sample.index).ingest(at, sample);
+        }
+        for nic in frame.nics {
+            let key = (nic.device.as_str(), nic.port);
+            match self
+                .nics
+                .binary_search_by(|v| (v.latest.device.as_str(), v.latest.port).cmp(&key))
+            {
+                Ok(i) => self.nics[i].ingest(at, nic),
+                Err(i) => {
+                    let mut view = NicView::new(nic.clone(), self.period_ms);
+                    view.ingest(at, nic);
+                    self.nics.insert(i, view);
+                }
+            }
         }
         self.last_frame_ms = Some(self.last_frame_ms.map_or(at, |t| t.max(at)));
         self.link = NodeLink::Streaming;
@@ -654,6 +745,17 @@ mod tests {
             at_ms: SIM_EPOCH_MS + 16_000,
         });
         assert!(store.nodes.iter().all(|n| n.link == NodeLink::Stale));
+    }
+
+    #[test]
+    fn nic_counters_rise_over_a_window() {
+        let store = store_at(60);
+        let n09 = store.node("node09").expect("node09");
+        assert_eq!(n09.nics.len(), 2);
+        assert!(n09.nics[0].rise("symbol_error", 10_000) > 0);
+        assert_eq!(n09.nics[1].rise("symbol_error", 10_000), 0);
+        let n05 = store.node("node05").expect("node05");
+        assert_eq!(n05.nics[1].latest.rate_gbps, Some(200.0));
     }
 
     #[test]

@@ -206,7 +206,56 @@ fn whole_rate<S: serde::Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::E
     }
 }
 
-/// All GPUs of one node at one instant: the unit every telemetry source sends.
+/// One RDMA port (InfiniBand or RoCE) at one instant. Error and congestion counters are
+/// cumulative, as the kernel gives them; data rates are computed by the agent from deltas.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct NicSample {
+    /// RDMA device, e.g. `mlx5_0`.
+    pub device: String,
+    /// Port number (1-based, as sysfs names it).
+    pub port: u32,
+    /// Logical state, e.g. `ACTIVE`, `DOWN`, `INIT`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// Physical state, e.g. `LinkUp`, `Polling`, `Disabled`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phys_state: Option<String>,
+    /// Trained rate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_gbps: Option<f32>,
+    /// `InfiniBand` or `Ethernet` (RoCE).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link_layer: Option<String>,
+    /// NUMA node of the adapter.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub numa_node: Option<i32>,
+    /// Bytes sent per second.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "whole_rate")]
+    pub tx_bytes_per_sec: Option<f64>,
+    /// Bytes received per second.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "whole_rate")]
+    pub rx_bytes_per_sec: Option<f64>,
+    /// Cumulative error/congestion counters by their sysfs names (`symbol_error`,
+    /// `port_xmit_wait`, `np_cnp_sent`, …); counters the port lacks are absent.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub counters: std::collections::BTreeMap<String, u64>,
+}
+
+impl NicSample {
+    /// `mlx5_0/1`.
+    pub fn label(&self) -> String {
+        format!("{}/{}", self.device, self.port)
+    }
+
+    /// Up and carrying traffic: logical ACTIVE and physical LinkUp (when known).
+    pub fn is_up(&self) -> bool {
+        self.state.as_deref() == Some("ACTIVE")
+            && self.phys_state.as_deref().is_none_or(|p| p == "LinkUp")
+    }
+}
+
+/// All GPUs (and RDMA ports) of one node at one instant: the unit every telemetry source sends.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NodeFrame {
     /// Node name as the inventory spells it.
@@ -215,6 +264,9 @@ pub struct NodeFrame {
     pub at_ms: UnixMillis,
     /// One sample per GPU, in index order.
     pub gpus: Vec<GpuSample>,
+    /// One sample per RDMA port; empty when the node has none (or the source cannot see them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nics: Vec<NicSample>,
 }
 
 /// What a source says about a node beyond its frames.

@@ -66,6 +66,7 @@ impl Finding {
     fn rule_subject(&self) -> &'static str {
         match self.rule {
             "aistor-latency" | "aistor-errors" => "AIStor",
+            "nic-down" | "nic-slow" | "nic-errors" | "nic-retrans" => "fabric",
             "dataloader-wait" => "dataloader",
             _ => "cluster",
         }
@@ -138,6 +139,7 @@ impl Triage {
         for node in &store.nodes {
             node_rules(node, &windows, &mut raw);
         }
+        fabric_rules(store, COUNTER_WINDOW_MS, &mut raw);
         cluster_rules(store, &mut raw);
 
         let mut since = HashMap::with_capacity(raw.len());
@@ -213,6 +215,127 @@ fn node_rules(node: &NodeView, windows: &Windows, out: &mut Vec<RawFinding>) {
 
     for gpu in &node.gpus {
         gpu_rules(node, gpu, windows, out);
+    }
+}
+
+/// Port counters whose rise means a bad link (cable, transceiver, port).
+const LINK_ERROR_COUNTERS: &[&str] = &[
+    "symbol_error",
+    "link_error_recovery",
+    "port_rcv_errors",
+    "local_link_integrity_errors",
+    "port_rcv_remote_physical_errors",
+    "excessive_buffer_overrun_errors",
+];
+
+/// Counters whose rise means RDMA retransmissions (RoCE and IB reliable connections).
+const RETRANS_COUNTERS: &[&str] = &[
+    "roce_adp_retrans",
+    "local_ack_timeout_err",
+    "out_of_sequence",
+    "packet_seq_err",
+];
+
+/// RDMA ports: down, trained below their peers, erroring, retransmitting.
+fn fabric_rules(store: &ClusterStore, window_ms: u64, out: &mut Vec<RawFinding>) {
+    // The expected rate is what most ports of the same link layer trained at.
+    let mut rates: HashMap<(&str, u32), usize> = HashMap::new();
+    for n in &store.nodes {
+        for p in &n.nics {
+            if let Some(r) = p.latest.rate_gbps {
+                let layer = p.latest.link_layer.as_deref().unwrap_or("");
+                *rates.entry((layer, r.to_bits())).or_default() += 1;
+            }
+        }
+    }
+    let usual = |layer: &str| {
+        rates
+            .iter()
+            .filter(|((l, _), _)| *l == layer)
+            .max_by_key(|(k, count)| (**count, k.1))
+            .map(|((_, r), _)| f32::from_bits(*r))
+    };
+    let secs = window_ms / 1000;
+    for n in &store.nodes {
+        if matches!(n.link, NodeLink::Unreachable(_)) {
+            continue;
+        }
+        for p in &n.nics {
+            let l = &p.latest;
+            let subject = Some(n.name.clone());
+            let port = l.label();
+            if !l.is_up() {
+                out.push((
+                    Severity::Crit,
+                    "nic-down",
+                    subject,
+                    None,
+                    format!(
+                        "{port} is {} ({})",
+                        l.state.as_deref().unwrap_or("in an unknown state"),
+                        l.phys_state.as_deref().unwrap_or("physical state n/a")
+                    ),
+                    "check the cable, transceiver and switch port; ibstat on the node",
+                ));
+                continue;
+            }
+            let layer = l.link_layer.as_deref().unwrap_or("");
+            if let (Some(rate), Some(want)) = (l.rate_gbps, usual(layer))
+                && rate < want
+            {
+                out.push((
+                    Severity::Warn,
+                    "nic-slow",
+                    subject.clone(),
+                    None,
+                    format!("{port} trained at {rate:.0} Gb/s; its peers run at {want:.0} Gb/s"),
+                    "reseat or replace the cable/transceiver; check the switch port speed",
+                ));
+            }
+            let link_errors: Vec<String> = LINK_ERROR_COUNTERS
+                .iter()
+                .filter_map(|c| {
+                    let r = p.rise(c, window_ms);
+                    (r > 0).then(|| format!("{c} +{r}"))
+                })
+                .collect();
+            let downed = p.rise("link_downed", window_ms);
+            if downed > 0 || !link_errors.is_empty() {
+                let mut why = link_errors;
+                if downed > 0 {
+                    why.insert(0, format!("link_downed +{downed}"));
+                }
+                out.push((
+                    if downed > 0 {
+                        Severity::Crit
+                    } else {
+                        Severity::Warn
+                    },
+                    "nic-errors",
+                    subject.clone(),
+                    None,
+                    format!("{port}: {} in the last {secs} s", why.join(", ")),
+                    "ibdiagnet/perfquery on the link; replace the cable if errors keep rising",
+                ));
+            }
+            let retrans: Vec<String> = RETRANS_COUNTERS
+                .iter()
+                .filter_map(|c| {
+                    let r = p.rise(c, window_ms);
+                    (r > 0).then(|| format!("{c} +{r}"))
+                })
+                .collect();
+            if !retrans.is_empty() {
+                out.push((
+                    Severity::Warn,
+                    "nic-retrans",
+                    subject,
+                    None,
+                    format!("{port}: {} in the last {secs} s", retrans.join(", ")),
+                    "look for congestion (PFC/ECN/CNP counters) and lossy links on the path",
+                ));
+            }
+        }
     }
 }
 

@@ -52,7 +52,7 @@ fn overview_160x48_storage_trouble_in_t8() {
 
 #[test]
 fn every_layout_at_160x48() {
-    for n in 1..=5u8 {
+    for n in 1..=6u8 {
         let mut state = demo_state(125, (160, 48));
         key(&mut state, KeyCode::Char(char::from(b'0' + n)));
         let name = state.layout().name.clone();
@@ -65,6 +65,7 @@ fn every_pane_alone() {
     for (at, pane) in [
         (125, PaneKind::Gpus),
         (125, PaneKind::Nvlink),
+        (300, PaneKind::Fabric),
         (125, PaneKind::Nccl),
         (340, PaneKind::Storage),
         (340, PaneKind::Loader),

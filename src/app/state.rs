@@ -471,7 +471,7 @@ impl State {
             _ => 10,
         };
         match self.ui.focus {
-            PaneKind::Gpus | PaneKind::Nvlink => {
+            PaneKind::Gpus | PaneKind::Nvlink | PaneKind::Fabric => {
                 let nodes = self.filtered_nodes();
                 if nodes.is_empty() {
                     return;

@@ -2,6 +2,7 @@
 //! agent over SSH, nvidia-smi over SSH and local NVML in later issues) is a task that owns its
 //! connections and sends owned [`SourceEvent`]s to the loop. Phase commands travel the other way.
 
+pub mod fabric;
 pub mod fleet;
 pub mod history;
 pub mod nvml;

@@ -445,6 +445,7 @@ impl NvmlSampler {
             node: self.hello.node.clone(),
             at_ms,
             gpus,
+            nics: Vec::new(),
         }
     }
 }

@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use crate::model::{GpuInfo, GpuSample, NodeFrame, NodeHello, UnixMillis, XidEvent, clock_events};
+use crate::model::{
+    GpuInfo, GpuSample, NicSample, NodeFrame, NodeHello, UnixMillis, XidEvent, clock_events,
+};
 use crate::phases::plan::DEFAULT_PLAN;
 use crate::phases::{PhaseCommand, PhaseEvent, PhaseMetric, Verdict};
 use crate::probes::ProbeWindow;
@@ -29,6 +31,9 @@ const SM_CLOCK_IDLE_MHZ: u32 = 345;
 const MEMORY_TOTAL_BYTES: u64 = 275_040 * 1024 * 1024;
 const NVLINK_PEAK_BYTES_PER_SEC: f64 = 900e9;
 const NVLINK_LINKS: u32 = 18;
+/// NICs per simulated node (2 × 400G NDR).
+pub const NICS_PER_NODE: usize = 2;
+const NIC_RATE_GBPS: f32 = 400.0;
 const BF16_TFLOPS_NOMINAL: f64 = 1750.0;
 const NCCL_NODE_PEAK_BUSBW: f64 = 810.0;
 const NCCL_NET_PEAK_BUSBW: f64 = 88.0;
@@ -60,17 +65,23 @@ pub enum FaultKind {
     AistorP99,
     /// Dataloader wait rises during T8.
     LoaderWait,
+    /// A node's second NIC port trained at 200G instead of 400G.
+    Port200g,
+    /// Symbol errors climb on a node's first NIC port.
+    SymbolErrors,
 }
 
 impl FaultKind {
     /// Every fault, in the order `--fault` help lists them.
-    pub const ALL: [FaultKind; 6] = [
+    pub const ALL: [FaultKind; 8] = [
         FaultKind::Stall,
         FaultKind::Thermal,
         FaultKind::Xid79,
         FaultKind::NvlinkCrc,
         FaultKind::AistorP99,
         FaultKind::LoaderWait,
+        FaultKind::Port200g,
+        FaultKind::SymbolErrors,
     ];
 
     /// The name used on the command line.
@@ -82,6 +93,8 @@ impl FaultKind {
             FaultKind::NvlinkCrc => "nvlink-crc",
             FaultKind::AistorP99 => "aistor-p99",
             FaultKind::LoaderWait => "loader-wait",
+            FaultKind::Port200g => "port-200g",
+            FaultKind::SymbolErrors => "symbol-errors",
         }
     }
 
@@ -115,7 +128,8 @@ pub struct Fault {
 impl Fault {
     /// The demo's timeline for a fault: node07 GPU3 stalls during T4, node03 GPU5 overheats in
     /// T2, node11 GPU0 hits Xid 79 in T5, node02's NVLink CRCs climb in T3, AIStor p99 spikes and
-    /// loader wait rises in T8.
+    /// loader wait rises in T8; node05's second NIC port trained at 200G from the start, and
+    /// node09's first port counts symbol errors from 40 s.
     pub fn scheduled(kind: FaultKind) -> Fault {
         let (node, gpu, from_s, until_s) = match kind {
             FaultKind::Thermal => (2, 5, 20, None),
@@ -124,6 +138,9 @@ impl Fault {
             FaultKind::Xid79 => (10, 0, 170, None),
             FaultKind::AistorP99 => (0, 0, 330, Some(346)),
             FaultKind::LoaderWait => (0, 0, 320, None),
+            // `gpu` is the NIC port index for the fabric faults.
+            FaultKind::Port200g => (4, 1, 0, None),
+            FaultKind::SymbolErrors => (8, 0, 40, None),
         };
         Fault {
             kind,
@@ -200,27 +217,30 @@ struct Load {
     nvlink: f64,
     tensor: f64,
     memory: f64,
+    /// Share of the NICs' line rate in use (collectives across nodes, storage reads).
+    net: f64,
 }
 
 fn phase_load(id: Option<&str>, progress: f64) -> Load {
-    let l = |util, power, nvlink, tensor, memory| Load {
+    let l = |util, power, nvlink, tensor, memory, net| Load {
         util,
         power,
         nvlink,
         tensor,
         memory,
+        net,
     };
     match id {
-        Some("T1") => l(0.05, 0.05, 0.0, 0.0, 0.02),
-        Some("T2") => l(1.0, 1.0, 0.0, 0.93, 0.35),
-        Some("T3") => l(0.7, 0.45, 0.92, 0.0, 0.2),
+        Some("T1") => l(0.05, 0.05, 0.0, 0.0, 0.02, 0.0),
+        Some("T2") => l(1.0, 1.0, 0.0, 0.93, 0.35, 0.0),
+        Some("T3") => l(0.7, 0.45, 0.92, 0.0, 0.2, 0.0),
         // The NCCL sweep grows its message size, so NVLink traffic follows the sweep.
-        Some("T4") => l(0.9, 0.55, 0.2 + 0.7 * progress, 0.0, 0.5),
-        Some("T5") => l(0.97, 0.88, 0.35, 0.7, 0.85),
-        Some("T6") => l(0.95, 0.8, 0.3, 0.6, 0.9),
-        Some("T7") => l(0.85, 0.5, 0.1, 0.0, 0.5),
-        Some("T8") => l(0.93, 0.82, 0.3, 0.65, 0.8),
-        _ => l(0.0, 0.0, 0.0, 0.0, 0.01),
+        Some("T4") => l(0.9, 0.55, 0.2 + 0.7 * progress, 0.0, 0.5, 0.0),
+        Some("T5") => l(0.97, 0.88, 0.35, 0.7, 0.85, 0.0),
+        Some("T6") => l(0.95, 0.8, 0.3, 0.6, 0.9, 0.0),
+        Some("T7") => l(0.85, 0.5, 0.1, 0.0, 0.5, 0.2 + 0.7 * progress),
+        Some("T8") => l(0.93, 0.82, 0.3, 0.65, 0.8, 0.35),
+        _ => l(0.0, 0.0, 0.0, 0.0, 0.01, 0.0),
     }
 }
 
@@ -261,6 +281,8 @@ pub struct SimCluster {
     autorun: bool,
     idle_until_s: u64,
     crc_counters: Vec<u64>,
+    /// Per node and port: symbol errors, xmit wait ticks, CNPs sent (cumulative).
+    nic_counters: Vec<[u64; 3]>,
     hellos_sent: bool,
 }
 
@@ -269,6 +291,7 @@ impl SimCluster {
     pub fn new(config: SimConfig) -> Self {
         let autorun = config.autorun;
         let gpus = config.nodes * config.gpus_per_node as usize;
+        let ports = config.nodes * NICS_PER_NODE;
         Self {
             config,
             next_s: 0,
@@ -277,6 +300,7 @@ impl SimCluster {
             autorun,
             idle_until_s: 1,
             crc_counters: vec![0; gpus],
+            nic_counters: vec![[0; 3]; ports],
             hellos_sent: false,
         }
     }
@@ -520,6 +544,7 @@ impl SimCluster {
                     nvlink: 0.0,
                     tensor: 0.0,
                     memory: load.memory,
+                    net: load.net,
                 };
             }
             let util = (l.util * 100.0 + r(1) * 2.0 * l.util).clamp(0.0, 100.0);
@@ -590,11 +615,64 @@ impl SimCluster {
                 ..GpuSample::default()
             });
         }
+        let nics = self.nics(n, s, load);
         NodeFrame {
             node: SimConfig::node_name(n),
             at_ms: SIM_EPOCH_MS + s * SIM_PERIOD_MS,
             gpus,
+            nics,
         }
+    }
+
+    fn nics(&mut self, n: usize, s: u64, load: Load) -> Vec<NicSample> {
+        let seed = self.config.seed;
+        (0..NICS_PER_NODE)
+            .map(|p| {
+                let r = |salt: u64| noise(seed, 0xF1B0 + ((n as u64) << 4 | p as u64), s, salt);
+                let slow = self.fault_hits(FaultKind::Port200g, n, p as u32, s);
+                let rate = if slow { 200.0 } else { NIC_RATE_GBPS };
+                let line = f64::from(rate) * 1e9 / 8.0;
+                // A slow port carries what it can; the collective then runs at its pace.
+                let want = NIC_RATE_GBPS as f64 * 1e9 / 8.0 * load.net;
+                let tx = (want * (1.0 + r(1) * 0.02)).min(line * 0.97);
+                let rx = (want * (1.0 + r(2) * 0.02)).min(line * 0.97);
+                let c = &mut self.nic_counters[n * NICS_PER_NODE + p];
+                if self.config.faults.iter().any(|f| {
+                    f.kind == FaultKind::SymbolErrors
+                        && f.node == n
+                        && f.gpu == p as u32
+                        && f.active_at(s)
+                }) {
+                    c[0] += 2 + (r(3).abs() * 6.0) as u64;
+                }
+                c[1] += (load.net * load.net * 4.0e5 * (1.0 + r(4) * 0.1)) as u64;
+                c[2] += (load.net * 120.0 * (1.0 + r(5) * 0.2)) as u64;
+                let mut counters = std::collections::BTreeMap::new();
+                for (name, v) in [
+                    ("symbol_error", c[0]),
+                    ("link_downed", 0),
+                    ("link_error_recovery", 0),
+                    ("port_rcv_errors", 0),
+                    ("port_xmit_discards", 0),
+                    ("port_xmit_wait", c[1]),
+                    ("np_cnp_sent", c[2]),
+                ] {
+                    counters.insert(name.to_string(), v);
+                }
+                NicSample {
+                    device: format!("mlx5_{p}"),
+                    port: 1,
+                    state: Some("ACTIVE".into()),
+                    phys_state: Some("LinkUp".into()),
+                    rate_gbps: Some(rate),
+                    link_layer: Some("InfiniBand".into()),
+                    numa_node: Some(p as i32),
+                    tx_bytes_per_sec: Some(tx.max(0.0)),
+                    rx_bytes_per_sec: Some(rx.max(0.0)),
+                    counters,
+                }
+            })
+            .collect()
     }
 
     fn probe_window(&self, s: u64) -> ProbeWindow {

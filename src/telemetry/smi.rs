@@ -274,6 +274,7 @@ impl SmiDecoder {
             node: self.node.clone(),
             at_ms: now_ms,
             gpus: rows.into_iter().map(|(s, _)| s).collect(),
+            nics: Vec::new(),
         }));
         out
     }

@@ -134,6 +134,14 @@ mod tests {
                     ..GpuSample::default()
                 },
             ],
+            nics: vec![crate::model::NicSample {
+                device: "mlx5_0".into(),
+                port: 1,
+                state: Some("ACTIVE".into()),
+                rate_gbps: Some(400.0),
+                tx_bytes_per_sec: Some(41e9),
+                ..crate::model::NicSample::default()
+            }],
         }
     }
 

@@ -16,6 +16,7 @@ pub const EMBEDDED: &[(&str, &str)] = &[
     ("nccl.toml", include_str!("../../layouts/nccl.toml")),
     ("storage.toml", include_str!("../../layouts/storage.toml")),
     ("triage.toml", include_str!("../../layouts/triage.toml")),
+    ("fabric.toml", include_str!("../../layouts/fabric.toml")),
 ];
 
 /// Every pane the console can draw.
@@ -25,6 +26,8 @@ pub enum PaneKind {
     Gpus,
     /// NVLink Tx/Rx per node and per GPU.
     Nvlink,
+    /// RDMA ports per node.
+    Fabric,
     /// NCCL busbw vs message size.
     Nccl,
     /// AIStor GET latency and throughput.
@@ -41,12 +44,13 @@ pub enum PaneKind {
 
 impl PaneKind {
     /// Every pane, in focus order.
-    pub const ALL: [PaneKind; 8] = [
+    pub const ALL: [PaneKind; 9] = [
         PaneKind::Gpus,
         PaneKind::Triage,
         PaneKind::Phases,
         PaneKind::Nccl,
         PaneKind::Nvlink,
+        PaneKind::Fabric,
         PaneKind::Storage,
         PaneKind::Loader,
         PaneKind::Log,
@@ -57,6 +61,7 @@ impl PaneKind {
         match self {
             PaneKind::Gpus => "gpus",
             PaneKind::Nvlink => "nvlink",
+            PaneKind::Fabric => "fabric",
             PaneKind::Nccl => "nccl",
             PaneKind::Storage => "storage",
             PaneKind::Loader => "loader",

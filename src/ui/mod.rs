@@ -197,6 +197,7 @@ pub fn title_of(pane: PaneKind) -> &'static str {
     match pane {
         PaneKind::Gpus => "GPUs",
         PaneKind::Nvlink => "NVLink",
+        PaneKind::Fabric => "Fabric",
         PaneKind::Nccl => "NCCL",
         PaneKind::Storage => "AIStor",
         PaneKind::Loader => "Dataloader",

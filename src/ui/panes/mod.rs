@@ -1,6 +1,7 @@
 //! One module per pane; each is a small struct over the draw context that implements
 //! `Widget for &Pane`.
 
+pub mod fabric;
 pub mod gpus;
 pub mod log;
 pub mod nccl;
@@ -20,6 +21,7 @@ use super::layout::PaneKind;
 pub fn draw_pane(pane: PaneKind, ctx: &Ctx, focused: bool, area: Rect, buf: &mut Buffer) {
     match pane {
         PaneKind::Gpus => (&gpus::GpuGrid { ctx, focused }).render(area, buf),
+        PaneKind::Fabric => (&fabric::FabricPane { ctx, focused }).render(area, buf),
         PaneKind::Nvlink => (&nvlink::NvlinkPane { ctx, focused }).render(area, buf),
         PaneKind::Nccl => (&nccl::NcclPane { ctx, focused }).render(area, buf),
         PaneKind::Storage => (&storage::StoragePane { ctx, focused }).render(area, buf),

@@ -1,0 +1,126 @@
+//! RDMA ports per node: state, trained rate, Tx/Rx against line rate with a sparkline, and error
+//! counters that rose lately — so "NCCL is slow because a port trained at 200G" is visible at a
+//! glance beside the GPUs.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Widget;
+
+use crate::model::format_rate;
+use crate::triage::COUNTER_WINDOW_MS;
+use crate::ui::{Ctx, fit, pane_block, sparkline};
+
+/// The fabric pane.
+pub struct FabricPane<'a> {
+    /// Draw context.
+    pub ctx: &'a Ctx<'a>,
+    /// Whether it has focus.
+    pub focused: bool,
+}
+
+const ERROR_COUNTERS: &[&str] = &[
+    "symbol_error",
+    "link_downed",
+    "link_error_recovery",
+    "port_rcv_errors",
+    "port_xmit_discards",
+    "local_link_integrity_errors",
+    "roce_adp_retrans",
+    "local_ack_timeout_err",
+    "out_of_sequence",
+    "packet_seq_err",
+];
+
+impl Widget for &FabricPane<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let ctx = self.ctx;
+        let theme = ctx.theme;
+        let ui = &ctx.state.ui;
+        let ports: usize = ctx.store.nodes.iter().map(|n| n.nics.len()).sum();
+        let block = pane_block(format!(" Fabric {ports} RDMA ports "), self.focused, theme);
+        let inner = block.inner(area);
+        block.render(area, buf);
+        if inner.height == 0 || inner.width < 30 {
+            return;
+        }
+        if ports == 0 {
+            Line::styled(
+                "no RDMA ports reported (none on the nodes, or smi mode)",
+                theme.muted,
+            )
+            .render(inner, buf);
+            return;
+        }
+        let width = inner.width as usize;
+        let fixed = 7 + 10 + 8 + 6 + 11 + 11 + 6;
+        let spark_w = width.saturating_sub(fixed + 14).clamp(0, 40);
+        let mut rows: Vec<(usize, Line)> = Vec::new();
+        for &ni in &ctx.state.filtered_nodes() {
+            let n = &ctx.store.nodes[ni];
+            for (k, p) in n.nics.iter().enumerate() {
+                let l = &p.latest;
+                let up = l.is_up();
+                let state_style = if up { theme.ok } else { theme.crit };
+                let share = p.line_share();
+                let rate = l.rate_gbps.map_or("  n/a".into(), |r| format!("{r:>4.0}G"));
+                let errs: u64 = ERROR_COUNTERS
+                    .iter()
+                    .map(|c| p.rise(c, COUNTER_WINDOW_MS))
+                    .sum();
+                let name_style = if ni == ui.node {
+                    theme.selected
+                } else {
+                    theme.text
+                };
+                let mut spans = vec![
+                    Span::styled(
+                        format!(
+                            "{:<7}",
+                            if k == 0 {
+                                fit(&n.name, 7)
+                            } else {
+                                String::new()
+                            }
+                        ),
+                        name_style,
+                    ),
+                    Span::styled(format!("{:<10}", fit(&l.label(), 10)), theme.text),
+                    Span::styled(
+                        format!("{:<8}", fit(l.state.as_deref().unwrap_or("?"), 7)),
+                        state_style,
+                    ),
+                    Span::styled(format!("{rate:<6}"), theme.text),
+                ];
+                if spark_w >= 4 {
+                    spans.push(Span::styled(sparkline(&p.tx, spark_w, None), theme.bar));
+                    spans.push(Span::raw(" "));
+                }
+                let r = |v: Option<f64>| v.map_or("n/a".into(), format_rate);
+                spans.push(Span::styled(
+                    format!("↑{:>9} ", r(l.tx_bytes_per_sec)),
+                    theme.text,
+                ));
+                spans.push(Span::styled(
+                    format!("↓{:>9} ", r(l.rx_bytes_per_sec)),
+                    theme.text,
+                ));
+                spans.push(Span::styled(
+                    share.map_or("   - ".into(), |s| format!("{:>3.0}% ", s * 100.0)),
+                    theme.muted,
+                ));
+                spans.push(Span::styled(
+                    format!("errs +{errs}"),
+                    if errs > 0 { theme.warn } else { theme.muted },
+                ));
+                rows.push((ni, Line::from(spans)));
+            }
+        }
+        let height = inner.height as usize;
+        let sel = rows.iter().position(|(ni, _)| *ni == ui.node).unwrap_or(0);
+        let first = sel.saturating_sub(height.saturating_sub(2));
+        for (i, (_, line)) in rows.into_iter().skip(first).take(height).enumerate() {
+            line.render(Rect::new(inner.x, inner.y + i as u16, inner.width, 1), buf);
+        }
+    }
+}
