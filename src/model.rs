@@ -284,6 +284,9 @@ pub struct NodeHello {
     pub cuda: Option<String>,
     /// The GPUs, in index order.
     pub gpus: Vec<GpuInfo>,
+    /// Nearest NIC, NUMA node and CPUs of each GPU (from `nvidia-smi topo -m`), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<crate::telemetry::topology::Topology>,
 }
 
 /// A node's connection as the console sees it. A node that drops is state, never an error.

@@ -260,6 +260,27 @@ fn fabric_rules(store: &ClusterStore, window_ms: u64, out: &mut Vec<RawFinding>)
         if matches!(n.link, NodeLink::Unreachable(_)) {
             continue;
         }
+        // A GPU whose nearest NICs are all down sends its traffic the long way, or not at all.
+        if let Some(topo) = n.hello.as_ref().and_then(|h| h.topology.as_ref()) {
+            for place in &topo.gpus {
+                let ports: Vec<&crate::cluster::NicView> = n
+                    .nics
+                    .iter()
+                    .filter(|p| place.nearest_nics.contains(&p.latest.device))
+                    .collect();
+                if !ports.is_empty() && ports.iter().all(|p| !p.latest.is_up()) {
+                    let names: Vec<String> = ports.iter().map(|p| p.latest.label()).collect();
+                    out.push((
+                        Severity::Crit,
+                        "gpu-nic-down",
+                        Some(n.name.clone()),
+                        Some(place.index),
+                        format!("nearest NIC {} is down; GPUDirect RDMA for this GPU crosses to a farther NIC", names.join(", ")),
+                        "bring the port up (cable, switch port) before multi-node phases",
+                    ));
+                }
+            }
+        }
         for p in &n.nics {
             let l = &p.latest;
             let subject = Some(n.name.clone());
@@ -594,6 +615,34 @@ mod tests {
             "dataloader-wait",
             "dataloader"
         ));
+    }
+
+    #[test]
+    fn a_gpu_whose_nearest_nic_is_down_is_named() {
+        use crate::telemetry::SourceEvent;
+        let mut config = SimConfig::demo(1);
+        config.faults.clear();
+        config.nodes = 1;
+        let mut sim = SimCluster::new(config);
+        let mut store = ClusterStore::new();
+        for mut e in sim.advance_to(SIM_EPOCH_MS + 3_000) {
+            if let SourceEvent::Frame(f) = &mut e {
+                f.nics[1].state = Some("DOWN".into());
+                f.nics[1].phys_state = Some("Disabled".into());
+            }
+            store.ingest(e);
+        }
+        let f = Triage::new().evaluate(&store);
+        let gpus: Vec<u32> = f
+            .iter()
+            .filter(|x| x.rule == "gpu-nic-down")
+            .filter_map(|x| x.gpu)
+            .collect();
+        assert_eq!(gpus, [4, 5, 6, 7], "{f:?}");
+        assert!(
+            f.iter()
+                .any(|x| x.rule == "nic-down" && x.why == "mlx5_1/1 is DOWN (Disabled)")
+        );
     }
 
     #[test]

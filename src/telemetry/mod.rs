@@ -8,6 +8,7 @@ pub mod history;
 pub mod nvml;
 pub mod sim;
 pub mod smi;
+pub mod topology;
 pub mod wire;
 
 use std::future::Future;

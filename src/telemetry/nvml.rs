@@ -152,6 +152,7 @@ impl NvmlSampler {
             driver,
             cuda,
             gpus,
+            topology: read_topology(),
         };
         let n = devices.len();
         let shared = Arc::new(Mutex::new(Shared {
@@ -448,6 +449,34 @@ impl NvmlSampler {
             nics: Vec::new(),
         }
     }
+}
+
+/// `nvidia-smi topo -m`, parsed; `None` when nvidia-smi is missing, fails, or takes longer than
+/// 10 s (a wedged driver must not hold up the hello).
+pub fn read_topology() -> Option<crate::telemetry::topology::Topology> {
+    let mut child = std::process::Command::new("nvidia-smi")
+        .args(["topo", "-m"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                tracing::warn!("nvidia-smi topo -m did not answer within 10 s");
+                return None;
+            }
+        }
+    }
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take()?, &mut text).ok()?;
+    crate::telemetry::topology::parse_topo_matrix(&text)
 }
 
 /// Time every read the agent makes, per GPU, and return a table (µs per call, mean of `rounds`).

@@ -397,8 +397,38 @@ impl SimCluster {
                             nvlink_links: Some(NVLINK_LINKS),
                         })
                         .collect(),
+                    topology: Some(self.topology()),
                 }
             }
+        }
+    }
+
+    /// The simulated board: the first half of the GPUs sits next to mlx5_0 on NUMA node 0, the
+    /// second half next to mlx5_1 on NUMA node 1.
+    fn topology(&self) -> crate::telemetry::topology::Topology {
+        use crate::telemetry::topology::{GpuPlace, Link, Topology};
+        let half = (self.config.gpus_per_node / 2).max(1);
+        Topology {
+            gpus: (0..self.config.gpus_per_node)
+                .map(|g| {
+                    let side = (g / half).min(NICS_PER_NODE as u32 - 1);
+                    GpuPlace {
+                        index: g,
+                        cpu_affinity: Some(
+                            if side == 0 {
+                                "0-55,112-167"
+                            } else {
+                                "56-111,168-223"
+                            }
+                            .into(),
+                        ),
+                        numa_node: Some(side as i32),
+                        nearest_nics: vec![format!("mlx5_{side}")],
+                        nic_link: Some(Link::Pix),
+                    }
+                })
+                .collect(),
+            nics: (0..NICS_PER_NODE).map(|p| format!("mlx5_{p}")).collect(),
         }
     }
 

@@ -268,6 +268,7 @@ impl SmiDecoder {
                 driver: None,
                 cuda: None,
                 gpus: rows.iter().map(|(_, i)| i.clone()).collect(),
+                topology: None,
             }));
         }
         out.push(WireMessage::Frame(NodeFrame {

@@ -162,6 +162,7 @@ mod tests {
                 memory_total_bytes: Some(150_754_820_096),
                 nvlink_links: None,
             }],
+            topology: None,
         };
         let mut d = Decoder::new();
         for m in [

@@ -153,6 +153,30 @@ fn gpu_details(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
             t.muted,
         ));
     }
+    if let Some(place) = node
+        .hello
+        .as_ref()
+        .and_then(|h| h.topology.as_ref())
+        .and_then(|topo| topo.gpus.iter().find(|p| p.index == gpu.index))
+    {
+        let nic = if place.nearest_nics.is_empty() {
+            "none in the matrix".to_string()
+        } else {
+            format!(
+                "{} ({})",
+                place.nearest_nics.join(", "),
+                place.nic_link.as_ref().map_or("?".into(), |l| l.label())
+            )
+        };
+        lines.push(Line::styled(
+            format!(
+                " nearest NIC {nic} · NUMA {} · CPUs {}",
+                place.numa_node.map_or("n/a".into(), |n| n.to_string()),
+                place.cpu_affinity.as_deref().unwrap_or("n/a")
+            ),
+            t.text,
+        ));
+    }
     let limit = gpu.power_limit_watts().map(f64::from);
     let max_clock = gpu.sm_clock_max_mhz().map(f64::from);
     let hist = |label: &str, h, max, latest: String| {
