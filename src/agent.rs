@@ -36,6 +36,39 @@ impl Sampler for NvmlSampler {
     }
 }
 
+/// A node without usable GPUs (no driver, NVML broken): hello and frames with no GPUs, the
+/// reason sent once as an error line.
+pub struct NoGpuSampler {
+    reason: Option<String>,
+}
+
+impl Sampler for NoGpuSampler {
+    fn hello(&mut self) -> NodeHello {
+        let host = crate::telemetry::nvml::hostname();
+        NodeHello {
+            node: host.clone(),
+            host,
+            agent_version: format!("burnin {}", env!("CARGO_PKG_VERSION")),
+            driver: None,
+            cuda: None,
+            gpus: Vec::new(),
+            topology: None,
+        }
+    }
+    fn sample(&mut self) -> NodeFrame {
+        NodeFrame {
+            node: crate::telemetry::nvml::hostname(),
+            at_ms: now_ms(),
+            gpus: Vec::new(),
+            nics: Vec::new(),
+            netdevs: Vec::new(),
+        }
+    }
+    fn notes(&mut self) -> Vec<String> {
+        self.reason.take().into_iter().collect()
+    }
+}
+
 /// The simulator's one node, stamped with the real clock.
 pub struct SimNodeSampler {
     cluster: SimCluster,
@@ -158,7 +191,9 @@ pub fn run(
         }
         let mut frame = sampler.sample();
         if let Some(f) = fabric.as_deref_mut() {
-            frame.nics = f.sample();
+            let now = Instant::now();
+            frame.nics = f.sample_at(now);
+            frame.netdevs = f.sample_net_at(now);
         }
         let mut text = String::new();
         for note in sampler.notes() {
@@ -225,12 +260,12 @@ pub fn main(args: &AgentArgs) -> i32 {
         match NvmlSampler::open() {
             Ok(s) => Box::new(s),
             Err(e) => {
-                // Tell the console why on the wire, and the person at a shell on stderr.
-                let mut out = std::io::stdout().lock();
-                let _ = out.write_all(encode(&WireMessage::Error(e.to_string())).as_bytes());
-                let _ = out.flush();
-                eprintln!("burnin agent: {e}");
-                return 1;
+                // A node whose driver is broken is exactly one to keep watching: stream its
+                // fabric with no GPUs, and say why on the wire (and to a person at a shell).
+                eprintln!("burnin agent: {e}; streaming without GPUs");
+                Box::new(NoGpuSampler {
+                    reason: Some(e.to_string()),
+                })
             }
         }
     };

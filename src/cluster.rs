@@ -207,6 +207,10 @@ pub struct NodeView {
     pub nvlink_rx: History,
     /// RDMA ports, sorted by device and port.
     pub nics: Vec<NicView>,
+    /// GPUs the inventory says the node has.
+    pub expected_gpus: Option<u32>,
+    /// Ethernet interfaces (bonds, physical ports), newest sample.
+    pub netdevs: Vec<crate::model::NetSample>,
     /// Sample period of its histories.
     period_ms: u64,
     /// Lines of the node's stream that could not be decoded.
@@ -226,6 +230,8 @@ impl NodeView {
             nvlink_tx: History::new(period_ms, HISTORY_SLOTS),
             nvlink_rx: History::new(period_ms, HISTORY_SLOTS),
             nics: Vec::new(),
+            expected_gpus: None,
+            netdevs: Vec::new(),
             period_ms,
             garbled_lines: 0,
             note: None,
@@ -259,6 +265,9 @@ impl NodeView {
         self.nvlink_rx.push(at, rx);
         for sample in frame.gpus {
             self.gpu_mut(sample.index).ingest(at, sample);
+        }
+        if !frame.netdevs.is_empty() {
+            self.netdevs = frame.netdevs;
         }
         for nic in frame.nics {
             let key = (nic.device.as_str(), nic.port);
@@ -555,6 +564,7 @@ impl ClusterStore {
             }
             SourceEvent::Link { node, link, .. } => self.node_mut(&node).link = link,
             SourceEvent::Garbled { node, total } => self.node_mut(&node).garbled_lines = total,
+            SourceEvent::Expect { node, gpus } => self.node_mut(&node).expected_gpus = Some(gpus),
             SourceEvent::Note { node, text, .. } => self.node_mut(&node).note = Some(text),
             SourceEvent::Notice { .. } => {}
             SourceEvent::Phase(ev) => self.ingest_phase(ev),

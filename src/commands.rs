@@ -188,7 +188,7 @@ async fn watch(
     Ok(0)
 }
 
-/// Connect to every node, wait until each has answered (frames with its GPUs, or a failure),
+/// Connect to every node, wait until each has answered (a frame, or a failure),
 /// and return the store as it stands.
 pub async fn snapshot_nodes(
     inventory: &Inventory,
@@ -196,17 +196,14 @@ pub async fn snapshot_nodes(
     wait: Option<Duration>,
 ) -> Result<ClusterStore> {
     let wait = wait.unwrap_or(inventory.connect_timeout + inventory.interval * 3);
-    let expected: std::collections::HashMap<String, u32> = inventory
-        .nodes
-        .iter()
-        .map(|n| (n.name.clone(), n.gpus))
-        .collect();
+    let expected: std::collections::HashSet<&str> =
+        inventory.nodes.iter().map(|n| n.name.as_str()).collect();
     let source = Box::new(fleet(inventory.clone(), ssh_config)?);
     let (tx, mut rx) = tokio::sync::mpsc::channel(4096);
     let (_cmd_tx, cmd_rx) = tokio::sync::mpsc::unbounded_channel();
     let task = tokio::spawn(source.run(tx, cmd_rx));
     let mut store = ClusterStore::with_period(inventory.interval.as_millis() as u64);
-    // A node has answered when a frame with all its GPUs came, or its first attempt failed.
+    // A node has answered when its first frame came, or its first attempt failed.
     let mut answered: std::collections::HashSet<String> = std::collections::HashSet::new();
     let deadline = tokio::time::Instant::now() + wait;
     while answered.len() < expected.len() {
@@ -215,9 +212,8 @@ pub async fn snapshot_nodes(
             _ => break,
         };
         match &ev {
-            SourceEvent::Frame(f)
-                if f.gpus.len() as u32 >= expected.get(&f.node).copied().unwrap_or(0) =>
-            {
+            // A frame is the node's answer, whatever GPU count it carries (fewer is a finding).
+            SourceEvent::Frame(f) => {
                 answered.insert(f.node.clone());
             }
             SourceEvent::Link {
@@ -537,6 +533,9 @@ pub fn status_table(doc: &StatusDoc) -> String {
                 n.node,
                 n.gpus.len()
             );
+        }
+        if let Some(note) = &n.note {
+            let _ = writeln!(out, "{:<8} agent says: {note}", n.node);
         }
         if n.garbled_lines > 0 {
             let _ = writeln!(

@@ -255,6 +255,29 @@ impl NicSample {
     }
 }
 
+/// One Ethernet interface (a bond, or a physical port carrying TCP: the S3 path) at one instant.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct NetSample {
+    /// Interface name, e.g. `bond0`, `eth2`.
+    pub iface: String,
+    /// `up`, `down`, `lowerlayerdown` … (`operstate`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operstate: Option<String>,
+    /// Link speed in Mb/s (`speed`), when the driver knows it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speed_mbps: Option<u64>,
+    /// Bytes sent per second.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "whole_rate")]
+    pub tx_bytes_per_sec: Option<f64>,
+    /// Bytes received per second.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "whole_rate")]
+    pub rx_bytes_per_sec: Option<f64>,
+    /// Cumulative error/drop counters from `statistics/` (`rx_errors`, `tx_dropped`, …).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub counters: std::collections::BTreeMap<String, u64>,
+}
+
 /// All GPUs (and RDMA ports) of one node at one instant: the unit every telemetry source sends.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NodeFrame {
@@ -267,6 +290,9 @@ pub struct NodeFrame {
     /// One sample per RDMA port; empty when the node has none (or the source cannot see them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nics: Vec<NicSample>,
+    /// Ethernet interfaces (bonds and physical ports); empty when the source cannot see them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub netdevs: Vec<NetSample>,
 }
 
 /// What a source says about a node beyond its frames.

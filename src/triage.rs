@@ -66,7 +66,7 @@ impl Finding {
     fn rule_subject(&self) -> &'static str {
         match self.rule {
             "aistor-latency" | "aistor-errors" => "AIStor",
-            "nic-down" | "nic-slow" | "nic-errors" | "nic-retrans" => "fabric",
+            "nic-down" | "nic-slow" | "nic-errors" | "nic-retrans" | "netdev-down" => "fabric",
             "dataloader-wait" => "dataloader",
             _ => "cluster",
         }
@@ -213,6 +213,25 @@ fn node_rules(node: &NodeView, windows: &Windows, out: &mut Vec<RawFinding>) {
         NodeLink::Connecting | NodeLink::Streaming => {}
     }
 
+    // GPUs missing from the count: the hello lists what the node sees.
+    if node.link == NodeLink::Streaming
+        && let (Some(want), Some(hello)) = (node.expected_gpus, &node.hello)
+        && (hello.gpus.len() as u32) < want
+    {
+        let have = hello.gpus.len();
+        let why = match &node.note {
+            Some(note) if have == 0 => format!("0 of {want} GPUs answer: {note}"),
+            _ => format!("{have} of {want} GPUs answer"),
+        };
+        out.push((
+            Severity::Crit,
+            "gpus-missing",
+            Some(node.name.clone()),
+            None,
+            why,
+            "nvidia-smi -L and dmesg on the node (Xid 79, fallen off the bus, driver not loaded)",
+        ));
+    }
     for gpu in &node.gpus {
         gpu_rules(node, gpu, windows, out);
     }
@@ -279,6 +298,18 @@ fn fabric_rules(store: &ClusterStore, window_ms: u64, out: &mut Vec<RawFinding>)
                         "bring the port up (cable, switch port) before multi-node phases",
                     ));
                 }
+            }
+        }
+        for d in &n.netdevs {
+            if d.operstate.as_deref().is_some_and(|s| s != "up") {
+                out.push((
+                    Severity::Warn,
+                    "netdev-down",
+                    Some(n.name.clone()),
+                    None,
+                    format!("{} is {}", d.iface, d.operstate.as_deref().unwrap_or("?")),
+                    "check the cable and the switch port; for a bond, its members",
+                ));
             }
         }
         for p in &n.nics {
@@ -643,6 +674,36 @@ mod tests {
             f.iter()
                 .any(|x| x.rule == "nic-down" && x.why == "mlx5_1/1 is DOWN (Disabled)")
         );
+    }
+
+    #[test]
+    fn missing_gpus_are_counted() {
+        use crate::telemetry::SourceEvent;
+        let mut config = SimConfig::demo(1);
+        config.faults.clear();
+        config.nodes = 2;
+        let mut sim = SimCluster::new(config);
+        let mut store = ClusterStore::new();
+        store.ingest(SourceEvent::Expect {
+            node: "node01".into(),
+            gpus: 8,
+        });
+        store.ingest(SourceEvent::Expect {
+            node: "node02".into(),
+            gpus: 8,
+        });
+        for mut e in sim.advance_to(SIM_EPOCH_MS + 2_000) {
+            if let SourceEvent::Hello(h) = &mut e
+                && h.node == "node02"
+            {
+                h.gpus.truncate(7);
+            }
+            store.ingest(e);
+        }
+        let f = Triage::new().evaluate(&store);
+        let missing: Vec<_> = f.iter().filter(|x| x.rule == "gpus-missing").collect();
+        assert_eq!(missing.len(), 1, "{f:?}");
+        assert_eq!(missing[0].why, "7 of 8 GPUs answer");
     }
 
     #[test]

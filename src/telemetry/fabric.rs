@@ -12,7 +12,18 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::model::NicSample;
+use crate::model::{NetSample, NicSample};
+
+/// Counters read from `/sys/class/net/IF/statistics/`.
+pub const NET_COUNTERS: &[&str] = &[
+    "rx_errors",
+    "tx_errors",
+    "rx_dropped",
+    "tx_dropped",
+    "rx_crc_errors",
+    "rx_missed_errors",
+    "tx_carrier_errors",
+];
 
 /// Error and congestion counters read from `counters/`, when present.
 pub const PORT_COUNTERS: &[&str] = &[
@@ -83,6 +94,13 @@ pub fn counter_delta(old: u64, new: u64) -> Option<u64> {
 }
 
 #[derive(Debug, Clone)]
+struct PrevNet {
+    tx: Option<u64>,
+    rx: Option<u64>,
+    at: Instant,
+}
+
+#[derive(Debug, Clone)]
 struct Prev {
     xmit_words: Option<u64>,
     rcv_words: Option<u64>,
@@ -94,6 +112,7 @@ struct Prev {
 pub struct FabricReader {
     root: PathBuf,
     prev: HashMap<(String, u32), Prev>,
+    prev_net: HashMap<String, PrevNet>,
 }
 
 impl FabricReader {
@@ -103,7 +122,69 @@ impl FabricReader {
         Self {
             root: root.into(),
             prev: HashMap::new(),
+            prev_net: HashMap::new(),
         }
+    }
+
+    /// Ethernet interfaces worth watching: bonds and physical ports (those with a `device`
+    /// link), not loopback, bridges or veths.
+    fn netdevs(&self) -> Vec<(String, PathBuf)> {
+        let base = self.root.join("class/net");
+        let Ok(entries) = std::fs::read_dir(&base) else {
+            return Vec::new();
+        };
+        let mut out: Vec<(String, PathBuf)> = entries
+            .filter_map(Result::ok)
+            .filter(|e| {
+                let p = e.path();
+                p.join("bonding").exists() || p.join("device").exists()
+            })
+            .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// One read of every watched Ethernet interface, stamped `now`.
+    pub fn sample_net_at(&mut self, now: Instant) -> Vec<NetSample> {
+        let mut out = Vec::new();
+        for (iface, dir) in self.netdevs() {
+            let stats = dir.join("statistics");
+            let tx = read_u64(&stats.join("tx_bytes"));
+            let rx = read_u64(&stats.join("rx_bytes"));
+            let (tx_rate, rx_rate) = match self.prev_net.get(&iface) {
+                Some(p) => {
+                    let dt = now.saturating_duration_since(p.at).as_secs_f64();
+                    let rate = |old: Option<u64>, new: Option<u64>| {
+                        let d = counter_delta(old?, new?)?;
+                        (dt > 0.0).then(|| d as f64 / dt)
+                    };
+                    (rate(p.tx, tx), rate(p.rx, rx))
+                }
+                None => (None, None),
+            };
+            self.prev_net
+                .insert(iface.clone(), PrevNet { tx, rx, at: now });
+            let mut counters = BTreeMap::new();
+            for name in NET_COUNTERS {
+                if let Some(v) = read_u64(&stats.join(name)) {
+                    counters.insert((*name).to_string(), v);
+                }
+            }
+            out.push(NetSample {
+                iface,
+                operstate: read_trim(&dir.join("operstate")),
+                // `speed` reads -1 (or fails) when the link is down or the driver does not say.
+                speed_mbps: read_trim(&dir.join("speed"))
+                    .and_then(|s| s.parse::<i64>().ok())
+                    .filter(|v| *v > 0)
+                    .map(|v| v as u64),
+                tx_bytes_per_sec: tx_rate,
+                rx_bytes_per_sec: rx_rate,
+                counters,
+            });
+        }
+        out
     }
 
     fn ports(&self) -> Vec<(String, u32, PathBuf)> {
@@ -319,6 +400,40 @@ mod tests {
             Some(1600.0),
             "rates resume after a reset"
         );
+    }
+
+    #[test]
+    fn ethernet_bonds_and_ports_but_not_loopback() {
+        let t = Tree::new("net");
+        let net = t.0.join("class/net");
+        for (iface, marker) in [
+            ("bond0", "bonding/mode"),
+            ("eth2", "device/vendor"),
+            ("lo", ""),
+        ] {
+            if !marker.is_empty() {
+                t.write(net.join(iface).join(marker), "x");
+            }
+            t.write(net.join(iface).join("operstate"), "up");
+            t.write(
+                net.join(iface).join("speed"),
+                if iface == "bond0" { "200000" } else { "-1" },
+            );
+            t.write(net.join(iface).join("statistics/tx_bytes"), "1000");
+            t.write(net.join(iface).join("statistics/rx_bytes"), "0");
+            t.write(net.join(iface).join("statistics/rx_dropped"), "4");
+        }
+        let mut r = FabricReader::new(&t.0);
+        let t0 = Instant::now();
+        let first = r.sample_net_at(t0);
+        let names: Vec<&str> = first.iter().map(|n| n.iface.as_str()).collect();
+        assert_eq!(names, ["bond0", "eth2"]);
+        assert_eq!(first[0].speed_mbps, Some(200_000));
+        assert_eq!(first[1].speed_mbps, None, "-1 means unknown");
+        assert_eq!(first[0].counters.get("rx_dropped"), Some(&4));
+        t.write(net.join("bond0/statistics/tx_bytes"), "5001000");
+        let second = r.sample_net_at(t0 + Duration::from_millis(500));
+        assert_eq!(second[0].tx_bytes_per_sec, Some(10e6));
     }
 
     #[test]

@@ -159,6 +159,13 @@ impl Source for FleetSource {
             let mut nodes = JoinSet::new();
             // Announce every node in inventory order first, so tables follow the file.
             for node in &inventory.nodes {
+                let expect = SourceEvent::Expect {
+                    node: node.name.clone(),
+                    gpus: node.gpus,
+                };
+                if events.send(expect).await.is_err() {
+                    return;
+                }
                 let link = SourceEvent::Link {
                     node: node.name.clone(),
                     at_ms: now_ms(),

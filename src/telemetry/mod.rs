@@ -35,6 +35,13 @@ pub enum SourceEvent {
     Hello(NodeHello),
     /// One frame of samples.
     Frame(NodeFrame),
+    /// How many GPUs a node must report (from the inventory).
+    Expect {
+        /// Node name.
+        node: String,
+        /// GPUs expected.
+        gpus: u32,
+    },
     /// A node's connection changed.
     Link {
         /// Node name.

@@ -447,6 +447,7 @@ impl NvmlSampler {
             at_ms,
             gpus,
             nics: Vec::new(),
+            netdevs: Vec::new(),
         }
     }
 }

@@ -651,6 +651,7 @@ impl SimCluster {
             at_ms: SIM_EPOCH_MS + s * SIM_PERIOD_MS,
             gpus,
             nics,
+            netdevs: Vec::new(),
         }
     }
 

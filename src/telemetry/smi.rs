@@ -276,6 +276,7 @@ impl SmiDecoder {
             at_ms: now_ms,
             gpus: rows.into_iter().map(|(s, _)| s).collect(),
             nics: Vec::new(),
+            netdevs: Vec::new(),
         }));
         out
     }

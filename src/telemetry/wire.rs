@@ -142,6 +142,7 @@ mod tests {
                 tx_bytes_per_sec: Some(41e9),
                 ..crate::model::NicSample::default()
             }],
+            netdevs: Vec::new(),
         }
     }
 

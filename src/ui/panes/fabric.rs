@@ -37,8 +37,13 @@ impl Widget for &FabricPane<'_> {
         let ctx = self.ctx;
         let theme = ctx.theme;
         let ui = &ctx.state.ui;
-        let ports: usize = ctx.store.nodes.iter().map(|n| n.nics.len()).sum();
-        let block = pane_block(format!(" Fabric {ports} RDMA ports "), self.focused, theme);
+        let ports: usize = ctx
+            .store
+            .nodes
+            .iter()
+            .map(|n| n.nics.len() + n.netdevs.len())
+            .sum();
+        let block = pane_block(format!(" Fabric {ports} ports "), self.focused, theme);
         let inner = block.inner(area);
         block.render(area, buf);
         if inner.height == 0 || inner.width < 30 {
@@ -46,7 +51,7 @@ impl Widget for &FabricPane<'_> {
         }
         if ports == 0 {
             Line::styled(
-                "no RDMA ports reported (none on the nodes, or smi mode)",
+                "no RDMA or Ethernet ports reported (none on the nodes, or smi mode)",
                 theme.muted,
             )
             .render(inner, buf);
@@ -114,6 +119,37 @@ impl Widget for &FabricPane<'_> {
                     if errs > 0 { theme.warn } else { theme.muted },
                 ));
                 rows.push((ni, Line::from(spans)));
+            }
+            for d in &n.netdevs {
+                let up = d.operstate.as_deref() == Some("up");
+                let r = |v: Option<f64>| v.map_or("n/a".into(), format_rate);
+                rows.push((
+                    ni,
+                    Line::from(vec![
+                        Span::raw(" ".repeat(7)),
+                        Span::styled(format!("{:<10}", fit(&d.iface, 10)), theme.text),
+                        Span::styled(
+                            format!("{:<8}", fit(d.operstate.as_deref().unwrap_or("?"), 7)),
+                            if up { theme.ok } else { theme.warn },
+                        ),
+                        Span::styled(
+                            format!(
+                                "{:<6}",
+                                d.speed_mbps
+                                    .map_or("  n/a".into(), |m| format!("{:>4}G", m / 1000))
+                            ),
+                            theme.text,
+                        ),
+                        Span::styled(
+                            format!(
+                                "↑{:>9} ↓{:>9} (Ethernet)",
+                                r(d.tx_bytes_per_sec),
+                                r(d.rx_bytes_per_sec)
+                            ),
+                            theme.muted,
+                        ),
+                    ]),
+                ));
             }
         }
         let height = inner.height as usize;

@@ -268,10 +268,12 @@ impl Widget for &GpuGrid<'_> {
                     theme.crit,
                 ));
             } else if node.gpus.is_empty() {
-                spans.push(Span::styled(
-                    fit(&format!("{}…", node.link.label()), width - NODE_COL),
-                    theme.muted,
-                ));
+                let (text, style) = match (&node.link, &node.note) {
+                    (NodeLink::Streaming, Some(note)) => (format!("no GPUs: {note}"), theme.crit),
+                    (NodeLink::Streaming, None) => ("no GPUs reported".to_string(), theme.crit),
+                    (link, _) => (format!("{}…", link.label()), theme.muted),
+                };
+                spans.push(Span::styled(fit(&text, width - NODE_COL), style));
             } else {
                 for gpu in &node.gpus {
                     let (f, health) = flags(ctx, node, gpu);
