@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::cli::AgentArgs;
 use crate::model::{NodeFrame, NodeHello, UnixMillis};
-use crate::telemetry::fabric::FabricReader;
+use crate::telemetry::fabric::FabricThread;
 use crate::telemetry::nvml::NvmlSampler;
 use crate::telemetry::sim::{Fault, FaultKind, SimCluster, SimConfig, SimLoad};
 use crate::telemetry::wire::{WireMessage, encode};
@@ -170,7 +170,7 @@ fn cpu_time(clock: libc::clockid_t) -> Duration {
 /// Write the hello, then frames every `interval`, until `max_frames` or a failed write.
 pub fn run(
     sampler: &mut dyn Sampler,
-    mut fabric: Option<&mut FabricReader>,
+    fabric: Option<&FabricThread>,
     interval: Duration,
     max_frames: Option<u64>,
     out: &mut dyn Write,
@@ -190,10 +190,8 @@ pub fn run(
             break;
         }
         let mut frame = sampler.sample();
-        if let Some(f) = fabric.as_deref_mut() {
-            let now = Instant::now();
-            frame.nics = f.sample_at(now);
-            frame.netdevs = f.sample_net_at(now);
+        if let Some(f) = fabric {
+            (frame.nics, frame.netdevs) = f.latest();
         }
         let mut text = String::new();
         for note in sampler.notes() {
@@ -270,11 +268,11 @@ pub fn main(args: &AgentArgs) -> i32 {
         }
     };
     // The simulator makes its own NICs; a real node's come from sysfs.
-    let mut fabric = (!args.sim).then(|| FabricReader::new(&args.sysfs_root));
+    let fabric = (!args.sim).then(|| FabricThread::start(args.sysfs_root.clone(), args.interval));
     let mut out = std::io::stdout().lock();
     let stats = run(
         sampler.as_mut(),
-        fabric.as_mut(),
+        fabric.as_ref(),
         args.interval,
         args.frames,
         &mut out,

@@ -35,7 +35,7 @@ fn agent_streams_ports_from_sysfs() {
         .args([
             "agent",
             "--frames",
-            "3",
+            "6",
             "--interval",
             "50ms",
             "--sysfs-root",
@@ -67,8 +67,9 @@ fn agent_streams_ports_from_sysfs() {
             _ => None,
         })
         .collect();
-    assert_eq!(frames.len(), 3, "{text}");
-    let nic = &frames[2].nics[0];
+    assert_eq!(frames.len(), 6, "{text}");
+    // Ports are read on their own thread each period; the last frame has a later reading.
+    let nic = &frames[5].nics[0];
     assert_eq!(nic.label(), "mlx5_0/1");
     assert_eq!(nic.rate_gbps, Some(200.0));
     assert!(nic.is_up());
@@ -82,7 +83,7 @@ fn agent_streams_ports_from_sysfs() {
         frames[0].nics[0].tx_bytes_per_sec, None,
         "no rate from one read"
     );
-    assert_eq!(frames[2].netdevs[0].iface, "bond0");
+    assert_eq!(frames[5].netdevs[0].iface, "bond0");
     // Without an NVIDIA driver the agent says so once and streams with no GPUs.
     if !Path::new("/proc/driver/nvidia/version").exists() {
         assert!(

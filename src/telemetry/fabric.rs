@@ -282,6 +282,51 @@ impl FabricReader {
     }
 }
 
+/// The newest fabric reading, shared between its thread and the sampling loop.
+type Latest = std::sync::Arc<std::sync::Mutex<(Vec<NicSample>, Vec<NetSample>)>>;
+
+/// Reads the fabric on a thread of its own every `period`, so sysfs reads (tens of µs each in a
+/// VM) stay out of the GPU tick path; frames take the newest reading.
+pub struct FabricThread {
+    latest: Latest,
+}
+
+impl FabricThread {
+    /// Start reading `root` every `period`. The thread ends with the process.
+    pub fn start(root: PathBuf, period: std::time::Duration) -> Self {
+        let mut reader = FabricReader::new(root);
+        // The first read happens now, so the first frame already lists the ports.
+        let first = Instant::now();
+        let latest: Latest = std::sync::Arc::new(std::sync::Mutex::new((
+            reader.sample_at(first),
+            reader.sample_net_at(first),
+        )));
+        let shared = std::sync::Arc::clone(&latest);
+        let spawned = std::thread::Builder::new()
+            .name("fabric".into())
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(period);
+                    let now = Instant::now();
+                    let nics = reader.sample_at(now);
+                    let nets = reader.sample_net_at(now);
+                    if let Ok(mut l) = shared.lock() {
+                        *l = (nics, nets);
+                    }
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!("cannot start the fabric thread: {e}");
+        }
+        Self { latest }
+    }
+
+    /// The newest reading (empty until the first one is done).
+    pub fn latest(&self) -> (Vec<NicSample>, Vec<NetSample>) {
+        self.latest.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
