@@ -122,7 +122,7 @@ const NIC_COUNTER_SNAPSHOTS: usize = 64;
 /// One RDMA port as the console sees it.
 #[derive(Debug, Clone)]
 pub struct NicView {
-    /// The newest sample.
+    /// The newest sample (its `counters` are empty: see [`NicView::counters`]).
     pub latest: NicSample,
     /// Transmit, bytes/s.
     pub tx: History,
@@ -148,14 +148,15 @@ impl NicView {
         if self.counters.len() == NIC_COUNTER_SNAPSHOTS {
             self.counters.pop_front();
         }
+        // The counters live in the snapshots only (no copy per sample); `counters()` reads them.
         self.counters
             .push_back((at_ms, std::mem::take(&mut sample.counters)));
-        sample.counters = self
-            .counters
-            .back()
-            .map(|c| c.1.clone())
-            .unwrap_or_default();
         self.latest = sample;
+    }
+
+    /// The newest cumulative counters (the `counters` of `latest` are kept here instead).
+    pub fn counters(&self) -> Option<&BTreeMap<String, u64>> {
+        self.counters.back().map(|(_, c)| c)
     }
 
     /// How much `counter` rose over the last `window_ms` (0 when it did not, or was reset).
