@@ -66,7 +66,8 @@ impl Finding {
     fn rule_subject(&self) -> &'static str {
         match self.rule {
             "aistor-latency" | "aistor-errors" => "AIStor",
-            "nic-down" | "nic-slow" | "nic-errors" | "nic-retrans" | "netdev-down" => "fabric",
+            "nic-down" | "nic-slow" | "nic-errors" | "nic-retrans" | "nic-congested"
+            | "netdev-down" => "fabric",
             "dataloader-wait" => "dataloader",
             _ => "cluster",
         }
@@ -247,6 +248,13 @@ const LINK_ERROR_COUNTERS: &[&str] = &[
     "excessive_buffer_overrun_errors",
 ];
 
+/// `port_xmit_wait` ticks per second above which a port counts as waiting to send. A tick is a
+/// device-specific interval (tens of ns on ConnectX), so this is a heuristic: it matters only
+/// together with low throughput, which is what congestion (not load) looks like.
+pub const XMIT_WAIT_TICKS_PER_SEC: f64 = 1.0e6;
+/// Line-rate share below which a waiting port is congested rather than busy.
+pub const CONGESTED_LINE_SHARE: f64 = 0.25;
+
 /// Counters whose rise means RDMA retransmissions (RoCE and IB reliable connections).
 const RETRANS_COUNTERS: &[&str] = &[
     "roce_adp_retrans",
@@ -368,6 +376,23 @@ fn fabric_rules(store: &ClusterStore, window_ms: u64, out: &mut Vec<RawFinding>)
                     None,
                     format!("{port}: {} in the last {secs} s", why.join(", ")),
                     "ibdiagnet/perfquery on the link; replace the cable if errors keep rising",
+                ));
+            }
+            let wait_per_s =
+                p.rise("port_xmit_wait", window_ms) as f64 / (window_ms as f64 / 1000.0);
+            if wait_per_s > XMIT_WAIT_TICKS_PER_SEC
+                && p.line_share().is_some_and(|s| s < CONGESTED_LINE_SHARE)
+            {
+                out.push((
+                    Severity::Warn,
+                    "nic-congested",
+                    subject.clone(),
+                    None,
+                    format!(
+                        "{port} waits to send ({wait_per_s:.0} xmit_wait ticks/s) while moving {:.0} % of line rate",
+                        p.line_share().unwrap_or(0.0) * 100.0
+                    ),
+                    "check PFC/ECN settings and the switch's egress queues on this path",
                 ));
             }
             let retrans: Vec<String> = RETRANS_COUNTERS
@@ -673,6 +698,35 @@ mod tests {
         assert!(
             f.iter()
                 .any(|x| x.rule == "nic-down" && x.why == "mlx5_1/1 is DOWN (Disabled)")
+        );
+    }
+
+    #[test]
+    fn waiting_while_idle_is_congestion_waiting_while_busy_is_not() {
+        use crate::telemetry::SourceEvent;
+        let mut config = SimConfig::demo(1);
+        config.faults.clear();
+        config.nodes = 1;
+        let mut sim = SimCluster::new(config);
+        let mut store = ClusterStore::new();
+        let mut wait = 0u64;
+        for mut e in sim.advance_to(SIM_EPOCH_MS + 12_000) {
+            if let SourceEvent::Frame(f) = &mut e {
+                wait += 50_000_000;
+                f.nics[0].counters.insert("port_xmit_wait".into(), wait);
+                f.nics[0].tx_bytes_per_sec = Some(2e9);
+            }
+            store.ingest(e);
+        }
+        let f = Triage::new().evaluate(&store);
+        assert!(
+            f.iter()
+                .any(|x| x.rule == "nic-congested" && x.why.starts_with("mlx5_0/1 waits")),
+            "{f:?}"
+        );
+        assert!(
+            !f.iter()
+                .any(|x| x.rule == "nic-congested" && x.why.starts_with("mlx5_1/1"))
         );
     }
 

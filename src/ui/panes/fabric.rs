@@ -63,7 +63,50 @@ impl Widget for &FabricPane<'_> {
         let mut rows: Vec<(usize, Line)> = Vec::new();
         for &ni in &ctx.state.filtered_nodes() {
             let n = &ctx.store.nodes[ni];
-            for (k, p) in n.nics.iter().enumerate() {
+            // The node's total beside its GPUs' power: a slow port next to busy GPUs reads at once.
+            let sum = |f: fn(&crate::model::NicSample) -> Option<f64>| -> Option<f64> {
+                n.nics
+                    .iter()
+                    .filter_map(|p| f(&p.latest))
+                    .reduce(|a, b| a + b)
+            };
+            let power_kw: Option<f64> = n
+                .gpus
+                .iter()
+                .filter_map(|g| g.power_watts.latest())
+                .reduce(|a, b| a + b)
+                .map(|w| w / 1000.0);
+            let util = crate::cluster::median(n.gpus.iter().filter_map(|g| g.util_pct.latest()));
+            if !n.nics.is_empty() {
+                let r = |v: Option<f64>| v.map_or("n/a".into(), format_rate);
+                rows.push((
+                    ni,
+                    Line::from(vec![
+                        Span::styled(
+                            format!("{:<7}", fit(&n.name, 7)),
+                            if ni == ui.node {
+                                theme.selected
+                            } else {
+                                theme.text
+                            },
+                        ),
+                        Span::styled(
+                            fit(
+                                &format!(
+                                    "Σ ↑{} ↓{} · GPUs {} · util {}",
+                                    r(sum(|p| p.tx_bytes_per_sec)),
+                                    r(sum(|p| p.rx_bytes_per_sec)),
+                                    power_kw.map_or("n/a".into(), |k| format!("{k:.1} kW")),
+                                    util.map_or("n/a".into(), |u| format!("{u:.0} %")),
+                                ),
+                                width.saturating_sub(7),
+                            ),
+                            theme.accent,
+                        ),
+                    ]),
+                ));
+            }
+            for p in &n.nics {
                 let l = &p.latest;
                 let up = l.is_up();
                 let state_style = if up { theme.ok } else { theme.crit };
@@ -73,23 +116,8 @@ impl Widget for &FabricPane<'_> {
                     .iter()
                     .map(|c| p.rise(c, COUNTER_WINDOW_MS))
                     .sum();
-                let name_style = if ni == ui.node {
-                    theme.selected
-                } else {
-                    theme.text
-                };
                 let mut spans = vec![
-                    Span::styled(
-                        format!(
-                            "{:<7}",
-                            if k == 0 {
-                                fit(&n.name, 7)
-                            } else {
-                                String::new()
-                            }
-                        ),
-                        name_style,
-                    ),
+                    Span::raw(" ".repeat(7)),
                     Span::styled(format!("{:<10}", fit(&l.label(), 10)), theme.text),
                     Span::styled(
                         format!("{:<8}", fit(l.state.as_deref().unwrap_or("?"), 7)),
