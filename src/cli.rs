@@ -167,7 +167,8 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// On a node: sample GPUs, write NDJSON frames to stdout (exits when stdout closes).
+    /// On a node: sample GPUs and RDMA/Ethernet ports, write NDJSON frames to stdout (exits
+    /// when stdout closes).
     Agent(AgentArgs),
     /// Copy this binary to the nodes over SSH (air-gapped: no downloads).
     Deploy {
