@@ -119,6 +119,54 @@ impl GpuView {
 /// Samples of a port's cumulative counters kept for "did it rise lately" questions.
 const NIC_COUNTER_SNAPSHOTS: usize = 64;
 
+/// Recent snapshots of a port's cumulative counters, for "did it rise lately" questions.
+#[derive(Debug, Clone, Default)]
+pub struct CounterWindow {
+    snapshots: VecDeque<(UnixMillis, BTreeMap<String, u64>)>,
+}
+
+impl CounterWindow {
+    fn push(&mut self, at_ms: UnixMillis, counters: BTreeMap<String, u64>) {
+        if self.snapshots.len() == NIC_COUNTER_SNAPSHOTS {
+            self.snapshots.pop_front();
+        }
+        self.snapshots.push_back((at_ms, counters));
+    }
+
+    /// The newest counters.
+    pub fn newest(&self) -> Option<&BTreeMap<String, u64>> {
+        self.snapshots.back().map(|(_, c)| c)
+    }
+
+    /// How much `counter` rose over the last `window_ms` (0 when it did not, or was reset).
+    pub fn rise(&self, counter: &str, window_ms: u64) -> u64 {
+        let Some((newest_at, newest)) = self.snapshots.back() else {
+            return 0;
+        };
+        let Some(now) = newest.get(counter) else {
+            return 0;
+        };
+        let then = self
+            .snapshots
+            .iter()
+            .find(|(at, _)| newest_at.saturating_sub(*at) <= window_ms)
+            .and_then(|(_, c)| c.get(counter));
+        match then {
+            Some(t) if now > t => now - t,
+            _ => 0,
+        }
+    }
+}
+
+/// One Ethernet interface as the console sees it.
+#[derive(Debug, Clone)]
+pub struct NetView {
+    /// The newest sample (its `counters` live in `counters`).
+    pub latest: crate::model::NetSample,
+    /// Recent cumulative counters.
+    pub counters: CounterWindow,
+}
+
 /// One RDMA port as the console sees it.
 #[derive(Debug, Clone)]
 pub struct NicView {
@@ -128,8 +176,8 @@ pub struct NicView {
     pub tx: History,
     /// Receive, bytes/s.
     pub rx: History,
-    /// Recent cumulative counters, oldest first.
-    counters: VecDeque<(UnixMillis, BTreeMap<String, u64>)>,
+    /// Recent cumulative counters.
+    counters: CounterWindow,
 }
 
 impl NicView {
@@ -138,44 +186,27 @@ impl NicView {
             latest: sample,
             tx: History::new(period_ms, HISTORY_SLOTS),
             rx: History::new(period_ms, HISTORY_SLOTS),
-            counters: VecDeque::new(),
+            counters: CounterWindow::default(),
         }
     }
 
     fn ingest(&mut self, at_ms: UnixMillis, mut sample: NicSample) {
         self.tx.push(at_ms, sample.tx_bytes_per_sec);
         self.rx.push(at_ms, sample.rx_bytes_per_sec);
-        if self.counters.len() == NIC_COUNTER_SNAPSHOTS {
-            self.counters.pop_front();
-        }
-        // The counters live in the snapshots only (no copy per sample); `counters()` reads them.
+        // The counters live in the window only (no copy per sample); `counters()` reads them.
         self.counters
-            .push_back((at_ms, std::mem::take(&mut sample.counters)));
+            .push(at_ms, std::mem::take(&mut sample.counters));
         self.latest = sample;
     }
 
     /// The newest cumulative counters (the `counters` of `latest` are kept here instead).
     pub fn counters(&self) -> Option<&BTreeMap<String, u64>> {
-        self.counters.back().map(|(_, c)| c)
+        self.counters.newest()
     }
 
     /// How much `counter` rose over the last `window_ms` (0 when it did not, or was reset).
     pub fn rise(&self, counter: &str, window_ms: u64) -> u64 {
-        let Some((newest_at, newest)) = self.counters.back() else {
-            return 0;
-        };
-        let Some(now) = newest.get(counter) else {
-            return 0;
-        };
-        let then = self
-            .counters
-            .iter()
-            .find(|(at, _)| newest_at.saturating_sub(*at) <= window_ms)
-            .and_then(|(_, c)| c.get(counter));
-        match then {
-            Some(t) if now > t => now - t,
-            _ => 0,
-        }
+        self.counters.rise(counter, window_ms)
     }
 
     /// Share of the trained line rate used by the larger direction, newest sample.
@@ -210,8 +241,10 @@ pub struct NodeView {
     pub nics: Vec<NicView>,
     /// GPUs the inventory says the node has.
     pub expected_gpus: Option<u32>,
-    /// Ethernet interfaces (bonds, physical ports), newest sample.
-    pub netdevs: Vec<crate::model::NetSample>,
+    /// Rate its RDMA ports should train at (inventory), Gb/s.
+    pub expected_nic_rate_gbps: Option<f32>,
+    /// Ethernet interfaces (bonds, physical ports).
+    pub netdevs: Vec<NetView>,
     /// Sample period of its histories.
     period_ms: u64,
     /// Lines of the node's stream that could not be decoded.
@@ -232,6 +265,7 @@ impl NodeView {
             nvlink_rx: History::new(period_ms, HISTORY_SLOTS),
             nics: Vec::new(),
             expected_gpus: None,
+            expected_nic_rate_gbps: None,
             netdevs: Vec::new(),
             period_ms,
             garbled_lines: 0,
@@ -267,8 +301,24 @@ impl NodeView {
         for sample in frame.gpus {
             self.gpu_mut(sample.index).ingest(at, sample);
         }
-        if !frame.netdevs.is_empty() {
-            self.netdevs = frame.netdevs;
+        for mut d in frame.netdevs {
+            let counters = std::mem::take(&mut d.counters);
+            match self.netdevs.iter_mut().find(|v| v.latest.iface == d.iface) {
+                Some(v) => {
+                    v.counters.push(at, counters);
+                    v.latest = d;
+                }
+                None => {
+                    let mut window = CounterWindow::default();
+                    window.push(at, counters);
+                    self.netdevs.push(NetView {
+                        latest: d,
+                        counters: window,
+                    });
+                    self.netdevs
+                        .sort_by(|a, b| a.latest.iface.cmp(&b.latest.iface));
+                }
+            }
         }
         for nic in frame.nics {
             let key = (nic.device.as_str(), nic.port);
@@ -565,7 +615,15 @@ impl ClusterStore {
             }
             SourceEvent::Link { node, link, .. } => self.node_mut(&node).link = link,
             SourceEvent::Garbled { node, total } => self.node_mut(&node).garbled_lines = total,
-            SourceEvent::Expect { node, gpus } => self.node_mut(&node).expected_gpus = Some(gpus),
+            SourceEvent::Expect {
+                node,
+                gpus,
+                nic_rate_gbps,
+            } => {
+                let n = self.node_mut(&node);
+                n.expected_gpus = Some(gpus);
+                n.expected_nic_rate_gbps = nic_rate_gbps;
+            }
             SourceEvent::Note { node, text, .. } => self.node_mut(&node).note = Some(text),
             SourceEvent::Notice { .. } => {}
             SourceEvent::Phase(ev) => self.ingest_phase(ev),

@@ -48,6 +48,7 @@ struct DefaultsFile {
     #[serde(default)]
     agent_args: Vec<String>,
     max_connecting: Option<usize>,
+    nic_rate_gbps: Option<f32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -62,6 +63,7 @@ struct NodeFile {
     mode: Option<Mode>,
     agent_args: Option<Vec<String>>,
     agent_path: Option<String>,
+    nic_rate_gbps: Option<f32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -74,7 +76,7 @@ struct InventoryFile {
 }
 
 /// One node, resolved.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct NodeSpec {
     /// Display name (the expanded host as written).
     pub name: String,
@@ -96,10 +98,12 @@ pub struct NodeSpec {
     pub agent_args: Vec<String>,
     /// Path of the agent binary on the node (`~/` allowed).
     pub agent_path: String,
+    /// Rate (Gb/s) every RDMA port of the node should train at; `None`: compare with peers.
+    pub nic_rate_gbps: Option<f32>,
 }
 
 /// The inventory, resolved.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Inventory {
     /// Where it was read from.
     pub file: String,
@@ -247,6 +251,7 @@ impl Inventory {
                         .clone()
                         .or_else(|| d.agent_path.clone())
                         .unwrap_or_else(|| DEFAULT_AGENT_PATH.into()),
+                    nic_rate_gbps: n.nic_rate_gbps.or(d.nic_rate_gbps),
                 });
             }
         }

@@ -67,7 +67,7 @@ impl Finding {
         match self.rule {
             "aistor-latency" | "aistor-errors" => "AIStor",
             "nic-down" | "nic-slow" | "nic-errors" | "nic-retrans" | "nic-congested"
-            | "netdev-down" => "fabric",
+            | "netdev-down" | "netdev-errors" | "netdev-drops" => "fabric",
             "dataloader-wait" => "dataloader",
             _ => "cluster",
         }
@@ -308,7 +308,8 @@ fn fabric_rules(store: &ClusterStore, window_ms: u64, out: &mut Vec<RawFinding>)
                 }
             }
         }
-        for d in &n.netdevs {
+        for view in &n.netdevs {
+            let d = &view.latest;
             if d.operstate.as_deref().is_some_and(|s| s != "up") {
                 out.push((
                     Severity::Warn,
@@ -317,6 +318,43 @@ fn fabric_rules(store: &ClusterStore, window_ms: u64, out: &mut Vec<RawFinding>)
                     None,
                     format!("{} is {}", d.iface, d.operstate.as_deref().unwrap_or("?")),
                     "check the cable and the switch port; for a bond, its members",
+                ));
+                continue;
+            }
+            let rose = |names: &[&str]| -> Vec<String> {
+                names
+                    .iter()
+                    .filter_map(|c| {
+                        let r = view.counters.rise(c, window_ms);
+                        (r > 0).then(|| format!("{c} +{r}"))
+                    })
+                    .collect()
+            };
+            let errors = rose(&[
+                "rx_errors",
+                "tx_errors",
+                "rx_crc_errors",
+                "tx_carrier_errors",
+            ]);
+            if !errors.is_empty() {
+                out.push((
+                    Severity::Warn,
+                    "netdev-errors",
+                    Some(n.name.clone()),
+                    None,
+                    format!("{}: {} in the last {secs} s", d.iface, errors.join(", ")),
+                    "ethtool -S on the interface; replace the cable/transceiver if CRC errors keep rising",
+                ));
+            }
+            let drops = rose(&["rx_dropped", "tx_dropped", "rx_missed_errors"]);
+            if !drops.is_empty() {
+                out.push((
+                    Severity::Info,
+                    "netdev-drops",
+                    Some(n.name.clone()),
+                    None,
+                    format!("{}: {} in the last {secs} s", d.iface, drops.join(", ")),
+                    "ring buffer size and IRQ affinity (ethtool -g/-G); drops slow the S3 path",
                 ));
             }
         }
@@ -340,7 +378,11 @@ fn fabric_rules(store: &ClusterStore, window_ms: u64, out: &mut Vec<RawFinding>)
                 continue;
             }
             let layer = l.link_layer.as_deref().unwrap_or("");
-            if let (Some(rate), Some(want)) = (l.rate_gbps, usual(layer))
+            let (want, whose) = match n.expected_nic_rate_gbps {
+                Some(r) => (Some(r), "the inventory expects"),
+                None => (usual(layer), "its peers run at"),
+            };
+            if let (Some(rate), Some(want)) = (l.rate_gbps, want)
                 && rate < want
             {
                 out.push((
@@ -348,7 +390,7 @@ fn fabric_rules(store: &ClusterStore, window_ms: u64, out: &mut Vec<RawFinding>)
                     "nic-slow",
                     subject.clone(),
                     None,
-                    format!("{port} trained at {rate:.0} Gb/s; its peers run at {want:.0} Gb/s"),
+                    format!("{port} trained at {rate:.0} Gb/s; {whose} {want:.0} Gb/s"),
                     "reseat or replace the cable/transceiver; check the switch port speed",
                 ));
             }
@@ -731,6 +773,63 @@ mod tests {
     }
 
     #[test]
+    fn ethernet_errors_warn_and_drops_inform() {
+        use crate::model::NetSample;
+        use crate::telemetry::SourceEvent;
+        let mut config = SimConfig::demo(1);
+        config.faults.clear();
+        config.nodes = 1;
+        let mut sim = SimCluster::new(config);
+        let mut store = ClusterStore::new();
+        let mut k = 0u64;
+        for mut e in sim.advance_to(SIM_EPOCH_MS + 5_000) {
+            if let SourceEvent::Frame(f) = &mut e {
+                k += 1;
+                let counters = [
+                    ("rx_crc_errors", k * 3),
+                    ("rx_dropped", k),
+                    ("tx_errors", 0),
+                ]
+                .into_iter()
+                .map(|(n, v)| (n.to_string(), v))
+                .collect();
+                f.netdevs = vec![
+                    NetSample {
+                        iface: "bond0".into(),
+                        operstate: Some("up".into()),
+                        counters,
+                        ..NetSample::default()
+                    },
+                    NetSample {
+                        iface: "eth3".into(),
+                        operstate: Some("down".into()),
+                        ..NetSample::default()
+                    },
+                ];
+            }
+            store.ingest(e);
+        }
+        let f = Triage::new().evaluate(&store);
+        let get = |rule: &str| {
+            f.iter()
+                .find(|x| x.rule == rule)
+                .map(|x| (x.severity, x.why.clone()))
+        };
+        assert_eq!(
+            get("netdev-errors"),
+            Some((
+                Severity::Warn,
+                "bond0: rx_crc_errors +15 in the last 10 s".into()
+            ))
+        );
+        assert_eq!(get("netdev-drops").map(|x| x.0), Some(Severity::Info));
+        assert_eq!(
+            get("netdev-down"),
+            Some((Severity::Warn, "eth3 is down".into()))
+        );
+    }
+
+    #[test]
     fn missing_gpus_are_counted() {
         use crate::telemetry::SourceEvent;
         let mut config = SimConfig::demo(1);
@@ -741,10 +840,12 @@ mod tests {
         store.ingest(SourceEvent::Expect {
             node: "node01".into(),
             gpus: 8,
+            nic_rate_gbps: None,
         });
         store.ingest(SourceEvent::Expect {
             node: "node02".into(),
             gpus: 8,
+            nic_rate_gbps: Some(800.0),
         });
         for mut e in sim.advance_to(SIM_EPOCH_MS + 2_000) {
             if let SourceEvent::Hello(h) = &mut e
@@ -758,6 +859,11 @@ mod tests {
         let missing: Vec<_> = f.iter().filter(|x| x.rule == "gpus-missing").collect();
         assert_eq!(missing.len(), 1, "{f:?}");
         assert_eq!(missing[0].why, "7 of 8 GPUs answer");
+        // node02's inventory expects 800G ports: its 400G ports are slow, node01's are not.
+        let slow: Vec<_> = f.iter().filter(|x| x.rule == "nic-slow").collect();
+        assert_eq!(slow.len(), 2, "{slow:?}");
+        assert!(slow.iter().all(|x| x.node.as_deref() == Some("node02")));
+        assert!(slow[0].why.ends_with("the inventory expects 800 Gb/s"));
     }
 
     #[test]

@@ -162,6 +162,7 @@ impl Source for FleetSource {
                 let expect = SourceEvent::Expect {
                     node: node.name.clone(),
                     gpus: node.gpus,
+                    nic_rate_gbps: node.nic_rate_gbps,
                 };
                 if events.send(expect).await.is_err() {
                     return;

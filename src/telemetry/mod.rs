@@ -41,6 +41,8 @@ pub enum SourceEvent {
         node: String,
         /// GPUs expected.
         gpus: u32,
+        /// Rate every RDMA port should train at, when the inventory says.
+        nic_rate_gbps: Option<f32>,
     },
     /// A node's connection changed.
     Link {

@@ -162,6 +162,7 @@ mod tests {
             mode: Mode::Agent,
             agent_args: vec![],
             agent_path: "~/.cache/burnin/bin/burnin".into(),
+            nic_rate_gbps: None,
         }
     }
 

@@ -148,7 +148,7 @@ impl Widget for &FabricPane<'_> {
                 ));
                 rows.push((ni, Line::from(spans)));
             }
-            for d in &n.netdevs {
+            for d in n.netdevs.iter().map(|v| &v.latest) {
                 let up = d.operstate.as_deref() == Some("up");
                 let r = |v: Option<f64>| v.map_or("n/a".into(), format_rate);
                 rows.push((
