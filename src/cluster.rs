@@ -8,7 +8,8 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use serde::Serialize;
 
 use crate::model::{
-    GpuInfo, GpuSample, NicSample, NodeFrame, NodeHello, NodeLink, UnixMillis, XidEvent,
+    GpuInfo, GpuSample, NicSample, NodeFrame, NodeHello, NodeLink, PortCounters, UnixMillis,
+    XidEvent,
 };
 use crate::phases::plan::{DEFAULT_PLAN, PhaseSpec};
 use crate::phases::{PhaseEvent, PhaseMetric, Verdict};
@@ -122,11 +123,11 @@ const NIC_COUNTER_SNAPSHOTS: usize = 64;
 /// Recent snapshots of a port's cumulative counters, for "did it rise lately" questions.
 #[derive(Debug, Clone, Default)]
 pub struct CounterWindow {
-    snapshots: VecDeque<(UnixMillis, BTreeMap<String, u64>)>,
+    snapshots: VecDeque<(UnixMillis, PortCounters)>,
 }
 
 impl CounterWindow {
-    fn push(&mut self, at_ms: UnixMillis, counters: BTreeMap<String, u64>) {
+    fn push(&mut self, at_ms: UnixMillis, counters: PortCounters) {
         if self.snapshots.len() == NIC_COUNTER_SNAPSHOTS {
             self.snapshots.pop_front();
         }
@@ -134,7 +135,7 @@ impl CounterWindow {
     }
 
     /// The newest counters.
-    pub fn newest(&self) -> Option<&BTreeMap<String, u64>> {
+    pub fn newest(&self) -> Option<&PortCounters> {
         self.snapshots.back().map(|(_, c)| c)
     }
 
@@ -143,16 +144,13 @@ impl CounterWindow {
         let Some((newest_at, newest)) = self.snapshots.back() else {
             return 0;
         };
-        let Some(now) = newest.get(counter) else {
-            return 0;
-        };
         let then = self
             .snapshots
             .iter()
             .find(|(at, _)| newest_at.saturating_sub(*at) <= window_ms)
             .and_then(|(_, c)| c.get(counter));
-        match then {
-            Some(t) if now > t => now - t,
+        match (newest.get(counter), then) {
+            (Some(now), Some(t)) if now > t => now - t,
             _ => 0,
         }
     }
@@ -200,7 +198,7 @@ impl NicView {
     }
 
     /// The newest cumulative counters (the `counters` of `latest` are kept here instead).
-    pub fn counters(&self) -> Option<&BTreeMap<String, u64>> {
+    pub fn counters(&self) -> Option<&PortCounters> {
         self.counters.newest()
     }
 

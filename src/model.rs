@@ -206,6 +206,75 @@ fn whole_rate<S: serde::Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::E
     }
 }
 
+macro_rules! port_counters {
+    ($($name:ident),* $(,)?) => {
+        /// Cumulative error and congestion counters of a port, by their sysfs names (RDMA
+        /// `counters/` and `hw_counters/`, Ethernet `statistics/`). Typed fields, not a map:
+        /// no allocation per sample, and the JSON is the same object of name → value.
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+        #[serde(default)]
+        pub struct PortCounters {
+            $(
+                #[allow(missing_docs)]
+                #[serde(skip_serializing_if = "Option::is_none")]
+                pub $name: Option<u64>,
+            )*
+        }
+
+        impl PortCounters {
+            /// Every counter name this version knows.
+            pub const NAMES: &'static [&'static str] = &[$(stringify!($name)),*];
+
+            /// A counter by its sysfs name.
+            pub fn get(&self, name: &str) -> Option<u64> {
+                match name {
+                    $(stringify!($name) => self.$name,)*
+                    _ => None,
+                }
+            }
+
+            /// Set a counter by its sysfs name; false for a name this version does not know.
+            pub fn set(&mut self, name: &str, value: u64) -> bool {
+                match name {
+                    $(stringify!($name) => { self.$name = Some(value); true })*
+                    _ => false,
+                }
+            }
+
+            /// True when no counter is known.
+            pub fn is_empty(&self) -> bool {
+                $(self.$name.is_none())&&*
+            }
+        }
+    };
+}
+
+port_counters!(
+    symbol_error,
+    link_downed,
+    link_error_recovery,
+    port_rcv_errors,
+    port_xmit_discards,
+    port_rcv_remote_physical_errors,
+    local_link_integrity_errors,
+    excessive_buffer_overrun_errors,
+    port_xmit_wait,
+    out_of_sequence,
+    packet_seq_err,
+    local_ack_timeout_err,
+    np_cnp_sent,
+    rp_cnp_handled,
+    roce_adp_retrans,
+    rnr_nak_retry_err,
+    rx_errors,
+    tx_errors,
+    rx_dropped,
+    tx_dropped,
+    rx_crc_errors,
+    rx_missed_errors,
+    tx_carrier_errors,
+);
+
 /// One RDMA port (InfiniBand or RoCE) at one instant. Error and congestion counters are
 /// cumulative, as the kernel gives them; data rates are computed by the agent from deltas.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -236,10 +305,10 @@ pub struct NicSample {
     /// Bytes received per second.
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "whole_rate")]
     pub rx_bytes_per_sec: Option<f64>,
-    /// Cumulative error/congestion counters by their sysfs names (`symbol_error`,
-    /// `port_xmit_wait`, `np_cnp_sent`, …); counters the port lacks are absent.
-    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub counters: std::collections::BTreeMap<String, u64>,
+    /// Cumulative error/congestion counters (`symbol_error`, `port_xmit_wait`, `np_cnp_sent`,
+    /// …); counters the port lacks are absent.
+    #[serde(skip_serializing_if = "PortCounters::is_empty")]
+    pub counters: PortCounters,
 }
 
 impl NicSample {
@@ -274,8 +343,8 @@ pub struct NetSample {
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "whole_rate")]
     pub rx_bytes_per_sec: Option<f64>,
     /// Cumulative error/drop counters from `statistics/` (`rx_errors`, `tx_dropped`, …).
-    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub counters: std::collections::BTreeMap<String, u64>,
+    #[serde(skip_serializing_if = "PortCounters::is_empty")]
+    pub counters: PortCounters,
 }
 
 /// All GPUs (and RDMA ports) of one node at one instant: the unit every telemetry source sends.

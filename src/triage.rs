@@ -755,7 +755,7 @@ mod tests {
         for mut e in sim.advance_to(SIM_EPOCH_MS + 12_000) {
             if let SourceEvent::Frame(f) = &mut e {
                 wait += 50_000_000;
-                f.nics[0].counters.insert("port_xmit_wait".into(), wait);
+                f.nics[0].counters.port_xmit_wait = Some(wait);
                 f.nics[0].tx_bytes_per_sec = Some(2e9);
             }
             store.ingest(e);
@@ -785,14 +785,12 @@ mod tests {
         for mut e in sim.advance_to(SIM_EPOCH_MS + 5_000) {
             if let SourceEvent::Frame(f) = &mut e {
                 k += 1;
-                let counters = [
-                    ("rx_crc_errors", k * 3),
-                    ("rx_dropped", k),
-                    ("tx_errors", 0),
-                ]
-                .into_iter()
-                .map(|(n, v)| (n.to_string(), v))
-                .collect();
+                let counters = crate::model::PortCounters {
+                    rx_crc_errors: Some(k * 3),
+                    rx_dropped: Some(k),
+                    tx_errors: Some(0),
+                    ..Default::default()
+                };
                 f.netdevs = vec![
                     NetSample {
                         iface: "bond0".into(),

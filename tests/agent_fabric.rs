@@ -73,7 +73,7 @@ fn agent_streams_ports_from_sysfs() {
     assert_eq!(nic.label(), "mlx5_0/1");
     assert_eq!(nic.rate_gbps, Some(200.0));
     assert!(nic.is_up());
-    assert_eq!(nic.counters.get("symbol_error"), Some(&7));
+    assert_eq!(nic.counters.get("symbol_error"), Some(7));
     assert_eq!(
         nic.tx_bytes_per_sec,
         Some(0.0),

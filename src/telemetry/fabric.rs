@@ -8,11 +8,11 @@
 //! read rather than a huge or negative one. Error counters are sent cumulative; the console
 //! computes their rise.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::model::{NetSample, NicSample};
+use crate::model::{NetSample, NicSample, PortCounters};
 
 /// Counters read from `/sys/class/net/IF/statistics/`.
 pub const NET_COUNTERS: &[&str] = &[
@@ -165,10 +165,10 @@ impl FabricReader {
             };
             self.prev_net
                 .insert(iface.clone(), PrevNet { tx, rx, at: now });
-            let mut counters = BTreeMap::new();
+            let mut counters = PortCounters::default();
             for name in NET_COUNTERS {
                 if let Some(v) = read_u64(&stats.join(name)) {
-                    counters.insert((*name).to_string(), v);
+                    counters.set(name, v);
                 }
             }
             out.push(NetSample {
@@ -212,15 +212,15 @@ impl FabricReader {
     pub fn sample_at(&mut self, now: Instant) -> Vec<NicSample> {
         let mut out = Vec::new();
         for (device, port, dir) in self.ports() {
-            let mut counters = BTreeMap::new();
+            let mut counters = PortCounters::default();
             for name in PORT_COUNTERS {
                 if let Some(v) = read_u64(&dir.join("counters").join(name)) {
-                    counters.insert((*name).to_string(), v);
+                    counters.set(name, v);
                 }
             }
             for name in HW_COUNTERS {
                 if let Some(v) = read_u64(&dir.join("hw_counters").join(name)) {
-                    counters.insert((*name).to_string(), v);
+                    counters.set(name, v);
                 }
             }
             let xmit = read_u64(&dir.join("counters/port_xmit_data"));
@@ -379,6 +379,13 @@ mod tests {
     }
 
     #[test]
+    fn every_counter_read_has_a_typed_field() {
+        for name in PORT_COUNTERS.iter().chain(HW_COUNTERS).chain(NET_COUNTERS) {
+            assert!(PortCounters::default().set(name, 1), "{name}");
+        }
+    }
+
+    #[test]
     fn parses_kernel_formats() {
         assert_eq!(parse_state("4: ACTIVE").as_deref(), Some("ACTIVE"));
         assert_eq!(parse_state("5: LinkUp").as_deref(), Some("LinkUp"));
@@ -401,9 +408,10 @@ mod tests {
         assert_eq!(first[0].state.as_deref(), Some("ACTIVE"));
         assert_eq!(first[0].rate_gbps, Some(400.0));
         assert_eq!(first[0].numa_node, Some(1));
-        assert_eq!(first[0].counters.get("np_cnp_sent"), Some(&17));
-        assert!(
-            !first[1].counters.contains_key("np_cnp_sent"),
+        assert_eq!(first[0].counters.get("np_cnp_sent"), Some(17));
+        assert_eq!(
+            first[1].counters.get("np_cnp_sent"),
+            None,
             "no hw_counters: fine"
         );
         // 12.5e9 words in 2 s = 50e9 bytes in 2 s = 25 GB/s.
@@ -418,7 +426,7 @@ mod tests {
         let second = r.sample_at(t0 + Duration::from_secs(2));
         assert_eq!(second[0].tx_bytes_per_sec, Some(25e9));
         assert_eq!(second[0].rx_bytes_per_sec, Some(5e9));
-        assert_eq!(second[0].counters.get("symbol_error"), Some(&3));
+        assert_eq!(second[0].counters.get("symbol_error"), Some(3));
     }
 
     #[test]
@@ -475,7 +483,7 @@ mod tests {
         assert_eq!(names, ["bond0", "eth2"]);
         assert_eq!(first[0].speed_mbps, Some(200_000));
         assert_eq!(first[1].speed_mbps, None, "-1 means unknown");
-        assert_eq!(first[0].counters.get("rx_dropped"), Some(&4));
+        assert_eq!(first[0].counters.get("rx_dropped"), Some(4));
         t.write(net.join("bond0/statistics/tx_bytes"), "5001000");
         let second = r.sample_net_at(t0 + Duration::from_millis(500));
         assert_eq!(second[0].tx_bytes_per_sec, Some(10e6));

@@ -678,7 +678,7 @@ impl SimCluster {
                 }
                 c[1] += (load.net * load.net * 4.0e5 * (1.0 + r(4) * 0.1)) as u64;
                 c[2] += (load.net * 120.0 * (1.0 + r(5) * 0.2)) as u64;
-                let mut counters = std::collections::BTreeMap::new();
+                let mut counters = crate::model::PortCounters::default();
                 for (name, v) in [
                     ("symbol_error", c[0]),
                     ("link_downed", 0),
@@ -688,7 +688,7 @@ impl SimCluster {
                     ("port_xmit_wait", c[1]),
                     ("np_cnp_sent", c[2]),
                 ] {
-                    counters.insert(name.to_string(), v);
+                    counters.set(name, v);
                 }
                 NicSample {
                     device: format!("mlx5_{p}"),
