@@ -236,18 +236,19 @@ impl StreamDecoder {
         }
     }
 
-    fn push(&mut self, line: &str) -> Vec<WireMessage> {
+    /// Decode one line of `node`'s stream; a garbled line is logged with the node's name.
+    fn push(&mut self, node: &str, line: &str) -> Vec<WireMessage> {
         match self {
             StreamDecoder::Wire(d) => match d.decode(line) {
                 Ok(Decoded::Message(m)) => vec![m],
                 Ok(_) => Vec::new(),
                 Err(e) => {
-                    tracing::debug!("{e}");
+                    tracing::debug!(node, "agent stream: {e}");
                     Vec::new()
                 }
             },
             StreamDecoder::Smi(d) => d.push_line(line, now_ms()).unwrap_or_else(|e| {
-                tracing::debug!("{e}");
+                tracing::debug!(node, "nvidia-smi stream: {e}");
                 Vec::new()
             }),
         }
@@ -375,7 +376,7 @@ async fn attempt(ctx: &NodeCtx, legacy_smi: bool, garbled_total: &mut u64) -> Op
             Ok(_) => {}
         }
         let text = String::from_utf8_lossy(&line);
-        for msg in decoder.push(&text) {
+        for msg in decoder.push(&ctx.node.name, &text) {
             let event = match msg {
                 WireMessage::Hello(mut h) => {
                     h.node = ctx.node.name.clone();
