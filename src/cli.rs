@@ -109,10 +109,38 @@ pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
         "m" => v * 60.0,
         _ => return Err(format!("bad duration unit in {s:?}: use ms, s or m")),
     };
-    if !(secs.is_finite() && secs > 0.0) {
-        return Err(format!("duration {s:?} must be positive"));
+    // At least a millisecond (a zero period would spin), and no more than a day (a typo such as
+    // `1e30s` must be an error, not a panic).
+    if !(secs.is_finite() && (0.001..=86_400.0).contains(&secs)) {
+        return Err(format!("duration {s:?} must be between 1ms and 24h"));
     }
     Ok(std::time::Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_parse_and_nonsense_is_an_error() {
+        assert_eq!(parse_duration("1s"), Ok(Duration::from_secs(1)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("500"), Ok(Duration::from_millis(500)));
+        for bad in [
+            "1e30s",
+            "0s",
+            "0.0000001ms",
+            "-1s",
+            "fast",
+            "5h",
+            "",
+            "1.5.2s",
+        ] {
+            assert!(parse_duration(bad).is_err(), "{bad:?}");
+        }
+    }
 }
 
 /// Subcommands.
