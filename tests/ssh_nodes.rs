@@ -37,12 +37,14 @@ impl Watcher {
             control_dir,
             connect_timeout: Duration::from_secs(5),
         };
+        let period_ms = inventory.interval.as_millis() as u64;
         let source = Box::new(FleetSource::new(inventory, ssh, PathBuf::from(BIN)));
         let (tx, rx) = mpsc::channel(8192);
         let (cmd, cmd_rx) = mpsc::unbounded_channel();
         let task = tokio::spawn(source.run(tx, cmd_rx));
         Watcher {
-            store: ClusterStore::new(),
+            // As `watch` and `status` do: one history slot per sample period.
+            store: ClusterStore::with_period(period_ms),
             rx,
             task,
             _cmd: cmd,
@@ -386,4 +388,68 @@ fn status_and_deploy_through_the_binary() {
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("node02   unreachable: refused"), "{out}");
     let _ = std::fs::remove_dir_all(&runtime);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_with_a_wrong_clock_is_neither_stale_nor_moves_the_console_clock() {
+    let Some(cluster) = Cluster::start(2) else {
+        return;
+    };
+    // node02's clock is wrong: its agent stamps every frame 1970-01-01 (an unset RTC, NTP off).
+    let tool = cluster.install_tool(
+        "skewed-agent",
+        "#!/bin/sh\n\
+         echo '{\"hello\":{\"node\":\"x\",\"host\":\"x\",\"agent_version\":\"t\",\"gpus\":[{\"index\":0,\"name\":\"g\",\"uuid\":\"u\"}]}}'\n\
+         while true; do echo '{\"frame\":{\"node\":\"x\",\"at_ms\":1000,\"gpus\":[{\"index\":0,\"utilization_pct\":50}]}}'; sleep 0.2; done\n",
+    );
+    let text = format!(
+        "[defaults]\nmode = \"agent\"\ninterval = \"200ms\"\nconnect_timeout = \"5s\"\ngpus = 1\n\
+         [[node]]\nhost = \"node01\"\nagent_path = \"{BIN}\"\nagent_args = [\"--sim\", \"--gpus\", \"1\"]\n\
+         [[node]]\nhost = \"node02\"\nagent_path = \"{}\"\n",
+        tool.display()
+    );
+    let mut w = Watcher::start(inventory(&text), &cluster, false);
+    w.until("both streaming", Duration::from_secs(20), |s| {
+        streaming(s, "node01", 1) && streaming(s, "node02", 1)
+    })
+    .await;
+    // Well past three periods: a node judged by its own clock would flap to stale on every
+    // console tick, and its history would never advance.
+    let until = tokio::time::Instant::now() + Duration::from_secs(2);
+    let mut went_stale = false;
+    while let Ok(Some(ev)) = tokio::time::timeout_at(until, w.rx.recv()).await {
+        w.store.ingest(ev);
+        went_stale |= w
+            .store
+            .node("node02")
+            .is_some_and(|n| n.link == NodeLink::Stale);
+    }
+    assert!(!went_stale, "node02 was marked stale while it streamed");
+    let slots = w
+        .store
+        .node("node02")
+        .map_or(0, |n| n.gpus[0].util_pct.len());
+    assert!(
+        slots >= 8,
+        "node02's history advances with the console clock: {slots} slots"
+    );
+    assert!(streaming(&w.store, "node01", 1));
+    let wall = burnin::telemetry::fleet::now_ms();
+    assert!(
+        w.store.now_ms.abs_diff(wall) < 10_000,
+        "console clock follows the wall clock"
+    );
+    let note = w
+        .store
+        .node("node02")
+        .and_then(|n| n.note.clone())
+        .unwrap_or_default();
+    assert!(
+        note.starts_with("node clock differs from the console's by -"),
+        "{note}"
+    );
+    assert!(
+        w.store.node("node01").is_some_and(|n| n.note.is_none()),
+        "a right clock is not noted"
+    );
 }

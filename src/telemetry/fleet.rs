@@ -28,6 +28,8 @@ pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
 pub const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 /// Garbled-line totals are reported at most this often per node.
 const GARBLED_REPORT_EVERY: Duration = Duration::from_secs(1);
+/// A node clock this far off the console's is worth a note (logs will not line up).
+const CLOCK_SKEW_NOTE_S: i64 = 5;
 /// Bytes of a stream's stderr kept to explain its end.
 const STDERR_KEPT: usize = 8192;
 
@@ -347,6 +349,7 @@ async fn attempt(ctx: &NodeCtx, legacy_smi: bool, garbled_total: &mut u64) -> Op
     let mut streamed = false;
     let mut agent_error: Option<String> = None;
     let mut invalid_field = false;
+    let mut skew_noted = false;
     let mut reported_garbled = 0u64;
     // The first garbled line is reported at once; later ones at most once a period.
     let mut last_garbled_report = tokio::time::Instant::now()
@@ -389,6 +392,25 @@ async fn attempt(ctx: &NodeCtx, legacy_smi: bool, garbled_total: &mut u64) -> Op
                 }
                 WireMessage::Frame(mut f) => {
                     f.node = ctx.node.name.clone();
+                    // Frames are stamped on arrival: staleness and histories run on the console's
+                    // clock, so a node with a wrong clock neither flaps stale nor drags the others.
+                    let arrived = now_ms();
+                    let skew_s = (f.at_ms as i64 - arrived as i64) / 1000;
+                    f.at_ms = arrived;
+                    if skew_s.abs() >= CLOCK_SKEW_NOTE_S && !skew_noted {
+                        skew_noted = true;
+                        let text = format!(
+                            "node clock differs from the console's by {skew_s:+} s (frames are stamped on arrival)"
+                        );
+                        let note = SourceEvent::Note {
+                            node: ctx.node.name.clone(),
+                            at_ms: arrived,
+                            text,
+                        };
+                        if ctx.events.send(note).await.is_err() {
+                            return None;
+                        }
+                    }
                     SourceEvent::Frame(f)
                 }
                 WireMessage::Error(e) => {
