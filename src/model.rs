@@ -410,6 +410,19 @@ impl NodeLink {
     }
 }
 
+/// Cut a string to `width` characters, marking the cut (tables, status lines, short reasons).
+pub fn fit(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        s.to_string()
+    } else if width == 0 {
+        String::new()
+    } else {
+        let mut out: String = s.chars().take(width - 1).collect();
+        out.push('…');
+        out
+    }
+}
+
 /// Format a byte rate with a unit a person reads at a glance (decimal, as NCCL and NICs do).
 pub fn format_rate(bytes_per_sec: f64) -> String {
     let (v, unit) = if bytes_per_sec >= 1e12 {

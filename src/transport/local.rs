@@ -28,7 +28,7 @@ impl Transport for LocalTransport {
     fn classify(&self, status: Option<ExitStatus>, stderr: &str) -> String {
         let last = stderr.lines().rev().map(str::trim).find(|l| !l.is_empty());
         match (status.and_then(|s| s.code()), last) {
-            (_, Some(l)) => crate::ui::fit(l, 120),
+            (_, Some(l)) => crate::model::fit(l, 120),
             (Some(c), None) => format!("stream ended (exit {c})"),
             (None, None) => "stream ended (killed by a signal)".into(),
         }

@@ -141,7 +141,7 @@ pub fn classify_ssh(code: Option<i32>, stderr: &str) -> String {
         (Some(255), "") => "ssh failed (exit 255)".into(),
         (Some(c), "") => format!("stream ended (exit {c})"),
         (None, "") => "stream ended (killed by a signal)".into(),
-        (_, l) => crate::ui::fit(l, 120),
+        (_, l) => crate::model::fit(l, 120),
     }
 }
 

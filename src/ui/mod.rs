@@ -116,18 +116,7 @@ pub fn human_secs(s: u64) -> String {
     }
 }
 
-/// Cut a string to `width` characters, marking the cut.
-pub fn fit(s: &str, width: usize) -> String {
-    if s.chars().count() <= width {
-        s.to_string()
-    } else if width == 0 {
-        String::new()
-    } else {
-        let mut out: String = s.chars().take(width - 1).collect();
-        out.push('…');
-        out
-    }
-}
+pub use crate::model::fit;
 
 fn status_bar(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
     let theme = ctx.theme;
