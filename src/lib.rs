@@ -33,6 +33,8 @@ pub mod cluster;
 pub mod commands;
 pub mod config;
 pub mod deploy;
+#[cfg(test)]
+mod fixtures;
 pub mod inventory;
 pub mod model;
 pub mod phases;

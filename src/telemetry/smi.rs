@@ -288,13 +288,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn fixture(name: &str) -> String {
-        let text = std::fs::read_to_string(format!(
-            "{}/tests/fixtures/nvidia-smi/{name}",
-            env!("CARGO_MANIFEST_DIR")
-        ))
-        .expect("fixture");
-        // Line 1 of every shared fixture is its `# source:` line.
-        text.lines().skip(1).collect::<Vec<_>>().join("\n")
+        crate::fixtures::tool_output(&format!("nvidia-smi/{name}"))
     }
 
     fn frames(dec: &mut SmiDecoder, text: &str) -> Vec<NodeFrame> {

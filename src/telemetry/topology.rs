@@ -214,12 +214,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn fixture(name: &str) -> String {
-        let text = std::fs::read_to_string(format!(
-            "{}/tests/fixtures/nvidia-smi/{name}",
-            env!("CARGO_MANIFEST_DIR")
-        ))
-        .expect("fixture");
-        text.lines().skip(1).map(|l| format!("{l}\n")).collect()
+        crate::fixtures::tool_output(&format!("nvidia-smi/{name}"))
     }
 
     #[test]

@@ -1,0 +1,13 @@
+//! Test-only: loading the captured tool output under `tests/fixtures/`. Files copied from
+//! `shared/fixtures` begin with one `# source: …` line that is not part of the tool's output;
+//! everything after it is kept byte for byte (shared/fixtures/INDEX.md).
+
+/// The tool output of `tests/fixtures/REL`, without its `# source:` line.
+pub fn tool_output(rel: &str) -> String {
+    let path = format!("{}/tests/fixtures/{rel}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    match text.split_once('\n') {
+        Some((first, rest)) if first.starts_with("# source:") => rest.to_string(),
+        _ => text,
+    }
+}
