@@ -179,9 +179,9 @@ pub struct NicView {
 }
 
 impl NicView {
-    fn new(sample: NicSample, period_ms: u64) -> Self {
+    fn new(period_ms: u64) -> Self {
         Self {
-            latest: sample,
+            latest: NicSample::default(),
             tx: History::new(period_ms, HISTORY_SLOTS),
             rx: History::new(period_ms, HISTORY_SLOTS),
             counters: CounterWindow::default(),
@@ -326,7 +326,7 @@ impl NodeView {
             {
                 Ok(i) => self.nics[i].ingest(at, nic),
                 Err(i) => {
-                    let mut view = NicView::new(nic.clone(), self.period_ms);
+                    let mut view = NicView::new(self.period_ms);
                     view.ingest(at, nic);
                     self.nics.insert(i, view);
                 }
