@@ -262,6 +262,7 @@ async fn garbage_and_truncated_lines_are_counted_and_skipped() {
             "#!/bin/sh\n{BIN} agent --sim --gpus 2 --frames 1 --interval 10ms\n\
              echo 'Warning: this is not JSON'\necho '{{\"frame\":{{\"node\":\"x\",\"at_ms\":'\n\
              printf '\\377\\376 binary\\n'\necho '{{\"future_kind\":{{}}}}'\n\
+             head -c 3000000 /dev/zero | tr '\\0' x; echo\n\
              exec {BIN} agent --sim --gpus 2 --interval 200ms\n"
         ),
     );
@@ -272,9 +273,9 @@ async fn garbage_and_truncated_lines_are_counted_and_skipped() {
     );
     let mut w = Watcher::start(inventory(&text), &cluster, false);
     w.until(
-        "three garbled lines counted while streaming",
+        "four garbled lines (one of them 3 MB) counted while streaming",
         Duration::from_secs(20),
-        |s| s.node("node01").is_some_and(|n| n.garbled_lines == 3) && streaming(s, "node01", 2),
+        |s| s.node("node01").is_some_and(|n| n.garbled_lines == 4) && streaming(s, "node01", 2),
     )
     .await;
 }

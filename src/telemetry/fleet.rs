@@ -30,6 +30,8 @@ pub const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 const GARBLED_REPORT_EVERY: Duration = Duration::from_secs(1);
 /// A node clock this far off the console's is worth a note (logs will not line up).
 const CLOCK_SKEW_NOTE_S: i64 = 5;
+/// Longest stream line accepted (a frame of 8 GPUs and a few NICs is about 6 kB).
+pub const MAX_LINE_BYTES: u64 = 1 << 20;
 /// Bytes of a stream's stderr kept to explain its end.
 const STDERR_KEPT: usize = 8192;
 
@@ -356,9 +358,12 @@ async fn attempt(ctx: &NodeCtx, legacy_smi: bool, garbled_total: &mut u64) -> Op
         .checked_sub(GARBLED_REPORT_EVERY)
         .unwrap_or_else(tokio::time::Instant::now);
     let first_deadline = ctx.inventory.connect_timeout + ctx.inventory.interval * 3;
+    // Inside a line longer than MAX_LINE_BYTES: skip to its end.
+    let mut oversized = false;
     loop {
         line.clear();
-        let read = reader.read_until(b'\n', &mut line);
+        let mut limited = (&mut reader).take(MAX_LINE_BYTES);
+        let read = limited.read_until(b'\n', &mut line);
         let n = if streamed {
             read.await
         } else {
@@ -377,6 +382,17 @@ async fn attempt(ctx: &NodeCtx, legacy_smi: bool, garbled_total: &mut u64) -> Op
         match n {
             Ok(0) | Err(_) => break,
             Ok(_) => {}
+        }
+        // A line with no end in sight (a wrong binary, a runaway writer) must not grow without
+        // bound: it is dropped and counted as one garbled line.
+        let complete = line.ends_with(b"\n");
+        if oversized || !complete && line.len() as u64 >= MAX_LINE_BYTES {
+            if !oversized {
+                tracing::debug!(node = %ctx.node.name, "line over {MAX_LINE_BYTES} bytes dropped");
+                decoder.push(&ctx.node.name, "<line too long>");
+            }
+            oversized = !complete;
+            continue;
         }
         let text = String::from_utf8_lossy(&line);
         for msg in decoder.push(&ctx.node.name, &text) {
