@@ -650,6 +650,7 @@ fn cluster_rules(store: &ClusterStore, out: &mut Vec<RawFinding>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::telemetry::SourceEvent;
     use crate::telemetry::sim::{FaultKind, SIM_EPOCH_MS, SimCluster, SimConfig};
 
     fn findings_at(config: SimConfig, s: u64) -> Vec<Finding> {
@@ -664,6 +665,30 @@ mod tests {
             out = triage.evaluate(&store);
         }
         out
+    }
+
+    /// Findings over a fault-free simulated cluster of `nodes` nodes run to `secs`, after the
+    /// `before` events; each simulated event passes through `edit` first (how a test puts a
+    /// real-world condition into the stream).
+    fn findings_after(
+        nodes: usize,
+        secs: u64,
+        before: Vec<SourceEvent>,
+        mut edit: impl FnMut(&mut SourceEvent),
+    ) -> Vec<Finding> {
+        let mut config = SimConfig::demo(1);
+        config.faults.clear();
+        config.nodes = nodes;
+        let mut sim = SimCluster::new(config);
+        let mut store = ClusterStore::new();
+        for e in before {
+            store.ingest(e);
+        }
+        for mut e in sim.advance_to(SIM_EPOCH_MS + secs * 1000) {
+            edit(&mut e);
+            store.ingest(e);
+        }
+        Triage::new().evaluate(&store)
     }
 
     fn has(findings: &[Finding], rule: &str, subject: &str) -> bool {
@@ -717,20 +742,12 @@ mod tests {
 
     #[test]
     fn a_gpu_whose_nearest_nic_is_down_is_named() {
-        use crate::telemetry::SourceEvent;
-        let mut config = SimConfig::demo(1);
-        config.faults.clear();
-        config.nodes = 1;
-        let mut sim = SimCluster::new(config);
-        let mut store = ClusterStore::new();
-        for mut e in sim.advance_to(SIM_EPOCH_MS + 3_000) {
-            if let SourceEvent::Frame(f) = &mut e {
+        let f = findings_after(1, 3, vec![], |e| {
+            if let SourceEvent::Frame(f) = e {
                 f.nics[1].state = Some("DOWN".into());
                 f.nics[1].phys_state = Some("Disabled".into());
             }
-            store.ingest(e);
-        }
-        let f = Triage::new().evaluate(&store);
+        });
         let gpus: Vec<u32> = f
             .iter()
             .filter(|x| x.rule == "gpu-nic-down")
@@ -745,22 +762,14 @@ mod tests {
 
     #[test]
     fn waiting_while_idle_is_congestion_waiting_while_busy_is_not() {
-        use crate::telemetry::SourceEvent;
-        let mut config = SimConfig::demo(1);
-        config.faults.clear();
-        config.nodes = 1;
-        let mut sim = SimCluster::new(config);
-        let mut store = ClusterStore::new();
         let mut wait = 0u64;
-        for mut e in sim.advance_to(SIM_EPOCH_MS + 12_000) {
-            if let SourceEvent::Frame(f) = &mut e {
+        let f = findings_after(1, 12, vec![], |e| {
+            if let SourceEvent::Frame(f) = e {
                 wait += 50_000_000;
                 f.nics[0].counters.port_xmit_wait = Some(wait);
                 f.nics[0].tx_bytes_per_sec = Some(2e9);
             }
-            store.ingest(e);
-        }
-        let f = Triage::new().evaluate(&store);
+        });
         assert!(
             f.iter()
                 .any(|x| x.rule == "nic-congested" && x.why.starts_with("mlx5_0/1 waits")),
@@ -775,15 +784,9 @@ mod tests {
     #[test]
     fn ethernet_errors_warn_and_drops_inform() {
         use crate::model::NetSample;
-        use crate::telemetry::SourceEvent;
-        let mut config = SimConfig::demo(1);
-        config.faults.clear();
-        config.nodes = 1;
-        let mut sim = SimCluster::new(config);
-        let mut store = ClusterStore::new();
         let mut k = 0u64;
-        for mut e in sim.advance_to(SIM_EPOCH_MS + 5_000) {
-            if let SourceEvent::Frame(f) = &mut e {
+        let f = findings_after(1, 5, vec![], |e| {
+            if let SourceEvent::Frame(f) = e {
                 k += 1;
                 let counters = crate::model::PortCounters {
                     rx_crc_errors: Some(k * 3),
@@ -805,9 +808,7 @@ mod tests {
                     },
                 ];
             }
-            store.ingest(e);
-        }
-        let f = Triage::new().evaluate(&store);
+        });
         let get = |rule: &str| {
             f.iter()
                 .find(|x| x.rule == rule)
@@ -829,31 +830,29 @@ mod tests {
 
     #[test]
     fn missing_gpus_are_counted() {
-        use crate::telemetry::SourceEvent;
-        let mut config = SimConfig::demo(1);
-        config.faults.clear();
-        config.nodes = 2;
-        let mut sim = SimCluster::new(config);
-        let mut store = ClusterStore::new();
-        store.ingest(SourceEvent::Expect {
-            node: "node01".into(),
-            gpus: 8,
-            nic_rate_gbps: None,
-        });
-        store.ingest(SourceEvent::Expect {
-            node: "node02".into(),
-            gpus: 8,
-            nic_rate_gbps: Some(800.0),
-        });
-        for mut e in sim.advance_to(SIM_EPOCH_MS + 2_000) {
-            if let SourceEvent::Hello(h) = &mut e
-                && h.node == "node02"
-            {
-                h.gpus.truncate(7);
-            }
-            store.ingest(e);
-        }
-        let f = Triage::new().evaluate(&store);
+        let f = findings_after(
+            2,
+            2,
+            vec![
+                SourceEvent::Expect {
+                    node: "node01".into(),
+                    gpus: 8,
+                    nic_rate_gbps: None,
+                },
+                SourceEvent::Expect {
+                    node: "node02".into(),
+                    gpus: 8,
+                    nic_rate_gbps: Some(800.0),
+                },
+            ],
+            |e| {
+                if let SourceEvent::Hello(h) = e
+                    && h.node == "node02"
+                {
+                    h.gpus.truncate(7);
+                }
+            },
+        );
         let missing: Vec<_> = f.iter().filter(|x| x.rule == "gpus-missing").collect();
         assert_eq!(missing.len(), 1, "{f:?}");
         assert_eq!(missing[0].why, "7 of 8 GPUs answer");
