@@ -50,6 +50,19 @@ fn layout_error(file: &str) -> String {
         .to_string()
 }
 
+/// Every file in `tests/fixtures/broken/DIR` has a case, and each error contains its expected
+/// `file:line:col: message`.
+fn assert_each_broken_file(dir: &str, cases: &[(&str, &str)], error: fn(&str) -> String) {
+    for (file, want) in cases {
+        let got = error(file);
+        assert!(got.contains(want), "{file}: got {got:?}, want {want:?}");
+    }
+    let files = std::fs::read_dir(format!("tests/fixtures/broken/{dir}"))
+        .expect("dir")
+        .count();
+    assert_eq!(cases.len(), files, "every broken file in {dir} has a case");
+}
+
 #[test]
 fn broken_themes_name_file_line_and_column() {
     let cases = [
@@ -75,16 +88,7 @@ fn broken_themes_name_file_line_and_column() {
             "unknown-key.toml:2:1: unknown field `colour`",
         ),
     ];
-    let mut seen = 0;
-    for (file, want) in cases {
-        let got = theme_error(file);
-        assert!(got.contains(want), "{file}: got {got:?}, want {want:?}");
-        seen += 1;
-    }
-    let files = std::fs::read_dir("tests/fixtures/broken/themes")
-        .expect("dir")
-        .count();
-    assert_eq!(seen, files, "every broken theme has a case");
+    assert_each_broken_file("themes", &cases, theme_error);
 }
 
 #[test]
@@ -113,17 +117,8 @@ fn broken_layouts_name_file_line_and_column() {
             "zero-weight.toml:4:10: weight must be at least 1",
         ),
     ];
-    let mut seen = 0;
-    for (file, want) in cases {
-        let got = layout_error(file);
-        assert!(got.contains(want), "{file}: got {got:?}, want {want:?}");
-        seen += 1;
-    }
+    assert_each_broken_file("layouts", &cases, layout_error);
     assert!(layout_error("typo-key.toml").contains("wieght"));
-    let files = std::fs::read_dir("tests/fixtures/broken/layouts")
-        .expect("dir")
-        .count();
-    assert_eq!(seen, files, "every broken layout has a case");
 }
 
 #[test]
