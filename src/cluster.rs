@@ -127,6 +127,17 @@ pub struct CounterWindow {
 }
 
 impl CounterWindow {
+    /// `name +N` for each of `names` that rose over the last `window_ms`, in `names` order.
+    pub fn rises(&self, names: &[&str], window_ms: u64) -> Vec<String> {
+        names
+            .iter()
+            .filter_map(|c| {
+                let r = self.rise(c, window_ms);
+                (r > 0).then(|| format!("{c} +{r}"))
+            })
+            .collect()
+    }
+
     fn push(&mut self, at_ms: UnixMillis, counters: PortCounters) {
         if self.snapshots.len() == NIC_COUNTER_SNAPSHOTS {
             self.snapshots.pop_front();
@@ -205,6 +216,11 @@ impl NicView {
     /// How much `counter` rose over the last `window_ms` (0 when it did not, or was reset).
     pub fn rise(&self, counter: &str, window_ms: u64) -> u64 {
         self.counters.rise(counter, window_ms)
+    }
+
+    /// `name +N` for each of `names` that rose over the last `window_ms`.
+    pub fn rises(&self, names: &[&str], window_ms: u64) -> Vec<String> {
+        self.counters.rises(names, window_ms)
     }
 
     /// Share of the trained line rate used by the larger direction, newest sample.

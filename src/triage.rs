@@ -321,21 +321,15 @@ fn fabric_rules(store: &ClusterStore, window_ms: u64, out: &mut Vec<RawFinding>)
                 ));
                 continue;
             }
-            let rose = |names: &[&str]| -> Vec<String> {
-                names
-                    .iter()
-                    .filter_map(|c| {
-                        let r = view.counters.rise(c, window_ms);
-                        (r > 0).then(|| format!("{c} +{r}"))
-                    })
-                    .collect()
-            };
-            let errors = rose(&[
-                "rx_errors",
-                "tx_errors",
-                "rx_crc_errors",
-                "tx_carrier_errors",
-            ]);
+            let errors = view.counters.rises(
+                &[
+                    "rx_errors",
+                    "tx_errors",
+                    "rx_crc_errors",
+                    "tx_carrier_errors",
+                ],
+                window_ms,
+            );
             if !errors.is_empty() {
                 out.push((
                     Severity::Warn,
@@ -346,7 +340,9 @@ fn fabric_rules(store: &ClusterStore, window_ms: u64, out: &mut Vec<RawFinding>)
                     "ethtool -S on the interface; replace the cable/transceiver if CRC errors keep rising",
                 ));
             }
-            let drops = rose(&["rx_dropped", "tx_dropped", "rx_missed_errors"]);
+            let drops = view
+                .counters
+                .rises(&["rx_dropped", "tx_dropped", "rx_missed_errors"], window_ms);
             if !drops.is_empty() {
                 out.push((
                     Severity::Info,
@@ -394,13 +390,7 @@ fn fabric_rules(store: &ClusterStore, window_ms: u64, out: &mut Vec<RawFinding>)
                     "reseat or replace the cable/transceiver; check the switch port speed",
                 ));
             }
-            let link_errors: Vec<String> = LINK_ERROR_COUNTERS
-                .iter()
-                .filter_map(|c| {
-                    let r = p.rise(c, window_ms);
-                    (r > 0).then(|| format!("{c} +{r}"))
-                })
-                .collect();
+            let link_errors = p.rises(LINK_ERROR_COUNTERS, window_ms);
             let downed = p.rise("link_downed", window_ms);
             if downed > 0 || !link_errors.is_empty() {
                 let mut why = link_errors;
@@ -437,13 +427,7 @@ fn fabric_rules(store: &ClusterStore, window_ms: u64, out: &mut Vec<RawFinding>)
                     "check PFC/ECN settings and the switch's egress queues on this path",
                 ));
             }
-            let retrans: Vec<String> = RETRANS_COUNTERS
-                .iter()
-                .filter_map(|c| {
-                    let r = p.rise(c, window_ms);
-                    (r > 0).then(|| format!("{c} +{r}"))
-                })
-                .collect();
+            let retrans = p.rises(RETRANS_COUNTERS, window_ms);
             if !retrans.is_empty() {
                 out.push((
                     Severity::Warn,
