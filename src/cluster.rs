@@ -460,6 +460,8 @@ pub struct StorageView {
 pub struct LoaderView {
     /// Phase the steps came from.
     pub phase: Option<String>,
+    /// Node whose job the view follows (`None`: a single job, as in the simulator).
+    pub node: Option<String>,
     /// Data wait per step, ms (one slot per step).
     pub wait_ms: History,
     /// Step time per step, ms.
@@ -485,6 +487,7 @@ impl LoaderView {
         self.first_batch_ms = None;
         self.tokens_per_sec = None;
         self.loss = None;
+        self.node = None;
         self.phase = Some(phase);
     }
 
@@ -565,6 +568,7 @@ impl ClusterStore {
                 first_batch_ms: None,
                 tokens_per_sec: None,
                 loss: None,
+                node: None,
             },
         }
     }
@@ -712,6 +716,7 @@ impl ClusterStore {
                     view.collective = Some(collective);
                 }
                 PhaseMetric::Step {
+                    node,
                     step,
                     step_time_ms,
                     data_wait_ms,
@@ -719,15 +724,24 @@ impl ClusterStore {
                     loss,
                 } => {
                     let l = &mut self.loader;
+                    // The pane follows one job: the first node's, when a phase runs on several.
+                    if l.phase.as_deref() == Some(phase.as_str())
+                        && l.node.is_some()
+                        && node.is_some()
+                        && l.node != node
+                    {
+                        return;
+                    }
                     // A new job (another phase, or the step count starting over) starts afresh.
                     if l.phase.as_deref() != Some(phase.as_str()) || l.last_step >= Some(step) {
                         l.reset(phase);
+                        l.node = node;
                     }
-                    l.wait_ms.push(step, Some(data_wait_ms));
+                    l.wait_ms.push(step, data_wait_ms);
                     l.step_ms.push(step, Some(step_time_ms));
                     l.last_step = Some(step);
-                    l.tokens_per_sec = Some(tokens_per_sec);
-                    l.loss = Some(loss);
+                    l.tokens_per_sec = tokens_per_sec.or(l.tokens_per_sec);
+                    l.loss = loss.or(l.loss);
                 }
                 PhaseMetric::FirstBatch { ms } => {
                     let l = &mut self.loader;
@@ -736,7 +750,11 @@ impl ClusterStore {
                     }
                     l.first_batch_ms = Some(ms);
                 }
-                PhaseMetric::Tflops { .. } => {}
+                PhaseMetric::Tflops { .. }
+                | PhaseMetric::PairBw { .. }
+                | PhaseMetric::LinkBw { .. }
+                | PhaseMetric::Check { .. }
+                | PhaseMetric::Problem { .. } => {}
             },
             PhaseEvent::Finished {
                 at_ms,

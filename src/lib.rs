@@ -37,6 +37,7 @@ pub mod deploy;
 mod fixtures;
 pub mod inventory;
 pub mod model;
+pub mod parsers;
 pub mod phases;
 pub mod probes;
 pub mod telemetry;

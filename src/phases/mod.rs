@@ -77,22 +77,86 @@ pub enum PhaseMetric {
     },
     /// One training step as our workload (or a parsed trainer log) reports it.
     Step {
+        /// Node whose log it came from (`None` in the simulator's single job).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        node: Option<String>,
         /// Step number.
         step: u64,
         /// Wall time of the step.
         step_time_ms: f64,
-        /// Time the step waited for its batch.
-        data_wait_ms: f64,
-        /// Tokens per second over all ranks.
-        tokens_per_sec: f64,
+        /// Time the step waited for its batch (`None` where the trainer does not print it).
+        #[serde(default)]
+        data_wait_ms: Option<f64>,
+        /// Tokens per second over all ranks (`None` where the log does not say).
+        #[serde(default)]
+        tokens_per_sec: Option<f64>,
         /// Training loss.
-        loss: f64,
+        #[serde(default)]
+        loss: Option<f64>,
     },
     /// Time from job start to the first batch on the GPU.
     FirstBatch {
         /// Milliseconds.
         ms: f64,
     },
+    /// One GPU-to-GPU (or host-to-GPU) copy bandwidth from nvbandwidth (T3).
+    PairBw {
+        /// Node name.
+        node: String,
+        /// nvbandwidth test case, e.g. `device_to_device_memcpy_write_ce`.
+        test: String,
+        /// Row id (source GPU, or 0 for the host row).
+        src: u32,
+        /// Column id.
+        dst: u32,
+        /// GB/s (10^9 B/s).
+        gb_per_s: f64,
+    },
+    /// One perftest row (`ib_write_bw`, `ib_read_bw`).
+    LinkBw {
+        /// Node the client ran on.
+        node: String,
+        /// RDMA device, e.g. `mlx5_0`.
+        device: Option<String>,
+        /// Message size.
+        size_bytes: u64,
+        /// Average bandwidth, Gbit/s.
+        bw_avg_gbit_per_s: f64,
+        /// Peak bandwidth, Gbit/s (0 when perftest did not measure it).
+        bw_peak_gbit_per_s: f64,
+        /// Million messages a second.
+        msg_rate_mpps: f64,
+    },
+    /// A yes/no check of a sanity phase (T1), with what was seen.
+    Check {
+        /// Node name.
+        node: String,
+        /// Short name, e.g. `gpu-count`.
+        name: String,
+        /// Whether it held.
+        status: CheckStatus,
+        /// What was seen, in words and numbers.
+        detail: String,
+    },
+    /// A failure the tool printed (NCCL/CUDA failure, ASSERT, Python traceback, OOM).
+    Problem {
+        /// Node name.
+        node: String,
+        /// The line that said so.
+        text: String,
+    },
+}
+
+/// The outcome of one sanity check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckStatus {
+    /// It held.
+    Ok,
+    /// It did not.
+    Failed,
+    /// It could not be checked here (tool missing, no permission): says so instead of passing.
+    Unknown,
 }
 
 /// What a phase runner reports to the loop.

@@ -889,11 +889,12 @@ impl SimCluster {
                     id,
                     at_ms,
                     PhaseMetric::Step {
+                        node: None,
                         step,
                         step_time_ms: step_total,
-                        data_wait_ms: wait_ms,
-                        tokens_per_sec: tokens,
-                        loss,
+                        data_wait_ms: Some(wait_ms),
+                        tokens_per_sec: Some(tokens),
+                        loss: Some(loss),
                     },
                 ));
                 out.push(Self::line(

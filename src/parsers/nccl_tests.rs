@@ -1,0 +1,459 @@
+//! nccl-tests output (`all_reduce_perf`, `*_perf_mpi`, every version from v1 to 2.19): the
+//! preamble, one row per message size, the trailer, and failures. The grammar is in
+//! `shared/fixtures/INDEX.md`; rows are split on whitespace, never on fixed offsets, and the
+//! columns are found by name in the table header (or, for a log that starts mid-table, by how
+//! many fields a row has).
+
+use super::LineError;
+
+/// One placement (out-of-place or in-place) of a row.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Placement {
+    /// Time per iteration in microseconds (`None` for `N/A`).
+    pub time_us: Option<f64>,
+    /// Algorithm bandwidth, GB/s (10^9 B/s).
+    pub algbw_gb_per_s: Option<f64>,
+    /// Bus bandwidth, GB/s.
+    pub busbw_gb_per_s: Option<f64>,
+    /// Wrong elements (`#wrong`); `None` for `N/A` (validation off) and for the pre-2.13
+    /// `error` column, which is a float deviation rather than a count.
+    pub wrong: Option<u64>,
+}
+
+/// One row of the table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// Message size in bytes.
+    pub size_bytes: u64,
+    /// Element type (`float`, `bfloat16`, …).
+    pub dtype: String,
+    /// Out-of-place figures.
+    pub out_of_place: Placement,
+    /// In-place figures, when the row has them.
+    pub in_place: Option<Placement>,
+}
+
+/// What one line of output meant.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Item {
+    /// A test (re)started: its program name when the tool printed it.
+    Started {
+        /// e.g. `all_reduce_perf_mpi`.
+        program: Option<String>,
+    },
+    /// A rank line in the device list (`#  Rank  3 Group 0 Pid … on host device 3 …`).
+    Rank {
+        /// Host name as printed.
+        host: String,
+    },
+    /// A data row.
+    Row(Row),
+    /// `# Out of bounds values : N OK|FAILED`.
+    OutOfBounds {
+        /// Checks that found at least one wrong element.
+        count: u64,
+    },
+    /// `# Avg bus bandwidth : X`.
+    AvgBusBw {
+        /// GB/s.
+        gb_per_s: f64,
+    },
+    /// A failure line (`Test NCCL failure …`, `Test CUDA failure …`, `NCCL failure …`).
+    Failure {
+        /// The line, trimmed.
+        text: String,
+    },
+}
+
+/// Where the figures sit in a row.
+#[derive(Debug, Clone, PartialEq)]
+struct Columns {
+    count: usize,
+    size: usize,
+    dtype: usize,
+    /// Index of `time` for each placement.
+    placements: Vec<usize>,
+    /// The validation column is a count (`#wrong`) rather than a deviation (`error`, `res`).
+    wrong_is_count: bool,
+}
+
+/// Streaming parser: feed it lines in order.
+#[derive(Debug, Default)]
+pub struct NcclTestsParser {
+    columns: Option<Columns>,
+    line_no: usize,
+}
+
+/// Drop an Open MPI `--tag-output` prefix (`[1,0]<stdout>:`); `None` for tagged stderr.
+fn untag(line: &str) -> Option<&str> {
+    let Some(rest) = line.strip_prefix('[') else {
+        return Some(line);
+    };
+    let Some((tag, body)) = rest.split_once(">:") else {
+        return Some(line);
+    };
+    let Some((ranks, stream)) = tag.split_once("]<") else {
+        return Some(line);
+    };
+    if !ranks.chars().all(|c| c.is_ascii_digit() || c == ',') {
+        return Some(line);
+    }
+    match stream {
+        "stdout" => Some(body),
+        _ => None,
+    }
+}
+
+fn number(token: &str) -> Result<Option<f64>, String> {
+    if token == "N/A" {
+        return Ok(None);
+    }
+    token
+        .parse::<f64>()
+        .map(Some)
+        .map_err(|_| format!("'{token}' is not a number"))
+}
+
+impl NcclTestsParser {
+    /// A parser at the start of a log.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Read one line; `Ok(None)` for lines that carry nothing (noise, headers, blank).
+    pub fn push(&mut self, raw: &str) -> Result<Option<Item>, LineError> {
+        self.line_no += 1;
+        let line_no = self.line_no;
+        let err = |message: String| LineError { line_no, message };
+        let Some(line) = untag(raw.trim_end_matches(['\r', '\n'])) else {
+            return Ok(None);
+        };
+        let trimmed = line.trim();
+        if trimmed.is_empty() {
+            return Ok(None);
+        }
+        if trimmed.contains("Test NCCL failure")
+            || trimmed.contains("Test CUDA failure")
+            || trimmed.starts_with("NCCL failure")
+        {
+            return Ok(Some(Item::Failure {
+                text: trimmed.to_string(),
+            }));
+        }
+        if let Some(body) = trimmed.strip_prefix('#') {
+            return self.comment(body.trim()).map_err(err);
+        }
+        // v1 printed the nThread line without '#'.
+        if trimmed.starts_with("nThread ") {
+            self.columns = None;
+            return Ok(Some(Item::Started { program: None }));
+        }
+        let tokens: Vec<&str> = trimmed.split_whitespace().collect();
+        let looks_like_row = tokens.len() >= 8
+            && tokens[0].bytes().all(|b| b.is_ascii_digit())
+            && tokens[1].bytes().all(|b| b.is_ascii_digit());
+        if !looks_like_row {
+            // NCCL INFO/WARN, MPI chatter, perftest noise: not ours, and not the end of the table.
+            return Ok(None);
+        }
+        self.row(&tokens).map(|r| Some(Item::Row(r))).map_err(err)
+    }
+
+    fn comment(&mut self, body: &str) -> Result<Option<Item>, String> {
+        if let Some(program) = body.strip_prefix("Collective test starting:") {
+            self.columns = None;
+            return Ok(Some(Item::Started {
+                program: Some(program.trim().to_string()),
+            }));
+        }
+        if body.starts_with("nThread ") {
+            self.columns = None;
+            return Ok(Some(Item::Started { program: None }));
+        }
+        if let Some(rest) = body.strip_prefix("Rank") {
+            // "Rank  3 Group  0 Pid  123 on host device 3 [...]" (and older shapes): the host
+            // follows "on".
+            let mut it = rest.split_whitespace();
+            let host = it.by_ref().skip_while(|t| *t != "on").nth(1);
+            return Ok(host.map(|h| Item::Rank {
+                host: h.to_string(),
+            }));
+        }
+        if let Some(rest) = body.strip_prefix("Out of bounds values") {
+            let value = rest.trim_start_matches([' ', ':']).split_whitespace().next();
+            return match value.map(str::parse::<u64>) {
+                Some(Ok(count)) => Ok(Some(Item::OutOfBounds { count })),
+                _ => Err(format!("out-of-bounds trailer without a count: '{body}'")),
+            };
+        }
+        if let Some(rest) = body.strip_prefix("Avg bus bandwidth") {
+            let value = rest.trim_start_matches([' ', ':']).split_whitespace().next();
+            return match value.map(str::parse::<f64>) {
+                Some(Ok(gb_per_s)) => Ok(Some(Item::AvgBusBw { gb_per_s })),
+                _ => Err(format!("average trailer without a number: '{body}'")),
+            };
+        }
+        let names: Vec<&str> = body.split_whitespace().collect();
+        if names.contains(&"busbw") && names.contains(&"algbw") {
+            self.columns = Some(columns_from_header(&names)?);
+        }
+        Ok(None)
+    }
+
+    fn row(&mut self, tokens: &[&str]) -> Result<Row, String> {
+        let columns = match &self.columns {
+            Some(c) if c.count == tokens.len() => c.clone(),
+            // `-S 1` adds a timestamp with a space in it after the in-place block.
+            Some(c) if tokens.len() == c.count + 2 => c.clone(),
+            Some(c) => {
+                return Err(format!(
+                    "row has {} fields, the header has {}",
+                    tokens.len(),
+                    c.count
+                ));
+            }
+            None => columns_by_count(tokens.len()).ok_or_else(|| {
+                format!(
+                    "row of {} fields and no table header to say what they are",
+                    tokens.len()
+                )
+            })?,
+        };
+        let size_bytes = tokens[columns.size]
+            .parse::<u64>()
+            .map_err(|_| format!("size '{}' is not a byte count", tokens[columns.size]))?;
+        let mut placements = Vec::new();
+        for &at in &columns.placements {
+            let get = |i: usize| tokens.get(at + i).copied().ok_or("row ends early");
+            let wrong = if columns.wrong_is_count {
+                number(get(3)?)?.map(|w| w.max(0.0).round() as u64)
+            } else {
+                // A deviation must still be a number (or N/A); it is not a count.
+                number(get(3)?)?;
+                None
+            };
+            placements.push(Placement {
+                time_us: number(get(0)?)?,
+                algbw_gb_per_s: number(get(1)?)?,
+                busbw_gb_per_s: number(get(2)?)?,
+                wrong,
+            });
+        }
+        let mut it = placements.into_iter();
+        let out_of_place = it.next().ok_or("row without figures")?;
+        Ok(Row {
+            size_bytes,
+            dtype: tokens[columns.dtype].to_string(),
+            out_of_place,
+            in_place: it.next(),
+        })
+    }
+}
+
+fn columns_from_header(names: &[&str]) -> Result<Columns, String> {
+    let find = |n: &str| names.iter().position(|x| *x == n);
+    let size = find("size")
+        .or_else(|| find("bytes"))
+        .ok_or("table header without size")?;
+    let dtype = find("type").ok_or("table header without type")?;
+    let placements: Vec<usize> = names
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| matches!(**n, "time" | "cputime"))
+        .map(|(i, _)| i)
+        .collect();
+    if placements.is_empty() {
+        return Err("table header without time".into());
+    }
+    // Per-iteration columns (`-I 1`) or a timestamp only add fields after each block.
+    let wrong_is_count = names.contains(&"#wrong");
+    Ok(Columns {
+        count: names.len(),
+        size,
+        dtype,
+        placements,
+        wrong_is_count,
+    })
+}
+
+/// The layouts a log that starts mid-table can have, told apart by their field count.
+fn columns_by_count(n: usize) -> Option<Columns> {
+    let (lead, wrong_is_count) = match n {
+        13 => (5, true),  // >= 2.13: size count type redop root
+        12 => (4, false), // pre-2.13 all_reduce: size count type redop
+        11 => (3, false), // pre-2.13 all_gather: size count type
+        _ => return None,
+    };
+    Some(Columns {
+        count: n,
+        size: 0,
+        dtype: 2,
+        placements: vec![lead, lead + 4],
+        wrong_is_count,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::tool_output;
+    use proptest::prelude::*;
+
+    fn parse(rel: &str) -> (Vec<Item>, Vec<LineError>) {
+        let mut p = NcclTestsParser::new();
+        let mut items = Vec::new();
+        let mut errors = Vec::new();
+        for line in tool_output(&format!("nccl-tests/{rel}")).lines() {
+            match p.push(line) {
+                Ok(Some(i)) => items.push(i),
+                Ok(None) => {}
+                Err(e) => errors.push(e),
+            }
+        }
+        (items, errors)
+    }
+
+    fn rows(items: &[Item]) -> Vec<&Row> {
+        items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Row(r) => Some(r),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn two_node_h100_run_reads_every_row_and_the_trailer() {
+        let (items, errors) = parse("h100-2node-16rank-allreduce.txt");
+        assert!(errors.is_empty(), "{errors:?}");
+        let ranks = items
+            .iter()
+            .filter(|i| matches!(i, Item::Rank { .. }))
+            .count();
+        assert_eq!(ranks, 16);
+        let r = rows(&items);
+        assert_eq!(r.len(), 31);
+        let last = r[30];
+        assert_eq!(last.size_bytes, 8_589_934_592);
+        assert_eq!(last.out_of_place.busbw_gb_per_s, Some(338.82));
+        assert_eq!(last.out_of_place.time_us, Some(47535.0));
+        assert_eq!(last.in_place.and_then(|p| p.busbw_gb_per_s), Some(337.35));
+        assert_eq!(last.out_of_place.wrong, Some(0));
+        assert!(items.contains(&Item::AvgBusBw { gb_per_s: 70.742 }));
+        assert!(items.contains(&Item::OutOfBounds { count: 0 }));
+    }
+
+    #[test]
+    fn tagged_mpi_output_drops_the_tags_and_stderr() {
+        let (items, errors) = parse("v2.18.0-tag-output-allreduce-2rank.txt");
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(
+            items[0],
+            Item::Started {
+                program: Some("all_reduce_perf_mpi".into())
+            }
+        );
+        let r = rows(&items);
+        assert_eq!(r.len(), 8);
+        assert_eq!(r[7].out_of_place.busbw_gb_per_s, Some(2.30));
+        assert!(items.contains(&Item::AvgBusBw { gb_per_s: 1.57614 }));
+    }
+
+    #[test]
+    fn validation_off_means_no_wrong_count_not_zero() {
+        let (items, errors) = parse("k80-2node-validation0-NA.txt");
+        assert!(errors.is_empty(), "{errors:?}");
+        let r = rows(&items);
+        assert_eq!(r.len(), 11);
+        assert!(r.iter().all(|r| r.out_of_place.wrong.is_none()));
+        assert_eq!(r[10].out_of_place.time_us, Some(1_752_724.0));
+    }
+
+    #[test]
+    fn alltoall_in_place_na_and_overflowing_columns() {
+        let (items, errors) = parse("v2.13plus-alltoall-1gpu-inplace-NA-wide-algbw.txt");
+        assert!(errors.is_empty(), "{errors:?}");
+        let r = rows(&items);
+        assert!(!r.is_empty());
+        assert!(r.iter().all(|r| r.out_of_place.wrong == Some(0)));
+        assert!(r.iter().all(|r| r.in_place.is_some_and(|p| p.wrong.is_none())));
+        assert!(
+            r.iter()
+                .any(|r| r.in_place.and_then(|p| p.algbw_gb_per_s) == Some(43046.10))
+        );
+    }
+
+    #[test]
+    fn an_aborted_run_without_header_still_reads_rows_and_failures() {
+        let (items, errors) = parse("multinode-abort-test-nccl-failure-partial.txt");
+        assert!(errors.is_empty(), "{errors:?}");
+        let r = rows(&items);
+        assert_eq!(r.len(), 5);
+        assert_eq!(r[4].size_bytes, 17_179_869_184);
+        assert_eq!(r[4].out_of_place.busbw_gb_per_s, Some(367.29));
+        let failures = items
+            .iter()
+            .filter(|i| matches!(i, Item::Failure { .. }))
+            .count();
+        assert_eq!(failures, 4);
+        assert!(!items.iter().any(|i| matches!(i, Item::AvgBusBw { .. })));
+    }
+
+    #[test]
+    fn pre_2_13_error_column_is_not_a_wrong_count() {
+        let (items, errors) = parse("pre2.13-allreduce-128gpu-error-column-1e-06-partial.txt");
+        assert!(errors.is_empty(), "{errors:?}");
+        let r = rows(&items);
+        assert_eq!(r.len(), 6);
+        assert!(r.iter().all(|r| r.out_of_place.wrong.is_none()));
+        assert_eq!(r[5].out_of_place.busbw_gb_per_s, Some(2.15));
+        let (items, errors) = parse("pre2.13-allgather-2gpu-error-column-0e+00-partial.txt");
+        assert!(errors.is_empty(), "{errors:?}");
+        assert!(!rows(&items).is_empty());
+    }
+
+    #[test]
+    fn v1_failure_and_every_other_fixture_parse_cleanly() {
+        let (items, errors) = parse("v1-era-header-nccl-failure.txt");
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(items.iter().filter(|i| matches!(i, Item::Rank { .. })).count(), 8);
+        assert!(matches!(items.last(), Some(Item::Failure { .. })));
+        for f in [
+            "gb200-nvl72-72rank-allreduce-tail.txt",
+            "v2.13plus-reducescatter-2node-zero-size-rows-partial.txt",
+            "v2.18.0-tag-output-allgather-2rank.txt",
+        ] {
+            let (items, errors) = parse(f);
+            assert!(errors.is_empty(), "{f}: {errors:?}");
+            assert!(!rows(&items).is_empty(), "{f}: no rows");
+        }
+    }
+
+    #[test]
+    fn a_row_that_disagrees_with_its_header_is_a_line_error() {
+        let mut p = NcclTestsParser::new();
+        p.push("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong").unwrap();
+        let e = p
+            .push("        8             2     float     sum      -1    135.8    0.00    0.00")
+            .unwrap_err();
+        assert_eq!(e.line_no, 2);
+        assert!(e.message.contains("8 fields"), "{e}");
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_text_never_panics(lines in proptest::collection::vec(".{0,200}", 0..40)) {
+            let mut p = NcclTestsParser::new();
+            for l in &lines {
+                let _ = p.push(l);
+            }
+        }
+
+        #[test]
+        fn row_shaped_garbage_never_panics(fields in proptest::collection::vec("[0-9N/A.e+-]{1,8}", 8..16)) {
+            let mut p = NcclTestsParser::new();
+            let _ = p.push(&fields.join(" "));
+        }
+    }
+}

@@ -1,0 +1,273 @@
+//! T1 sanity: the default plan's T1 command prints a few tools' output, each under a
+//! `== NAME` line; this reads them and judges each check. A check that cannot be made here
+//! (no permission to read the kernel log, a tool missing) is `Unknown` and says why — never a
+//! silent pass.
+//!
+//! Sections: `gpus` (`nvidia-smi --query-gpu=index,pci.bus_id,name,driver_version
+//! --format=csv,noheader`), `nvswitches` (how many NVSwitch devices the driver sees),
+//! `fabricmanager-version` (`nv-fabricmanager --version`), `fabricmanager-active`
+//! (`systemctl is-active nvidia-fabricmanager`), `xid` (kernel log lines with `NVRM: Xid`, or
+//! the error that stopped us reading it).
+
+use std::collections::BTreeMap;
+
+use crate::phases::{CheckStatus, PhaseMetric};
+
+/// Collects the sections of one node's T1 output.
+#[derive(Debug, Default)]
+pub struct SanityParser {
+    current: Option<String>,
+    sections: BTreeMap<String, Vec<String>>,
+}
+
+/// The first thing in `text` shaped like a driver version (`580.95.05`).
+fn version_in(text: &str) -> Option<String> {
+    text.split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .find(|t| {
+            let parts: Vec<&str> = t.split('.').collect();
+            parts.len() >= 2 && parts.iter().all(|p| !p.is_empty())
+        })
+        .map(str::to_string)
+}
+
+impl SanityParser {
+    /// A parser at the start of the output.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Read one line.
+    pub fn push(&mut self, line: &str) {
+        let t = line.trim();
+        if let Some(name) = t.strip_prefix("== ") {
+            let name = name.trim().to_string();
+            self.sections.entry(name.clone()).or_default();
+            self.current = Some(name);
+            return;
+        }
+        if let Some(cur) = &self.current {
+            if !t.is_empty() {
+                self.sections.entry(cur.clone()).or_default().push(t.to_string());
+            }
+        }
+    }
+
+    fn section(&self, name: &str) -> Option<&[String]> {
+        self.sections.get(name).map(Vec::as_slice)
+    }
+
+    /// Judge every check for `node`, which should have `expected_gpus`.
+    pub fn finish(&self, node: &str, expected_gpus: u32) -> Vec<PhaseMetric> {
+        let check = |name: &str, status, detail: String| PhaseMetric::Check {
+            node: node.to_string(),
+            name: name.to_string(),
+            status,
+            detail,
+        };
+        let mut out = Vec::new();
+        // GPU count and one driver version across them.
+        let mut driver = None;
+        match self.section("gpus") {
+            None => out.push(check(
+                "gpu-count",
+                CheckStatus::Unknown,
+                "no nvidia-smi output".into(),
+            )),
+            Some(lines) => {
+                let rows: Vec<Vec<&str>> = lines
+                    .iter()
+                    .map(|l| l.split(',').map(str::trim).collect::<Vec<_>>())
+                    .filter(|f| f.len() >= 4 && f[0].parse::<u32>().is_ok())
+                    .collect();
+                if rows.is_empty() {
+                    let said = lines.first().map_or("nothing", String::as_str);
+                    out.push(check(
+                        "gpu-count",
+                        CheckStatus::Failed,
+                        format!("nvidia-smi listed no GPU: {said}"),
+                    ));
+                } else {
+                    let n = rows.len() as u32;
+                    let status = if n == expected_gpus {
+                        CheckStatus::Ok
+                    } else {
+                        CheckStatus::Failed
+                    };
+                    out.push(check(
+                        "gpu-count",
+                        status,
+                        format!("{n} GPUs, {expected_gpus} expected"),
+                    ));
+                    let mut versions: Vec<&str> = rows.iter().map(|r| r[3]).collect();
+                    versions.sort_unstable();
+                    versions.dedup();
+                    if let [one] = versions.as_slice() {
+                        driver = Some(one.to_string());
+                    } else {
+                        out.push(check(
+                            "driver-version",
+                            CheckStatus::Failed,
+                            format!("GPUs report different drivers: {}", versions.join(", ")),
+                        ));
+                    }
+                }
+            }
+        }
+        // Fabric manager matters only where the driver sees NVSwitches.
+        let nvswitches = self
+            .section("nvswitches")
+            .and_then(|l| l.first())
+            .and_then(|l| l.parse::<u32>().ok());
+        let fm_version = self
+            .section("fabricmanager-version")
+            .and_then(|l| l.iter().find_map(|x| version_in(x)));
+        match nvswitches {
+            Some(0) => out.push(check(
+                "fabric-manager",
+                CheckStatus::Ok,
+                "no NVSwitch on this node: fabric manager not needed".into(),
+            )),
+            None => out.push(check(
+                "fabric-manager",
+                CheckStatus::Unknown,
+                "could not count NVSwitch devices".into(),
+            )),
+            Some(n) => {
+                match (&driver, &fm_version) {
+                    (Some(d), Some(f)) if d == f => out.push(check(
+                        "fabric-manager-version",
+                        CheckStatus::Ok,
+                        format!("driver {d} == fabric manager {f}"),
+                    )),
+                    (Some(d), Some(f)) => out.push(check(
+                        "fabric-manager-version",
+                        CheckStatus::Failed,
+                        format!("driver {d} != fabric manager {f}"),
+                    )),
+                    (_, None) => out.push(check(
+                        "fabric-manager-version",
+                        CheckStatus::Failed,
+                        format!("{n} NVSwitches but no fabric manager version (not installed?)"),
+                    )),
+                    (None, Some(f)) => out.push(check(
+                        "fabric-manager-version",
+                        CheckStatus::Unknown,
+                        format!("fabric manager {f}; driver version unknown"),
+                    )),
+                }
+                let state = self
+                    .section("fabricmanager-active")
+                    .and_then(|l| l.first())
+                    .map_or("no answer", String::as_str);
+                let status = if state == "active" {
+                    CheckStatus::Ok
+                } else {
+                    CheckStatus::Failed
+                };
+                out.push(check(
+                    "fabric-manager-active",
+                    status,
+                    format!("nvidia-fabricmanager is {state}"),
+                ));
+            }
+        }
+        // Xid in the kernel log.
+        match self.section("xid") {
+            None => out.push(check("xid", CheckStatus::Unknown, "kernel log not read".into())),
+            Some(lines) => {
+                let denied = lines.iter().find(|l| {
+                    let l = l.to_ascii_lowercase();
+                    l.contains("not permitted") || l.contains("permission denied")
+                });
+                let xids: Vec<&String> = lines.iter().filter(|l| l.contains("Xid")).collect();
+                match (denied, xids.first()) {
+                    (_, Some(first)) => out.push(check(
+                        "xid",
+                        CheckStatus::Failed,
+                        format!("{} Xid lines in the kernel log, first: {first}", xids.len()),
+                    )),
+                    (Some(why), None) => out.push(check(
+                        "xid",
+                        CheckStatus::Unknown,
+                        format!("kernel log not readable here: {why}"),
+                    )),
+                    (None, None) => out.push(check(
+                        "xid",
+                        CheckStatus::Ok,
+                        "no Xid in the kernel log".into(),
+                    )),
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn run(text: &str, expected: u32) -> Vec<(String, CheckStatus, String)> {
+        let mut p = SanityParser::new();
+        for l in text.lines() {
+            p.push(l);
+        }
+        p.finish("n1", expected)
+            .into_iter()
+            .map(|m| match m {
+                PhaseMetric::Check {
+                    name,
+                    status,
+                    detail,
+                    ..
+                } => (name, status, detail),
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_healthy_hgx_node() {
+        let text = "== gpus\n0, 00000000:18:00.0, NVIDIA B300, 580.95.05\n1, 00000000:2A:00.0, NVIDIA B300, 580.95.05\n== nvswitches\n4\n== fabricmanager-version\nFabric Manager version is : 580.95.05\n== fabricmanager-active\nactive\n== xid\n";
+        let c = run(text, 2);
+        assert!(c.iter().all(|(_, s, _)| *s == CheckStatus::Ok), "{c:?}");
+        assert_eq!(c.len(), 4);
+    }
+
+    #[test]
+    fn missing_gpu_version_skew_and_xid_fail() {
+        let text = "== gpus\n0, 00000000:18:00.0, NVIDIA B300, 580.95.05\n== nvswitches\n4\n== fabricmanager-version\nFabric Manager version is : 580.82.07\n== fabricmanager-active\nfailed\n== xid\n[ 812.1] NVRM: Xid (PCI:0000:18:00): 79, pid=0, GPU has fallen off the bus.\n";
+        let c = run(text, 8);
+        let failed: Vec<&str> = c
+            .iter()
+            .filter(|(_, s, _)| *s == CheckStatus::Failed)
+            .map(|(n, _, _)| n.as_str())
+            .collect();
+        assert_eq!(
+            failed,
+            ["gpu-count", "fabric-manager-version", "fabric-manager-active", "xid"]
+        );
+        assert_eq!(c[0].2, "1 GPUs, 8 expected");
+    }
+
+    #[test]
+    fn unreadable_kernel_log_is_unknown_not_ok() {
+        let text = "== gpus\n0, 00000000:18:00.0, NVIDIA H200, 580.159\n== nvswitches\n0\n== xid\ndmesg: read kernel buffer failed: Operation not permitted\n";
+        let c = run(text, 1);
+        assert_eq!(c[1].1, CheckStatus::Ok, "{c:?}");
+        assert_eq!(c[2].0, "xid");
+        assert_eq!(c[2].1, CheckStatus::Unknown);
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_text_never_panics(lines in proptest::collection::vec("(== )?.{0,80}", 0..30)) {
+            let mut p = SanityParser::new();
+            for l in &lines {
+                p.push(l);
+            }
+            let _ = p.finish("n", 8);
+        }
+    }
+}
