@@ -102,12 +102,13 @@ pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     };
     let v: f64 = num
         .parse()
-        .map_err(|_| format!("bad duration {s:?}: use 1s, 500ms or 2m"))?;
+        .map_err(|_| format!("bad duration {s:?}: use 1s, 500ms, 2m or 1h"))?;
     let secs = match unit {
         "ms" => v / 1000.0,
         "s" => v,
         "m" => v * 60.0,
-        _ => return Err(format!("bad duration unit in {s:?}: use ms, s or m")),
+        "h" => v * 3600.0,
+        _ => return Err(format!("bad duration unit in {s:?}: use ms, s, m or h")),
     };
     // At least a millisecond (a zero period would spin), and no more than a day (a typo such as
     // `1e30s` must be an error, not a panic).

@@ -11,7 +11,7 @@ use crate::model::{
     GpuInfo, GpuSample, NicSample, NodeFrame, NodeHello, NodeLink, PortCounters, UnixMillis,
     XidEvent,
 };
-use crate::phases::plan::{DEFAULT_PLAN, PhaseSpec};
+use crate::phases::plan::{PhaseSpec, Plan, default_plan};
 use crate::phases::{PhaseEvent, PhaseMetric, Verdict};
 use crate::probes::ProbeWindow;
 use crate::telemetry::SourceEvent;
@@ -407,7 +407,7 @@ pub fn median(values: impl Iterator<Item = f64>) -> Option<f64> {
 #[derive(Debug, Clone)]
 pub struct PhaseView {
     /// The plan's entry.
-    pub spec: &'static PhaseSpec,
+    pub spec: std::sync::Arc<PhaseSpec>,
     /// Where it stands.
     pub state: PhaseState,
     /// When it last started.
@@ -523,7 +523,29 @@ impl Default for ClusterStore {
     }
 }
 
+fn phase_views(plan: &Plan) -> Vec<PhaseView> {
+    plan.phases
+        .iter()
+        .map(|spec| PhaseView {
+            spec: spec.clone(),
+            state: PhaseState::Pending,
+            started_ms: None,
+            finished_ms: None,
+            reason: None,
+            log: VecDeque::new(),
+            log_dropped: 0,
+            busbw: BTreeMap::new(),
+            collective: None,
+        })
+        .collect()
+}
+
 impl ClusterStore {
+    /// Show `plan`'s phases instead of the default ladder (their state starts afresh).
+    pub fn set_plan(&mut self, plan: &Plan) {
+        self.phases = phase_views(plan);
+    }
+
     /// An empty store over the default plan, sampled every second.
     pub fn new() -> Self {
         Self::with_period(HISTORY_PERIOD_MS)
@@ -538,20 +560,7 @@ impl ClusterStore {
             period_ms,
             nodes: Vec::new(),
             node_index: HashMap::new(),
-            phases: DEFAULT_PLAN
-                .iter()
-                .map(|spec| PhaseView {
-                    spec,
-                    state: PhaseState::Pending,
-                    started_ms: None,
-                    finished_ms: None,
-                    reason: None,
-                    log: VecDeque::new(),
-                    log_dropped: 0,
-                    busbw: BTreeMap::new(),
-                    collective: None,
-                })
-                .collect(),
+            phases: phase_views(default_plan()),
             storage: StorageView {
                 latest: None,
                 ttfb_p50_ms: h(),
@@ -798,7 +807,10 @@ mod tests {
         let store = store_at(130);
         assert_eq!(store.nodes.len(), 12);
         assert_eq!(store.gpu_count(), 96);
-        assert_eq!(store.running_phase().map(|p| p.spec.id), Some("T4"));
+        assert_eq!(
+            store.running_phase().map(|p| p.spec.id.as_str()),
+            Some("T4")
+        );
         let t4 = store.busbw_phase().expect("T4 has busbw rows");
         let first = t4.busbw.values().next().expect("a row");
         // node07 hung after the stall, so later sizes have 11 nodes.

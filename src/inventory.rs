@@ -191,7 +191,7 @@ pub fn validate_target(target: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn duration(
+pub(crate) fn duration(
     file: &str,
     text: &str,
     v: &Option<toml::Spanned<String>>,

@@ -247,7 +247,11 @@ impl OutputParser {
                 .finish()
                 .map(|i| nvbandwidth_metrics(&node, i))
                 .unwrap_or_default(),
-            Inner::Trainlog(p) => p.finish().map(|s| step_metric(&node, s)).into_iter().collect(),
+            Inner::Trainlog(p) => p
+                .finish()
+                .map(|s| step_metric(&node, s))
+                .into_iter()
+                .collect(),
             Inner::Sanity(p) => p.finish(&node, self.ctx.expected_gpus),
             _ => Vec::new(),
         }
@@ -307,7 +311,10 @@ mod tests {
             "nccl-tests/v2.18.0-tag-output-allgather-2rank.txt",
         );
         let Some(PhaseMetric::BusBw {
-            collective, ranks, wrong, ..
+            collective,
+            ranks,
+            wrong,
+            ..
         }) = m.last()
         else {
             panic!("{m:?}")
@@ -319,7 +326,10 @@ mod tests {
 
     #[test]
     fn validation_off_gives_no_wrong_count() {
-        let m = metrics(ParserKind::NcclTests, "nccl-tests/k80-2node-validation0-NA.txt");
+        let m = metrics(
+            ParserKind::NcclTests,
+            "nccl-tests/k80-2node-validation0-NA.txt",
+        );
         assert!(
             m.iter()
                 .all(|x| matches!(x, PhaseMetric::BusBw { wrong: None, .. }))
@@ -343,7 +353,10 @@ mod tests {
     #[test]
     fn collective_names() {
         assert_eq!(collective_of("all_reduce_perf_mpi"), "all_reduce");
-        assert_eq!(collective_of("/opt/nccl-tests/build/reduce_scatter_perf"), "reduce_scatter");
+        assert_eq!(
+            collective_of("/opt/nccl-tests/build/reduce_scatter_perf"),
+            "reduce_scatter"
+        );
         assert_eq!(collective_of("allreduce.py"), "allreduce.py");
     }
 }

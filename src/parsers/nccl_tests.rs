@@ -180,14 +180,20 @@ impl NcclTestsParser {
             }));
         }
         if let Some(rest) = body.strip_prefix("Out of bounds values") {
-            let value = rest.trim_start_matches([' ', ':']).split_whitespace().next();
+            let value = rest
+                .trim_start_matches([' ', ':'])
+                .split_whitespace()
+                .next();
             return match value.map(str::parse::<u64>) {
                 Some(Ok(count)) => Ok(Some(Item::OutOfBounds { count })),
                 _ => Err(format!("out-of-bounds trailer without a count: '{body}'")),
             };
         }
         if let Some(rest) = body.strip_prefix("Avg bus bandwidth") {
-            let value = rest.trim_start_matches([' ', ':']).split_whitespace().next();
+            let value = rest
+                .trim_start_matches([' ', ':'])
+                .split_whitespace()
+                .next();
             return match value.map(str::parse::<f64>) {
                 Some(Ok(gb_per_s)) => Ok(Some(Item::AvgBusBw { gb_per_s })),
                 _ => Err(format!("average trailer without a number: '{body}'")),
@@ -377,7 +383,10 @@ mod tests {
         let r = rows(&items);
         assert!(!r.is_empty());
         assert!(r.iter().all(|r| r.out_of_place.wrong == Some(0)));
-        assert!(r.iter().all(|r| r.in_place.is_some_and(|p| p.wrong.is_none())));
+        assert!(
+            r.iter()
+                .all(|r| r.in_place.is_some_and(|p| p.wrong.is_none()))
+        );
         assert!(
             r.iter()
                 .any(|r| r.in_place.and_then(|p| p.algbw_gb_per_s) == Some(43046.10))
@@ -417,7 +426,13 @@ mod tests {
     fn v1_failure_and_every_other_fixture_parse_cleanly() {
         let (items, errors) = parse("v1-era-header-nccl-failure.txt");
         assert!(errors.is_empty(), "{errors:?}");
-        assert_eq!(items.iter().filter(|i| matches!(i, Item::Rank { .. })).count(), 8);
+        assert_eq!(
+            items
+                .iter()
+                .filter(|i| matches!(i, Item::Rank { .. }))
+                .count(),
+            8
+        );
         assert!(matches!(items.last(), Some(Item::Failure { .. })));
         for f in [
             "gb200-nvl72-72rank-allreduce-tail.txt",

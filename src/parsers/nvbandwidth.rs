@@ -182,13 +182,27 @@ mod tests {
     #[test]
     fn eight_gpu_read_matrix() {
         let i = items("v0.2-h800-8gpu-d2d-read-ce.txt");
-        let [Item::Matrix { test, cells, sum_gb_per_s }] = i.as_slice() else {
+        let [
+            Item::Matrix {
+                test,
+                cells,
+                sum_gb_per_s,
+            },
+        ] = i.as_slice()
+        else {
             panic!("{i:?}")
         };
         assert_eq!(test, "device_to_device_memcpy_read_ce");
         assert_eq!(cells.len(), 56, "8x8 without the diagonal");
         assert_eq!(*sum_gb_per_s, Some(9642.08));
-        assert_eq!(cells[0], Cell { row: 0, col: 1, gb_per_s: 172.32 });
+        assert_eq!(
+            cells[0],
+            Cell {
+                row: 0,
+                col: 1,
+                gb_per_s: 172.32
+            }
+        );
         let sum: f64 = cells.iter().map(|c| c.gb_per_s).sum();
         assert!((sum - 9642.08).abs() < 0.05, "{sum}");
     }
@@ -200,7 +214,11 @@ mod tests {
             panic!("{i:?}")
         };
         assert_eq!(cells.len(), 30);
-        assert!(cells.iter().any(|c| c.row == 5 && c.col == 4 && c.gb_per_s == 26.35));
+        assert!(
+            cells
+                .iter()
+                .any(|c| c.row == 5 && c.col == 4 && c.gb_per_s == 26.35)
+        );
     }
 
     #[test]
@@ -231,7 +249,14 @@ mod tests {
         assert_eq!(i.len(), 2);
         // A fragment without SUM, whose diagonal reads 0.00: 56 cells, no zeros.
         let i = items("readme-example-d2d-write-ce-fragment.txt");
-        let [Item::Matrix { test, cells, sum_gb_per_s: None }] = i.as_slice() else {
+        let [
+            Item::Matrix {
+                test,
+                cells,
+                sum_gb_per_s: None,
+            },
+        ] = i.as_slice()
+        else {
             panic!("{i:?}")
         };
         assert_eq!(test, "device_to_device_memcpy_write_ce");

@@ -67,7 +67,10 @@ impl PerftestParser {
             return Ok(None);
         }
         if let Some((_, dev)) = line.split_once("Device") {
-            if let Some(name) = dev.trim_start_matches([' ', '\t', ':']).split_whitespace().next()
+            if let Some(name) = dev
+                .trim_start_matches([' ', '\t', ':'])
+                .split_whitespace()
+                .next()
             {
                 self.device = Some(name.to_string());
             }
@@ -176,7 +179,10 @@ mod tests {
         let r = rows("read-bw-sweep-ib-MBps-truncated.txt");
         assert_eq!(r.len(), 3);
         let gbit = r[2].bw_avg_gbit_per_s;
-        assert!((gbit - 19.50 * 8.0 * 1_048_576.0 / 1e9).abs() < 1e-12, "{gbit}");
+        assert!(
+            (gbit - 19.50 * 8.0 * 1_048_576.0 / 1e9).abs() < 1e-12,
+            "{gbit}"
+        );
         assert_eq!(r[2].test.as_deref(), Some("RDMA_Read BW Test"));
     }
 

@@ -47,7 +47,10 @@ impl SanityParser {
         }
         if let Some(cur) = &self.current {
             if !t.is_empty() {
-                self.sections.entry(cur.clone()).or_default().push(t.to_string());
+                self.sections
+                    .entry(cur.clone())
+                    .or_default()
+                    .push(t.to_string());
             }
         }
     }
@@ -173,7 +176,11 @@ impl SanityParser {
         }
         // Xid in the kernel log.
         match self.section("xid") {
-            None => out.push(check("xid", CheckStatus::Unknown, "kernel log not read".into())),
+            None => out.push(check(
+                "xid",
+                CheckStatus::Unknown,
+                "kernel log not read".into(),
+            )),
             Some(lines) => {
                 let denied = lines.iter().find(|l| {
                     let l = l.to_ascii_lowercase();
@@ -246,7 +253,12 @@ mod tests {
             .collect();
         assert_eq!(
             failed,
-            ["gpu-count", "fabric-manager-version", "fabric-manager-active", "xid"]
+            [
+                "gpu-count",
+                "fabric-manager-version",
+                "fabric-manager-active",
+                "xid"
+            ]
         );
         assert_eq!(c[0].2, "1 GPUs, 8 expected");
     }

@@ -214,7 +214,8 @@ mod tests {
         assert_eq!(s[0].step, 110);
         assert_eq!(s[0].step_time_ms, 500.0);
         assert_eq!(s[0].loss, Some(2.31));
-        let s = p.push("Epoch 1:  11%|█         | 11/100 [00:07<00:45,  1.50s/it, v_num=0, loss=2.2]");
+        let s =
+            p.push("Epoch 1:  11%|█         | 11/100 [00:07<00:45,  1.50s/it, v_num=0, loss=2.2]");
         assert_eq!(s[0].step_time_ms, 1500.0);
     }
 

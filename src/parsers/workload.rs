@@ -71,8 +71,11 @@ mod tests {
     #[test]
     fn records_and_foreign_lines() {
         assert_eq!(
-            parse_line(1, r#"{"burnin":"gemm","gpu":3,"dtype":"bf16","tflops":712.5,"m":8192}"#)
-                .unwrap(),
+            parse_line(
+                1,
+                r#"{"burnin":"gemm","gpu":3,"dtype":"bf16","tflops":712.5,"m":8192}"#
+            )
+            .unwrap(),
             Some(Record::Gemm {
                 gpu: 3,
                 dtype: "bf16".into(),

@@ -2,6 +2,7 @@
 //! runner sends while a phase runs. The runner on real nodes is a later issue; the simulator
 //! speaks the same events.
 
+pub mod gates;
 pub mod plan;
 
 use serde::{Deserialize, Serialize};

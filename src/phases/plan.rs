@@ -1,21 +1,30 @@
-//! The site's T1–T8 acceptance ladder as data: id, title, scope and the gate in words. Plan files
-//! (TOML, templates, timeouts, dependencies) come with the phase runner; until then this table is
-//! the plan the console shows and the simulator runs.
+//! The plan: which phases run, where, with which command, read by which parser and judged by
+//! which gates. The site's T1–T8 ladder is `plans/default.toml`, embedded; a site edits a copy
+//! (`burnin init` writes it) and points burnin.toml at it. Two stages as every config file
+//! here: a serde shape with `deny_unknown_fields`, then `resolve` into runtime types with errors
+//! that name file, line and column.
 
-use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::ConfigError;
+use crate::parsers::ParserKind;
 
 /// Where a phase runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Scope {
-    /// Once on every node.
+    /// Once on every node, at the same time.
     EachNode,
-    /// Once on every GPU.
+    /// Once on every node, judged per GPU (the workload measures each GPU).
     EachGpu,
-    /// One job over the GPUs of one node.
-    Node8Gpu,
-    /// One job across nodes.
-    MultiNode,
+    /// Once, on the first node.
+    Launcher,
+    /// Once, on the first node, reaching all nodes through mpirun.
+    Mpirun,
 }
 
 impl Scope {
@@ -24,90 +33,402 @@ impl Scope {
         match self {
             Scope::EachNode => "each node",
             Scope::EachGpu => "each GPU",
-            Scope::Node8Gpu => "8 GPU",
-            Scope::MultiNode => "16+ GPU",
+            Scope::Launcher => "launcher",
+            Scope::Mpirun => "all nodes",
         }
     }
 }
 
-/// One phase of the plan.
+/// One condition a phase must meet.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Gate {
+    /// Every sanity check held; an unknown one warns.
+    Checks,
+    /// nccl-tests found no wrong element; unvalidated rows warn.
+    ZeroWrong,
+    /// Every subject's figure is at least `value`.
+    Min {
+        /// Figure name.
+        figure: String,
+        /// Lower bound.
+        value: f64,
+    },
+    /// Every subject's figure is at most `value`.
+    Max {
+        /// Figure name.
+        figure: String,
+        /// Upper bound.
+        value: f64,
+    },
+    /// At least `pct` % of the saved baseline.
+    Baseline {
+        /// Figure name.
+        figure: String,
+        /// Percent.
+        pct: f64,
+    },
+    /// No subject below `pct` % of its peers' median.
+    Peers {
+        /// Figure name.
+        figure: String,
+        /// Percent.
+        pct: f64,
+    },
+    /// The output contains `text` on every node that ran the phase.
+    OutputContains {
+        /// Text to find.
+        text: String,
+    },
+    /// Loss finite throughout and lower at the end than at the start.
+    LossFalling,
+}
+
+/// Figure names gates may use (`busbw_` takes a collective after it).
+pub const FIGURES: &[&str] = &[
+    "tflops_bf16",
+    "tflops_fp8",
+    "busbw_",
+    "pair_gb_per_s",
+    "link_gbit_per_s",
+    "step_time_ms",
+    "tokens_per_sec",
+    "data_wait_pct",
+    "first_batch_ms",
+];
+
+impl Gate {
+    /// The gate in words, for the phases pane and reports.
+    pub fn describe(&self) -> String {
+        match self {
+            Gate::Checks => "all checks ok".into(),
+            Gate::ZeroWrong => "#wrong = 0".into(),
+            Gate::Min { figure, value } => format!("{figure} >= {value}"),
+            Gate::Max { figure, value } => format!("{figure} <= {value}"),
+            Gate::Baseline { figure, pct } => format!("{figure} >= {pct} % of baseline"),
+            Gate::Peers { figure, pct } => format!("{figure} >= {pct} % of peer median"),
+            Gate::OutputContains { text } => format!("output shows {text:?}"),
+            Gate::LossFalling => "loss finite and falling".into(),
+        }
+    }
+
+    fn figure(&self) -> Option<&str> {
+        match self {
+            Gate::Min { figure, .. }
+            | Gate::Max { figure, .. }
+            | Gate::Baseline { figure, .. }
+            | Gate::Peers { figure, .. } => Some(figure),
+            _ => None,
+        }
+    }
+}
+
+/// One phase of the plan, resolved.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PhaseSpec {
     /// Short id, e.g. "T4".
-    pub id: &'static str,
+    pub id: String,
     /// Title.
-    pub title: &'static str,
+    pub title: String,
     /// Where it runs.
     pub scope: Scope,
     /// What passing proves.
-    pub proves: &'static str,
-    /// The engineering gate in words.
-    pub gate: &'static str,
+    pub proves: String,
+    /// The gates in words.
+    pub gate: String,
+    /// Shell text run on the node; empty: the site has not said what to run (SKIPPED).
+    pub command: String,
+    /// Which parser reads the output.
+    pub parser: ParserKind,
+    /// Longest it may run before it is stopped and recorded TIMEOUT.
+    #[serde(with = "secs")]
+    pub timeout: Duration,
+    /// Phases that must have passed (or warned) first.
+    pub needs: Vec<String>,
+    /// `[vars]` that must be non-empty, else the phase is SKIPPED and says which.
+    pub requires: Vec<String>,
+    /// The gates.
+    pub gates: Vec<Gate>,
 }
 
-/// The site's default ladder (DESIGN.md), each layer isolating one failure domain.
-pub const DEFAULT_PLAN: &[PhaseSpec] = &[
-    PhaseSpec {
-        id: "T1",
-        title: "GPU/CUDA sanity",
-        scope: Scope::EachNode,
-        proves: "driver, fabric manager and GPUs healthy",
-        gate: "GPU count as expected, Xid = 0, driver == fabric-manager version",
-    },
-    PhaseSpec {
-        id: "T2",
-        title: "compute (GEMM)",
-        scope: Scope::EachGpu,
-        proves: "BF16 / FP8 tensor throughput",
-        gate: ">= 90 % of baseline; no GPU < 90 % of peer median",
-    },
-    PhaseSpec {
-        id: "T3",
-        title: "NVLink/NVSwitch",
-        scope: Scope::EachNode,
-        proves: "every GPU pair reaches its bandwidth",
-        gate: ">= 90 % of baseline, no slow pair, no NVLink errors",
-    },
-    PhaseSpec {
-        id: "T4",
-        title: "single-node NCCL",
-        scope: Scope::EachNode,
-        proves: "all_reduce busbw and correctness",
-        gate: "#wrong = 0, busbw >= 90 % of baseline",
-    },
-    PhaseSpec {
-        id: "T5",
-        title: "LLM training",
-        scope: Scope::Node8Gpu,
-        proves: "tokens/s, step time, MFU, scaling 1->8",
-        gate: "8-GPU scaling >= 81 %",
-    },
-    PhaseSpec {
-        id: "T6",
-        title: "large-model LoRA",
-        scope: Scope::Node8Gpu,
-        proves: "stable loss, no OOM, checkpoint written",
-        gate: "loss finite and falling, checkpoint ok",
-    },
-    PhaseSpec {
-        id: "T7",
-        title: "multi-node NCCL (RDMA)",
-        scope: Scope::MultiNode,
-        proves: "NET/IB chosen, busbw, scaling",
-        gate: "correctness, scaling >= 75 %",
-    },
-    PhaseSpec {
-        id: "T8",
-        title: "AIStor -> GPU end to end",
-        scope: Scope::MultiNode,
-        proves: "storage does not starve the GPUs",
-        gate: "throughput >= 90 % of NVMe baseline; data wait small",
-    },
+mod secs {
+    pub fn serialize<S: serde::Serializer>(
+        d: &std::time::Duration,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+}
+
+/// A resolved plan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// Where it came from (`<embedded>/default.toml` for the shipped one).
+    pub file: String,
+    /// Phases in order.
+    pub phases: Vec<Arc<PhaseSpec>>,
+    /// Site text for templates.
+    pub vars: BTreeMap<String, String>,
+    /// Run directories on the nodes (`~/` allowed).
+    pub remote_dir: String,
+    /// TERM → KILL grace when stopping a phase.
+    pub grace: Duration,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlanFile {
+    #[serde(default)]
+    settings: SettingsFile,
+    #[serde(default)]
+    vars: BTreeMap<String, String>,
+    #[serde(default)]
+    phase: Vec<toml::Spanned<PhaseFile>>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct SettingsFile {
+    remote_dir: Option<String>,
+    grace_s: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PhaseFile {
+    id: toml::Spanned<String>,
+    title: String,
+    scope: Scope,
+    #[serde(default)]
+    proves: String,
+    parser: ParserKind,
+    timeout: Option<toml::Spanned<String>>,
+    #[serde(default)]
+    needs: Vec<toml::Spanned<String>>,
+    #[serde(default)]
+    requires: Vec<toml::Spanned<String>>,
+    #[serde(default)]
+    gates: Vec<toml::Spanned<Gate>>,
+    command: toml::Spanned<String>,
+}
+
+/// Placeholders the runner fills in for every command.
+pub const BUILTIN_PLACEHOLDERS: &[&str] = &[
+    "node",
+    "gpus",
+    "run",
+    "dir",
+    "workloads",
+    "hosts",
+    "hosts_slots",
+    "np",
+    "hostfile",
 ];
 
-/// Find a phase of the default plan by id.
-pub fn find(id: &str) -> Option<&'static PhaseSpec> {
-    DEFAULT_PLAN.iter().find(|p| p.id == id)
+/// The `{name}`s in a template, in order. `{{` and `}}` are literal braces.
+pub fn placeholders(template: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut chars = template.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '{' if chars.peek().map(|x| x.1) == Some('{') => {
+                chars.next();
+            }
+            '}' if chars.peek().map(|x| x.1) == Some('}') => {
+                chars.next();
+            }
+            '{' => {
+                let rest = &template[i + 1..];
+                let Some(end) = rest.find('}') else {
+                    return Err("a '{' without its '}' (write {{ for a literal brace)".into());
+                };
+                let name = &rest[..end];
+                if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                    return Err(format!(
+                        "'{{{name}}}' is not a placeholder (write {{{{ for a literal brace)"
+                    ));
+                }
+                out.push(name.to_string());
+                for _ in 0..=name.len() {
+                    chars.next();
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+/// Fill a template. Every placeholder must be in `values` (the plan's loader checked that).
+pub fn render(template: &str, values: &BTreeMap<String, String>) -> Result<String, String> {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(i) = rest.find(['{', '}']) {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i..];
+        if tail.starts_with("{{") {
+            out.push('{');
+            rest = &tail[2..];
+        } else if tail.starts_with("}}") {
+            out.push('}');
+            rest = &tail[2..];
+        } else if tail.starts_with('}') {
+            out.push('}');
+            rest = &tail[1..];
+        } else {
+            let end = tail.find('}').ok_or("a '{' without its '}'")?;
+            let name = &tail[1..end];
+            let v = values
+                .get(name)
+                .ok_or_else(|| format!("no value for {{{name}}}"))?;
+            out.push_str(v);
+            rest = &tail[end + 1..];
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The shipped plan's text (what `burnin init` writes as plan.toml).
+pub const DEFAULT_PLAN_TEXT: &str = include_str!("../../plans/default.toml");
+
+static DEFAULT: LazyLock<Plan> = LazyLock::new(|| {
+    Plan::parse("<embedded>/default.toml", DEFAULT_PLAN_TEXT)
+        .unwrap_or_else(|e| panic!("the embedded plan must parse (a test checks it): {e}"))
+});
+
+/// The shipped T1–T8 plan.
+pub fn default_plan() -> &'static Plan {
+    &DEFAULT
+}
+
+impl Plan {
+    /// Parse and check a plan file.
+    pub fn parse(file: &str, text: &str) -> Result<Plan, ConfigError> {
+        let shape: PlanFile =
+            toml::from_str(text).map_err(|e| ConfigError::from_toml(file, text, &e))?;
+        let at =
+            |span: std::ops::Range<usize>, m: String| ConfigError::at(file, text, Some(span), m);
+        let mut phases: Vec<Arc<PhaseSpec>> = Vec::new();
+        let mut ids = BTreeSet::new();
+        for entry in &shape.phase {
+            let p = entry.get_ref();
+            let id = p.id.get_ref().trim().to_string();
+            if id.is_empty()
+                || !id
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            {
+                return Err(at(
+                    p.id.span(),
+                    format!("phase id {id:?}: letters, digits, - and _ only"),
+                ));
+            }
+            if !ids.insert(id.clone()) {
+                return Err(at(p.id.span(), format!("phase {id} is listed twice")));
+            }
+            for need in &p.needs {
+                if !phases.iter().any(|q| q.id == *need.get_ref()) {
+                    return Err(at(
+                        need.span(),
+                        format!(
+                            "{id} needs {:?}, which is not an earlier phase",
+                            need.get_ref()
+                        ),
+                    ));
+                }
+            }
+            for r in &p.requires {
+                if !shape.vars.contains_key(r.get_ref()) {
+                    return Err(at(
+                        r.span(),
+                        format!("{id} requires {:?}, which is not in [vars]", r.get_ref()),
+                    ));
+                }
+            }
+            let names = placeholders(p.command.get_ref()).map_err(|m| at(p.command.span(), m))?;
+            for name in names {
+                if !BUILTIN_PLACEHOLDERS.contains(&name.as_str()) && !shape.vars.contains_key(&name)
+                {
+                    return Err(at(
+                        p.command.span(),
+                        format!(
+                            "{id}: {{{name}}} is neither a built-in placeholder nor a key of [vars]"
+                        ),
+                    ));
+                }
+            }
+            for gate in &p.gates {
+                if let Some(figure) = gate.get_ref().figure() {
+                    let known = FIGURES.iter().any(|f| {
+                        figure == *f
+                            || (f.ends_with('_') && figure.starts_with(f) && figure.len() > f.len())
+                    });
+                    if !known {
+                        return Err(at(
+                            gate.span(),
+                            format!("unknown figure {figure:?}; known: {}", FIGURES.join(", ")),
+                        ));
+                    }
+                }
+            }
+            let timeout =
+                crate::inventory::duration(file, text, &p.timeout, Duration::from_secs(3600))?;
+            let gates: Vec<Gate> = p.gates.iter().map(|g| g.get_ref().clone()).collect();
+            let gate = if gates.is_empty() {
+                "exit status 0, no failure lines".to_string()
+            } else {
+                gates
+                    .iter()
+                    .map(Gate::describe)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            };
+            phases.push(Arc::new(PhaseSpec {
+                id,
+                title: p.title.clone(),
+                scope: p.scope,
+                proves: p.proves.clone(),
+                gate,
+                command: p.command.get_ref().trim().to_string(),
+                parser: p.parser,
+                timeout,
+                needs: p.needs.iter().map(|n| n.get_ref().clone()).collect(),
+                requires: p.requires.iter().map(|n| n.get_ref().clone()).collect(),
+                gates,
+            }));
+        }
+        if phases.is_empty() {
+            return Err(ConfigError::at(file, text, None, "no [[phase]] entries"));
+        }
+        Ok(Plan {
+            file: file.to_string(),
+            phases,
+            vars: shape.vars,
+            remote_dir: shape
+                .settings
+                .remote_dir
+                .unwrap_or_else(|| "~/.cache/burnin/runs".into()),
+            grace: Duration::from_secs(shape.settings.grace_s.unwrap_or(10).clamp(1, 600)),
+        })
+    }
+
+    /// Read and check a plan file.
+    pub fn load(path: &std::path::Path) -> Result<Plan, ConfigError> {
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            file: name.clone(),
+            line: None,
+            column: None,
+            message: e.to_string(),
+        })?;
+        Plan::parse(&name, &text)
+    }
+
+    /// A phase by id.
+    pub fn find(&self, id: &str) -> Option<&Arc<PhaseSpec>> {
+        self.phases.iter().find(|p| p.id == id)
+    }
 }
 
 #[cfg(test)]
@@ -115,10 +436,59 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ids_are_unique_and_ordered() {
-        let ids: Vec<_> = DEFAULT_PLAN.iter().map(|p| p.id).collect();
+    fn the_shipped_plan_parses_in_order() {
+        let plan = default_plan();
+        let ids: Vec<_> = plan.phases.iter().map(|p| p.id.as_str()).collect();
         assert_eq!(ids, ["T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8"]);
-        assert_eq!(find("T4").map(|p| p.title), Some("single-node NCCL"));
-        assert!(find("T9").is_none());
+        assert_eq!(
+            plan.find("T4").map(|p| p.title.as_str()),
+            Some("single-node NCCL")
+        );
+        assert!(plan.find("T9").is_none());
+        assert_eq!(plan.find("T7").map(|p| p.scope), Some(Scope::Mpirun));
+        assert!(plan.find("T6").is_some_and(|p| p.command.is_empty()));
+        assert_eq!(plan.grace, Duration::from_secs(10));
+    }
+
+    #[test]
+    fn placeholders_and_literal_braces() {
+        assert_eq!(
+            placeholders("a {node} ${{HOME}} {gpus}").unwrap(),
+            ["node", "gpus"]
+        );
+        assert!(placeholders("awk '{print $1}'").is_err());
+        let v: BTreeMap<String, String> = [("node".to_string(), "g1".to_string())]
+            .into_iter()
+            .collect();
+        assert_eq!(render("x {node} ${{A}}", &v).unwrap(), "x g1 ${A}");
+        assert!(render("{nope}", &v).is_err());
+    }
+
+    #[test]
+    fn mistakes_are_located() {
+        let base = "[vars]\nprefix = \"\"\n[[phase]]\nid = \"T1\"\ntitle = \"t\"\nscope = \"each-node\"\nparser = \"none\"\n";
+        let e = Plan::parse("p.toml", &format!("{base}command = \"run {{nope}}\"\n")).unwrap_err();
+        assert_eq!(e.line, Some(8), "{e}");
+        assert!(e.message.contains("{nope}"), "{e}");
+        let e = Plan::parse(
+            "p.toml",
+            &format!("{base}command = \"x\"\nneeds = [\"T0\"]\n"),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("not an earlier phase"), "{e}");
+        let e = Plan::parse(
+            "p.toml",
+            &format!("{base}command = \"x\"\ngates = [{{ kind = \"min\", figure = \"tflops\", value = 1 }}]\n"),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("unknown figure"), "{e}");
+        let e = Plan::parse(
+            "p.toml",
+            &format!("{base}command = \"x\"\ntimeout = \"5y\"\n"),
+        )
+        .unwrap_err();
+        assert_eq!(e.line, Some(9), "{e}");
+        let e = Plan::parse("p.toml", &base.replace("each-node", "everywhere")).unwrap_err();
+        assert_eq!(e.line, Some(6), "{e}");
     }
 }

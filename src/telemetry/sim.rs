@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 use crate::model::{
     GpuInfo, GpuSample, NicSample, NodeFrame, NodeHello, UnixMillis, XidEvent, clock_events,
 };
-use crate::phases::plan::DEFAULT_PLAN;
+use crate::phases::plan::default_plan;
 use crate::phases::{PhaseCommand, PhaseEvent, PhaseMetric, Verdict};
 use crate::probes::ProbeWindow;
 use crate::telemetry::{Source, SourceEvent, SourceTask};
@@ -296,7 +296,11 @@ impl SimCluster {
             config,
             next_s: 0,
             running: None,
-            pending: DEFAULT_PLAN.iter().map(|p| p.id).collect(),
+            pending: default_plan()
+                .phases
+                .iter()
+                .map(|p| p.id.as_str())
+                .collect(),
             autorun,
             idle_until_s: 1,
             crc_counters: vec![0; gpus],
@@ -340,12 +344,13 @@ impl SimCluster {
                 if self.running.is_some() {
                     return out;
                 }
-                let Some(spec) = DEFAULT_PLAN.iter().find(|p| p.id == id) else {
+                let Some(spec) = default_plan().find(&id) else {
                     return out;
                 };
-                self.pending.retain(|p| *p != spec.id);
+                let id = spec.id.as_str();
+                self.pending.retain(|p| *p != id);
                 self.autorun = true;
-                self.start(spec.id, s, &mut out);
+                self.start(id, s, &mut out);
             }
             PhaseCommand::Abort(id) => {
                 if let Some(r) = self.running.take_if(|r| r.id == id) {

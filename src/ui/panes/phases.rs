@@ -74,7 +74,7 @@ impl Widget for &PhasesPane<'_> {
             let line = Line::from(vec![
                 Span::styled(format!("{:<4}", p.spec.id), row_style),
                 Span::styled(
-                    format!("{:<title_w$}", fit(p.spec.title, title_w)),
+                    format!("{:<title_w$}", fit(&p.spec.title, title_w)),
                     row_style,
                 ),
                 Span::styled(

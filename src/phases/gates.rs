@@ -1,0 +1,678 @@
+//! Judging a phase: the figures its metrics add up to (per GPU, per node, per pair, per link),
+//! the plan's gates over them, a saved baseline, and the verdict with its reason in numbers.
+//! Pure: the runner hands in what it saw and gets a verdict back.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::plan::{Gate, PhaseSpec};
+use super::{CheckStatus, PhaseMetric, Verdict};
+
+/// One value of a figure: whose it is, which peers it is compared with, and the number.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// e.g. `gpu01/gpu3`, `gpu01`, `gpu01 0->1`.
+    pub subject: String,
+    /// Samples compare with the median of their own group only (e.g. one nvbandwidth test).
+    pub group: String,
+    /// The value.
+    pub value: f64,
+}
+
+/// Figure name → its samples, in a stable order.
+pub type Figures = BTreeMap<String, Vec<Sample>>;
+
+fn put(f: &mut Figures, figure: String, subject: String, group: &str, value: f64, keep_max: bool) {
+    if !value.is_finite() {
+        return;
+    }
+    let samples = f.entry(figure).or_default();
+    match samples.iter_mut().find(|s| s.subject == subject) {
+        Some(s) if keep_max => s.value = s.value.max(value),
+        Some(s) => s.value = value,
+        None => samples.push(Sample {
+            subject,
+            group: group.to_string(),
+            value,
+        }),
+    }
+}
+
+fn median(values: &mut [f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    Some(if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    })
+}
+
+/// The figures of a phase's metrics. Peaks for bandwidths (the tool's sweep reaches them at the
+/// large sizes); for training, the median over steps after the first tenth (warm-up).
+pub fn figures(metrics: &[PhaseMetric]) -> Figures {
+    let mut f = Figures::new();
+    let mut steps: BTreeMap<String, Vec<(u64, f64, Option<f64>, Option<f64>)>> = BTreeMap::new();
+    for m in metrics {
+        match m {
+            PhaseMetric::Tflops {
+                node,
+                gpu,
+                dtype,
+                tflops,
+            } => put(
+                &mut f,
+                format!("tflops_{dtype}"),
+                format!("{node}/gpu{gpu}"),
+                "",
+                *tflops,
+                true,
+            ),
+            PhaseMetric::BusBw {
+                node,
+                collective,
+                busbw_gb_per_s,
+                ..
+            } => put(
+                &mut f,
+                format!("busbw_{collective}"),
+                node.clone().unwrap_or_else(|| "job".into()),
+                "",
+                *busbw_gb_per_s,
+                true,
+            ),
+            PhaseMetric::PairBw {
+                node,
+                test,
+                src,
+                dst,
+                gb_per_s,
+            } if test.starts_with("device_to_device") => put(
+                &mut f,
+                "pair_gb_per_s".into(),
+                format!(
+                    "{node} {src}->{dst} {}",
+                    test.trim_start_matches("device_to_device_")
+                ),
+                test,
+                *gb_per_s,
+                true,
+            ),
+            PhaseMetric::LinkBw {
+                node,
+                device,
+                bw_avg_gbit_per_s,
+                ..
+            } => put(
+                &mut f,
+                "link_gbit_per_s".into(),
+                format!("{node}/{}", device.as_deref().unwrap_or("?")),
+                "",
+                *bw_avg_gbit_per_s,
+                true,
+            ),
+            PhaseMetric::Step {
+                node,
+                step,
+                step_time_ms,
+                data_wait_ms,
+                tokens_per_sec,
+                ..
+            } => steps
+                .entry(node.clone().unwrap_or_else(|| "job".into()))
+                .or_default()
+                .push((*step, *step_time_ms, *data_wait_ms, *tokens_per_sec)),
+            PhaseMetric::FirstBatch { ms } => put(
+                &mut f,
+                "first_batch_ms".into(),
+                "job".into(),
+                "",
+                *ms,
+                false,
+            ),
+            _ => {}
+        }
+    }
+    for (node, mut s) in steps {
+        s.sort_by_key(|x| x.0);
+        let skip = if s.len() >= 10 { s.len() / 10 } else { 0 };
+        let s = &s[skip..];
+        let mut times: Vec<f64> = s.iter().map(|x| x.1).collect();
+        if let Some(m) = median(&mut times) {
+            put(&mut f, "step_time_ms".into(), node.clone(), "", m, false);
+        }
+        let mut tokens: Vec<f64> = s.iter().filter_map(|x| x.3).collect();
+        if let Some(m) = median(&mut tokens) {
+            put(&mut f, "tokens_per_sec".into(), node.clone(), "", m, false);
+        }
+        let waited: Vec<(f64, f64)> = s.iter().filter_map(|x| x.2.map(|w| (w, x.1))).collect();
+        let step_sum: f64 = waited.iter().map(|x| x.1).sum();
+        if step_sum > 0.0 {
+            let wait_sum: f64 = waited.iter().map(|x| x.0).sum();
+            put(
+                &mut f,
+                "data_wait_pct".into(),
+                node,
+                "",
+                100.0 * wait_sum / step_sum,
+                false,
+            );
+        }
+    }
+    f
+}
+
+/// Figures of a good run, kept as the gates' baseline (`burnin baseline save RUN`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Baseline {
+    /// Format version.
+    pub schema: u32,
+    /// The run directory it was saved from.
+    pub source: String,
+    /// Phase id → figures.
+    pub phases: BTreeMap<String, Figures>,
+}
+
+/// What the runner saw of a phase, beyond its metrics.
+#[derive(Debug, Clone, Default)]
+pub struct Observed {
+    /// Nodes the phase ran on.
+    pub nodes: Vec<String>,
+    /// Exit status per node (`None`: it ended without one, e.g. killed).
+    pub exit: BTreeMap<String, Option<i32>>,
+    /// For each `output-contains` text, the nodes whose output showed it.
+    pub seen: BTreeMap<String, BTreeSet<String>>,
+    /// Lines no parser understood: count and the first one's error.
+    pub unparsed: (u64, Option<String>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Level {
+    Pass,
+    Warn,
+    Fail,
+}
+
+fn fmt_value(v: f64) -> String {
+    if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// Judge a finished phase. `metrics` are all nodes' figures; the reason names the numbers.
+pub fn judge(
+    spec: &PhaseSpec,
+    metrics: &[PhaseMetric],
+    observed: &Observed,
+    baseline: Option<&Baseline>,
+) -> (Verdict, String) {
+    let mut findings: Vec<(Level, String)> = Vec::new();
+    for (node, code) in &observed.exit {
+        match code {
+            Some(0) => {}
+            Some(c) => findings.push((Level::Fail, format!("{node} exited {c}"))),
+            None => findings.push((Level::Fail, format!("{node} ended without an exit status"))),
+        }
+    }
+    let problems: Vec<String> = metrics
+        .iter()
+        .filter_map(|m| match m {
+            PhaseMetric::Problem { node, text } => Some(format!("{node}: {text}")),
+            _ => None,
+        })
+        .collect();
+    if let Some(first) = problems.first() {
+        findings.push((
+            Level::Fail,
+            format!("{} failure line(s), first {first}", problems.len()),
+        ));
+    }
+    if observed.unparsed.0 > 0 {
+        findings.push((
+            Level::Warn,
+            format!(
+                "{} output line(s) not understood ({})",
+                observed.unparsed.0,
+                observed.unparsed.1.as_deref().unwrap_or("")
+            ),
+        ));
+    }
+    let figs = figures(metrics);
+    let mut summary: Vec<String> = Vec::new();
+    for gate in &spec.gates {
+        match gate {
+            Gate::Checks => {
+                let checks: Vec<(&String, &String, CheckStatus, &String)> = metrics
+                    .iter()
+                    .filter_map(|m| match m {
+                        PhaseMetric::Check {
+                            node,
+                            name,
+                            status,
+                            detail,
+                        } => Some((node, name, *status, detail)),
+                        _ => None,
+                    })
+                    .collect();
+                let bad: Vec<String> = checks
+                    .iter()
+                    .filter(|c| c.2 == CheckStatus::Failed)
+                    .map(|c| format!("{} {}: {}", c.0, c.1, c.3))
+                    .collect();
+                let unknown: Vec<String> = checks
+                    .iter()
+                    .filter(|c| c.2 == CheckStatus::Unknown)
+                    .map(|c| format!("{} {}: {}", c.0, c.1, c.3))
+                    .collect();
+                if checks.is_empty() {
+                    findings.push((Level::Fail, "no checks in the output".into()));
+                } else if let Some(first) = bad.first() {
+                    findings.push((
+                        Level::Fail,
+                        format!("{} check(s) failed, first {first}", bad.len()),
+                    ));
+                } else if let Some(first) = unknown.first() {
+                    findings.push((
+                        Level::Warn,
+                        format!(
+                            "{} check(s) could not be made, first {first}",
+                            unknown.len()
+                        ),
+                    ));
+                }
+                summary.push(format!(
+                    "{}/{} checks ok",
+                    checks.iter().filter(|c| c.2 == CheckStatus::Ok).count(),
+                    checks.len()
+                ));
+            }
+            Gate::ZeroWrong => {
+                let rows: Vec<Option<u64>> = metrics
+                    .iter()
+                    .filter_map(|m| match m {
+                        PhaseMetric::BusBw { wrong, .. } => Some(*wrong),
+                        _ => None,
+                    })
+                    .collect();
+                let wrong: u64 = rows.iter().flatten().sum();
+                let unvalidated = rows.iter().filter(|w| w.is_none()).count();
+                if rows.is_empty() {
+                    findings.push((Level::Fail, "no nccl-tests rows in the output".into()));
+                } else if wrong > 0 {
+                    findings.push((Level::Fail, format!("{wrong} wrong elements")));
+                } else if unvalidated > 0 {
+                    findings.push((
+                        Level::Warn,
+                        format!("{unvalidated} rows not validated (#wrong N/A: run with -c 1)"),
+                    ));
+                } else {
+                    summary.push(format!("#wrong 0 over {} rows", rows.len()));
+                }
+            }
+            Gate::OutputContains { text } => {
+                let seen = observed.seen.get(text);
+                let missing: Vec<&String> = observed
+                    .nodes
+                    .iter()
+                    .filter(|n| !seen.is_some_and(|s| s.contains(*n)))
+                    .collect();
+                if !missing.is_empty() {
+                    findings.push((
+                        Level::Fail,
+                        format!(
+                            "{text:?} not in the output of {}",
+                            missing
+                                .iter()
+                                .map(|s| s.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    ));
+                }
+            }
+            Gate::LossFalling => {
+                let mut by_node: BTreeMap<String, Vec<(u64, f64)>> = BTreeMap::new();
+                for m in metrics {
+                    if let PhaseMetric::Step {
+                        node,
+                        step,
+                        loss: Some(loss),
+                        ..
+                    } = m
+                    {
+                        by_node
+                            .entry(node.clone().unwrap_or_else(|| "job".into()))
+                            .or_default()
+                            .push((*step, *loss));
+                    }
+                }
+                if by_node.is_empty() {
+                    findings.push((Level::Fail, "no loss in the output".into()));
+                }
+                for (node, mut s) in by_node {
+                    s.sort_by_key(|x| x.0);
+                    if let Some((step, l)) = s.iter().find(|x| !x.1.is_finite()) {
+                        findings.push((Level::Fail, format!("{node}: loss {l} at step {step}")));
+                        continue;
+                    }
+                    let k = (s.len() / 10).max(1);
+                    let head: f64 = s[..k].iter().map(|x| x.1).sum::<f64>() / k as f64;
+                    let tail: f64 = s[s.len() - k..].iter().map(|x| x.1).sum::<f64>() / k as f64;
+                    if s.len() < 2 || tail >= head {
+                        findings.push((
+                            Level::Fail,
+                            format!(
+                                "{node}: loss not falling ({} -> {} over {} steps)",
+                                fmt_value(head),
+                                fmt_value(tail),
+                                s.len()
+                            ),
+                        ));
+                    } else {
+                        summary.push(format!(
+                            "{node} loss {} -> {}",
+                            fmt_value(head),
+                            fmt_value(tail)
+                        ));
+                    }
+                }
+            }
+            Gate::Min { figure, value } | Gate::Max { figure, value } => {
+                let is_min = matches!(gate, Gate::Min { .. });
+                let Some(samples) = figs.get(figure) else {
+                    findings.push((Level::Fail, format!("no {figure} in the output")));
+                    continue;
+                };
+                let bad: Vec<&Sample> = samples
+                    .iter()
+                    .filter(|s| {
+                        if is_min {
+                            s.value < *value
+                        } else {
+                            s.value > *value
+                        }
+                    })
+                    .collect();
+                if let Some(first) = bad.first() {
+                    findings.push((
+                        Level::Fail,
+                        format!(
+                            "{figure} {} {} on {} (limit {})",
+                            first.subject,
+                            fmt_value(first.value),
+                            if bad.len() > 1 {
+                                format!("{} subjects", bad.len())
+                            } else {
+                                "1 subject".into()
+                            },
+                            fmt_value(*value)
+                        ),
+                    ));
+                }
+            }
+            Gate::Peers { figure, pct } => {
+                let Some(samples) = figs.get(figure) else {
+                    findings.push((Level::Fail, format!("no {figure} in the output")));
+                    continue;
+                };
+                let mut groups: BTreeMap<&str, Vec<&Sample>> = BTreeMap::new();
+                for s in samples {
+                    groups.entry(&s.group).or_default().push(s);
+                }
+                let mut worst: Option<(f64, &Sample, f64)> = None;
+                let mut stragglers = 0;
+                for members in groups.values() {
+                    let mut v: Vec<f64> = members.iter().map(|s| s.value).collect();
+                    let Some(med) = median(&mut v) else { continue };
+                    if med <= 0.0 || members.len() < 2 {
+                        continue;
+                    }
+                    for s in members {
+                        let share = 100.0 * s.value / med;
+                        if share < *pct {
+                            stragglers += 1;
+                        }
+                        if worst.is_none_or(|w| share < w.0) {
+                            worst = Some((share, s, med));
+                        }
+                    }
+                }
+                match worst {
+                    Some((share, s, med)) if stragglers > 0 => findings.push((
+                        Level::Fail,
+                        format!(
+                            "{stragglers} straggler(s) on {figure}: {} {} = {share:.0} % of peer median {}",
+                            s.subject,
+                            fmt_value(s.value),
+                            fmt_value(med)
+                        ),
+                    )),
+                    Some((share, s, _)) => summary.push(format!(
+                        "{figure} slowest {} at {share:.0} % of peers",
+                        s.subject
+                    )),
+                    None => summary.push(format!("{figure}: no peers to compare")),
+                }
+            }
+            Gate::Baseline { figure, pct } => {
+                let Some(samples) = figs.get(figure) else {
+                    findings.push((Level::Fail, format!("no {figure} in the output")));
+                    continue;
+                };
+                let base = baseline
+                    .and_then(|b| b.phases.get(&spec.id))
+                    .and_then(|p| p.get(figure));
+                let Some(base) = base.filter(|b| !b.is_empty()) else {
+                    findings.push((
+                        Level::Warn,
+                        format!(
+                            "no baseline for {figure}: not judged (burnin baseline save RUN_DIR)"
+                        ),
+                    ));
+                    continue;
+                };
+                let mut all: Vec<f64> = base.iter().map(|s| s.value).collect();
+                let Some(fallback) = median(&mut all) else {
+                    continue;
+                };
+                let mut below = Vec::new();
+                for s in samples {
+                    let b = base
+                        .iter()
+                        .find(|x| x.subject == s.subject)
+                        .map_or(fallback, |x| x.value);
+                    if b > 0.0 && 100.0 * s.value / b < *pct {
+                        below.push((s, b));
+                    }
+                }
+                if let Some((s, b)) = below.first() {
+                    findings.push((
+                        Level::Fail,
+                        format!(
+                            "{} below {pct} % of baseline on {figure}, first {} {} = {:.0} % of {}",
+                            below.len(),
+                            s.subject,
+                            fmt_value(s.value),
+                            100.0 * s.value / b,
+                            fmt_value(*b)
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    // The headline numbers, so a PASS says what passed.
+    for (name, samples) in &figs {
+        let mut v: Vec<f64> = samples.iter().map(|s| s.value).collect();
+        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+        if let Some(med) = median(&mut v) {
+            summary.insert(
+                0,
+                format!(
+                    "{name} median {} min {} (n={})",
+                    fmt_value(med),
+                    fmt_value(lo),
+                    samples.len()
+                ),
+            );
+        }
+    }
+    let level = findings.iter().map(|f| f.0).max().unwrap_or(Level::Pass);
+    let verdict = match level {
+        Level::Pass => Verdict::Pass,
+        Level::Warn => Verdict::Warn,
+        Level::Fail => Verdict::Fail,
+    };
+    findings.sort_by(|a, b| b.0.cmp(&a.0));
+    let mut parts: Vec<String> = findings.into_iter().map(|f| f.1).collect();
+    parts.extend(summary);
+    if parts.is_empty() {
+        parts.push("exit 0 everywhere, no failure lines".into());
+    }
+    (verdict, parts.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::phases::plan::default_plan;
+
+    fn tflops(node: &str, gpu: u32, v: f64) -> PhaseMetric {
+        PhaseMetric::Tflops {
+            node: node.into(),
+            gpu,
+            dtype: "bf16".into(),
+            tflops: v,
+        }
+    }
+
+    fn observed(nodes: &[&str]) -> Observed {
+        Observed {
+            nodes: nodes.iter().map(|s| s.to_string()).collect(),
+            exit: nodes.iter().map(|s| (s.to_string(), Some(0))).collect(),
+            ..Observed::default()
+        }
+    }
+
+    fn fp8_too(m: &mut Vec<PhaseMetric>) {
+        let extra: Vec<PhaseMetric> = m
+            .iter()
+            .filter_map(|x| match x {
+                PhaseMetric::Tflops {
+                    node, gpu, tflops, ..
+                } => Some(PhaseMetric::Tflops {
+                    node: node.clone(),
+                    gpu: *gpu,
+                    dtype: "fp8".into(),
+                    tflops: tflops * 2.0,
+                }),
+                _ => None,
+            })
+            .collect();
+        m.extend(extra);
+    }
+
+    #[test]
+    fn a_straggler_gpu_fails_t2_with_numbers() {
+        let t2 = default_plan().find("T2").unwrap();
+        let mut m: Vec<PhaseMetric> = (0..8).map(|g| tflops("n1", g, 700.0 + g as f64)).collect();
+        m.push(tflops("n2", 0, 560.0));
+        fp8_too(&mut m);
+        let (v, why) = judge(t2, &m, &observed(&["n1", "n2"]), None);
+        assert_eq!(v, Verdict::Fail, "{why}");
+        assert!(
+            why.contains("n2/gpu0 560 = 80 % of peer median 703"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn without_a_baseline_t2_warns_and_says_so() {
+        let t2 = default_plan().find("T2").unwrap();
+        let mut m: Vec<PhaseMetric> = (0..8).map(|g| tflops("n1", g, 700.0)).collect();
+        fp8_too(&mut m);
+        let (v, why) = judge(t2, &m, &observed(&["n1"]), None);
+        assert_eq!(v, Verdict::Warn, "{why}");
+        assert!(why.contains("no baseline for tflops_bf16"), "{why}");
+        let base = Baseline {
+            schema: 1,
+            source: "r".into(),
+            phases: [("T2".to_string(), figures(&m))].into_iter().collect(),
+        };
+        let (v, why) = judge(t2, &m, &observed(&["n1"]), Some(&base));
+        assert_eq!(v, Verdict::Pass, "{why}");
+        assert!(why.contains("tflops_bf16 median 700"), "{why}");
+        let slower: Vec<PhaseMetric> = m
+            .iter()
+            .map(|x| match x {
+                PhaseMetric::Tflops {
+                    node,
+                    gpu,
+                    dtype,
+                    tflops,
+                } => PhaseMetric::Tflops {
+                    node: node.clone(),
+                    gpu: *gpu,
+                    dtype: dtype.clone(),
+                    tflops: tflops * 0.85,
+                },
+                o => o.clone(),
+            })
+            .collect();
+        let (v, why) = judge(t2, &slower, &observed(&["n1"]), Some(&base));
+        assert_eq!(v, Verdict::Fail, "{why}");
+        assert!(
+            why.contains("8 below 90 % of baseline on tflops_bf16"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn exit_status_and_failure_lines_fail_any_phase() {
+        let t4 = default_plan().find("T4").unwrap();
+        let mut o = observed(&["n1", "n2"]);
+        o.exit.insert("n2".into(), Some(1));
+        let m = vec![PhaseMetric::Problem {
+            node: "n1".into(),
+            text: "n1: Test NCCL failure common.cu:1204".into(),
+        }];
+        let (v, why) = judge(t4, &m, &o, None);
+        assert_eq!(v, Verdict::Fail);
+        assert!(why.starts_with("n2 exited 1; 1 failure line(s)"), "{why}");
+        assert!(why.contains("no nccl-tests rows"), "{why}");
+    }
+
+    #[test]
+    fn training_figures_skip_warmup_and_judge_loss() {
+        let t5 = default_plan().find("T5").unwrap();
+        let step = |node: &str, i: u64, loss: f64| PhaseMetric::Step {
+            node: Some(node.into()),
+            step: i,
+            step_time_ms: if i < 2 { 5000.0 } else { 100.0 },
+            data_wait_ms: Some(if i < 2 { 4000.0 } else { 2.0 }),
+            tokens_per_sec: Some(if i < 2 { 10.0 } else { 1000.0 }),
+            loss: Some(loss),
+        };
+        let m: Vec<PhaseMetric> = (0..20)
+            .map(|i| step("n1", i, 5.0 - i as f64 * 0.1))
+            .collect();
+        let f = figures(&m);
+        assert_eq!(f["tokens_per_sec"][0].value, 1000.0);
+        assert_eq!(f["data_wait_pct"][0].value, 2.0);
+        let (v, why) = judge(t5, &m, &observed(&["n1"]), None);
+        assert_eq!(v, Verdict::Warn, "{why}");
+        assert!(why.contains("n1 loss 4.95 -> 3.15"), "{why}");
+        let flat: Vec<PhaseMetric> = (0..20).map(|i| step("n1", i, f64::NAN)).collect();
+        let (v, why) = judge(t5, &flat, &observed(&["n1"]), None);
+        assert_eq!(v, Verdict::Fail);
+        assert!(why.contains("loss NaN at step 0"), "{why}");
+    }
+}
