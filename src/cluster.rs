@@ -697,7 +697,12 @@ impl ClusterStore {
                     view.log.push_back(String::from("── restarted ──"));
                 }
             }
-            PhaseEvent::Line { text, .. } => {
+            PhaseEvent::Line { text, node, .. } => {
+                // Several nodes run a phase at once: say whose line it is.
+                let text = match node {
+                    Some(n) => format!("{n}| {text}"),
+                    None => text,
+                };
                 if view.log.len() == LOG_LINES_PER_PHASE {
                     view.log.pop_front();
                     view.log_dropped += 1;

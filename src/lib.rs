@@ -44,3 +44,4 @@ pub mod telemetry;
 pub mod transport;
 pub mod triage;
 pub mod ui;
+pub mod workloads;

@@ -88,8 +88,9 @@ pub struct OutputParser {
     line_no: usize,
 }
 
-/// `all_reduce_perf_mpi` → `all_reduce`.
+/// `all_reduce_perf_mpi` → `all_reduce` (words after the program name are a comment).
 fn collective_of(program: &str) -> String {
+    let program = program.split_whitespace().next().unwrap_or(program);
     let base = program.rsplit('/').next().unwrap_or(program);
     let base = base.strip_suffix("_mpi").unwrap_or(base);
     base.strip_suffix("_perf").unwrap_or(base).to_string()
@@ -357,6 +358,6 @@ mod tests {
             collective_of("/opt/nccl-tests/build/reduce_scatter_perf"),
             "reduce_scatter"
         );
-        assert_eq!(collective_of("allreduce.py"), "allreduce.py");
+        assert_eq!(collective_of("all_reduce_perf (burnin allreduce.py)"), "all_reduce");
     }
 }

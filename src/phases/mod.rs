@@ -4,6 +4,7 @@
 
 pub mod gates;
 pub mod plan;
+pub mod remote;
 
 use serde::{Deserialize, Serialize};
 
@@ -171,12 +172,15 @@ pub enum PhaseEvent {
         /// When.
         at_ms: UnixMillis,
     },
-    /// One line of the phase's output (node-prefixed where it ran on several nodes).
+    /// One line of the phase's output.
     Line {
         /// Which phase.
         phase: PhaseId,
         /// When.
         at_ms: UnixMillis,
+        /// The node whose output it is (`None`: the runner's own words, or the simulator).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        node: Option<String>,
         /// The text, without its newline.
         text: String,
     },

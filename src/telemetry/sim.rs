@@ -745,6 +745,7 @@ impl SimCluster {
         SourceEvent::Phase(PhaseEvent::Line {
             phase: id.to_string(),
             at_ms,
+            node: None,
             text,
         })
     }

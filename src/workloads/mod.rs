@@ -1,0 +1,74 @@
+//! The PyTorch workloads shipped inside the binary (`workloads/*.py`): burnin copies the ones a
+//! phase's command names onto the node before it starts, and `burnin workload print NAME`
+//! exports one for use elsewhere.
+
+/// One shipped workload.
+#[derive(Debug, Clone, Copy)]
+pub struct Workload {
+    /// Name as used on the command line (`gemm`).
+    pub name: &'static str,
+    /// File name on the node (`gemm.py`).
+    pub file: &'static str,
+    /// What it measures.
+    pub about: &'static str,
+    /// The script.
+    pub text: &'static str,
+}
+
+/// Every shipped workload.
+pub const ALL: &[Workload] = &[
+    Workload {
+        name: "gemm",
+        file: "gemm.py",
+        about: "T2: sustained BF16/FP8 GEMM TFLOPS of every GPU at once",
+        text: include_str!("../../workloads/gemm.py"),
+    },
+    Workload {
+        name: "allreduce",
+        file: "allreduce.py",
+        about: "all_reduce busbw over torch.distributed, printed like nccl-tests",
+        text: include_str!("../../workloads/allreduce.py"),
+    },
+    Workload {
+        name: "train_synthetic",
+        file: "train_synthetic.py",
+        about: "T5/T8: DDP training with per-step time, data wait, tokens/s and loss",
+        text: include_str!("../../workloads/train_synthetic.py"),
+    },
+];
+
+/// A workload by name (`gemm`) or file name (`gemm.py`).
+pub fn find(name: &str) -> Option<&'static Workload> {
+    ALL.iter().find(|w| w.name == name || w.file == name)
+}
+
+/// The workloads a command names, as (file, text) pairs to copy to the node.
+pub fn referenced_by(command: &str) -> Vec<(&'static str, &'static str)> {
+    ALL.iter()
+        .filter(|w| command.contains(w.file))
+        .map(|w| (w.file, w.text))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_plan_names_only_shipped_workloads() {
+        let plan = crate::phases::plan::default_plan();
+        let t2 = plan.find("T2").unwrap();
+        assert_eq!(
+            referenced_by(&t2.command).iter().map(|w| w.0).collect::<Vec<_>>(),
+            ["gemm.py"]
+        );
+        for p in &plan.phases {
+            for word in p.command.split_whitespace() {
+                if let Some(file) = word.strip_prefix("{workloads}/") {
+                    assert!(find(file).is_some(), "{}: {file} is not shipped", p.id);
+                }
+            }
+        }
+        assert!(find("gemm").is_some_and(|w| w.text.contains("\"burnin\"") || w.text.contains("burnin=")));
+    }
+}

@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""burnin T5/T8: a DDP burn-in training loop that reports what the engineer needs per step.
+
+A small GPT-style transformer trained on token shards with torch.distributed (NCCL) under
+torchrun (or alone on one GPU). Data comes from --data: a local directory of *.bin / *.npy
+files of uint16 tokens, s3://bucket/prefix (boto3, with AWS_* variables or ~/.aws), or
+"synthetic" (random tokens made on the GPU: no storage in the loop, the baseline for T8).
+
+Rank 0 prints one JSON line per step:
+  {"burnin":"step","step":N,"step_time_ms":..,"data_wait_ms":..,"tokens_per_sec":..,"loss":..}
+data_wait_ms is the time the step waited for its batch (the loader's queue was empty), the
+figure that says whether storage starves the GPUs; and once {"burnin":"first_batch","ms":..}.
+"""
+import argparse
+import json
+import os
+import queue
+import sys
+import threading
+import time
+
+
+def emit(**kw):
+    print(json.dumps(kw), flush=True)
+
+
+def shard_source(spec, rank, world):
+    """Yields raw shard bytes for this rank, round robin over the shard list, forever."""
+    if spec.startswith("s3://"):
+        import boto3  # only needed for S3 data
+
+        bucket, _, prefix = spec[5:].partition("/")
+        s3 = boto3.client("s3", endpoint_url=os.environ.get("AWS_ENDPOINT_URL"))
+        keys = []
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+            keys += [o["Key"] for o in page.get("Contents", [])]
+        keys.sort()
+        if not keys:
+            raise SystemExit(f"no objects under {spec}")
+        mine = keys[rank::world] or keys
+        while True:
+            for k in mine:
+                yield s3.get_object(Bucket=bucket, Key=k)["Body"].read()
+    else:
+        files = sorted(
+            os.path.join(spec, f) for f in os.listdir(spec) if f.endswith((".bin", ".npy"))
+        )
+        if not files:
+            raise SystemExit(f"no *.bin or *.npy shards in {spec}")
+        mine = files[rank::world] or files
+        while True:
+            for f in mine:
+                with open(f, "rb") as fh:
+                    yield fh.read()
+
+
+def loader(spec, rank, world, batch, seq, vocab, out_q, stop):
+    import numpy as np
+
+    need = batch * (seq + 1)
+    buf = np.zeros(0, dtype=np.uint16)
+    for raw in shard_source(spec, rank, world):
+        if stop.is_set():
+            return
+        arr = np.frombuffer(raw, dtype=np.uint16)
+        buf = np.concatenate([buf, arr])
+        while len(buf) >= need:
+            chunk, buf = buf[:need], buf[need:]
+            out_q.put((chunk.astype(np.int64) % vocab).reshape(batch, seq + 1))
+            if stop.is_set():
+                return
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--data", default="synthetic")
+    p.add_argument("--steps", type=int, default=300)
+    p.add_argument("--batch", type=int, default=8, help="sequences per GPU per step")
+    p.add_argument("--seq", type=int, default=1024)
+    p.add_argument("--vocab", type=int, default=32000)
+    p.add_argument("--dim", type=int, default=1024)
+    p.add_argument("--layers", type=int, default=8)
+    p.add_argument("--heads", type=int, default=16)
+    p.add_argument("--prefetch", type=int, default=4)
+    args = p.parse_args()
+
+    import torch
+    import torch.distributed as dist
+    import torch.nn as nn
+
+    t0 = time.perf_counter()
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    if not torch.cuda.is_available():
+        emit(burnin="error", text="CUDA is not available to PyTorch")
+        return 2
+    torch.cuda.set_device(local)
+    dev = torch.device("cuda", local)
+    if world > 1:
+        dist.init_process_group("nccl")
+
+    class TinyGPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(args.vocab, args.dim)
+            layer = nn.TransformerEncoderLayer(
+                args.dim, args.heads, 4 * args.dim, dropout=0.0, batch_first=True, norm_first=True
+            )
+            self.blocks = nn.TransformerEncoder(layer, args.layers, enable_nested_tensor=False)
+            self.norm = nn.LayerNorm(args.dim)
+            self.head = nn.Linear(args.dim, args.vocab)
+            self.register_buffer(
+                "mask", nn.Transformer.generate_square_subsequent_mask(args.seq), persistent=False
+            )
+
+        def forward(self, x):
+            h = self.blocks(self.embed(x), mask=self.mask, is_causal=True)
+            return self.head(self.norm(h))
+
+    model = TinyGPT().to(dev)
+    if world > 1:
+        model = nn.parallel.DistributedDataParallel(model, device_ids=[local])
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
+
+    stop = threading.Event()
+    q = None
+    if args.data != "synthetic":
+        q = queue.Queue(maxsize=args.prefetch)
+        threading.Thread(
+            target=loader,
+            args=(args.data, rank, world, args.batch, args.seq, args.vocab, q, stop),
+            daemon=True,
+        ).start()
+    # Synthetic data repeats a few fixed batches, so the loss can fall as it would on text.
+    fixed = [torch.randint(0, args.vocab, (args.batch, args.seq + 1), device=dev) for _ in range(4)]
+
+    for step in range(args.steps):
+        torch.cuda.synchronize(dev)
+        t_step = time.perf_counter()
+        if q is None:
+            tokens = fixed[step % len(fixed)]
+        else:
+            tokens = torch.from_numpy(q.get()).to(dev, non_blocking=True)
+        t_data = time.perf_counter()
+        if step == 0 and rank == 0:
+            emit(burnin="first_batch", ms=round((t_data - t0) * 1000.0, 1))
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            logits = model(tokens[:, :-1])
+            loss = nn.functional.cross_entropy(
+                logits.float().reshape(-1, args.vocab), tokens[:, 1:].reshape(-1)
+            )
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        loss_value = loss.detach()
+        if world > 1:
+            dist.all_reduce(loss_value, op=dist.ReduceOp.AVG)
+        torch.cuda.synchronize(dev)
+        t_end = time.perf_counter()
+        if rank == 0:
+            step_s = t_end - t_step
+            emit(
+                burnin="step",
+                step=step,
+                step_time_ms=round(step_s * 1000.0, 2),
+                data_wait_ms=round((t_data - t_step) * 1000.0, 3),
+                tokens_per_sec=round(args.batch * args.seq * world / step_s, 1),
+                loss=round(float(loss_value), 4),
+            )
+    stop.set()
+    if world > 1:
+        dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
