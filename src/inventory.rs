@@ -69,6 +69,8 @@ struct NodeFile {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct InventoryFile {
+    /// The plan file, relative to this file.
+    plan: Option<String>,
     #[serde(default)]
     defaults: DefaultsFile,
     #[serde(default)]
@@ -115,6 +117,9 @@ pub struct Inventory {
     pub connect_timeout: Duration,
     /// Connection attempts in flight at once.
     pub max_connecting: usize,
+    /// The plan file named by `plan = "…"`, resolved against this file's directory; `None`:
+    /// the embedded T1–T8 plan.
+    pub plan: Option<PathBuf>,
 }
 
 /// Default remote path of the agent; `burnin deploy` puts it there.
@@ -261,6 +266,13 @@ impl Inventory {
             interval,
             connect_timeout,
             max_connecting: d.max_connecting.unwrap_or(32).max(1),
+            plan: shape.plan.map(|p| {
+                let p = expand_home(&p);
+                match std::path::Path::new(file).parent() {
+                    Some(dir) if p.is_relative() => dir.join(p),
+                    _ => p,
+                }
+            }),
         })
     }
 

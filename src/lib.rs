@@ -40,6 +40,7 @@ pub mod model;
 pub mod parsers;
 pub mod phases;
 pub mod probes;
+pub mod record;
 pub mod telemetry;
 pub mod transport;
 pub mod triage;

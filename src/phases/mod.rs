@@ -5,6 +5,7 @@
 pub mod gates;
 pub mod plan;
 pub mod remote;
+pub mod runner;
 
 use serde::{Deserialize, Serialize};
 

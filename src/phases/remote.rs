@@ -152,7 +152,7 @@ pub fn status(dir: &PhaseDir) -> RemoteCommand {
 }
 
 /// Why a phase is being stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum StopReason {
     /// The operator aborted it.
     Aborted,

@@ -1,0 +1,593 @@
+//! Running one phase of the plan on the nodes: launch (remote scripts in [`super::remote`]),
+//! stream each node's log through its parser while it runs, re-attach after a dropped link at
+//! the last whole line, stop the process groups on abort or timeout, then judge with
+//! [`super::gates`]. Everything the phase says goes out as [`PhaseEvent`]s; the caller (the
+//! headless `burnin run`, or the console) decides what to do with them.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, BufReader};
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+
+use super::gates::{self, Baseline, Observed};
+use super::plan::{Gate, PhaseSpec, Plan, Scope, render};
+use super::remote::{self, PhaseDir, RemoteState, StopReason};
+use super::{PhaseEvent, PhaseMetric, Verdict};
+use crate::inventory::NodeSpec;
+use crate::model::UnixMillis;
+use crate::parsers::{OutputParser, ParseContext};
+use crate::transport::{RemoteCommand, Transport};
+
+/// Longest line kept from a log; the rest of a longer line is dropped (and counted).
+pub const MAX_LINE_BYTES: usize = 64 * 1024;
+
+/// Time allowed for the short scripts (launch, status, stop) to answer.
+const SCRIPT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// One node a phase can run on, and how to reach it.
+#[derive(Clone)]
+pub struct RunnerNode {
+    /// The node as the inventory says.
+    pub spec: NodeSpec,
+    /// SSH, or local for `local`/`sim` nodes.
+    pub transport: Arc<dyn Transport>,
+}
+
+/// What the runner needs for every phase of a run.
+#[derive(Clone)]
+pub struct RunContext {
+    /// This run's id (a path component on the nodes).
+    pub run_id: String,
+    /// The plan.
+    pub plan: Arc<Plan>,
+    /// The nodes, in inventory order (the first is the launcher).
+    pub nodes: Vec<RunnerNode>,
+    /// Figures of a good run, if one was saved.
+    pub baseline: Option<Arc<Baseline>>,
+}
+
+/// How a phase ended.
+#[derive(Debug, Clone)]
+pub struct PhaseOutcome {
+    /// The judgement.
+    pub verdict: Verdict,
+    /// Why, with numbers.
+    pub reason: String,
+    /// Everything parsed from every node.
+    pub metrics: Vec<PhaseMetric>,
+}
+
+fn now_ms() -> UnixMillis {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Run a short script to completion: (exit code, stdout, stderr), or the transport's reason.
+async fn run_script(
+    t: &dyn Transport,
+    cmd: &RemoteCommand,
+) -> Result<(Option<i32>, String, String), String> {
+    let child = t.command(cmd).spawn().map_err(|e| format!("cannot start: {e}"))?;
+    match tokio::time::timeout(SCRIPT_TIMEOUT, child.wait_with_output()).await {
+        Err(_) => Err(format!("no answer in {} s", SCRIPT_TIMEOUT.as_secs())),
+        Ok(Err(e)) => Err(e.to_string()),
+        Ok(Ok(out)) => {
+            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+            if out.status.success() {
+                Ok((out.status.code(), stdout, stderr))
+            } else {
+                Err(t.classify(Some(out.status), &stderr))
+            }
+        }
+    }
+}
+
+/// Read one line of at most [`MAX_LINE_BYTES`] (the rest of a longer line is consumed and
+/// dropped). Returns bytes consumed (0 at end of stream) and whether a newline ended it.
+async fn read_line_capped<R: AsyncBufRead + Unpin>(
+    r: &mut R,
+    out: &mut Vec<u8>,
+) -> std::io::Result<(usize, bool)> {
+    let mut consumed = 0;
+    loop {
+        let buf = r.fill_buf().await?;
+        if buf.is_empty() {
+            return Ok((consumed, false));
+        }
+        let (take, done) = match buf.iter().position(|b| *b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (buf.len(), false),
+        };
+        let room = MAX_LINE_BYTES.saturating_sub(out.len());
+        out.extend_from_slice(&buf[..take.min(room)]);
+        r.consume(take);
+        consumed += take;
+        if done {
+            return Ok((consumed, true));
+        }
+    }
+}
+
+/// Whatever one node's run of a phase left behind.
+#[derive(Debug, Default)]
+struct NodeResult {
+    exit: Option<i32>,
+    stopped: Option<StopReason>,
+    metrics: Vec<PhaseMetric>,
+    seen: BTreeSet<String>,
+    unparsed: u64,
+    first_unparsed: Option<String>,
+    /// Why it could not run at all.
+    failed: Option<String>,
+}
+
+struct NodeJob {
+    phase: Arc<PhaseSpec>,
+    node: RunnerNode,
+    dir: PhaseDir,
+    command: String,
+    hostfile: String,
+    grace_s: u64,
+    events: mpsc::Sender<PhaseEvent>,
+    abort: watch::Receiver<bool>,
+}
+
+impl NodeJob {
+    async fn say(&self, text: String) {
+        let _ = self
+            .events
+            .send(PhaseEvent::Line {
+                phase: self.phase.id.clone(),
+                at_ms: now_ms(),
+                node: Some(self.node.spec.name.clone()),
+                text: format!("burnin: {text}"),
+            })
+            .await;
+    }
+
+    async fn run(mut self) -> NodeResult {
+        let mut result = NodeResult::default();
+        let t = Arc::clone(&self.node.transport);
+        let files = crate::workloads::referenced_by(&self.command);
+        let launch = remote::launch(&self.dir, &self.command, &self.hostfile, &files);
+        match run_script(t.as_ref(), &launch).await {
+            Ok((_, out, _)) => self.say(out.trim().to_string()).await,
+            Err(why) => {
+                self.say(format!("could not launch: {why}")).await;
+                result.failed = Some(format!("could not launch on {}: {why}", self.node.spec.name));
+                return result;
+            }
+        }
+        let deadline = Instant::now() + self.phase.timeout;
+        let contains: Vec<String> = self
+            .phase
+            .gates
+            .iter()
+            .filter_map(|g| match g {
+                Gate::OutputContains { text } => Some(text.clone()),
+                _ => None,
+            })
+            .collect();
+        let mut parser = OutputParser::new(
+            self.phase.parser,
+            ParseContext {
+                node: self.node.spec.name.clone(),
+                expected_gpus: self.node.spec.gpus,
+            },
+        );
+        let mut offset: u64 = 0;
+        let mut stop_task: Option<tokio::task::JoinHandle<()>> = None;
+        let mut backoff = Duration::from_millis(500);
+        let mut line = Vec::new();
+        'attach: loop {
+            let mut child = match t.command(&remote::attach(&self.dir, offset)).spawn() {
+                Ok(c) => c,
+                Err(e) => {
+                    result.failed = Some(format!("cannot start the transport: {e}"));
+                    break;
+                }
+            };
+            let Some(stdout) = child.stdout.take() else {
+                break;
+            };
+            let stderr = child.stderr.take();
+            let stderr_task = tokio::spawn(async move {
+                let mut s = String::new();
+                if let Some(mut e) = stderr {
+                    use tokio::io::AsyncReadExt;
+                    let _ = e.read_to_string(&mut s).await;
+                }
+                s
+            });
+            let mut reader = BufReader::new(stdout);
+            loop {
+                line.clear();
+                tokio::select! {
+                    read = read_line_capped(&mut reader, &mut line) => {
+                        let Ok((n, complete)) = read else { break };
+                        if n == 0 {
+                            break;
+                        }
+                        if !complete {
+                            // A last line without a newline: kept only if the phase has ended
+                            // (decided below); a dropped link re-reads it.
+                            let status = child.wait().await.ok();
+                            if status.is_some_and(|s| s.success()) {
+                                offset += n as u64;
+                                self.line(&line, &mut parser, &mut result, &contains).await;
+                            }
+                            break;
+                        }
+                        offset += n as u64;
+                        self.line(&line, &mut parser, &mut result, &contains).await;
+                    }
+                    _ = tokio::time::sleep_until(deadline), if stop_task.is_none() => {
+                        self.say(format!("ran past its {} s limit: stopping the process group", self.phase.timeout.as_secs())).await;
+                        stop_task = Some(self.spawn_stop(StopReason::Timeout));
+                    }
+                    changed = self.abort.changed(), if stop_task.is_none() => {
+                        if changed.is_ok() && *self.abort.borrow() {
+                            self.say("abort: TERM to the process group, KILL after the grace period".into()).await;
+                            stop_task = Some(self.spawn_stop(StopReason::Aborted));
+                        }
+                    }
+                }
+            }
+            let status = child.wait().await.ok();
+            let stderr = stderr_task.await.unwrap_or_default();
+            match status.and_then(|s| s.code()) {
+                Some(0) => break 'attach,
+                Some(c @ 90..=94) => {
+                    let why = stderr.lines().last().unwrap_or("").trim().to_string();
+                    result.failed = Some(format!("attach failed ({c}): {why}"));
+                    break 'attach;
+                }
+                _ => {
+                    let why = t.classify(status, &stderr);
+                    self.say(format!(
+                        "lost the log stream ({why}); re-attaching at byte {offset} in {:.1} s",
+                        backoff.as_secs_f64()
+                    ))
+                    .await;
+                    // The phase keeps running on the node; abort and timeout still count.
+                    let wait = tokio::time::sleep(backoff);
+                    tokio::pin!(wait);
+                    loop {
+                        tokio::select! {
+                            _ = &mut wait => break,
+                            _ = tokio::time::sleep_until(deadline), if stop_task.is_none() => {
+                                stop_task = Some(self.spawn_stop(StopReason::Timeout));
+                            }
+                            changed = self.abort.changed(), if stop_task.is_none() => {
+                                if changed.is_ok() && *self.abort.borrow() {
+                                    stop_task = Some(self.spawn_stop(StopReason::Aborted));
+                                }
+                            }
+                        }
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(10));
+                }
+            }
+        }
+        if let Some(task) = stop_task {
+            let _ = task.await;
+        }
+        result.metrics.extend(parser.finish());
+        // What the node says now decides the exit status.
+        for attempt in 0..5u32 {
+            match run_script(t.as_ref(), &remote::status(&self.dir)).await {
+                Ok((_, out, _)) => match remote::parse_status(out.trim()) {
+                    Some(s) => {
+                        result.stopped = s.stopped;
+                        match s.state {
+                            RemoteState::Exited(rc) => result.exit = Some(rc),
+                            RemoteState::Ended => result.exit = None,
+                            RemoteState::Running => {
+                                result.failed.get_or_insert_with(|| {
+                                    "the log ended but the phase still runs".into()
+                                });
+                            }
+                            RemoteState::Missing => {
+                                result.failed.get_or_insert_with(|| {
+                                    "the phase directory is gone from the node".into()
+                                });
+                            }
+                        }
+                        break;
+                    }
+                    None => {
+                        result.failed = Some(format!("status script said {:?}", out.trim()));
+                        break;
+                    }
+                },
+                Err(why) if attempt == 4 => {
+                    result.failed = Some(format!("no status from the node: {why}"));
+                }
+                Err(_) => tokio::time::sleep(Duration::from_secs(1 << attempt)).await,
+            }
+        }
+        result
+    }
+
+    fn spawn_stop(&self, why: StopReason) -> tokio::task::JoinHandle<()> {
+        let t = Arc::clone(&self.node.transport);
+        let cmd = remote::stop(&self.dir, self.grace_s, why);
+        let events = self.events.clone();
+        let phase = self.phase.id.clone();
+        let node = self.node.spec.name.clone();
+        tokio::spawn(async move {
+            // A stop must get through: retry while the link is down.
+            for attempt in 0..10u32 {
+                match run_script(t.as_ref(), &cmd).await {
+                    Ok((_, out, _)) => {
+                        let _ = events
+                            .send(PhaseEvent::Line {
+                                phase: phase.clone(),
+                                at_ms: now_ms(),
+                                node: Some(node.clone()),
+                                text: format!("burnin: stop: {}", out.trim()),
+                            })
+                            .await;
+                        return;
+                    }
+                    Err(_) => {
+                        tokio::time::sleep(Duration::from_secs((1u64 << attempt).min(10))).await
+                    }
+                }
+            }
+        })
+    }
+
+    /// One whole line of the node's log: shown, searched for the gates' texts, parsed.
+    async fn line(
+        &self,
+        raw: &[u8],
+        parser: &mut OutputParser,
+        result: &mut NodeResult,
+        contains: &[String],
+    ) {
+        let text = String::from_utf8_lossy(raw);
+        let text = text.trim_end_matches(['\n', '\r']);
+        for c in contains {
+            if text.contains(c.as_str()) {
+                result.seen.insert(c.clone());
+            }
+        }
+        let at_ms = now_ms();
+        let _ = self
+            .events
+            .send(PhaseEvent::Line {
+                phase: self.phase.id.clone(),
+                at_ms,
+                node: Some(self.node.spec.name.clone()),
+                text: text.to_string(),
+            })
+            .await;
+        match parser.push(text) {
+            Ok(metrics) => {
+                for m in metrics {
+                    let _ = self
+                        .events
+                        .send(PhaseEvent::Metric {
+                            phase: self.phase.id.clone(),
+                            at_ms,
+                            metric: m.clone(),
+                        })
+                        .await;
+                    result.metrics.push(m);
+                }
+            }
+            Err(e) => {
+                result.unparsed += 1;
+                result
+                    .first_unparsed
+                    .get_or_insert_with(|| format!("{}: {e}", self.node.spec.name));
+            }
+        }
+    }
+}
+
+/// The values every template may use, for `node` in this run.
+fn template_values(ctx: &RunContext, node: &RunnerNode, dir: &PhaseDir) -> BTreeMap<String, String> {
+    let mut v: BTreeMap<String, String> = ctx.plan.vars.clone();
+    // Vars may use placeholders themselves (e.g. a container mount of {workloads}).
+    let hosts: Vec<&str> = ctx.nodes.iter().map(|n| n.spec.target.as_str()).collect();
+    let slots: Vec<String> = ctx
+        .nodes
+        .iter()
+        .map(|n| format!("{}:{}", n.spec.target, n.spec.gpus))
+        .collect();
+    let np: u32 = ctx.nodes.iter().map(|n| n.spec.gpus).sum();
+    let shell_dir = PhaseDir::shell_path(&dir.dir);
+    let builtins = [
+        ("node", node.spec.name.clone()),
+        ("gpus", node.spec.gpus.to_string()),
+        ("run", ctx.run_id.clone()),
+        ("dir", shell_dir.clone()),
+        ("workloads", PhaseDir::shell_path(&dir.workloads)),
+        ("hosts", hosts.join(",")),
+        ("hosts_slots", slots.join(",")),
+        ("np", np.to_string()),
+        ("hostfile", format!("{shell_dir}/hostfile")),
+    ];
+    let builtin_map: BTreeMap<String, String> = builtins
+        .iter()
+        .map(|(k, val)| (k.to_string(), val.clone()))
+        .collect();
+    for val in v.values_mut() {
+        if let Ok(r) = render(val, &builtin_map) {
+            *val = r;
+        }
+    }
+    v.extend(builtin_map);
+    v
+}
+
+/// Why a phase cannot start at all (`SKIPPED`), if it cannot.
+pub fn skip_reason(plan: &Plan, spec: &PhaseSpec) -> Option<String> {
+    if spec.command.is_empty() {
+        return Some(format!(
+            "no command in the plan ({}): put the site's job for {} there",
+            plan.file, spec.id
+        ));
+    }
+    let empty: Vec<&str> = spec
+        .requires
+        .iter()
+        .filter(|r| plan.vars.get(*r).is_none_or(|v| v.trim().is_empty()))
+        .map(String::as_str)
+        .collect();
+    if !empty.is_empty() {
+        return Some(format!("needs [vars] {} set in {}", empty.join(", "), plan.file));
+    }
+    None
+}
+
+/// Run `spec` on its nodes until it ends, is aborted (`abort` turns true) or times out.
+/// Sends `Started`, the lines and metrics, and `Finished`; returns the same verdict.
+pub async fn run_phase(
+    ctx: &RunContext,
+    spec: Arc<PhaseSpec>,
+    abort: watch::Receiver<bool>,
+    events: mpsc::Sender<PhaseEvent>,
+) -> PhaseOutcome {
+    let started = std::time::Instant::now();
+    let _ = events
+        .send(PhaseEvent::Started {
+            phase: spec.id.clone(),
+            at_ms: now_ms(),
+        })
+        .await;
+    let finish = |verdict: Verdict, reason: String, metrics: Vec<PhaseMetric>| {
+        let events = events.clone();
+        let id = spec.id.clone();
+        async move {
+            let _ = events
+                .send(PhaseEvent::Finished {
+                    phase: id,
+                    at_ms: now_ms(),
+                    verdict,
+                    reason: reason.clone(),
+                })
+                .await;
+            PhaseOutcome {
+                verdict,
+                reason,
+                metrics,
+            }
+        }
+    };
+    if let Some(why) = skip_reason(&ctx.plan, &spec) {
+        return finish(Verdict::Skipped, why, Vec::new()).await;
+    }
+    let targets: Vec<RunnerNode> = match spec.scope {
+        Scope::EachNode | Scope::EachGpu => ctx.nodes.clone(),
+        Scope::Launcher | Scope::Mpirun => ctx.nodes.iter().take(1).cloned().collect(),
+    };
+    if targets.is_empty() {
+        return finish(Verdict::Skipped, "no nodes in the inventory".into(), Vec::new()).await;
+    }
+    let hostfile = if spec.scope == Scope::Mpirun {
+        ctx.nodes
+            .iter()
+            .map(|n| format!("{} slots={}", n.spec.target, n.spec.gpus))
+            .collect::<Vec<_>>()
+            .join("\n")
+    } else {
+        String::new()
+    };
+    let mut jobs = tokio::task::JoinSet::new();
+    let mut order = Vec::new();
+    for node in targets {
+        let name = node.spec.name.clone();
+        let Some(dir) = PhaseDir::new(&ctx.plan.remote_dir, &ctx.run_id, &spec.id, &name) else {
+            return finish(
+                Verdict::Fail,
+                format!("node name {name:?} cannot be a directory name on the node"),
+                Vec::new(),
+            )
+            .await;
+        };
+        let command = match render(&spec.command, &template_values(ctx, &node, &dir)) {
+            Ok(c) => c,
+            Err(e) => return finish(Verdict::Fail, format!("command template: {e}"), Vec::new()).await,
+        };
+        order.push(name.clone());
+        let job = NodeJob {
+            phase: Arc::clone(&spec),
+            node,
+            dir,
+            command,
+            hostfile: hostfile.clone(),
+            grace_s: ctx.plan.grace.as_secs(),
+            events: events.clone(),
+            abort: abort.clone(),
+        };
+        jobs.spawn(async move { (name, job.run().await) });
+    }
+    let mut results: BTreeMap<String, NodeResult> = BTreeMap::new();
+    while let Some(done) = jobs.join_next().await {
+        if let Ok((name, r)) = done {
+            results.insert(name, r);
+        }
+    }
+    let mut metrics = Vec::new();
+    let mut observed = Observed {
+        nodes: order.clone(),
+        ..Observed::default()
+    };
+    let mut failures = Vec::new();
+    let mut stopped: BTreeMap<StopReason, Vec<String>> = BTreeMap::new();
+    for name in &order {
+        let Some(r) = results.remove(name) else {
+            failures.push(format!("{name}: the runner task ended early"));
+            continue;
+        };
+        if let Some(f) = &r.failed {
+            failures.push(format!("{name}: {f}"));
+        }
+        if let Some(why) = r.stopped {
+            stopped.entry(why).or_default().push(name.clone());
+        } else if r.failed.is_none() {
+            observed.exit.insert(name.clone(), r.exit);
+        }
+        for text in r.seen {
+            observed.seen.entry(text).or_default().insert(name.clone());
+        }
+        observed.unparsed.0 += r.unparsed;
+        if observed.unparsed.1.is_none() {
+            observed.unparsed.1 = r.first_unparsed;
+        }
+        metrics.extend(r.metrics);
+    }
+    let secs = started.elapsed().as_secs();
+    if let Some(nodes) = stopped.get(&StopReason::Aborted) {
+        let reason = format!(
+            "aborted by the operator after {secs} s; process group stopped (TERM, KILL after {} s) on {}",
+            ctx.plan.grace.as_secs(),
+            nodes.join(", ")
+        );
+        return finish(Verdict::Aborted, reason, metrics).await;
+    }
+    if let Some(nodes) = stopped.get(&StopReason::Timeout) {
+        let reason = format!(
+            "ran past its {} s limit on {}; process group stopped",
+            spec.timeout.as_secs(),
+            nodes.join(", ")
+        );
+        return finish(Verdict::Timeout, reason, metrics).await;
+    }
+    let (verdict, mut reason) = gates::judge(&spec, &metrics, &observed, ctx.baseline.as_deref());
+    let verdict = if failures.is_empty() {
+        verdict
+    } else {
+        reason = format!("{}; {reason}", failures.join("; "));
+        Verdict::Fail
+    };
+    finish(verdict, format!("{reason} ({secs} s)"), metrics).await
+}

@@ -1,0 +1,260 @@
+//! The run record: one directory per run, written as the run goes so a crash loses at most the
+//! last line. `events.jsonl` holds every phase event (started, lines, metrics, verdicts) in
+//! order, append-only; `logs/<phase>/<node>.log` holds each node's raw output; `summary.json`
+//! (rewritten atomically after every phase) holds the verdicts and figures a report needs.
+//! Reports and baselines are made from these files, never from live state.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::phases::gates::Figures;
+use crate::phases::{PhaseEvent, Verdict};
+
+/// Version of `summary.json`.
+pub const SUMMARY_SCHEMA: u32 = 1;
+
+/// One node of the run, as the inventory said.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordNode {
+    /// Name.
+    pub name: String,
+    /// SSH target (or `local`).
+    pub target: String,
+    /// How it was reached.
+    pub mode: String,
+    /// GPUs expected.
+    pub gpus: u32,
+}
+
+/// One phase's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordPhase {
+    /// Id.
+    pub id: String,
+    /// Title.
+    pub title: String,
+    /// The gates in words.
+    pub gate: String,
+    /// Verdict.
+    pub verdict: Verdict,
+    /// Why, with numbers.
+    pub reason: String,
+    /// Start, Unix ms (`None` when skipped).
+    pub started_ms: Option<u64>,
+    /// End, Unix ms.
+    pub ended_ms: u64,
+    /// The figures the gates judged.
+    pub figures: Figures,
+}
+
+/// `summary.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Format version.
+    pub schema: u32,
+    /// Run id.
+    pub run_id: String,
+    /// This directory.
+    pub run_dir: String,
+    /// Inventory file.
+    pub inventory: String,
+    /// Plan file (`<embedded>/default.toml` for the shipped one).
+    pub plan: String,
+    /// Baseline file the gates used, if any.
+    pub baseline: Option<String>,
+    /// burnin's version.
+    pub burnin_version: String,
+    /// Start, Unix ms.
+    pub started_ms: u64,
+    /// End, Unix ms (`None` while running).
+    pub ended_ms: Option<u64>,
+    /// The nodes.
+    pub nodes: Vec<RecordNode>,
+    /// Phases finished so far, in order.
+    pub phases: Vec<RecordPhase>,
+    /// The run's verdict: the worst of its phases (`None` while running).
+    pub verdict: Option<Verdict>,
+    /// Stopped by SIGINT/SIGTERM.
+    pub interrupted: bool,
+}
+
+/// Writes one run's directory.
+pub struct RunRecord {
+    dir: PathBuf,
+    events: BufWriter<File>,
+    logs: BTreeMap<(String, String), BufWriter<File>>,
+}
+
+fn io_err(path: &Path, e: std::io::Error) -> String {
+    format!("{}: {e}", path.display())
+}
+
+impl RunRecord {
+    /// Create `runs_dir/run_id/` (it must not exist yet).
+    pub fn create(runs_dir: &Path, run_id: &str) -> Result<Self, String> {
+        let dir = runs_dir.join(run_id);
+        std::fs::create_dir_all(runs_dir).map_err(|e| io_err(runs_dir, e))?;
+        std::fs::create_dir(&dir).map_err(|e| io_err(&dir, e))?;
+        let path = dir.join("events.jsonl");
+        let events = OpenOptions::new()
+            .create_new(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| io_err(&path, e))?;
+        Ok(Self {
+            dir,
+            events: BufWriter::new(events),
+            logs: BTreeMap::new(),
+        })
+    }
+
+    /// The run directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Append one event; a node's output line also goes to its log file. Flushed when a
+    /// phase ends.
+    pub fn event(&mut self, ev: &PhaseEvent) -> Result<(), String> {
+        let line = serde_json::to_string(ev).map_err(|e| e.to_string())?;
+        let path = self.dir.join("events.jsonl");
+        writeln!(self.events, "{line}").map_err(|e| io_err(&path, e))?;
+        if let PhaseEvent::Line {
+            phase,
+            node: Some(node),
+            text,
+            ..
+        } = ev
+        {
+            let key = (phase.clone(), node.clone());
+            if !self.logs.contains_key(&key) {
+                let dir = self.dir.join("logs").join(phase);
+                std::fs::create_dir_all(&dir).map_err(|e| io_err(&dir, e))?;
+                let p = dir.join(format!("{node}.log"));
+                let f = OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&p)
+                    .map_err(|e| io_err(&p, e))?;
+                self.logs.insert(key.clone(), BufWriter::new(f));
+            }
+            if let Some(w) = self.logs.get_mut(&key) {
+                writeln!(w, "{text}").map_err(|e| e.to_string())?;
+            }
+        }
+        if matches!(ev, PhaseEvent::Finished { .. }) {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Push everything written so far to disk.
+    pub fn flush(&mut self) -> Result<(), String> {
+        self.events.flush().map_err(|e| e.to_string())?;
+        for w in self.logs.values_mut() {
+            w.flush().map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    /// Replace `summary.json` (write a temporary file, then rename: never half a file).
+    pub fn write_summary(&self, s: &Summary) -> Result<(), String> {
+        let tmp = self.dir.join("summary.json.tmp");
+        let text = serde_json::to_string_pretty(s).map_err(|e| e.to_string())?;
+        std::fs::write(&tmp, text + "\n").map_err(|e| io_err(&tmp, e))?;
+        let to = self.dir.join("summary.json");
+        std::fs::rename(&tmp, &to).map_err(|e| io_err(&to, e))
+    }
+}
+
+/// Read a run directory's `summary.json`.
+pub fn read_summary(run_dir: &Path) -> Result<Summary, String> {
+    let p = run_dir.join("summary.json");
+    let text = std::fs::read_to_string(&p).map_err(|e| io_err(&p, e))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))
+}
+
+/// `YYYYMMDD-HHMMSS` (UTC) of a Unix time, for run ids that sort by time.
+pub fn utc_stamp(unix_s: u64) -> String {
+    let days = (unix_s / 86_400) as i64;
+    let secs = unix_s % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stamps() {
+        assert_eq!(utc_stamp(0), "19700101-000000");
+        assert_eq!(utc_stamp(1_796_227_200), "20261202-160000");
+        assert_eq!(utc_stamp(951_825_600), "20000229-120000");
+    }
+
+    #[test]
+    fn events_logs_and_summary() {
+        let root = std::env::temp_dir().join(format!("burnin-record-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let mut r = RunRecord::create(&root, "r1").unwrap();
+        assert!(RunRecord::create(&root, "r1").is_err(), "a run id is used once");
+        r.event(&PhaseEvent::Line {
+            phase: "T1".into(),
+            at_ms: 1,
+            node: Some("n1".into()),
+            text: "hello".into(),
+        })
+        .unwrap();
+        r.event(&PhaseEvent::Finished {
+            phase: "T1".into(),
+            at_ms: 2,
+            verdict: Verdict::Pass,
+            reason: "ok".into(),
+        })
+        .unwrap();
+        let ev = std::fs::read_to_string(root.join("r1/events.jsonl")).unwrap();
+        assert_eq!(ev.lines().count(), 2);
+        assert!(ev.contains(r#""event":"finished""#), "{ev}");
+        assert_eq!(
+            std::fs::read_to_string(root.join("r1/logs/T1/n1.log")).unwrap(),
+            "hello\n"
+        );
+        let s = Summary {
+            schema: SUMMARY_SCHEMA,
+            run_id: "r1".into(),
+            run_dir: r.dir().display().to_string(),
+            inventory: "burnin.toml".into(),
+            plan: "p".into(),
+            baseline: None,
+            burnin_version: "0".into(),
+            started_ms: 1,
+            ended_ms: Some(2),
+            nodes: vec![],
+            phases: vec![],
+            verdict: Some(Verdict::Pass),
+            interrupted: false,
+        };
+        r.write_summary(&s).unwrap();
+        assert_eq!(read_summary(r.dir()).unwrap(), s);
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}
