@@ -207,9 +207,22 @@ pub enum Command {
     },
     /// Headless: run the plan, print progress, write the run record; exit code = verdict.
     Run {
-        /// Only these phases, e.g. T1,T4.
+        /// Only these phases, e.g. T1,T4 (their `needs` are not enforced then).
         #[arg(long, value_delimiter = ',')]
         only: Vec<String>,
+        /// Print the run's summary as JSON on stdout (progress still goes to stderr).
+        #[arg(long)]
+        json: bool,
+        /// Where run records go.
+        #[arg(long, default_value = "burnin-runs")]
+        runs_dir: PathBuf,
+        /// Baseline file for the gates (default: burnin-baseline.json beside burnin.toml, if
+        /// it exists).
+        #[arg(long)]
+        baseline: Option<PathBuf>,
+        /// Print every output line of every node (they are always in the record).
+        #[arg(short, long)]
+        verbose: bool,
     },
     /// Storage probes (AIStor/S3 GET latency, throughput, checkpoint, dataloader wait).
     Probe {
@@ -229,20 +242,45 @@ pub enum Command {
     },
     /// Keep a good run's figures as the gates' baseline.
     Baseline {
-        /// Arguments (save RUN_DIR).
-        #[arg(trailing_var_arg = true)]
-        args: Vec<String>,
+        /// What to do.
+        #[command(subcommand)]
+        action: BaselineAction,
     },
-    /// Export one of the shipped PyTorch workloads (gemm, allreduce, train_synthetic).
+    /// The PyTorch workloads shipped inside burnin (gemm, allreduce, train_synthetic).
     Workload {
-        /// Arguments (print NAME).
-        #[arg(trailing_var_arg = true)]
-        args: Vec<String>,
+        /// What to do.
+        #[command(subcommand)]
+        action: WorkloadAction,
     },
-    /// Write a commented starter burnin.toml.
+    /// Write a commented starter burnin.toml and plan.toml.
     Init {
         /// Overwrite an existing file.
         #[arg(long)]
         force: bool,
+    },
+}
+
+/// `burnin baseline …`.
+#[derive(Debug, Subcommand)]
+pub enum BaselineAction {
+    /// Save the figures of a run's passed (or warned) phases.
+    Save {
+        /// The run directory (burnin-runs/RUN_ID).
+        run_dir: PathBuf,
+        /// Baseline file to write (default: burnin-baseline.json beside burnin.toml).
+        #[arg(long)]
+        to: Option<PathBuf>,
+    },
+}
+
+/// `burnin workload …`.
+#[derive(Debug, Subcommand)]
+pub enum WorkloadAction {
+    /// List the shipped workloads.
+    List,
+    /// Print one to stdout (e.g. `burnin workload print gemm > gemm.py`).
+    Print {
+        /// gemm, allreduce or train_synthetic.
+        name: String,
     },
 }

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::app::run::{RunOptions, run_console};
 use crate::app::state::{State, Tone};
-use crate::cli::{Cli, Command, LookArgs, SimArgs};
+use crate::cli::{BaselineAction, Cli, Command, LookArgs, SimArgs, WorkloadAction};
 use crate::cluster::ClusterStore;
 use crate::inventory::Inventory;
 use crate::model::{GpuSample, NodeLink, UnixMillis};
@@ -74,38 +74,81 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
         Some(Command::Deploy { dry_run }) => {
             crate::deploy::deploy(&config, ssh_config, dry_run).await
         }
-        Some(Command::Run { .. }) => not_yet(
-            "run",
-            "the headless plan runner is issue 4 (and `run --demo`, issue 7)",
-        ),
+        Some(Command::Run {
+            only,
+            json,
+            runs_dir,
+            baseline,
+            verbose,
+        }) => {
+            crate::headless::run(crate::headless::RunArgs {
+                config,
+                ssh_config,
+                only,
+                json,
+                runs_dir,
+                baseline,
+                verbose,
+            })
+            .await
+        }
         Some(Command::Probe { .. }) => not_yet("probe", "the S3/AIStor probe is issue 5"),
         Some(Command::Report { .. }) => not_yet("report", "reports from run records are issue 7"),
         Some(Command::Replay { .. }) => not_yet("replay", "replaying run records is issue 7"),
-        Some(Command::Baseline { .. }) => {
-            not_yet("baseline", "baselines come with the gates (issue 4)")
+        Some(Command::Baseline {
+            action: BaselineAction::Save { run_dir, to },
+        }) => {
+            let to = to.unwrap_or_else(|| crate::headless::default_baseline_path(&config));
+            crate::headless::baseline_save(&run_dir, &to)
         }
-        Some(Command::Workload { .. }) => {
-            not_yet("workload", "the shipped PyTorch workloads are issue 4")
-        }
+        Some(Command::Workload { action }) => workload(action),
         Some(Command::Init { force }) => init(&config, force),
     }
 }
 
 fn init(path: &std::path::Path, force: bool) -> Result<i32> {
-    if path.exists() && !force {
-        eprintln!(
-            "burnin init: {} exists; --force overwrites it",
-            path.display()
-        );
-        return Ok(1);
+    let plan = path
+        .parent()
+        .map_or_else(PathBuf::new, std::path::Path::to_path_buf)
+        .join("plan.toml");
+    for p in [path, plan.as_path()] {
+        if p.exists() && !force {
+            eprintln!("burnin init: {} exists; --force overwrites it", p.display());
+            return Ok(1);
+        }
     }
     std::fs::write(path, crate::inventory::STARTER)
         .wrap_err_with(|| format!("writing {}", path.display()))?;
+    std::fs::write(&plan, crate::phases::plan::DEFAULT_PLAN_TEXT)
+        .wrap_err_with(|| format!("writing {}", plan.display()))?;
     println!(
-        "wrote {}: list your nodes under [[node]], then `burnin status`",
-        path.display()
+        "wrote {} and {}: list your nodes under [[node]], then `burnin status`; the plan's commands and gates are yours to edit",
+        path.display(),
+        plan.display()
     );
     Ok(0)
+}
+
+fn workload(action: WorkloadAction) -> Result<i32> {
+    match action {
+        WorkloadAction::List => {
+            for w in crate::workloads::ALL {
+                println!("{:<16} {:<20} {}", w.name, w.file, w.about);
+            }
+            Ok(0)
+        }
+        WorkloadAction::Print { name } => match crate::workloads::find(&name) {
+            Some(w) => {
+                print!("{}", w.text);
+                Ok(0)
+            }
+            None => {
+                let names: Vec<&str> = crate::workloads::ALL.iter().map(|w| w.name).collect();
+                eprintln!("burnin workload: no workload {name:?}; shipped: {}", names.join(", "));
+                Ok(2)
+            }
+        },
+    }
 }
 
 /// SSH settings for the console: the user's `--ssh-config`, multiplexing sockets in a private

@@ -35,6 +35,7 @@ pub mod config;
 pub mod deploy;
 #[cfg(test)]
 mod fixtures;
+pub mod headless;
 pub mod inventory;
 pub mod model;
 pub mod parsers;

@@ -74,7 +74,9 @@ def loader(spec, rank, world, batch, seq, vocab, out_q, stop):
 def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--data", default="synthetic")
-    p.add_argument("--steps", type=int, default=300)
+    p.add_argument("--steps", type=int, default=300, help="stop after this many steps")
+    p.add_argument("--seconds", type=float, default=0.0,
+                   help="also stop after this long (0: no limit); for soak runs")
     p.add_argument("--batch", type=int, default=8, help="sequences per GPU per step")
     p.add_argument("--seq", type=int, default=1024)
     p.add_argument("--vocab", type=int, default=32000)
@@ -135,7 +137,15 @@ def main():
     # Synthetic data repeats a few fixed batches, so the loss can fall as it would on text.
     fixed = [torch.randint(0, args.vocab, (args.batch, args.seq + 1), device=dev) for _ in range(4)]
 
+    t_loop = time.perf_counter()
     for step in range(args.steps):
+        if args.seconds > 0:
+            # Every rank must stop at the same step: rank 0 decides, everyone follows.
+            done = torch.tensor([1.0 if time.perf_counter() - t_loop >= args.seconds else 0.0], device=dev)
+            if world > 1:
+                dist.broadcast(done, 0)
+            if done.item() > 0:
+                break
         torch.cuda.synchronize(dev)
         t_step = time.perf_counter()
         if q is None:

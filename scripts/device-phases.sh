@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# One device call (repo root, release binary in device-bin/burnin, device-bin carried):
+# `burnin run` on the H200 as a `local` node: T1 sanity, T2 gemm.py, T5 train_synthetic.py
+# for a few minutes on synthetic data, T8 the same reading token shards from local disk
+# through its loader. Then the baseline is saved from that run and T2 is run again against it.
+# Everything lands in $OUT/results.tgz.
+set -u
+B=$PWD/device-bin/burnin
+O=/tmp/burnin-phases
+rm -rf "$O"; mkdir -p "$O/shards"; cd "$O"
+nvidia-smi -L > nvidia-smi-L.txt 2>&1
+python3 -c 'import torch; print(torch.__version__, torch.version.cuda)' > torch-version.txt 2>&1
+# 48 shards x 8 MiB of uint16 tokens (~200 M tokens): enough that T8 reads from disk throughout.
+python3 - <<'PY'
+import numpy as np
+rng = np.random.default_rng(1)
+for i in range(48):
+    rng.integers(0, 32000, size=4 << 20, dtype=np.uint16).tofile(f"shards/shard-{i:03d}.bin")
+PY
+cat > burnin.toml <<'TOML'
+plan = "plan.toml"
+[[node]]
+host = "h200"
+mode = "local"
+gpus = 1
+TOML
+$B init -c init-test.toml > /dev/null 2>&1; rm -f init-test.toml
+# The shipped plan with run lengths for this session and T8's data set.
+sed -e 's|gemm.py --seconds 20|gemm.py --seconds 15|' \
+    -e 's|train_synthetic.py --steps 300"|train_synthetic.py --steps 100000 --seconds 150"|' \
+    -e 's|train_synthetic.py --data {data} --steps 300"|train_synthetic.py --data {data} --steps 100000 --seconds 60"|' \
+    -e "s|^data = \"\"|data = \"$O/shards\"|" plan.toml > plan.site.toml && mv plan.site.toml plan.toml
+$B run --only T1,T2,T5,T8 --json > run1.json 2> run1.err; echo "rc=$?" >> run1.err
+R1=$(python3 -c 'import json,sys; print(json.load(open("run1.json"))["run_dir"])' 2>/dev/null)
+$B baseline save "$R1" > baseline.out 2>&1; echo "rc=$?" >> baseline.out
+$B run --only T2 --json > run2.json 2> run2.err; echo "rc=$?" >> run2.err
+rm -rf shards
+tar czf "$OUT/results.tgz" -C "$O" .
+tail -n 30 run1.err run2.err baseline.out

@@ -1,0 +1,318 @@
+//! `burnin run`: the plan without the console. Runs the phases in order on the inventory's
+//! nodes, prints progress to stderr, writes the run record, and exits with the verdict:
+//! 0 when nothing failed, 1 when a phase FAILED or TIMED OUT, 130 when interrupted. SIGINT and
+//! SIGTERM abort the running phase on every node the way `a` does (TERM, then KILL after the
+//! grace period), record ABORTED, and skip the rest — nothing is left running remotely.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use color_eyre::eyre::{Result, eyre};
+use tokio::sync::{mpsc, watch};
+
+use crate::inventory::{Inventory, Mode};
+use crate::phases::gates::{self, Baseline};
+use crate::phases::plan::{Plan, default_plan};
+use crate::phases::runner::{RunContext, RunnerNode, run_phase};
+use crate::phases::{PhaseEvent, Verdict};
+use crate::record::{RecordNode, RecordPhase, RunRecord, SUMMARY_SCHEMA, Summary, utc_stamp};
+use crate::transport::Transport;
+use crate::transport::local::LocalTransport;
+use crate::transport::ssh::{SshSettings, SshTransport};
+
+/// Version of the `run --json` document (the summary's schema).
+pub const RUN_SCHEMA: u32 = SUMMARY_SCHEMA;
+
+/// What `burnin run` was asked to do.
+pub struct RunArgs {
+    /// burnin.toml.
+    pub config: PathBuf,
+    /// `--ssh-config`.
+    pub ssh_config: Option<PathBuf>,
+    /// `--only`.
+    pub only: Vec<String>,
+    /// `--json`.
+    pub json: bool,
+    /// `--runs-dir`.
+    pub runs_dir: PathBuf,
+    /// `--baseline`.
+    pub baseline: Option<PathBuf>,
+    /// `--verbose`.
+    pub verbose: bool,
+}
+
+/// The plan the inventory names, or the shipped one.
+pub fn load_plan(inventory: &Inventory) -> Result<Plan> {
+    match &inventory.plan {
+        Some(p) => Plan::load(p).map_err(|e| eyre!("{e}")),
+        None => Ok(default_plan().clone()),
+    }
+}
+
+/// Where the baseline lives by default: beside burnin.toml.
+pub fn default_baseline_path(config: &Path) -> PathBuf {
+    config
+        .parent()
+        .map_or_else(PathBuf::new, Path::to_path_buf)
+        .join("burnin-baseline.json")
+}
+
+/// Read a baseline file.
+pub fn read_baseline(path: &Path) -> Result<Baseline> {
+    let text = std::fs::read_to_string(path).map_err(|e| eyre!("{}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| eyre!("{}: {e}", path.display()))
+}
+
+/// How each node is reached for phases: SSH for agent/smi nodes, this host for local/sim.
+pub fn runner_nodes(inventory: &Inventory, ssh: &SshSettings) -> Vec<RunnerNode> {
+    inventory
+        .nodes
+        .iter()
+        .map(|n| {
+            let transport: Arc<dyn Transport> = match n.mode {
+                Mode::Agent | Mode::Smi => Arc::new(SshTransport::new(n.clone(), ssh.clone())),
+                Mode::Local | Mode::Sim => Arc::new(LocalTransport),
+            };
+            RunnerNode {
+                spec: n.clone(),
+                transport,
+            }
+        })
+        .collect()
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+fn severity(v: Verdict) -> u8 {
+    match v {
+        Verdict::Pass | Verdict::Skipped => 0,
+        Verdict::Warn => 1,
+        Verdict::Aborted => 2,
+        Verdict::Fail | Verdict::Timeout => 3,
+    }
+}
+
+/// `burnin run`.
+pub async fn run(args: RunArgs) -> Result<i32> {
+    let inventory = Inventory::load(&args.config).map_err(|e| eyre!("{e}"))?;
+    let plan = Arc::new(load_plan(&inventory)?);
+    for id in &args.only {
+        if plan.find(id).is_none() {
+            let ids: Vec<&str> = plan.phases.iter().map(|p| p.id.as_str()).collect();
+            return Err(eyre!("--only {id}: no such phase in {} ({})", plan.file, ids.join(", ")));
+        }
+    }
+    let baseline_path = args
+        .baseline
+        .clone()
+        .or_else(|| Some(default_baseline_path(&args.config)).filter(|p| p.exists()));
+    let baseline = match &baseline_path {
+        Some(p) => Some(Arc::new(read_baseline(p)?)),
+        None => None,
+    };
+    let ssh = crate::commands::ssh_settings(args.ssh_config.clone(), &inventory);
+    let started_ms = now_ms();
+    let run_id = format!("{}-{:04x}", utc_stamp(started_ms / 1000), std::process::id() & 0xffff);
+    let mut record = RunRecord::create(&args.runs_dir, &run_id).map_err(|e| eyre!("run record: {e}"))?;
+    let ctx = RunContext {
+        run_id: run_id.clone(),
+        plan: Arc::clone(&plan),
+        nodes: runner_nodes(&inventory, &ssh),
+        baseline,
+    };
+    let mut summary = Summary {
+        schema: SUMMARY_SCHEMA,
+        run_id: run_id.clone(),
+        run_dir: record.dir().display().to_string(),
+        inventory: inventory.file.clone(),
+        plan: plan.file.clone(),
+        baseline: baseline_path.map(|p| p.display().to_string()),
+        burnin_version: env!("CARGO_PKG_VERSION").to_string(),
+        started_ms,
+        ended_ms: None,
+        nodes: inventory
+            .nodes
+            .iter()
+            .map(|n| RecordNode {
+                name: n.name.clone(),
+                target: n.target.clone(),
+                mode: n.mode.name().to_string(),
+                gpus: n.gpus,
+            })
+            .collect(),
+        phases: Vec::new(),
+        verdict: None,
+        interrupted: false,
+    };
+    record.write_summary(&summary).map_err(|e| eyre!("{e}"))?;
+    eprintln!(
+        "burnin run {run_id}: {} node(s), plan {}, record in {}",
+        inventory.nodes.len(),
+        plan.file,
+        record.dir().display()
+    );
+
+    // SIGINT/SIGTERM: abort what runs, skip what is left.
+    let (abort_tx, abort_rx) = watch::channel(false);
+    let interrupted = Arc::new(AtomicBool::new(false));
+    {
+        let interrupted = Arc::clone(&interrupted);
+        tokio::spawn(async move {
+            let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(t) => t,
+                Err(_) => return,
+            };
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            eprintln!("burnin run: interrupted: aborting the running phase on every node");
+            interrupted.store(true, Ordering::SeqCst);
+            let _ = abort_tx.send(true);
+        });
+    }
+
+    let mut verdicts: BTreeMap<String, Verdict> = BTreeMap::new();
+    for spec in &plan.phases {
+        if !args.only.is_empty() && !args.only.contains(&spec.id) {
+            continue;
+        }
+        let blocked: Vec<String> = spec
+            .needs
+            .iter()
+            .filter_map(|n| {
+                verdicts
+                    .get(n)
+                    .filter(|v| !matches!(v, Verdict::Pass | Verdict::Warn))
+                    .map(|v| format!("{n} {}", v.label()))
+            })
+            .collect();
+        let skip = if interrupted.load(Ordering::SeqCst) {
+            Some("the run was interrupted".to_string())
+        } else if !blocked.is_empty() {
+            Some(format!("needs {}", blocked.join(", ")))
+        } else {
+            None
+        };
+        let (verdict, reason, started, metrics) = if let Some(reason) = skip {
+            let ev = PhaseEvent::Finished {
+                phase: spec.id.clone(),
+                at_ms: now_ms(),
+                verdict: Verdict::Skipped,
+                reason: reason.clone(),
+            };
+            record.event(&ev).map_err(|e| eyre!("{e}"))?;
+            eprintln!("{:<4} SKIPPED  {reason}", spec.id);
+            (Verdict::Skipped, reason, None, Vec::new())
+        } else {
+            eprintln!("{:<4} {} ({}) ...", spec.id, spec.title, spec.scope.label());
+            let (tx, mut rx) = mpsc::channel::<PhaseEvent>(1024);
+            let task = {
+                let ctx = ctx.clone();
+                let spec = Arc::clone(spec);
+                let abort = abort_rx.clone();
+                tokio::spawn(async move { run_phase(&ctx, spec, abort, tx).await })
+            };
+            let mut started = None;
+            while let Some(ev) = rx.recv().await {
+                match &ev {
+                    PhaseEvent::Started { at_ms, .. } => started = Some(*at_ms),
+                    PhaseEvent::Line { node, text, .. } => {
+                        if args.verbose || text.starts_with("burnin: ") {
+                            eprintln!("{:<4} {}| {text}", spec.id, node.as_deref().unwrap_or("-"));
+                        }
+                    }
+                    PhaseEvent::Finished { verdict, reason, .. } => {
+                        eprintln!("{:<4} {:<8} {reason}", spec.id, verdict.label());
+                    }
+                    PhaseEvent::Metric { .. } => {}
+                }
+                if let Err(e) = record.event(&ev) {
+                    eprintln!("burnin run: record: {e}");
+                }
+            }
+            let outcome = task.await.map_err(|e| eyre!("phase task: {e}"))?;
+            (outcome.verdict, outcome.reason, started, outcome.metrics)
+        };
+        verdicts.insert(spec.id.clone(), verdict);
+        summary.phases.push(RecordPhase {
+            id: spec.id.clone(),
+            title: spec.title.clone(),
+            gate: spec.gate.clone(),
+            verdict,
+            reason,
+            started_ms: started,
+            ended_ms: now_ms(),
+            figures: gates::figures(&metrics),
+        });
+        record.write_summary(&summary).map_err(|e| eyre!("{e}"))?;
+    }
+    let was_interrupted = interrupted.load(Ordering::SeqCst);
+    let worst = summary
+        .phases
+        .iter()
+        .map(|p| p.verdict)
+        .max_by_key(|v| severity(*v))
+        .unwrap_or(Verdict::Skipped);
+    summary.verdict = Some(if was_interrupted { Verdict::Aborted } else { worst });
+    summary.interrupted = was_interrupted;
+    summary.ended_ms = Some(now_ms());
+    record.flush().map_err(|e| eyre!("{e}"))?;
+    record.write_summary(&summary).map_err(|e| eyre!("{e}"))?;
+    let counts = |v: Verdict| summary.phases.iter().filter(|p| p.verdict == v).count();
+    eprintln!(
+        "burnin run {run_id}: {} — {} pass, {} warn, {} fail, {} timeout, {} aborted, {} skipped; record {}",
+        summary.verdict.map_or("?", Verdict::label),
+        counts(Verdict::Pass),
+        counts(Verdict::Warn),
+        counts(Verdict::Fail),
+        counts(Verdict::Timeout),
+        counts(Verdict::Aborted),
+        counts(Verdict::Skipped),
+        summary.run_dir
+    );
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    }
+    Ok(if was_interrupted {
+        130
+    } else if severity(worst) >= 2 {
+        1
+    } else {
+        0
+    })
+}
+
+/// `burnin baseline save RUN_DIR`: the figures of the run's PASS/WARN phases.
+pub fn baseline_save(run_dir: &Path, to: &Path) -> Result<i32> {
+    let s = crate::record::read_summary(run_dir).map_err(|e| eyre!("{e}"))?;
+    let mut b = Baseline {
+        schema: 1,
+        source: run_dir.display().to_string(),
+        phases: BTreeMap::new(),
+    };
+    let mut kept = Vec::new();
+    for p in &s.phases {
+        if matches!(p.verdict, Verdict::Pass | Verdict::Warn) && !p.figures.is_empty() {
+            b.phases.insert(p.id.clone(), p.figures.clone());
+            kept.push(p.id.as_str());
+        }
+    }
+    if kept.is_empty() {
+        eprintln!(
+            "burnin baseline: {} has no passed phase with figures; nothing saved",
+            run_dir.display()
+        );
+        return Ok(1);
+    }
+    let text = serde_json::to_string_pretty(&b)?;
+    std::fs::write(to, text + "\n").map_err(|e| eyre!("{}: {e}", to.display()))?;
+    println!("baseline {}: {} from {}", to.display(), kept.join(", "), run_dir.display());
+    Ok(0)
+}
