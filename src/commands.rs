@@ -144,7 +144,10 @@ fn workload(action: WorkloadAction) -> Result<i32> {
             }
             None => {
                 let names: Vec<&str> = crate::workloads::ALL.iter().map(|w| w.name).collect();
-                eprintln!("burnin workload: no workload {name:?}; shipped: {}", names.join(", "));
+                eprintln!(
+                    "burnin workload: no workload {name:?}; shipped: {}",
+                    names.join(", ")
+                );
                 Ok(2)
             }
         },

@@ -105,7 +105,11 @@ pub async fn run(args: RunArgs) -> Result<i32> {
     for id in &args.only {
         if plan.find(id).is_none() {
             let ids: Vec<&str> = plan.phases.iter().map(|p| p.id.as_str()).collect();
-            return Err(eyre!("--only {id}: no such phase in {} ({})", plan.file, ids.join(", ")));
+            return Err(eyre!(
+                "--only {id}: no such phase in {} ({})",
+                plan.file,
+                ids.join(", ")
+            ));
         }
     }
     let baseline_path = args
@@ -118,8 +122,13 @@ pub async fn run(args: RunArgs) -> Result<i32> {
     };
     let ssh = crate::commands::ssh_settings(args.ssh_config.clone(), &inventory);
     let started_ms = now_ms();
-    let run_id = format!("{}-{:04x}", utc_stamp(started_ms / 1000), std::process::id() & 0xffff);
-    let mut record = RunRecord::create(&args.runs_dir, &run_id).map_err(|e| eyre!("run record: {e}"))?;
+    let run_id = format!(
+        "{}-{:04x}",
+        utc_stamp(started_ms / 1000),
+        std::process::id() & 0xffff
+    );
+    let mut record =
+        RunRecord::create(&args.runs_dir, &run_id).map_err(|e| eyre!("run record: {e}"))?;
     let ctx = RunContext {
         run_id: run_id.clone(),
         plan: Arc::clone(&plan),
@@ -164,10 +173,11 @@ pub async fn run(args: RunArgs) -> Result<i32> {
     {
         let interrupted = Arc::clone(&interrupted);
         tokio::spawn(async move {
-            let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(t) => t,
-                Err(_) => return,
-            };
+            let mut term =
+                match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                    Ok(t) => t,
+                    Err(_) => return,
+                };
             tokio::select! {
                 _ = tokio::signal::ctrl_c() => {}
                 _ = term.recv() => {}
@@ -228,7 +238,9 @@ pub async fn run(args: RunArgs) -> Result<i32> {
                             eprintln!("{:<4} {}| {text}", spec.id, node.as_deref().unwrap_or("-"));
                         }
                     }
-                    PhaseEvent::Finished { verdict, reason, .. } => {
+                    PhaseEvent::Finished {
+                        verdict, reason, ..
+                    } => {
                         eprintln!("{:<4} {:<8} {reason}", spec.id, verdict.label());
                     }
                     PhaseEvent::Metric { .. } => {}
@@ -260,7 +272,11 @@ pub async fn run(args: RunArgs) -> Result<i32> {
         .map(|p| p.verdict)
         .max_by_key(|v| severity(*v))
         .unwrap_or(Verdict::Skipped);
-    summary.verdict = Some(if was_interrupted { Verdict::Aborted } else { worst });
+    summary.verdict = Some(if was_interrupted {
+        Verdict::Aborted
+    } else {
+        worst
+    });
     summary.interrupted = was_interrupted;
     summary.ended_ms = Some(now_ms());
     record.flush().map_err(|e| eyre!("{e}"))?;
@@ -313,6 +329,11 @@ pub fn baseline_save(run_dir: &Path, to: &Path) -> Result<i32> {
     }
     let text = serde_json::to_string_pretty(&b)?;
     std::fs::write(to, text + "\n").map_err(|e| eyre!("{}: {e}", to.display()))?;
-    println!("baseline {}: {} from {}", to.display(), kept.join(", "), run_dir.display());
+    println!(
+        "baseline {}: {} from {}",
+        to.display(),
+        kept.join(", "),
+        run_dir.display()
+    );
     Ok(0)
 }

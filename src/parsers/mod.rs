@@ -358,6 +358,9 @@ mod tests {
             collective_of("/opt/nccl-tests/build/reduce_scatter_perf"),
             "reduce_scatter"
         );
-        assert_eq!(collective_of("all_reduce_perf (burnin allreduce.py)"), "all_reduce");
+        assert_eq!(
+            collective_of("all_reduce_perf (burnin allreduce.py)"),
+            "all_reduce"
+        );
     }
 }

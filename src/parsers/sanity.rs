@@ -45,13 +45,11 @@ impl SanityParser {
             self.current = Some(name);
             return;
         }
-        if let Some(cur) = &self.current {
-            if !t.is_empty() {
-                self.sections
-                    .entry(cur.clone())
-                    .or_default()
-                    .push(t.to_string());
-            }
+        if let Some(cur) = self.current.as_ref().filter(|_| !t.is_empty()) {
+            self.sections
+                .entry(cur.clone())
+                .or_default()
+                .push(t.to_string());
         }
     }
 

@@ -56,7 +56,9 @@ fn median(values: &mut [f64]) -> Option<f64> {
 /// large sizes); for training, the median over steps after the first tenth (warm-up).
 pub fn figures(metrics: &[PhaseMetric]) -> Figures {
     let mut f = Figures::new();
-    let mut steps: BTreeMap<String, Vec<(u64, f64, Option<f64>, Option<f64>)>> = BTreeMap::new();
+    // Per node: (step, step time, data wait, tokens/s).
+    type StepRow = (u64, f64, Option<f64>, Option<f64>);
+    let mut steps: BTreeMap<String, Vec<StepRow>> = BTreeMap::new();
     for m in metrics {
         match m {
             PhaseMetric::Tflops {
@@ -338,7 +340,8 @@ pub fn judge(
                     ));
                 }
             }
-            Gate::LossFalling => {
+            Gate::LossFalling | Gate::LossFinite => {
+                let falling = matches!(gate, Gate::LossFalling);
                 let mut by_node: BTreeMap<String, Vec<(u64, f64)>> = BTreeMap::new();
                 for m in metrics {
                     if let PhaseMetric::Step {
@@ -366,7 +369,9 @@ pub fn judge(
                     let k = (s.len() / 10).max(1);
                     let head: f64 = s[..k].iter().map(|x| x.1).sum::<f64>() / k as f64;
                     let tail: f64 = s[s.len() - k..].iter().map(|x| x.1).sum::<f64>() / k as f64;
-                    if s.len() < 2 || tail >= head {
+                    if !falling {
+                        summary.push(format!("{node} loss finite over {} steps", s.len()));
+                    } else if s.len() < 2 || tail >= head {
                         findings.push((
                             Level::Fail,
                             format!(
@@ -531,7 +536,7 @@ pub fn judge(
         Level::Warn => Verdict::Warn,
         Level::Fail => Verdict::Fail,
     };
-    findings.sort_by(|a, b| b.0.cmp(&a.0));
+    findings.sort_by_key(|f| std::cmp::Reverse(f.0));
     let mut parts: Vec<String> = findings.into_iter().map(|f| f.1).collect();
     parts.extend(summary);
     if parts.is_empty() {
@@ -674,5 +679,63 @@ mod tests {
         let (v, why) = judge(t5, &flat, &observed(&["n1"]), None);
         assert_eq!(v, Verdict::Fail);
         assert!(why.contains("loss NaN at step 0"), "{why}");
+    }
+
+    /// The H200 run's logs, parsed again, give the figures its summary recorded.
+    #[test]
+    fn the_h200_run_record_reparses_to_its_own_figures() {
+        use crate::parsers::{OutputParser, ParseContext, ParserKind};
+        let summary: serde_json::Value =
+            serde_json::from_str(&crate::fixtures::tool_output("h200-run/run1/summary.json"))
+                .unwrap();
+        for (id, kind) in [
+            ("T1", ParserKind::Sanity),
+            ("T2", ParserKind::Workload),
+            ("T5", ParserKind::Workload),
+            ("T8", ParserKind::Workload),
+        ] {
+            let mut p = OutputParser::new(
+                kind,
+                ParseContext {
+                    node: "h200".into(),
+                    expected_gpus: 1,
+                },
+            );
+            let mut m = Vec::new();
+            for line in
+                crate::fixtures::tool_output(&format!("h200-run/run1/logs/{id}/h200.log")).lines()
+            {
+                if !line.starts_with("burnin: ") {
+                    m.extend(p.push(line).unwrap());
+                }
+            }
+            m.extend(p.finish());
+            let phase = summary["phases"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|x| x["id"] == id)
+                .unwrap();
+            let recorded: Figures = serde_json::from_value(phase["figures"].clone()).unwrap();
+            assert_eq!(figures(&m), recorded, "{id}");
+            if id == "T1" {
+                let ok = m
+                    .iter()
+                    .filter(|x| {
+                        matches!(
+                            x,
+                            PhaseMetric::Check {
+                                status: CheckStatus::Ok,
+                                ..
+                            }
+                        )
+                    })
+                    .count();
+                assert_eq!(ok, 3);
+            }
+        }
+        let t2 = &summary["phases"][1]["figures"];
+        assert_eq!(t2["tflops_bf16"][0]["value"], 664.9);
+        assert_eq!(t2["tflops_fp8"][0]["value"], 1221.0);
     }
 }

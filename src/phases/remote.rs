@@ -58,7 +58,12 @@ pid=$(cat pid 2>/dev/null)
 kill -TERM "-$pid" 2>/dev/null || { echo "already gone"; exit 0; }
 i=0; n=$(( $2 * 5 ))
 while kill -0 "-$pid" 2>/dev/null; do
-  if [ $i -ge $n ]; then kill -KILL "-$pid" 2>/dev/null; echo "killed after $2 s"; exit 0; fi
+  if [ $i -ge $n ]; then
+    kill -KILL "-$pid" 2>/dev/null
+    j=0; while kill -0 "-$pid" 2>/dev/null && [ $j -lt 50 ]; do sleep 0.1; j=$((j+1)); done
+    if kill -0 "-$pid" 2>/dev/null; then echo "burnin: process group $pid survived KILL" >&2; exit 95; fi
+    echo "killed after $2 s"; exit 0
+  fi
   sleep 0.2; i=$((i+1))
 done
 echo "terminated"
@@ -247,7 +252,11 @@ mod tests {
     /// Run a script through `sh` the way the remote login shell would: one command line.
     fn sh(cmd: &RemoteCommand) -> (i32, String, String) {
         let line = crate::transport::quote::command_line(&cmd.argv);
-        let out = Command::new("sh").arg("-c").arg(&line).output().expect("sh");
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(&line)
+            .output()
+            .expect("sh");
         (
             out.status.code().unwrap_or(-1),
             String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -275,7 +284,12 @@ mod tests {
         let dir = PhaseDir::new(root.to_str().unwrap(), "r1", "T1", "n1").unwrap();
         // Quotes, $(…), ; and a literal file: all reach the command as written.
         let command = r#"printf '%s\n' "a 'b' \$(echo no); c"; cat ../../workloads/w.py; exit 3"#;
-        let (rc, out, err) = sh(&launch(&dir, command, "", &[("w.py", "print('x $HOME')\n")]));
+        let (rc, out, err) = sh(&launch(
+            &dir,
+            command,
+            "",
+            &[("w.py", "print('x $HOME')\n")],
+        ));
         assert_eq!(rc, 0, "{out}{err}");
         assert!(out.starts_with("launched pgid "), "{out}");
         wait_for(|| root.join("r1/T1/n1/rc").exists());
@@ -329,7 +343,10 @@ mod tests {
         assert!(PhaseDir::new("~/x", "r", "T1", "../etc").is_none());
         assert!(PhaseDir::new("~/x", "r", "T 1", "n").is_none());
         assert!(PhaseDir::new("~/x", "r", "T1", "gpu01").is_some());
-        assert_eq!(parse_status("state=running stop= started=5").unwrap().state, RemoteState::Running);
+        assert_eq!(
+            parse_status("state=running stop= started=5").unwrap().state,
+            RemoteState::Running
+        );
         assert!(parse_status("garbage").is_none());
         assert!(parse_status("state=exited rc=x").is_none());
     }

@@ -71,7 +71,10 @@ async fn run_script(
     t: &dyn Transport,
     cmd: &RemoteCommand,
 ) -> Result<(Option<i32>, String, String), String> {
-    let child = t.command(cmd).spawn().map_err(|e| format!("cannot start: {e}"))?;
+    let child = t
+        .command(cmd)
+        .spawn()
+        .map_err(|e| format!("cannot start: {e}"))?;
     match tokio::time::timeout(SCRIPT_TIMEOUT, child.wait_with_output()).await {
         Err(_) => Err(format!("no answer in {} s", SCRIPT_TIMEOUT.as_secs())),
         Ok(Err(e)) => Err(e.to_string()),
@@ -159,7 +162,10 @@ impl NodeJob {
             Ok((_, out, _)) => self.say(out.trim().to_string()).await,
             Err(why) => {
                 self.say(format!("could not launch: {why}")).await;
-                result.failed = Some(format!("could not launch on {}: {why}", self.node.spec.name));
+                result.failed = Some(format!(
+                    "could not launch on {}: {why}",
+                    self.node.spec.name
+                ));
                 return result;
             }
         }
@@ -393,7 +399,11 @@ impl NodeJob {
 }
 
 /// The values every template may use, for `node` in this run.
-fn template_values(ctx: &RunContext, node: &RunnerNode, dir: &PhaseDir) -> BTreeMap<String, String> {
+fn template_values(
+    ctx: &RunContext,
+    node: &RunnerNode,
+    dir: &PhaseDir,
+) -> BTreeMap<String, String> {
     let mut v: BTreeMap<String, String> = ctx.plan.vars.clone();
     // Vars may use placeholders themselves (e.g. a container mount of {workloads}).
     let hosts: Vec<&str> = ctx.nodes.iter().map(|n| n.spec.target.as_str()).collect();
@@ -443,7 +453,11 @@ pub fn skip_reason(plan: &Plan, spec: &PhaseSpec) -> Option<String> {
         .map(String::as_str)
         .collect();
     if !empty.is_empty() {
-        return Some(format!("needs [vars] {} set in {}", empty.join(", "), plan.file));
+        return Some(format!(
+            "needs [vars] {} set in {}",
+            empty.join(", "),
+            plan.file
+        ));
     }
     None
 }
@@ -490,7 +504,12 @@ pub async fn run_phase(
         Scope::Launcher | Scope::Mpirun => ctx.nodes.iter().take(1).cloned().collect(),
     };
     if targets.is_empty() {
-        return finish(Verdict::Skipped, "no nodes in the inventory".into(), Vec::new()).await;
+        return finish(
+            Verdict::Skipped,
+            "no nodes in the inventory".into(),
+            Vec::new(),
+        )
+        .await;
     }
     let hostfile = if spec.scope == Scope::Mpirun {
         ctx.nodes
@@ -515,7 +534,9 @@ pub async fn run_phase(
         };
         let command = match render(&spec.command, &template_values(ctx, &node, &dir)) {
             Ok(c) => c,
-            Err(e) => return finish(Verdict::Fail, format!("command template: {e}"), Vec::new()).await,
+            Err(e) => {
+                return finish(Verdict::Fail, format!("command template: {e}"), Vec::new()).await;
+            }
         };
         order.push(name.clone());
         let job = NodeJob {

@@ -216,7 +216,10 @@ mod tests {
         let root = std::env::temp_dir().join(format!("burnin-record-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         let mut r = RunRecord::create(&root, "r1").unwrap();
-        assert!(RunRecord::create(&root, "r1").is_err(), "a run id is used once");
+        assert!(
+            RunRecord::create(&root, "r1").is_err(),
+            "a run id is used once"
+        );
         r.event(&PhaseEvent::Line {
             phase: "T1".into(),
             at_ms: 1,

@@ -59,7 +59,10 @@ mod tests {
         let plan = crate::phases::plan::default_plan();
         let t2 = plan.find("T2").unwrap();
         assert_eq!(
-            referenced_by(&t2.command).iter().map(|w| w.0).collect::<Vec<_>>(),
+            referenced_by(&t2.command)
+                .iter()
+                .map(|w| w.0)
+                .collect::<Vec<_>>(),
             ["gemm.py"]
         );
         for p in &plan.phases {
@@ -69,6 +72,9 @@ mod tests {
                 }
             }
         }
-        assert!(find("gemm").is_some_and(|w| w.text.contains("\"burnin\"") || w.text.contains("burnin=")));
+        assert!(
+            find("gemm")
+                .is_some_and(|w| w.text.contains("\"burnin\"") || w.text.contains("burnin="))
+        );
     }
 }

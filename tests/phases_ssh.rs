@@ -1,0 +1,337 @@
+//! Phases on real nodes over real SSH (an sshd per node on loopback, tests/common/sshd.rs),
+//! through the binary as an engineer runs it: `burnin run --json`. Stand-in benchmark programs
+//! on the nodes replay real captured output line by line; the figures in the run record must be
+//! the numbers in the captures. Abort must leave nothing running; a cut SSH link must neither
+//! lose nor double a line.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::sshd::Cluster;
+
+const BIN: &str = env!("CARGO_BIN_EXE_burnin");
+
+/// A replaying stand-in for a benchmark: prints a capture (without its `# source:` line) line
+/// by line, with a small delay, as the real tool would.
+fn replay_tool(fixture: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(fixture);
+    format!(
+        "#!/bin/sh\ntail -n +2 '{}' | while IFS= read -r l; do printf '%s\\n' \"$l\"; sleep 0.005; done\n",
+        path.display()
+    )
+}
+
+struct Site {
+    cluster: Cluster,
+    config: PathBuf,
+    runtime: PathBuf,
+    remote: PathBuf,
+    runs: PathBuf,
+}
+
+impl Site {
+    /// `nodes` sshd nodes, an inventory naming them, and `plan` (TOML after [settings]).
+    fn new(nodes: usize, gpus: u32, plan: &str) -> Option<Site> {
+        let cluster = Cluster::start(nodes)?;
+        let remote = cluster.dir.join("remote");
+        let runs = cluster.dir.join("runs");
+        let config = cluster.dir.join("burnin.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "plan = \"plan.toml\"\n[defaults]\nmode = \"agent\"\nconnect_timeout = \"5s\"\ngpus = {gpus}\n[[node]]\nhost = \"node[01-{nodes:02}]\"\n"
+            ),
+        )
+        .expect("inventory");
+        std::fs::write(
+            cluster.dir.join("plan.toml"),
+            format!(
+                "[settings]\nremote_dir = \"{}\"\ngrace_s = 1\n{plan}",
+                remote.display()
+            ),
+        )
+        .expect("plan");
+        // A short runtime dir, so ssh's multiplexing sockets fit the Unix socket path limit.
+        let runtime = PathBuf::from(format!(
+            "/tmp/bph{}-{}",
+            std::process::id(),
+            nodes * 10 + gpus as usize
+        ));
+        std::fs::create_dir_all(&runtime).expect("runtime dir");
+        Some(Site {
+            cluster,
+            config,
+            runtime,
+            remote,
+            runs,
+        })
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(BIN);
+        c.args(args)
+            .arg("-c")
+            .arg(&self.config)
+            .arg("--ssh-config")
+            .arg(&self.cluster.ssh_config)
+            .arg("--runs-dir")
+            .arg(&self.runs)
+            .env("XDG_RUNTIME_DIR", &self.runtime)
+            .env("BURNIN_LOG", self.cluster.dir.join("burnin.log"));
+        c
+    }
+
+    fn spawn(&self, args: &[&str]) -> Child {
+        self.command(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("burnin run")
+    }
+
+    /// The one phase directory of `phase` on `node` (there is one run per test).
+    fn phase_dir(&self, phase: &str, node: &str) -> Option<PathBuf> {
+        let run = std::fs::read_dir(&self.remote)
+            .ok()?
+            .flatten()
+            .next()?
+            .path();
+        Some(run.join(phase).join(node))
+    }
+}
+
+impl Drop for Site {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.runtime);
+    }
+}
+
+fn finish(child: Child) -> (Option<i32>, serde_json::Value, String) {
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let doc = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("run --json: {e}\nstderr:\n{stderr}"));
+    (out.status.code(), doc, stderr)
+}
+
+fn phase<'a>(doc: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+    doc["phases"]
+        .as_array()
+        .and_then(|p| p.iter().find(|p| p["id"] == id))
+        .unwrap_or_else(|| panic!("no phase {id} in {doc}"))
+}
+
+fn figure(doc: &serde_json::Value, id: &str, name: &str, subject: &str) -> Option<f64> {
+    phase(doc, id)["figures"][name]
+        .as_array()?
+        .iter()
+        .find(|s| s["subject"] == subject)?["value"]
+        .as_f64()
+}
+
+fn wait_for(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !done() {
+        assert!(t.elapsed() < timeout, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn replayed_benchmarks_give_the_numbers_in_the_captures() {
+    let plan = r#"
+[vars]
+extra = ""
+[[phase]]
+id = "T4"
+title = "single-node NCCL"
+scope = "each-node"
+parser = "nccl-tests"
+gates = [{ kind = "zero-wrong" }, { kind = "peers", figure = "busbw_all_reduce", pct = 90 }]
+command = "all_reduce_perf -b 8 -e 8G -f 2 -g {gpus}"
+[[phase]]
+id = "T3"
+title = "NVLink"
+scope = "each-node"
+parser = "nvbandwidth"
+gates = [{ kind = "peers", figure = "pair_gb_per_s", pct = 90 }]
+command = "nvbandwidth -t device_to_device_memcpy_read_ce"
+[[phase]]
+id = "S1"
+title = "RDMA write"
+scope = "launcher"
+parser = "perftest"
+gates = [{ kind = "min", figure = "link_gbit_per_s", value = 0.1 }]
+command = "ib_write_bw -a -d mlx5_0 --report_gbits {hosts}"
+[[phase]]
+id = "Q"
+title = "quoting"
+scope = "each-node"
+parser = "none"
+command = "printf '%s|' 'a b' \"it's\" '$(touch PWNED)' ';' 'x;y' && echo"
+"#;
+    let Some(site) = Site::new(2, 8, plan) else {
+        return;
+    };
+    site.cluster.install_tool(
+        "all_reduce_perf",
+        &replay_tool("nccl-tests/h100-2node-16rank-allreduce.txt"),
+    );
+    site.cluster.install_tool(
+        "nvbandwidth",
+        &replay_tool("nvbandwidth/v0.2-h800-8gpu-d2d-read-ce.txt"),
+    );
+    site.cluster.install_tool(
+        "ib_write_bw",
+        &replay_tool("perftest/write-bw-sweep-ib-gbits-truncated.txt"),
+    );
+    let (code, doc, stderr) = finish(site.spawn(&["run", "--json"]));
+    assert_eq!(code, Some(0), "{stderr}");
+    for node in ["node01", "node02"] {
+        // The last row of the capture: 8589934592 B, busbw 338.82 GB/s.
+        assert_eq!(
+            figure(&doc, "T4", "busbw_all_reduce", node),
+            Some(338.82),
+            "{doc}"
+        );
+        // Cell 0 -> 1 of the read matrix.
+        assert_eq!(
+            figure(
+                &doc,
+                "T3",
+                "pair_gb_per_s",
+                &format!("{node} 0->1 memcpy_read_ce")
+            ),
+            Some(172.32)
+        );
+    }
+    assert_eq!(phase(&doc, "T4")["verdict"], "PASS", "{doc}");
+    assert_eq!(phase(&doc, "T3")["verdict"], "PASS", "{doc}");
+    // The launcher phase ran once, on the first node, and read the 8-byte row (0.17 Gb/s).
+    assert_eq!(
+        figure(&doc, "S1", "link_gbit_per_s", "node01/mlx5_0"),
+        Some(0.17)
+    );
+    assert_eq!(phase(&doc, "S1")["verdict"], "PASS", "{doc}");
+    assert_eq!(doc["verdict"], "PASS");
+    // Every line reached the record, once, in order.
+    let run_dir = PathBuf::from(doc["run_dir"].as_str().expect("run_dir"));
+    let log = std::fs::read_to_string(run_dir.join("logs/T4/node02.log")).expect("log");
+    let capture = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/nccl-tests/h100-2node-16rank-allreduce.txt"),
+    )
+    .expect("fixture");
+    let tool_lines: Vec<&str> = log.lines().filter(|l| !l.starts_with("burnin: ")).collect();
+    let want: Vec<&str> = capture.lines().skip(1).collect();
+    assert_eq!(tool_lines, want);
+    // Quotes, $(…) and ; in the command reached the program as written; nothing ran.
+    let q = std::fs::read_to_string(run_dir.join("logs/Q/node01.log")).expect("Q log");
+    assert!(q.contains("a b|it's|$(touch PWNED)|;|x;y|"), "{q}");
+    let pwned = site.phase_dir("Q", "node01").map(|d| d.join("PWNED"));
+    assert!(pwned.is_some_and(|p| !p.exists()));
+    // The record is whole.
+    let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events");
+    assert_eq!(events.matches(r#""event":"finished""#).count(), 4);
+}
+
+#[test]
+fn abort_stops_the_whole_process_group_and_records_aborted() {
+    let plan = r#"
+[[phase]]
+id = "T4"
+title = "long"
+scope = "each-node"
+parser = "none"
+command = "trap '' TERM; echo started; sleep 300 & sleep 300"
+[[phase]]
+id = "T5"
+title = "after"
+scope = "each-node"
+parser = "none"
+command = "echo never"
+"#;
+    let Some(site) = Site::new(2, 1, plan) else {
+        return;
+    };
+    let child = site.spawn(&["run", "--json"]);
+    let mut pgids = Vec::new();
+    for node in ["node01", "node02"] {
+        wait_for("the phase to start", Duration::from_secs(30), || {
+            site.phase_dir("T4", node)
+                .and_then(|d| std::fs::read_to_string(d.join("log")).ok())
+                .is_some_and(|l| l.contains("started"))
+        });
+        let pid = site.phase_dir("T4", node).expect("dir").join("pid");
+        let pgid: i32 = std::fs::read_to_string(pid)
+            .expect("pid")
+            .trim()
+            .parse()
+            .expect("pgid");
+        pgids.push(pgid);
+    }
+    // Ctrl-C, as the engineer would.
+    // SAFETY: sending SIGINT to the child we spawned.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let (code, doc, stderr) = finish(child);
+    assert_eq!(code, Some(130), "{stderr}");
+    assert_eq!(phase(&doc, "T4")["verdict"], "ABORTED", "{doc}");
+    assert!(
+        phase(&doc, "T4")["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("node01") && r.contains("node02")),
+        "{doc}"
+    );
+    assert_eq!(phase(&doc, "T5")["verdict"], "SKIPPED");
+    assert_eq!(doc["interrupted"], true);
+    for pgid in pgids {
+        // SAFETY: signal 0 only asks whether any process of the group is left.
+        let alive = unsafe { libc::kill(-pgid, 0) } == 0;
+        assert!(!alive, "process group {pgid} still has processes");
+    }
+    let stopped = site.phase_dir("T4", "node01").expect("dir").join("stopped");
+    assert_eq!(
+        std::fs::read_to_string(stopped).expect("stopped").trim(),
+        "aborted"
+    );
+}
+
+#[test]
+fn a_cut_link_is_reattached_without_losing_or_doubling_a_line() {
+    let plan = r#"
+[[phase]]
+id = "T5"
+title = "steady output"
+scope = "each-node"
+parser = "none"
+command = "i=0; while [ $i -lt 80 ]; do echo \"line $i\"; i=$((i+1)); sleep 0.05; done"
+"#;
+    let Some(mut site) = Site::new(1, 1, plan) else {
+        return;
+    };
+    let child = site.spawn(&["run", "--json"]);
+    wait_for("line 10", Duration::from_secs(30), || {
+        site.phase_dir("T5", "node01")
+            .and_then(|d| std::fs::read_to_string(d.join("log")).ok())
+            .is_some_and(|l| l.contains("line 10\n"))
+    });
+    // The node's sshd goes down with its sessions; the phase keeps running on the node.
+    site.cluster.nodes[0].stop();
+    std::thread::sleep(Duration::from_millis(1500));
+    let sshd = site.cluster.sshd().to_path_buf();
+    site.cluster.nodes[0].start(&sshd);
+    let (code, doc, stderr) = finish(child);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(phase(&doc, "T5")["verdict"], "PASS", "{doc}");
+    assert!(stderr.contains("re-attaching at byte"), "{stderr}");
+    let run_dir = PathBuf::from(doc["run_dir"].as_str().expect("run_dir"));
+    let log = std::fs::read_to_string(run_dir.join("logs/T5/node01.log")).expect("log");
+    let lines: Vec<&str> = log.lines().filter(|l| !l.starts_with("burnin: ")).collect();
+    let want: Vec<String> = (0..80).map(|i| format!("line {i}")).collect();
+    assert_eq!(lines, want);
+}
