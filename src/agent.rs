@@ -6,7 +6,7 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use crate::cli::AgentArgs;
-use crate::model::{NodeFrame, NodeHello, UnixMillis};
+use crate::model::{NodeFrame, NodeHello};
 use crate::telemetry::fabric::FabricThread;
 use crate::telemetry::nvml::NvmlSampler;
 use crate::telemetry::sim::{Fault, FaultKind, SimCluster, SimConfig, SimLoad};
@@ -115,11 +115,7 @@ impl SimNodeSampler {
     }
 }
 
-fn now_ms() -> UnixMillis {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
+use crate::model::now_ms;
 
 impl Sampler for SimNodeSampler {
     fn hello(&mut self) -> NodeHello {

@@ -219,8 +219,29 @@ async fn watch(
         inventory.file,
         inventory.nodes.len()
     );
-    let state = console_state(look, label);
-    let source = Box::new(fleet(inventory, ssh_config)?);
+    let mut state = console_state(look, label);
+    let plan = match crate::headless::load_plan(&inventory) {
+        Ok(p) => std::sync::Arc::new(p),
+        Err(e) => {
+            eprintln!("burnin: {e}");
+            return Ok(2);
+        }
+    };
+    state.store.set_plan(&plan);
+    let (baseline_path, baseline) = crate::headless::baseline_for(config, None)?;
+    let ssh = ssh_settings(ssh_config.clone(), &inventory);
+    let driver = crate::phases::driver::PhaseDriver::new(
+        crate::phases::runner::RunContext {
+            run_id: String::new(),
+            plan,
+            nodes: crate::headless::runner_nodes(&inventory, &ssh),
+            baseline,
+        },
+        inventory.clone(),
+        PathBuf::from("burnin-runs"),
+        baseline_path,
+    );
+    let source = Box::new(fleet(inventory, ssh_config)?.with_phases(driver));
     run_console(
         source,
         state,

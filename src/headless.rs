@@ -13,11 +13,12 @@ use color_eyre::eyre::{Result, eyre};
 use tokio::sync::{mpsc, watch};
 
 use crate::inventory::{Inventory, Mode};
-use crate::phases::gates::{self, Baseline};
+use crate::phases::gates::Baseline;
 use crate::phases::plan::{Plan, default_plan};
-use crate::phases::runner::{RunContext, RunnerNode, run_phase};
+use crate::phases::runner::{PhaseOutcome, RunContext, RunnerNode, run_phase};
+use crate::phases::session::{RunSession, new_run_id, severity};
 use crate::phases::{PhaseEvent, Verdict};
-use crate::record::{RecordNode, RecordPhase, RunRecord, SUMMARY_SCHEMA, Summary, utc_stamp};
+use crate::record::SUMMARY_SCHEMA;
 use crate::transport::Transport;
 use crate::transport::local::LocalTransport;
 use crate::transport::ssh::{SshSettings, SshTransport};
@@ -61,8 +62,20 @@ pub fn default_baseline_path(config: &Path) -> PathBuf {
 
 /// Read a baseline file.
 pub fn read_baseline(path: &Path) -> Result<Baseline> {
-    let text = std::fs::read_to_string(path).map_err(|e| eyre!("{}: {e}", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| eyre!("{}: {e}", path.display()))
+    crate::phases::session::read_baseline(path).map_err(|e| eyre!("{e}"))
+}
+
+/// The baseline a run uses: `--baseline FILE`, else the default file when it exists.
+pub fn baseline_for(
+    config: &Path,
+    given: Option<PathBuf>,
+) -> Result<(Option<PathBuf>, Option<Arc<Baseline>>)> {
+    let path = given.or_else(|| Some(default_baseline_path(config)).filter(|p| p.exists()));
+    let baseline = match &path {
+        Some(p) => Some(Arc::new(read_baseline(p)?)),
+        None => None,
+    };
+    Ok((path, baseline))
 }
 
 /// How each node is reached for phases: SSH for agent/smi nodes, this host for local/sim.
@@ -83,21 +96,6 @@ pub fn runner_nodes(inventory: &Inventory, ssh: &SshSettings) -> Vec<RunnerNode>
         .collect()
 }
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
-fn severity(v: Verdict) -> u8 {
-    match v {
-        Verdict::Pass | Verdict::Skipped => 0,
-        Verdict::Warn => 1,
-        Verdict::Aborted => 2,
-        Verdict::Fail | Verdict::Timeout => 3,
-    }
-}
-
 /// `burnin run`.
 pub async fn run(args: RunArgs) -> Result<i32> {
     let inventory = Inventory::load(&args.config).map_err(|e| eyre!("{e}"))?;
@@ -112,59 +110,28 @@ pub async fn run(args: RunArgs) -> Result<i32> {
             ));
         }
     }
-    let baseline_path = args
-        .baseline
-        .clone()
-        .or_else(|| Some(default_baseline_path(&args.config)).filter(|p| p.exists()));
-    let baseline = match &baseline_path {
-        Some(p) => Some(Arc::new(read_baseline(p)?)),
-        None => None,
-    };
+    let (baseline_path, baseline) = baseline_for(&args.config, args.baseline.clone())?;
     let ssh = crate::commands::ssh_settings(args.ssh_config.clone(), &inventory);
-    let started_ms = now_ms();
-    let run_id = format!(
-        "{}-{:04x}",
-        utc_stamp(started_ms / 1000),
-        std::process::id() & 0xffff
-    );
-    let mut record =
-        RunRecord::create(&args.runs_dir, &run_id).map_err(|e| eyre!("run record: {e}"))?;
+    let run_id = new_run_id();
+    let mut session = RunSession::create(
+        &args.runs_dir,
+        &run_id,
+        &inventory,
+        &plan,
+        baseline_path.as_deref(),
+    )
+    .map_err(|e| eyre!("run record: {e}"))?;
     let ctx = RunContext {
         run_id: run_id.clone(),
         plan: Arc::clone(&plan),
         nodes: runner_nodes(&inventory, &ssh),
         baseline,
     };
-    let mut summary = Summary {
-        schema: SUMMARY_SCHEMA,
-        run_id: run_id.clone(),
-        run_dir: record.dir().display().to_string(),
-        inventory: inventory.file.clone(),
-        plan: plan.file.clone(),
-        baseline: baseline_path.map(|p| p.display().to_string()),
-        burnin_version: env!("CARGO_PKG_VERSION").to_string(),
-        started_ms,
-        ended_ms: None,
-        nodes: inventory
-            .nodes
-            .iter()
-            .map(|n| RecordNode {
-                name: n.name.clone(),
-                target: n.target.clone(),
-                mode: n.mode.name().to_string(),
-                gpus: n.gpus,
-            })
-            .collect(),
-        phases: Vec::new(),
-        verdict: None,
-        interrupted: false,
-    };
-    record.write_summary(&summary).map_err(|e| eyre!("{e}"))?;
     eprintln!(
         "burnin run {run_id}: {} node(s), plan {}, record in {}",
         inventory.nodes.len(),
         plan.file,
-        record.dir().display()
+        session.dir().display()
     );
 
     // SIGINT/SIGTERM: abort what runs, skip what is left.
@@ -188,38 +155,30 @@ pub async fn run(args: RunArgs) -> Result<i32> {
         });
     }
 
-    let mut verdicts: BTreeMap<String, Verdict> = BTreeMap::new();
     for spec in &plan.phases {
         if !args.only.is_empty() && !args.only.contains(&spec.id) {
             continue;
         }
-        let blocked: Vec<String> = spec
-            .needs
-            .iter()
-            .filter_map(|n| {
-                verdicts
-                    .get(n)
-                    .filter(|v| !matches!(v, Verdict::Pass | Verdict::Warn))
-                    .map(|v| format!("{n} {}", v.label()))
-            })
-            .collect();
         let skip = if interrupted.load(Ordering::SeqCst) {
             Some("the run was interrupted".to_string())
-        } else if !blocked.is_empty() {
-            Some(format!("needs {}", blocked.join(", ")))
         } else {
-            None
+            session.blocked_by(spec)
         };
-        let (verdict, reason, started, metrics) = if let Some(reason) = skip {
+        let (outcome, started) = if let Some(reason) = skip {
             let ev = PhaseEvent::Finished {
                 phase: spec.id.clone(),
-                at_ms: now_ms(),
+                at_ms: crate::model::now_ms(),
                 verdict: Verdict::Skipped,
                 reason: reason.clone(),
             };
-            record.event(&ev).map_err(|e| eyre!("{e}"))?;
+            session.event(&ev).map_err(|e| eyre!("{e}"))?;
             eprintln!("{:<4} SKIPPED  {reason}", spec.id);
-            (Verdict::Skipped, reason, None, Vec::new())
+            let outcome = PhaseOutcome {
+                verdict: Verdict::Skipped,
+                reason,
+                metrics: Vec::new(),
+            };
+            (outcome, None)
         } else {
             eprintln!("{:<4} {} ({}) ...", spec.id, spec.title, spec.scope.label());
             let (tx, mut rx) = mpsc::channel::<PhaseEvent>(1024);
@@ -245,42 +204,21 @@ pub async fn run(args: RunArgs) -> Result<i32> {
                     }
                     PhaseEvent::Metric { .. } => {}
                 }
-                if let Err(e) = record.event(&ev) {
+                if let Err(e) = session.event(&ev) {
                     eprintln!("burnin run: record: {e}");
                 }
             }
             let outcome = task.await.map_err(|e| eyre!("phase task: {e}"))?;
-            (outcome.verdict, outcome.reason, started, outcome.metrics)
+            (outcome, started)
         };
-        verdicts.insert(spec.id.clone(), verdict);
-        summary.phases.push(RecordPhase {
-            id: spec.id.clone(),
-            title: spec.title.clone(),
-            gate: spec.gate.clone(),
-            verdict,
-            reason,
-            started_ms: started,
-            ended_ms: now_ms(),
-            figures: gates::figures(&metrics),
-        });
-        record.write_summary(&summary).map_err(|e| eyre!("{e}"))?;
+        session
+            .phase_done(spec, started, &outcome)
+            .map_err(|e| eyre!("{e}"))?;
     }
     let was_interrupted = interrupted.load(Ordering::SeqCst);
-    let worst = summary
-        .phases
-        .iter()
-        .map(|p| p.verdict)
-        .max_by_key(|v| severity(*v))
-        .unwrap_or(Verdict::Skipped);
-    summary.verdict = Some(if was_interrupted {
-        Verdict::Aborted
-    } else {
-        worst
-    });
-    summary.interrupted = was_interrupted;
-    summary.ended_ms = Some(now_ms());
-    record.flush().map_err(|e| eyre!("{e}"))?;
-    record.write_summary(&summary).map_err(|e| eyre!("{e}"))?;
+    let worst = session.worst();
+    session.finish(was_interrupted).map_err(|e| eyre!("{e}"))?;
+    let summary = &session.summary;
     let counts = |v: Verdict| summary.phases.iter().filter(|p| p.verdict == v).count();
     eprintln!(
         "burnin run {run_id}: {} — {} pass, {} warn, {} fail, {} timeout, {} aborted, {} skipped; record {}",
@@ -294,7 +232,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
         summary.run_dir
     );
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
+        println!("{}", serde_json::to_string_pretty(summary)?);
     }
     Ok(if was_interrupted {
         130

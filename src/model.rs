@@ -8,6 +8,13 @@ use serde::{Deserialize, Serialize};
 /// epoch so that seeded runs are identical.
 pub type UnixMillis = u64;
 
+/// The wall clock in Unix milliseconds (0 if the clock is before 1970).
+pub fn now_ms() -> UnixMillis {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
 /// NVML clock-event ("throttle") reason bits, as `nvmlClocksEventReasons` defines them. Kept as a
 /// raw mask on the wire so that bits a newer driver adds survive untouched.
 pub mod clock_events {

@@ -335,3 +335,146 @@ command = "i=0; while [ $i -lt 80 ]; do echo \"line $i\"; i=$((i+1)); sleep 0.05
     let want: Vec<String> = (0..80).map(|i| format!("line {i}")).collect();
     assert_eq!(lines, want);
 }
+
+/// The console's path: telemetry and phases through one source; `s` starts a phase whose rows
+/// fill the NCCL view as they arrive, `a` aborts a long one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_starts_and_aborts_phases_on_real_nodes() {
+    use burnin::cluster::{ClusterStore, PhaseState};
+    use burnin::inventory::Inventory;
+    use burnin::phases::driver::PhaseDriver;
+    use burnin::phases::plan::Plan;
+    use burnin::phases::runner::RunContext;
+    use burnin::phases::{PhaseCommand, Verdict};
+    use burnin::telemetry::Source;
+    use burnin::telemetry::fleet::FleetSource;
+    use burnin::transport::ssh::SshSettings;
+    use std::sync::Arc;
+
+    let plan_text = r#"
+[[phase]]
+id = "T4"
+title = "single-node NCCL"
+scope = "each-node"
+parser = "nccl-tests"
+gates = [{ kind = "zero-wrong" }]
+command = "all_reduce_perf -b 8 -e 8G -f 2 -g {gpus}"
+[[phase]]
+id = "T5"
+title = "long"
+scope = "each-node"
+parser = "none"
+command = "echo started; sleep 300"
+"#;
+    let Some(site) = Site::new(1, 4, plan_text) else {
+        return;
+    };
+    site.cluster.install_tool(
+        "all_reduce_perf",
+        &replay_tool("nccl-tests/h100-2node-16rank-allreduce.txt"),
+    );
+    let text = format!(
+        "[defaults]\nmode = \"agent\"\ninterval = \"200ms\"\nconnect_timeout = \"5s\"\nagent_path = \"{BIN}\"\n\
+         agent_args = [\"--sim\", \"--gpus\", \"4\"]\ngpus = 4\n[[node]]\nhost = \"node01\"\n"
+    );
+    let inventory = Inventory::parse("test.toml", &text).expect("inventory");
+    let plan = Arc::new(
+        Plan::parse(
+            "plan.toml",
+            &std::fs::read_to_string(site.cluster.dir.join("plan.toml")).expect("plan"),
+        )
+        .expect("plan parses"),
+    );
+    let ssh = SshSettings {
+        config_file: Some(site.cluster.ssh_config.clone()),
+        control_dir: None,
+        connect_timeout: Duration::from_secs(5),
+    };
+    let driver = PhaseDriver::new(
+        RunContext {
+            run_id: String::new(),
+            plan: Arc::clone(&plan),
+            nodes: burnin::headless::runner_nodes(&inventory, &ssh),
+            baseline: None,
+        },
+        inventory.clone(),
+        site.runs.clone(),
+        None,
+    );
+    let source = Box::new(FleetSource::new(inventory, ssh, PathBuf::from(BIN)).with_phases(driver));
+    let (tx, mut rx) = tokio::sync::mpsc::channel(8192);
+    let (cmd, cmd_rx) = tokio::sync::mpsc::unbounded_channel();
+    let task = tokio::spawn(source.run(tx, cmd_rx));
+    let mut store = ClusterStore::with_period(200);
+    store.set_plan(&plan);
+    let mut until =
+        async |store: &mut ClusterStore, what: &str, done: &dyn Fn(&ClusterStore) -> bool| {
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
+            while !done(store) {
+                match tokio::time::timeout_at(deadline, rx.recv()).await {
+                    Ok(Some(ev)) => store.ingest(ev),
+                    _ => panic!("timed out waiting for {what}"),
+                }
+            }
+        };
+    let phase_state = |s: &ClusterStore, id: &str| s.phase(id).map(|p| p.state);
+    cmd.send(PhaseCommand::Start("T4".into())).expect("send");
+    until(&mut store, "T4 rows", &|s| {
+        s.phase("T4").is_some_and(|p| !p.busbw.is_empty())
+    })
+    .await;
+    until(&mut store, "T4 to end", &|s| {
+        matches!(phase_state(s, "T4"), Some(PhaseState::Done(_)))
+    })
+    .await;
+    let t4 = store.phase("T4").expect("T4");
+    assert_eq!(t4.state, PhaseState::Done(Verdict::Pass), "{:?}", t4.reason);
+    assert_eq!(t4.busbw.len(), 31);
+    assert_eq!(t4.busbw[&8_589_934_592].per_node["node01"], 338.82);
+    assert!(
+        t4.log.iter().any(|l| l.starts_with("node01| #  Rank  0")),
+        "{:?}",
+        t4.log
+    );
+    // The GPUs stream beside it.
+    until(&mut store, "telemetry", &|s| {
+        s.node("node01").is_some_and(|n| n.gpus.len() == 4)
+    })
+    .await;
+    // A long phase, aborted.
+    cmd.send(PhaseCommand::Start("T5".into())).expect("send");
+    until(&mut store, "T5 to print", &|s| {
+        s.phase("T5")
+            .is_some_and(|p| p.log.iter().any(|l| l.ends_with("| started")))
+    })
+    .await;
+    cmd.send(PhaseCommand::Abort("T5".into())).expect("send");
+    until(&mut store, "T5 to end", &|s| {
+        matches!(phase_state(s, "T5"), Some(PhaseState::Done(_)))
+    })
+    .await;
+    assert_eq!(
+        phase_state(&store, "T5"),
+        Some(PhaseState::Done(Verdict::Aborted))
+    );
+    // Both phases are in one run record.
+    let run = std::fs::read_dir(&site.runs)
+        .expect("runs")
+        .flatten()
+        .next()
+        .expect("a run")
+        .path();
+    // The summary is rewritten just after the console hears of the end.
+    let read = || -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).expect("summary"))
+            .expect("json")
+    };
+    wait_for(
+        "the summary to hold both phases",
+        Duration::from_secs(10),
+        || read()["phases"].as_array().map(Vec::len) == Some(2),
+    );
+    let summary = read();
+    assert_eq!(summary["verdict"], "ABORTED");
+    task.abort();
+}

@@ -81,6 +81,9 @@ pub async fn run_console(
     result
 }
 
+/// How long "abort and quit" waits for the phase to report its end.
+const ABORT_WAIT: Duration = Duration::from_secs(30);
+
 async fn event_loop(
     state: &mut State,
     screen: &mut Screen,
@@ -174,7 +177,8 @@ async fn event_loop(
                 if commands.send(c).is_err() {
                     return Ok(());
                 }
-                leaving = Some((phase, tokio::time::Instant::now() + Duration::from_secs(5)));
+                // Long enough for the nodes to TERM, wait the grace period, KILL and confirm.
+                leaving = Some((phase, tokio::time::Instant::now() + ABORT_WAIT));
             }
         }
     }

@@ -2,10 +2,12 @@
 //! runner sends while a phase runs. The runner on real nodes is a later issue; the simulator
 //! speaks the same events.
 
+pub mod driver;
 pub mod gates;
 pub mod plan;
 pub mod remote;
 pub mod runner;
+pub mod session;
 
 use serde::{Deserialize, Serialize};
 

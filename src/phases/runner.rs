@@ -17,7 +17,6 @@ use super::plan::{Gate, PhaseSpec, Plan, Scope, render};
 use super::remote::{self, PhaseDir, RemoteState, StopReason};
 use super::{PhaseEvent, PhaseMetric, Verdict};
 use crate::inventory::NodeSpec;
-use crate::model::UnixMillis;
 use crate::parsers::{OutputParser, ParseContext};
 use crate::transport::{RemoteCommand, Transport};
 
@@ -60,11 +59,7 @@ pub struct PhaseOutcome {
     pub metrics: Vec<PhaseMetric>,
 }
 
-fn now_ms() -> UnixMillis {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
+use crate::model::now_ms;
 
 /// Run a short script to completion: (exit code, stdout, stderr), or the transport's reason.
 async fn run_script(

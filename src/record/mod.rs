@@ -76,7 +76,7 @@ pub struct Summary {
     pub nodes: Vec<RecordNode>,
     /// Phases finished so far, in order.
     pub phases: Vec<RecordPhase>,
-    /// The run's verdict: the worst of its phases (`None` while running).
+    /// The run's verdict: the worst of its phases so far (`None` before the first ends).
     pub verdict: Option<Verdict>,
     /// Stopped by SIGINT/SIGTERM.
     pub interrupted: bool,

@@ -13,7 +13,7 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 
 use crate::inventory::{Inventory, Mode, NodeSpec};
-use crate::model::{NodeLink, UnixMillis};
+use crate::model::NodeLink;
 use crate::phases::PhaseCommand;
 use crate::telemetry::smi::{self, SmiDecoder};
 use crate::telemetry::wire::{Decoded, Decoder, WireMessage};
@@ -35,12 +35,7 @@ pub const MAX_LINE_BYTES: u64 = 1 << 20;
 /// Bytes of a stream's stderr kept to explain its end.
 const STDERR_KEPT: usize = 8192;
 
-/// Wall-clock now in Unix milliseconds.
-pub fn now_ms() -> UnixMillis {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
+pub use crate::model::now_ms;
 
 /// Backoff before attempt `n` (1-based after a failure), with ±50 % jitter from `seed` so that
 /// nodes that dropped together do not reconnect together.
@@ -61,6 +56,7 @@ pub struct FleetSource {
     inventory: Inventory,
     ssh: SshSettings,
     self_exe: PathBuf,
+    phases: Option<crate::phases::driver::PhaseDriver>,
 }
 
 impl FleetSource {
@@ -70,7 +66,14 @@ impl FleetSource {
             inventory,
             ssh,
             self_exe,
+            phases: None,
         }
+    }
+
+    /// Also run phases when the console asks (`s`, `r`, `a`).
+    pub fn with_phases(mut self, driver: crate::phases::driver::PhaseDriver) -> Self {
+        self.phases = Some(driver);
+        self
     }
 }
 
@@ -155,6 +158,7 @@ impl Source for FleetSource {
                 inventory,
                 ssh,
                 self_exe,
+                mut phases,
             } = *self;
             let inventory = Arc::new(inventory);
             let gate = Arc::new(Semaphore::new(inventory.max_connecting));
@@ -202,13 +206,20 @@ impl Source for FleetSource {
                         }
                     }
                     cmd = commands.recv() => {
-                        if let Some(cmd) = cmd {
-                            let text = format!(
-                                "{cmd:?}: phases on real nodes arrive with the phase runner (issue 4); watch mode only shows telemetry"
-                            );
-                            if events.send(SourceEvent::Notice { text }).await.is_err() {
+                        match (cmd, phases.as_mut()) {
+                            (Some(cmd), Some(driver)) => driver.command(cmd, &events).await,
+                            (Some(cmd), None) => {
+                                let text = format!("{cmd:?}: this console watches only (no plan loaded)");
+                                if events.send(SourceEvent::Notice { text }).await.is_err() {
+                                    return;
+                                }
+                            }
+                            // The console is gone: stop what runs rather than leave it unwatched.
+                            (None, Some(driver)) => {
+                                driver.abort_all();
                                 return;
                             }
+                            (None, None) => return,
                         }
                     }
                 }
