@@ -11,6 +11,7 @@ command -v script >/dev/null 2>&1 || need_apt+=(bsdutils)          # util-linux 
 command -v ssh >/dev/null 2>&1 || need_apt+=(openssh-client)        # the transport under test
 command -v ssh-keygen >/dev/null 2>&1 || need_apt+=(openssh-client)
 command -v pkill >/dev/null 2>&1 || need_apt+=(procps)              # tests kill a node's session
+command -v setsid >/dev/null 2>&1 || need_apt+=(util-linux)         # phases start in their own session
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq

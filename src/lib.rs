@@ -4,16 +4,21 @@
 //!
 //! ```text
 //! sources ──► SourceEvent ──► app loop ──► State (store, findings, ui) ──► panes
-//!   telemetry::sim (today), agent/SSH/smi/NVML (next)   │
+//!   telemetry::sim, fleet (agent/smi over SSH, local)    │
 //!   phase runner ──► PhaseEvent                          ├──► triage ──► findings
-//!   storage probe ──► ProbeWindow                        └──► record writer (later)
+//!   storage probe ──► ProbeWindow (issue 5)              └──► record (run directory)
 //! ```
 //!
 //! Module map:
 //! - [`model`]: ids, `GpuSample`, `NodeFrame`, units in names; serde.
 //! - [`telemetry`]: the `Source` interface and its events; `sim` (seeded cluster, faults),
 //!   `history` (bounded ring buffers with gaps).
-//! - [`phases`]: the T1–T8 plan and the events/commands of a phase runner.
+//! - [`phases`]: the plan (TOML), the runner on the nodes (remote scripts, re-attach, stop),
+//!   gates, the run session, and the console's phase driver.
+//! - [`parsers`]: nccl-tests, perftest, nvbandwidth, T1 sanity, workload JSON, trainer logs.
+//! - [`record`]: the run directory (events, logs, summary).
+//! - [`headless`]: `burnin run` and `burnin baseline save`.
+//! - [`workloads`]: the PyTorch workloads shipped inside the binary.
 //! - [`probes`]: storage-probe events.
 //! - [`cluster`]: the store every event lands in; what panes and triage read.
 //! - [`triage`]: rules over the store → findings with severity and a one-line why.

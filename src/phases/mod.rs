@@ -1,6 +1,6 @@
-//! Acceptance phases: the plan (what runs, in which order, judged how) and the events a phase
-//! runner sends while a phase runs. The runner on real nodes is a later issue; the simulator
-//! speaks the same events.
+//! Acceptance phases: the plan (what runs, in which order, judged how), the runner that carries
+//! a phase out on the nodes, and the events it sends while it runs (the simulator speaks the
+//! same events).
 
 pub mod driver;
 pub mod gates;
