@@ -6,7 +6,7 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use crate::cli::AgentArgs;
-use crate::model::{NodeFrame, NodeHello};
+use crate::model::{NodeFrame, NodeHello, now_ms};
 use crate::telemetry::fabric::FabricThread;
 use crate::telemetry::nvml::NvmlSampler;
 use crate::telemetry::sim::{Fault, FaultKind, SimCluster, SimConfig, SimLoad};
@@ -77,7 +77,8 @@ pub struct SimNodeSampler {
 }
 
 impl SimNodeSampler {
-    /// A node of `gpus` simulated B300 with faults given as `NAME:GPU`.
+    /// A node of `gpus` simulated B300 with faults given as `NAME:GPU[@SECONDS]` (from that
+    /// many seconds after the agent starts; default at once).
     pub fn new(gpus: u32, load: SimLoad, faults: &[String], seed: u64) -> Result<Self, String> {
         let mut config = SimConfig::demo(seed);
         config.nodes = 1;
@@ -86,9 +87,18 @@ impl SimNodeSampler {
         config.faults = faults
             .iter()
             .map(|f| {
-                let (name, gpu) = f
+                let (name, at) = f
                     .split_once(':')
-                    .ok_or_else(|| format!("--fault {f:?}: use NAME:GPU, e.g. stall:3"))?;
+                    .ok_or_else(|| format!("--fault {f:?}: use NAME:GPU[@S], e.g. stall:3"))?;
+                let (gpu, from_s) = match at.split_once('@') {
+                    Some((g, s)) => (
+                        g,
+                        s.parse::<u64>().map_err(|_| {
+                            format!("--fault {f:?}: seconds after @ must be a number")
+                        })?,
+                    ),
+                    None => (at, 0),
+                };
                 let gpu: u32 = gpu
                     .parse()
                     .map_err(|_| format!("--fault {f:?}: GPU must be a number"))?;
@@ -102,7 +112,7 @@ impl SimNodeSampler {
                     kind: FaultKind::parse(name)?,
                     node: 0,
                     gpu,
-                    from_s: 0,
+                    from_s,
                     until_s: None,
                 })
             })
@@ -114,8 +124,6 @@ impl SimNodeSampler {
         })
     }
 }
-
-use crate::model::now_ms;
 
 impl Sampler for SimNodeSampler {
     fn hello(&mut self) -> NodeHello {

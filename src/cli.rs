@@ -72,8 +72,9 @@ pub struct AgentArgs {
     /// With --sim: idle or full.
     #[arg(long, default_value = "idle", requires = "sim")]
     pub load: String,
-    /// With --sim: inject a fault on a GPU from the start, NAME:GPU (repeatable), e.g. stall:3.
-    #[arg(long = "fault", value_name = "NAME:GPU", requires = "sim")]
+    /// With --sim: inject a fault on a GPU, NAME:GPU[@S] (repeatable), e.g. stall:3, or
+    /// xid79:0@30 (from 30 s after the agent starts).
+    #[arg(long = "fault", value_name = "NAME:GPU[@S]", requires = "sim")]
     pub faults: Vec<String>,
     /// With --sim: seed.
     #[arg(long, default_value_t = 1, requires = "sim")]
@@ -225,6 +226,10 @@ pub enum Command {
         /// Print every output line of every node (they are always in the record).
         #[arg(short, long)]
         verbose: bool,
+        /// Do not stream the nodes' telemetry beside the phases (then Xid during a phase and
+        /// stalled GPUs are not judged, and the record says so).
+        #[arg(long)]
+        no_telemetry: bool,
     },
     /// Storage probes (AIStor/S3 GET latency, throughput, checkpoint, dataloader wait).
     Probe {

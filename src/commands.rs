@@ -80,6 +80,7 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
             runs_dir,
             baseline,
             verbose,
+            no_telemetry,
         }) => {
             crate::headless::run(crate::headless::RunArgs {
                 config,
@@ -89,6 +90,7 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
                 runs_dir,
                 baseline,
                 verbose,
+                telemetry: !no_telemetry,
             })
             .await
         }
@@ -236,6 +238,11 @@ async fn watch(
             plan,
             nodes: crate::headless::runner_nodes(&inventory, &ssh),
             baseline,
+            telemetry: Some(std::sync::Arc::new(
+                crate::phases::telemetry_log::TelemetryLog::new(
+                    inventory.interval.as_millis() as u64
+                ),
+            )),
         },
         inventory.clone(),
         PathBuf::from("burnin-runs"),

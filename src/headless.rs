@@ -13,12 +13,16 @@ use color_eyre::eyre::{Result, eyre};
 use tokio::sync::{mpsc, watch};
 
 use crate::inventory::{Inventory, Mode};
+use crate::model::NodeLink;
 use crate::phases::gates::Baseline;
 use crate::phases::plan::{Plan, default_plan};
 use crate::phases::runner::{PhaseOutcome, RunContext, RunnerNode, run_phase};
 use crate::phases::session::{RunSession, new_run_id, severity};
+use crate::phases::telemetry_log::TelemetryLog;
 use crate::phases::{PhaseEvent, Verdict};
 use crate::record::SUMMARY_SCHEMA;
+use crate::telemetry::fleet::FleetSource;
+use crate::telemetry::{Source, SourceEvent};
 use crate::transport::Transport;
 use crate::transport::local::LocalTransport;
 use crate::transport::ssh::{SshSettings, SshTransport};
@@ -42,6 +46,8 @@ pub struct RunArgs {
     pub baseline: Option<PathBuf>,
     /// `--verbose`.
     pub verbose: bool,
+    /// Stream the nodes' telemetry beside the phases.
+    pub telemetry: bool,
 }
 
 /// The plan the inventory names, or the shipped one.
@@ -96,6 +102,38 @@ pub fn runner_nodes(inventory: &Inventory, ssh: &SshSettings) -> Vec<RunnerNode>
         .collect()
 }
 
+/// Stream every node's telemetry (as `watch` does) into a log the phases ask at their end;
+/// a node that cannot be watched is said once on stderr.
+fn watch_telemetry(inventory: &Inventory, ssh: &SshSettings) -> Result<Arc<TelemetryLog>> {
+    let exe = std::env::current_exe()
+        .map_err(|e| eyre!("cannot find this binary's path (local/sim nodes run it): {e}"))?;
+    let log = Arc::new(TelemetryLog::new(inventory.interval.as_millis() as u64));
+    let source = Box::new(FleetSource::new(inventory.clone(), ssh.clone(), exe));
+    let (tx, mut rx) = mpsc::channel(8192);
+    let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
+    tokio::spawn(source.run(tx, cmd_rx));
+    let sink = Arc::clone(&log);
+    tokio::spawn(async move {
+        // Keep the command side open: a closed one tells the source its console is gone.
+        let _keep = cmd_tx;
+        let mut said: BTreeMap<String, String> = BTreeMap::new();
+        while let Some(ev) = rx.recv().await {
+            if let SourceEvent::Link {
+                node,
+                link: NodeLink::Unreachable(why),
+                ..
+            } = &ev
+                && said.get(node) != Some(why)
+            {
+                eprintln!("burnin run: telemetry from {node}: unreachable: {why}");
+                said.insert(node.clone(), why.clone());
+            }
+            sink.observe(&ev);
+        }
+    });
+    Ok(log)
+}
+
 /// `burnin run`.
 pub async fn run(args: RunArgs) -> Result<i32> {
     let inventory = Inventory::load(&args.config).map_err(|e| eyre!("{e}"))?;
@@ -121,11 +159,18 @@ pub async fn run(args: RunArgs) -> Result<i32> {
         baseline_path.as_deref(),
     )
     .map_err(|e| eyre!("run record: {e}"))?;
+    let telemetry = if args.telemetry {
+        Some(watch_telemetry(&inventory, &ssh)?)
+    } else {
+        eprintln!("burnin run: --no-telemetry: Xid and stalled GPUs during phases are not judged");
+        None
+    };
     let ctx = RunContext {
         run_id: run_id.clone(),
         plan: Arc::clone(&plan),
         nodes: runner_nodes(&inventory, &ssh),
         baseline,
+        telemetry,
     };
     eprintln!(
         "burnin run {run_id}: {} node(s), plan {}, record in {}",
@@ -177,6 +222,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
                 verdict: Verdict::Skipped,
                 reason,
                 metrics: Vec::new(),
+                findings: Vec::new(),
             };
             (outcome, None)
         } else {

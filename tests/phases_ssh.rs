@@ -2,7 +2,8 @@
 //! through the binary as an engineer runs it: `burnin run --json`. Stand-in benchmark programs
 //! on the nodes replay real captured output line by line; the figures in the run record must be
 //! the numbers in the captures. Abort must leave nothing running; a cut SSH link must neither
-//! lose nor double a line.
+//! lose nor double a line; an Xid the telemetry sees during a phase fails it. The tests about
+//! the phases themselves run with `--no-telemetry` (their nodes have no agent to watch).
 
 mod common;
 
@@ -190,7 +191,7 @@ command = "printf '%s|' 'a b' \"it's\" '$(touch PWNED)' ';' 'x;y' && echo"
         "ib_write_bw",
         &replay_tool("perftest/write-bw-sweep-ib-gbits-truncated.txt"),
     );
-    let (code, doc, stderr) = finish(site.spawn(&["run", "--json"]));
+    let (code, doc, stderr) = finish(site.spawn(&["run", "--json", "--no-telemetry"]));
     assert_eq!(code, Some(0), "{stderr}");
     for node in ["node01", "node02"] {
         // The last row of the capture: 8589934592 B, busbw 338.82 GB/s.
@@ -259,7 +260,7 @@ command = "echo never"
     let Some(site) = Site::new(2, 1, plan) else {
         return;
     };
-    let child = site.spawn(&["run", "--json"]);
+    let child = site.spawn(&["run", "--json", "--no-telemetry"]);
     let mut pgids = Vec::new();
     for node in ["node01", "node02"] {
         wait_for("the phase to start", Duration::from_secs(30), || {
@@ -314,7 +315,7 @@ command = "i=0; while [ $i -lt 80 ]; do echo \"line $i\"; i=$((i+1)); sleep 0.05
     let Some(mut site) = Site::new(1, 1, plan) else {
         return;
     };
-    let child = site.spawn(&["run", "--json"]);
+    let child = site.spawn(&["run", "--json", "--no-telemetry"]);
     wait_for("line 10", Duration::from_secs(30), || {
         site.phase_dir("T5", "node01")
             .and_then(|d| std::fs::read_to_string(d.join("log")).ok())
@@ -396,6 +397,9 @@ command = "echo started; sleep 300"
             plan: Arc::clone(&plan),
             nodes: burnin::headless::runner_nodes(&inventory, &ssh),
             baseline: None,
+            telemetry: Some(Arc::new(burnin::phases::telemetry_log::TelemetryLog::new(
+                200,
+            ))),
         },
         inventory.clone(),
         site.runs.clone(),
@@ -477,4 +481,49 @@ command = "echo started; sleep 300"
     let summary = read();
     assert_eq!(summary["verdict"], "ABORTED");
     task.abort();
+}
+
+/// The telemetry beside `burnin run`: an Xid on a node while a phase runs fails the phase's
+/// `no-xid` gate and the record says which GPU, even though the phase itself exited 0.
+#[test]
+fn an_xid_during_a_phase_fails_it() {
+    let plan = r#"
+[[phase]]
+id = "T2"
+title = "quiet work"
+scope = "each-node"
+parser = "none"
+gates = [{ kind = "no-xid" }]
+command = "sleep 8; echo done"
+"#;
+    let Some(site) = Site::new(1, 2, plan) else {
+        return;
+    };
+    // The node's agent is this binary, simulating 2 GPUs; GPU1 reports Xid 79 after 3 s.
+    std::fs::write(
+        &site.config,
+        format!(
+            "plan = \"plan.toml\"\n[defaults]\nmode = \"agent\"\ninterval = \"200ms\"\nconnect_timeout = \"5s\"\ngpus = 2\n\
+             agent_path = \"{BIN}\"\nagent_args = [\"--sim\", \"--gpus\", \"2\", \"--fault\", \"xid79:1@3\"]\n\
+             [[node]]\nhost = \"node01\"\n"
+        ),
+    )
+    .expect("inventory");
+    let (code, doc, stderr) = finish(site.spawn(&["run", "--json"]));
+    assert_eq!(code, Some(1), "{stderr}");
+    let t2 = phase(&doc, "T2");
+    assert_eq!(t2["verdict"], "FAIL", "{doc}");
+    let reason = t2["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("Xid during the phase, first Xid 79 on node01 GPU1"),
+        "{reason}"
+    );
+    let findings: Vec<&str> = t2["findings"]
+        .as_array()
+        .map(|f| f.iter().filter_map(|x| x.as_str()).collect())
+        .unwrap_or_default();
+    assert!(
+        findings.iter().any(|f| f.contains("node01 GPU1")),
+        "{findings:?}"
+    );
 }

@@ -161,6 +161,11 @@ impl PhaseDriver {
         }
     }
 
+    /// The telemetry log the phases ask at their end; the source feeds it.
+    pub fn telemetry(&self) -> Option<Arc<super::telemetry_log::TelemetryLog>> {
+        self.ctx.telemetry.clone()
+    }
+
     /// Abort whatever runs (the console quits with "abort").
     pub fn abort_all(&self) {
         if let Some((_, stop, _)) = self.running.lock().ok().and_then(|r| r.clone()) {

@@ -190,6 +190,8 @@ pub struct Observed {
     pub seen: BTreeMap<String, BTreeSet<String>>,
     /// Lines no parser understood: count and the first one's error.
     pub unparsed: (u64, Option<String>),
+    /// What the telemetry saw meanwhile (`None`: no telemetry was watched).
+    pub telemetry: Option<super::telemetry_log::Window>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -249,6 +251,24 @@ pub fn judge(
     }
     let figs = figures(metrics);
     let mut summary: Vec<String> = Vec::new();
+    // Critical telemetry findings while it ran are worth a look whatever the gates say.
+    if let Some(t) = &observed.telemetry {
+        let crit: Vec<&str> = t
+            .findings
+            .iter()
+            .filter(|f| f.crit)
+            .map(|f| f.text.as_str())
+            .collect();
+        if let Some(first) = crit.first() {
+            findings.push((
+                Level::Warn,
+                format!(
+                    "telemetry during the phase: {} critical, first {first}",
+                    crit.len()
+                ),
+            ));
+        }
+    }
     for gate in &spec.gates {
         match gate {
             Gate::Checks => {
@@ -340,6 +360,33 @@ pub fn judge(
                     ));
                 }
             }
+            Gate::NoXid => match &observed.telemetry {
+                None => findings.push((Level::Warn, "no telemetry watched: Xid not judged".into())),
+                Some(t) => {
+                    if let Some(x) = t.xids.first() {
+                        findings.push((
+                            Level::Fail,
+                            format!(
+                                "{} Xid during the phase, first Xid {} on {} GPU{}",
+                                t.xids.len(),
+                                x.code,
+                                x.node,
+                                x.gpu
+                            ),
+                        ));
+                    } else if !t.silent.is_empty() {
+                        findings.push((
+                            Level::Warn,
+                            format!(
+                                "no telemetry from {}: Xid not judged there",
+                                t.silent.join(", ")
+                            ),
+                        ));
+                    } else {
+                        summary.push("no Xid".into());
+                    }
+                }
+            },
             Gate::LossFalling | Gate::LossFinite => {
                 let falling = matches!(gate, Gate::LossFalling);
                 let mut by_node: BTreeMap<String, Vec<(u64, f64)>> = BTreeMap::new();
@@ -563,6 +610,8 @@ mod tests {
         Observed {
             nodes: nodes.iter().map(|s| s.to_string()).collect(),
             exit: nodes.iter().map(|s| (s.to_string(), Some(0))).collect(),
+            // Watched throughout, and quiet.
+            telemetry: Some(crate::phases::telemetry_log::Window::default()),
             ..Observed::default()
         }
     }
@@ -636,6 +685,43 @@ mod tests {
         assert_eq!(v, Verdict::Fail, "{why}");
         assert!(
             why.contains("8 below 90 % of baseline on tflops_bf16"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn xid_and_unwatched_nodes() {
+        use crate::phases::telemetry_log::{Window, XidSeen};
+        let t2 = default_plan().find("T2").unwrap();
+        let mut m: Vec<PhaseMetric> = (0..2).map(|g| tflops("n1", g, 700.0)).collect();
+        fp8_too(&mut m);
+        let mut o = observed(&["n1"]);
+        o.telemetry = None;
+        let (v, why) = judge(t2, &m, &o, None);
+        assert_eq!(v, Verdict::Warn);
+        assert!(
+            why.contains("no telemetry watched: Xid not judged"),
+            "{why}"
+        );
+        o.telemetry = Some(Window {
+            silent: vec!["n1".into()],
+            ..Window::default()
+        });
+        let (_, why) = judge(t2, &m, &o, None);
+        assert!(why.contains("no telemetry from n1"), "{why}");
+        o.telemetry = Some(Window {
+            xids: vec![XidSeen {
+                node: "n1".into(),
+                gpu: 1,
+                code: 48,
+                at_ms: 5,
+            }],
+            ..Window::default()
+        });
+        let (v, why) = judge(t2, &m, &o, None);
+        assert_eq!(v, Verdict::Fail);
+        assert!(
+            why.starts_with("1 Xid during the phase, first Xid 48 on n1 GPU1"),
             "{why}"
         );
     }

@@ -8,6 +8,7 @@ pub mod plan;
 pub mod remote;
 pub mod runner;
 pub mod session;
+pub mod telemetry_log;
 
 use serde::{Deserialize, Serialize};
 

@@ -84,6 +84,8 @@ pub enum Gate {
     LossFalling,
     /// Loss finite throughout (data that cannot be learned, e.g. random shards in T8).
     LossFinite,
+    /// No Xid reached the telemetry from the phase's nodes while it ran (unwatched nodes warn).
+    NoXid,
 }
 
 /// Figure names gates may use (`busbw_` takes a collective after it).
@@ -112,6 +114,7 @@ impl Gate {
             Gate::OutputContains { text } => format!("output shows {text:?}"),
             Gate::LossFalling => "loss finite and falling".into(),
             Gate::LossFinite => "loss finite".into(),
+            Gate::NoXid => "no Xid during the phase".into(),
         }
     }
 

@@ -46,6 +46,8 @@ pub struct RunContext {
     pub nodes: Vec<RunnerNode>,
     /// Figures of a good run, if one was saved.
     pub baseline: Option<Arc<Baseline>>,
+    /// The telemetry beside the run, if it is watched.
+    pub telemetry: Option<Arc<super::telemetry_log::TelemetryLog>>,
 }
 
 /// How a phase ended.
@@ -57,6 +59,8 @@ pub struct PhaseOutcome {
     pub reason: String,
     /// Everything parsed from every node.
     pub metrics: Vec<PhaseMetric>,
+    /// Telemetry findings (warn and worse) that came up while it ran.
+    pub findings: Vec<String>,
 }
 
 use crate::model::now_ms;
@@ -466,6 +470,7 @@ pub async fn run_phase(
     events: mpsc::Sender<PhaseEvent>,
 ) -> PhaseOutcome {
     let started = std::time::Instant::now();
+    let started_ms = now_ms();
     let _ = events
         .send(PhaseEvent::Started {
             phase: spec.id.clone(),
@@ -488,6 +493,7 @@ pub async fn run_phase(
                 verdict,
                 reason,
                 metrics,
+                findings: Vec::new(),
             }
         }
     };
@@ -598,6 +604,20 @@ pub async fn run_phase(
         );
         return finish(Verdict::Timeout, reason, metrics).await;
     }
+    // The telemetry of every node the phase touched (an mpirun job reaches all of them).
+    let watched: Vec<String> = match spec.scope {
+        Scope::Mpirun => ctx.nodes.iter().map(|n| n.spec.name.clone()).collect(),
+        _ => order.clone(),
+    };
+    observed.telemetry = ctx
+        .telemetry
+        .as_ref()
+        .map(|t| t.window(&watched, started_ms, now_ms()));
+    let found: Vec<String> = observed
+        .telemetry
+        .as_ref()
+        .map(|t| t.findings.iter().map(|f| f.text.clone()).collect())
+        .unwrap_or_default();
     let (verdict, mut reason) = gates::judge(&spec, &metrics, &observed, ctx.baseline.as_deref());
     let verdict = if failures.is_empty() {
         verdict
@@ -605,5 +625,7 @@ pub async fn run_phase(
         reason = format!("{}; {reason}", failures.join("; "));
         Verdict::Fail
     };
-    finish(verdict, format!("{reason} ({secs} s)"), metrics).await
+    let mut outcome = finish(verdict, format!("{reason} ({secs} s)"), metrics).await;
+    outcome.findings = found;
+    outcome
 }

@@ -126,6 +126,7 @@ impl RunSession {
             started_ms,
             ended_ms: now_ms(),
             figures: gates::figures(&outcome.metrics),
+            findings: outcome.findings.clone(),
         });
         self.summary.verdict = Some(self.worst());
         self.record.flush()?;

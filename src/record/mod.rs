@@ -49,6 +49,9 @@ pub struct RecordPhase {
     pub ended_ms: u64,
     /// The figures the gates judged.
     pub figures: Figures,
+    /// Telemetry findings (warn and worse) that came up while it ran.
+    #[serde(default)]
+    pub findings: Vec<String>,
 }
 
 /// `summary.json`.

@@ -184,13 +184,22 @@ impl Source for FleetSource {
                     return;
                 }
             }
+            // With phases to judge, every node event also passes through their telemetry log.
+            let log = phases.as_ref().and_then(|d| d.telemetry());
+            let (node_events, mut teed) = match &log {
+                Some(_) => {
+                    let (tx, rx) = mpsc::channel::<SourceEvent>(8192);
+                    (tx, Some(rx))
+                }
+                None => (events.clone(), None),
+            };
             for (i, node) in inventory.nodes.iter().cloned().enumerate() {
                 let ctx = NodeCtx {
                     node,
                     inventory: Arc::clone(&inventory),
                     ssh: ssh.clone(),
                     exe: self_exe.clone(),
-                    events: events.clone(),
+                    events: node_events.clone(),
                     gate: Arc::clone(&gate),
                     seed: i as u64,
                 };
@@ -201,7 +210,24 @@ impl Source for FleetSource {
             loop {
                 tokio::select! {
                     _ = tick.tick() => {
-                        if events.send(SourceEvent::Clock { at_ms: now_ms() }).await.is_err() {
+                        let clock = SourceEvent::Clock { at_ms: now_ms() };
+                        if let Some(l) = &log {
+                            l.observe(&clock);
+                        }
+                        if events.send(clock).await.is_err() {
+                            return;
+                        }
+                    }
+                    Some(ev) = async {
+                        match teed.as_mut() {
+                            Some(rx) => rx.recv().await,
+                            None => std::future::pending().await,
+                        }
+                    } => {
+                        if let Some(l) = &log {
+                            l.observe(&ev);
+                        }
+                        if events.send(ev).await.is_err() {
                             return;
                         }
                     }

@@ -1,0 +1,178 @@
+//! What the telemetry saw while a phase ran, for its verdict and its record: Xid events per GPU,
+//! the triage findings that came up (a stalled GPU, throttling, a NIC going down), and which
+//! nodes sent no telemetry at all (so a clean Xid count is never claimed for a node that was
+//! not watched). Fed by the same events the console gets; keeps its own small store and triage.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Mutex;
+
+use crate::cluster::ClusterStore;
+use crate::model::{UnixMillis, now_ms};
+use crate::telemetry::SourceEvent;
+use crate::triage::{Severity, Triage};
+
+/// One Xid as it arrived.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct XidSeen {
+    /// Node.
+    pub node: String,
+    /// GPU index.
+    pub gpu: u32,
+    /// Xid code.
+    pub code: u32,
+    /// When it arrived here.
+    pub at_ms: UnixMillis,
+}
+
+/// One finding as it first came up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FindingSeen {
+    /// When it first fired.
+    pub at_ms: UnixMillis,
+    /// Node it is about (`None`: AIStor, the cluster).
+    pub node: Option<String>,
+    /// `warn` or `CRIT` and the rule, subject and why, in one line.
+    pub text: String,
+    /// Critical.
+    pub crit: bool,
+}
+
+/// The telemetry of one window, for the nodes a phase ran on.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Window {
+    /// Xid events that arrived in the window.
+    pub xids: Vec<XidSeen>,
+    /// Findings that came up in the window.
+    pub findings: Vec<FindingSeen>,
+    /// Nodes with no frame in the window.
+    pub silent: Vec<String>,
+}
+
+const KEPT: usize = 4096;
+
+struct Inner {
+    store: ClusterStore,
+    triage: Triage,
+    xids: Vec<XidSeen>,
+    frames: HashMap<String, Vec<UnixMillis>>,
+    findings: Vec<FindingSeen>,
+    open: BTreeSet<(String, String)>,
+}
+
+/// Shared between the source that feeds it and the runner that asks it.
+pub struct TelemetryLog {
+    inner: Mutex<Inner>,
+}
+
+impl TelemetryLog {
+    /// A log for telemetry sampled every `period_ms`.
+    pub fn new(period_ms: u64) -> Self {
+        Self {
+            inner: Mutex::new(Inner {
+                store: ClusterStore::with_period(period_ms),
+                triage: Triage::new(),
+                xids: Vec::new(),
+                frames: HashMap::new(),
+                findings: Vec::new(),
+                open: BTreeSet::new(),
+            }),
+        }
+    }
+
+    /// Take one event (stamped with the time it arrived here).
+    pub fn observe(&self, ev: &SourceEvent) {
+        let Ok(mut g) = self.inner.lock() else { return };
+        let at_ms = now_ms();
+        let inner = &mut *g;
+        match ev {
+            SourceEvent::Frame(f) => {
+                let times = inner.frames.entry(f.node.clone()).or_default();
+                if times.len() == KEPT {
+                    times.remove(0);
+                }
+                times.push(at_ms);
+                for gpu in &f.gpus {
+                    for x in &gpu.xid_events {
+                        if inner.xids.len() == KEPT {
+                            inner.xids.remove(0);
+                        }
+                        inner.xids.push(XidSeen {
+                            node: f.node.clone(),
+                            gpu: gpu.index,
+                            code: x.code,
+                            at_ms,
+                        });
+                    }
+                }
+            }
+            SourceEvent::Phase(_) => return,
+            _ => {}
+        }
+        let is_clock = matches!(ev, SourceEvent::Clock { .. });
+        inner.store.ingest(ev.clone());
+        if is_clock {
+            let found = inner.triage.evaluate(&inner.store);
+            let mut now_open = BTreeSet::new();
+            for f in found.iter().filter(|f| f.severity >= Severity::Warn) {
+                let key = (f.rule.to_string(), f.subject());
+                if !inner.open.contains(&key) {
+                    if inner.findings.len() == KEPT {
+                        inner.findings.remove(0);
+                    }
+                    inner.findings.push(FindingSeen {
+                        at_ms,
+                        node: f.node.clone(),
+                        text: format!(
+                            "{} {} {}: {}",
+                            f.severity.label(),
+                            f.rule,
+                            f.subject(),
+                            f.why
+                        ),
+                        crit: f.severity == Severity::Crit,
+                    });
+                }
+                now_open.insert(key);
+            }
+            inner.open = now_open;
+        }
+    }
+
+    /// What came up between `from_ms` and `to_ms` on `nodes`.
+    pub fn window(&self, nodes: &[String], from_ms: UnixMillis, to_ms: UnixMillis) -> Window {
+        let Ok(g) = self.inner.lock() else {
+            return Window::default();
+        };
+        let inside = |t: UnixMillis| t >= from_ms && t <= to_ms;
+        Window {
+            xids: g
+                .xids
+                .iter()
+                .filter(|x| inside(x.at_ms) && nodes.contains(&x.node))
+                .cloned()
+                .collect(),
+            findings: {
+                // A finding that comes and goes (a node reconnecting) is listed once.
+                let mut seen = BTreeSet::new();
+                g.findings
+                    .iter()
+                    .filter(|f| {
+                        inside(f.at_ms)
+                            && f.node.as_ref().is_none_or(|n| nodes.contains(n))
+                            && seen.insert(f.text.clone())
+                    })
+                    .cloned()
+                    .collect()
+            },
+            silent: nodes
+                .iter()
+                .filter(|n| {
+                    !g.frames
+                        .get(*n)
+                        .is_some_and(|t| t.iter().any(|t| inside(*t)))
+                })
+                .cloned()
+                .collect(),
+        }
+    }
+}
