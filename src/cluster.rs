@@ -736,6 +736,7 @@ impl ClusterStore {
                     data_wait_ms,
                     tokens_per_sec,
                     loss,
+                    ..
                 } => {
                     let l = &mut self.loader;
                     // The pane follows one job: the first node's, when a phase runs on several.

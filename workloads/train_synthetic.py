@@ -177,6 +177,7 @@ def main():
                 data_wait_ms=round((t_data - t_step) * 1000.0, 3),
                 tokens_per_sec=round(args.batch * args.seq * world / step_s, 1),
                 loss=round(float(loss_value), 4),
+                world=world,
             )
     stop.set()
     if world > 1:

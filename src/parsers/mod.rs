@@ -104,6 +104,7 @@ fn step_metric(node: &str, s: trainlog::Step) -> PhaseMetric {
         data_wait_ms: s.data_wait_ms,
         tokens_per_sec: s.tokens_per_sec,
         loss: s.loss,
+        world: None,
     }
 }
 
@@ -209,6 +210,7 @@ impl OutputParser {
                         data_wait_ms,
                         tokens_per_sec,
                         loss,
+                        world,
                     }) => out.push(PhaseMetric::Step {
                         node: Some(node),
                         step,
@@ -216,6 +218,7 @@ impl OutputParser {
                         data_wait_ms: Some(data_wait_ms),
                         tokens_per_sec: Some(tokens_per_sec),
                         loss: Some(loss),
+                        world,
                     }),
                     Some(workload::Record::FirstBatch { ms }) => {
                         out.push(PhaseMetric::FirstBatch { ms })

@@ -31,6 +31,9 @@ pub enum Record {
         tokens_per_sec: f64,
         /// Loss.
         loss: f64,
+        /// GPUs the job ran on (older workloads do not say).
+        #[serde(default)]
+        world: Option<u32>,
     },
     /// Time from start to the first batch on the GPU.
     FirstBatch {

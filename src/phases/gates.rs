@@ -56,9 +56,8 @@ fn median(values: &mut [f64]) -> Option<f64> {
 /// large sizes); for training, the median over steps after the first tenth (warm-up).
 pub fn figures(metrics: &[PhaseMetric]) -> Figures {
     let mut f = Figures::new();
-    // Per node: (step, step time, data wait, tokens/s).
-    type StepRow = (u64, f64, Option<f64>, Option<f64>);
-    let mut steps: BTreeMap<String, Vec<StepRow>> = BTreeMap::new();
+    // Per node and job size: (step, step time, data wait, tokens/s).
+    let mut steps: BTreeMap<String, BTreeMap<u32, Vec<StepRow>>> = BTreeMap::new();
     for m in metrics {
         match m {
             PhaseMetric::Tflops {
@@ -123,9 +122,12 @@ pub fn figures(metrics: &[PhaseMetric]) -> Figures {
                 step_time_ms,
                 data_wait_ms,
                 tokens_per_sec,
+                world,
                 ..
             } => steps
                 .entry(node.clone().unwrap_or_else(|| "job".into()))
+                .or_default()
+                .entry(world.unwrap_or(0))
                 .or_default()
                 .push((*step, *step_time_ms, *data_wait_ms, *tokens_per_sec)),
             PhaseMetric::FirstBatch { ms } => put(
@@ -139,33 +141,59 @@ pub fn figures(metrics: &[PhaseMetric]) -> Figures {
             _ => {}
         }
     }
-    for (node, mut s) in steps {
-        s.sort_by_key(|x| x.0);
-        let skip = if s.len() >= 10 { s.len() / 10 } else { 0 };
-        let s = &s[skip..];
-        let mut times: Vec<f64> = s.iter().map(|x| x.1).collect();
-        if let Some(m) = median(&mut times) {
+    for (node, worlds) in steps {
+        // The figures of a node are those of its largest job; a 1-GPU job beside it gives
+        // the scaling efficiency.
+        let Some((&largest, rows)) = worlds.iter().next_back() else {
+            continue;
+        };
+        let big = step_figures(rows);
+        if let Some(m) = big.step_time_ms {
             put(&mut f, "step_time_ms".into(), node.clone(), "", m, false);
         }
-        let mut tokens: Vec<f64> = s.iter().filter_map(|x| x.3).collect();
-        if let Some(m) = median(&mut tokens) {
+        if let Some(m) = big.tokens_per_sec {
             put(&mut f, "tokens_per_sec".into(), node.clone(), "", m, false);
         }
-        let waited: Vec<(f64, f64)> = s.iter().filter_map(|x| x.2.map(|w| (w, x.1))).collect();
-        let step_sum: f64 = waited.iter().map(|x| x.1).sum();
-        if step_sum > 0.0 {
-            let wait_sum: f64 = waited.iter().map(|x| x.0).sum();
-            put(
-                &mut f,
-                "data_wait_pct".into(),
-                node,
-                "",
-                100.0 * wait_sum / step_sum,
-                false,
-            );
+        if let Some(p) = big.data_wait_pct {
+            put(&mut f, "data_wait_pct".into(), node.clone(), "", p, false);
+        }
+        if largest > 1
+            && let Some(one) = worlds.get(&1).map(|r| step_figures(r))
+            && let (Some(t1), Some(tn)) = (one.tokens_per_sec, big.tokens_per_sec)
+            && t1 > 0.0
+        {
+            let pct = 100.0 * tn / (t1 * f64::from(largest));
+            put(&mut f, "scaling_pct".into(), node.clone(), "", pct, false);
         }
     }
     f
+}
+
+/// Per-step rows of one job: (step, step time, data wait, tokens/s).
+type StepRow = (u64, f64, Option<f64>, Option<f64>);
+
+/// Medians of one job's steps after the first tenth (warm-up), and its data-wait share.
+struct StepFigures {
+    step_time_ms: Option<f64>,
+    tokens_per_sec: Option<f64>,
+    data_wait_pct: Option<f64>,
+}
+
+fn step_figures(rows: &[StepRow]) -> StepFigures {
+    let mut s = rows.to_vec();
+    s.sort_by_key(|x| x.0);
+    let skip = if s.len() >= 10 { s.len() / 10 } else { 0 };
+    let s = &s[skip..];
+    let mut times: Vec<f64> = s.iter().map(|x| x.1).collect();
+    let mut tokens: Vec<f64> = s.iter().filter_map(|x| x.3).collect();
+    let waited: Vec<(f64, f64)> = s.iter().filter_map(|x| x.2.map(|w| (w, x.1))).collect();
+    let step_sum: f64 = waited.iter().map(|x| x.1).sum();
+    let wait_sum: f64 = waited.iter().map(|x| x.0).sum();
+    StepFigures {
+        step_time_ms: median(&mut times),
+        tokens_per_sec: median(&mut tokens),
+        data_wait_pct: (step_sum > 0.0).then(|| 100.0 * wait_sum / step_sum),
+    }
 }
 
 /// Figures of a good run, kept as the gates' baseline (`burnin baseline save RUN`).
@@ -360,6 +388,26 @@ pub fn judge(
                     ));
                 }
             }
+            Gate::Scaling { pct } => match figs.get("scaling_pct") {
+                None => findings.push((
+                    Level::Warn,
+                    "scaling not judged: no run on 1 GPU beside a larger one".into(),
+                )),
+                Some(samples) => {
+                    let low: Vec<&Sample> = samples.iter().filter(|s| s.value < *pct).collect();
+                    if let Some(first) = low.first() {
+                        findings.push((
+                            Level::Fail,
+                            format!(
+                                "scaling below {pct} % on {} node(s), first {} {:.0} %",
+                                low.len(),
+                                first.subject,
+                                first.value
+                            ),
+                        ));
+                    }
+                }
+            },
             Gate::NoXid => match &observed.telemetry {
                 None => findings.push((Level::Warn, "no telemetry watched: Xid not judged".into())),
                 Some(t) => {
@@ -395,13 +443,17 @@ pub fn judge(
                         node,
                         step,
                         loss: Some(loss),
+                        world,
                         ..
                     } = m
                     {
-                        by_node
-                            .entry(node.clone().unwrap_or_else(|| "job".into()))
-                            .or_default()
-                            .push((*step, *loss));
+                        // Each job on its own (a 1-GPU run beside the full one starts over).
+                        let node = node.clone().unwrap_or_else(|| "job".into());
+                        let key = match world {
+                            Some(w) => format!("{node} ({w} GPU)"),
+                            None => node,
+                        };
+                        by_node.entry(key).or_default().push((*step, *loss));
                     }
                 }
                 if by_node.is_empty() {
@@ -690,6 +742,44 @@ mod tests {
     }
 
     #[test]
+    fn scaling_compares_the_full_job_with_one_gpu() {
+        let t5 = default_plan().find("T5").unwrap();
+        let step = |node: &str, world: u32, i: u64, tokens: f64| PhaseMetric::Step {
+            node: Some(node.into()),
+            step: i,
+            step_time_ms: 100.0,
+            data_wait_ms: Some(1.0),
+            tokens_per_sec: Some(tokens),
+            loss: Some(5.0 - i as f64 * 0.01),
+            world: Some(world),
+        };
+        let mut m = Vec::new();
+        for i in 0..20 {
+            m.push(step("n1", 1, i, 1000.0));
+            m.push(step("n1", 8, i, 7000.0)); // 87.5 %
+            m.push(step("n2", 1, i, 1000.0));
+            m.push(step("n2", 8, i, 6000.0)); // 75 %: below 81
+        }
+        let f = figures(&m);
+        assert_eq!(f["scaling_pct"][0].value, 87.5);
+        assert_eq!(
+            f["tokens_per_sec"][0].value, 7000.0,
+            "the full job's figure"
+        );
+        let (v, why) = judge(t5, &m, &observed(&["n1", "n2"]), None);
+        assert_eq!(v, Verdict::Fail);
+        assert!(
+            why.contains("scaling below 81 % on 1 node(s), first n2 75 %"),
+            "{why}"
+        );
+        assert!(why.contains("n1 (8 GPU) loss"), "{why}");
+        // One GPU only: not judged, and said.
+        let one: Vec<PhaseMetric> = (0..20).map(|i| step("n1", 1, i, 1000.0)).collect();
+        let (_, why) = judge(t5, &one, &observed(&["n1"]), None);
+        assert!(why.contains("scaling not judged"), "{why}");
+    }
+
+    #[test]
     fn xid_and_unwatched_nodes() {
         use crate::phases::telemetry_log::{Window, XidSeen};
         let t2 = default_plan().find("T2").unwrap();
@@ -751,6 +841,7 @@ mod tests {
             data_wait_ms: Some(if i < 2 { 4000.0 } else { 2.0 }),
             tokens_per_sec: Some(if i < 2 { 10.0 } else { 1000.0 }),
             loss: Some(loss),
+            world: None,
         };
         let m: Vec<PhaseMetric> = (0..20)
             .map(|i| step("n1", i, 5.0 - i as f64 * 0.1))

@@ -99,6 +99,9 @@ pub enum PhaseMetric {
         /// Training loss.
         #[serde(default)]
         loss: Option<f64>,
+        /// GPUs the job ran on, where the log says (scaling compares 1 GPU with all).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        world: Option<u32>,
     },
     /// Time from job start to the first batch on the GPU.
     FirstBatch {

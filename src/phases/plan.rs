@@ -86,6 +86,11 @@ pub enum Gate {
     LossFinite,
     /// No Xid reached the telemetry from the phase's nodes while it ran (unwatched nodes warn).
     NoXid,
+    /// Tokens/s of the full job ≥ `pct` % of (1-GPU tokens/s × GPUs), per node.
+    Scaling {
+        /// Percent.
+        pct: f64,
+    },
 }
 
 /// Figure names gates may use (`busbw_` takes a collective after it).
@@ -99,6 +104,7 @@ pub const FIGURES: &[&str] = &[
     "tokens_per_sec",
     "data_wait_pct",
     "first_batch_ms",
+    "scaling_pct",
 ];
 
 impl Gate {
@@ -115,6 +121,7 @@ impl Gate {
             Gate::LossFalling => "loss finite and falling".into(),
             Gate::LossFinite => "loss finite".into(),
             Gate::NoXid => "no Xid during the phase".into(),
+            Gate::Scaling { pct } => format!("1 -> N GPU scaling >= {pct} %"),
         }
     }
 

@@ -901,6 +901,7 @@ impl SimCluster {
                         data_wait_ms: Some(wait_ms),
                         tokens_per_sec: Some(tokens),
                         loss: Some(loss),
+                        world: None,
                     },
                 ));
                 out.push(Self::line(
