@@ -355,6 +355,19 @@ mod tests {
     }
 
     #[test]
+    fn our_allreduce_py_output_as_printed_on_the_h200() {
+        let m = metrics(
+            ParserKind::NcclTests,
+            "h200-run/run3-telemetry/logs/AR/h200.log",
+        );
+        assert_eq!(m.len(), 19);
+        assert!(m.iter().all(|x| matches!(
+            x,
+            PhaseMetric::BusBw { collective, wrong: Some(0), ranks: 0, .. } if collective == "all_reduce"
+        )));
+    }
+
+    #[test]
     fn collective_names() {
         assert_eq!(collective_of("all_reduce_perf_mpi"), "all_reduce");
         assert_eq!(
