@@ -226,6 +226,10 @@ pub enum Command {
         /// Print every output line of every node (they are always in the record).
         #[arg(short, long)]
         verbose: bool,
+        /// Take over the run in this directory (its console died): re-attach to the phase that
+        /// was running on the nodes, then go on with the phases not yet run.
+        #[arg(long, value_name = "RUN_DIR", conflicts_with = "only")]
+        resume: Option<PathBuf>,
         /// Do not stream the nodes' telemetry beside the phases (then Xid during a phase and
         /// stalled GPUs are not judged, and the record says so).
         #[arg(long)]

@@ -81,6 +81,7 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
             baseline,
             verbose,
             no_telemetry,
+            resume,
         }) => {
             crate::headless::run(crate::headless::RunArgs {
                 config,
@@ -91,6 +92,7 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
                 baseline,
                 verbose,
                 telemetry: !no_telemetry,
+                resume,
             })
             .await
         }

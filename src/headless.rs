@@ -16,7 +16,7 @@ use crate::inventory::{Inventory, Mode};
 use crate::model::NodeLink;
 use crate::phases::gates::Baseline;
 use crate::phases::plan::{Plan, default_plan};
-use crate::phases::runner::{PhaseOutcome, RunContext, RunnerNode, run_phase};
+use crate::phases::runner::{PhaseOutcome, RunContext, RunnerNode, reattach_phase, run_phase};
 use crate::phases::session::{RunSession, new_run_id, severity};
 use crate::phases::telemetry_log::TelemetryLog;
 use crate::phases::{PhaseEvent, Verdict};
@@ -48,6 +48,8 @@ pub struct RunArgs {
     pub verbose: bool,
     /// Stream the nodes' telemetry beside the phases.
     pub telemetry: bool,
+    /// `--resume RUN_DIR`.
+    pub resume: Option<PathBuf>,
 }
 
 /// The plan the inventory names, or the shipped one.
@@ -150,15 +152,30 @@ pub async fn run(args: RunArgs) -> Result<i32> {
     }
     let (baseline_path, baseline) = baseline_for(&args.config, args.baseline.clone())?;
     let ssh = crate::commands::ssh_settings(args.ssh_config.clone(), &inventory);
-    let run_id = new_run_id();
-    let mut session = RunSession::create(
-        &args.runs_dir,
-        &run_id,
-        &inventory,
-        &plan,
-        baseline_path.as_deref(),
-    )
-    .map_err(|e| eyre!("run record: {e}"))?;
+    let (mut session, resumed) = match &args.resume {
+        Some(dir) => {
+            let (s, st) = RunSession::resume(dir).map_err(|e| eyre!("--resume: {e}"))?;
+            if s.summary.plan != plan.file {
+                eprintln!(
+                    "burnin run: the run was started with plan {}, going on with {}",
+                    s.summary.plan, plan.file
+                );
+            }
+            (s, Some(st))
+        }
+        None => {
+            let s = RunSession::create(
+                &args.runs_dir,
+                &new_run_id(),
+                &inventory,
+                &plan,
+                baseline_path.as_deref(),
+            )
+            .map_err(|e| eyre!("run record: {e}"))?;
+            (s, None)
+        }
+    };
+    let run_id = session.summary.run_id.clone();
     let telemetry = if args.telemetry {
         Some(watch_telemetry(&inventory, &ssh)?)
     } else {
@@ -204,6 +221,30 @@ pub async fn run(args: RunArgs) -> Result<i32> {
         if !args.only.is_empty() && !args.only.contains(&spec.id) {
             continue;
         }
+        // Taking over a run: what it finished stays; what was running is re-attached.
+        if let Some(st) = &resumed
+            && st.finished.contains(&spec.id)
+        {
+            if let Some(p) = session.summary.phases.iter().find(|p| p.id == spec.id) {
+                eprintln!(
+                    "{:<4} {:<8} (recorded) {}",
+                    spec.id,
+                    p.verdict.label(),
+                    p.reason
+                );
+            }
+            continue;
+        }
+        let reattach: Option<BTreeMap<String, usize>> = resumed
+            .as_ref()
+            .filter(|st| st.unfinished.contains(&spec.id))
+            .map(|st| {
+                st.lines
+                    .iter()
+                    .filter(|((phase, _), _)| *phase == spec.id)
+                    .map(|((_, node), n)| (node.clone(), *n))
+                    .collect()
+            });
         let skip = if interrupted.load(Ordering::SeqCst) {
             Some("the run was interrupted".to_string())
         } else {
@@ -226,15 +267,34 @@ pub async fn run(args: RunArgs) -> Result<i32> {
             };
             (outcome, None)
         } else {
-            eprintln!("{:<4} {} ({}) ...", spec.id, spec.title, spec.scope.label());
+            let how = if reattach.is_some() {
+                "re-attaching"
+            } else {
+                "..."
+            };
+            eprintln!(
+                "{:<4} {} ({}) {how}",
+                spec.id,
+                spec.title,
+                spec.scope.label()
+            );
             let (tx, mut rx) = mpsc::channel::<PhaseEvent>(1024);
             let task = {
                 let ctx = ctx.clone();
                 let spec = Arc::clone(spec);
                 let abort = abort_rx.clone();
-                tokio::spawn(async move { run_phase(&ctx, spec, abort, tx).await })
+                let reattach = reattach.clone();
+                tokio::spawn(async move {
+                    match reattach {
+                        Some(recorded) => reattach_phase(&ctx, spec, abort, tx, recorded).await,
+                        None => run_phase(&ctx, spec, abort, tx).await,
+                    }
+                })
             };
-            let mut started = None;
+            let mut started = resumed
+                .as_ref()
+                .filter(|_| reattach.is_some())
+                .and_then(|st| st.started_ms.get(&spec.id).copied());
             while let Some(ev) = rx.recv().await {
                 match &ev {
                     PhaseEvent::Started { at_ms, .. } => started = Some(*at_ms),

@@ -58,10 +58,11 @@ impl Site {
         )
         .expect("plan");
         // A short runtime dir, so ssh's multiplexing sockets fit the Unix socket path limit.
+        static SITES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let runtime = PathBuf::from(format!(
             "/tmp/bph{}-{}",
             std::process::id(),
-            nodes * 10 + gpus as usize
+            SITES.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
         ));
         std::fs::create_dir_all(&runtime).expect("runtime dir");
         Some(Site {
@@ -525,5 +526,74 @@ command = "sleep 8; echo done"
     assert!(
         findings.iter().any(|f| f.contains("node01 GPU1")),
         "{findings:?}"
+    );
+}
+
+/// The console dies mid-phase (killed outright); the phase keeps running on the node; a new
+/// `burnin run --resume RUN_DIR` re-attaches, the record ends up with every line once, and the
+/// phases not yet run go on.
+#[test]
+fn a_killed_console_is_taken_over_by_resume() {
+    let plan = r#"
+[[phase]]
+id = "T5"
+title = "steady output"
+scope = "each-node"
+parser = "none"
+command = "i=0; while [ $i -lt 80 ]; do echo \"line $i\"; i=$((i+1)); sleep 0.05; done"
+[[phase]]
+id = "T6"
+title = "after"
+scope = "each-node"
+parser = "none"
+command = "echo after"
+"#;
+    let Some(site) = Site::new(1, 1, plan) else {
+        return;
+    };
+    let mut first = site.spawn(&["run", "--json", "--no-telemetry"]);
+    wait_for("line 20", Duration::from_secs(30), || {
+        site.phase_dir("T5", "node01")
+            .and_then(|d| std::fs::read_to_string(d.join("log")).ok())
+            .is_some_and(|l| l.contains("line 20\n"))
+    });
+    first.kill().expect("kill the console");
+    let _ = first.wait();
+    let run_dir = std::fs::read_dir(&site.runs)
+        .expect("runs")
+        .flatten()
+        .next()
+        .expect("a run")
+        .path();
+    let (code, doc, stderr) = finish(site.spawn(&[
+        "run",
+        "--json",
+        "--no-telemetry",
+        "--resume",
+        run_dir.to_str().expect("utf-8 path"),
+    ]));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("re-attached after a console restart"),
+        "{stderr}"
+    );
+    assert_eq!(phase(&doc, "T5")["verdict"], "PASS", "{doc}");
+    assert_eq!(phase(&doc, "T6")["verdict"], "PASS", "{doc}");
+    assert_eq!(doc["run_dir"], run_dir.to_str().expect("utf-8"));
+    // Every line once in the events, in order, across both consoles.
+    let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events");
+    let lines: Vec<String> = events
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["event"] == "line" && e["phase"] == "T5")
+        .filter_map(|e| e["text"].as_str().map(str::to_string))
+        .filter(|t| !t.starts_with("burnin: "))
+        .collect();
+    let want: Vec<String> = (0..80).map(|i| format!("line {i}")).collect();
+    assert_eq!(lines, want);
+    assert_eq!(
+        events.matches(r#""event":"started","phase":"T5""#).count(),
+        1,
+        "{events}"
     );
 }

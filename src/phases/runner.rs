@@ -137,6 +137,11 @@ struct NodeJob {
     grace_s: u64,
     events: mpsc::Sender<PhaseEvent>,
     abort: watch::Receiver<bool>,
+    /// Re-attaching to a phase launched by an earlier console: how many of its output lines
+    /// the record already holds (they are parsed again, not sent again).
+    reattach: Option<usize>,
+    /// Output lines seen so far.
+    lines_seen: usize,
 }
 
 impl NodeJob {
@@ -155,20 +160,62 @@ impl NodeJob {
     async fn run(mut self) -> NodeResult {
         let mut result = NodeResult::default();
         let t = Arc::clone(&self.node.transport);
-        let files = crate::workloads::referenced_by(&self.command);
-        let launch = remote::launch(&self.dir, &self.command, &self.hostfile, &files);
-        match run_script(t.as_ref(), &launch).await {
-            Ok((_, out, _)) => self.say(out.trim().to_string()).await,
-            Err(why) => {
-                self.say(format!("could not launch: {why}")).await;
-                result.failed = Some(format!(
-                    "could not launch on {}: {why}",
-                    self.node.spec.name
-                ));
-                return result;
+        let mut deadline = Instant::now() + self.phase.timeout;
+        if self.reattach.is_some() {
+            // It was launched before: it must still be there, and its time limit counts from
+            // when it started on the node.
+            match run_script(t.as_ref(), &remote::status(&self.dir)).await {
+                Ok((_, out, _)) => match remote::parse_status(out.trim()) {
+                    Some(remote::Status {
+                        state: RemoteState::Missing,
+                        ..
+                    })
+                    | None => {
+                        result.failed = Some(format!(
+                            "nothing to re-attach to on {}: {}",
+                            self.node.spec.name,
+                            out.trim()
+                        ));
+                        return result;
+                    }
+                    Some(st) => {
+                        let ran_s = st
+                            .started_s
+                            .map_or(0, |s0| (now_ms() / 1000).saturating_sub(s0));
+                        deadline = Instant::now()
+                            + self
+                                .phase
+                                .timeout
+                                .saturating_sub(Duration::from_secs(ran_s));
+                        self.say(format!(
+                            "re-attached after a console restart; it has run {ran_s} s"
+                        ))
+                        .await;
+                    }
+                },
+                Err(why) => {
+                    result.failed = Some(format!(
+                        "cannot re-attach on {}: {why}",
+                        self.node.spec.name
+                    ));
+                    return result;
+                }
+            }
+        } else {
+            let files = crate::workloads::referenced_by(&self.command);
+            let launch = remote::launch(&self.dir, &self.command, &self.hostfile, &files);
+            match run_script(t.as_ref(), &launch).await {
+                Ok((_, out, _)) => self.say(out.trim().to_string()).await,
+                Err(why) => {
+                    self.say(format!("could not launch: {why}")).await;
+                    result.failed = Some(format!(
+                        "could not launch on {}: {why}",
+                        self.node.spec.name
+                    ));
+                    return result;
+                }
             }
         }
-        let deadline = Instant::now() + self.phase.timeout;
         let contains: Vec<String> = self
             .phase
             .gates
@@ -350,7 +397,7 @@ impl NodeJob {
 
     /// One whole line of the node's log: shown, searched for the gates' texts, parsed.
     async fn line(
-        &self,
+        &mut self,
         raw: &[u8],
         parser: &mut OutputParser,
         result: &mut NodeResult,
@@ -364,15 +411,19 @@ impl NodeJob {
             }
         }
         let at_ms = now_ms();
-        let _ = self
-            .events
-            .send(PhaseEvent::Line {
-                phase: self.phase.id.clone(),
-                at_ms,
-                node: Some(self.node.spec.name.clone()),
-                text: text.to_string(),
-            })
-            .await;
+        self.lines_seen += 1;
+        // On re-attach the record already has the first lines: parse them, do not send them.
+        if self.reattach.is_none_or(|known| self.lines_seen > known) {
+            let _ = self
+                .events
+                .send(PhaseEvent::Line {
+                    phase: self.phase.id.clone(),
+                    at_ms,
+                    node: Some(self.node.spec.name.clone()),
+                    text: text.to_string(),
+                })
+                .await;
+        }
         match parser.push(text) {
             Ok(metrics) => {
                 for m in metrics {
@@ -469,14 +520,38 @@ pub async fn run_phase(
     abort: watch::Receiver<bool>,
     events: mpsc::Sender<PhaseEvent>,
 ) -> PhaseOutcome {
+    drive_phase(ctx, spec, abort, events, None).await
+}
+
+/// Re-attach to `spec`, launched by an earlier console of the same run and not finished in its
+/// record; `recorded[node]` is how many output lines the record already holds for the node.
+pub async fn reattach_phase(
+    ctx: &RunContext,
+    spec: Arc<PhaseSpec>,
+    abort: watch::Receiver<bool>,
+    events: mpsc::Sender<PhaseEvent>,
+    recorded: BTreeMap<String, usize>,
+) -> PhaseOutcome {
+    drive_phase(ctx, spec, abort, events, Some(recorded)).await
+}
+
+async fn drive_phase(
+    ctx: &RunContext,
+    spec: Arc<PhaseSpec>,
+    abort: watch::Receiver<bool>,
+    events: mpsc::Sender<PhaseEvent>,
+    recorded: Option<BTreeMap<String, usize>>,
+) -> PhaseOutcome {
     let started = std::time::Instant::now();
     let started_ms = now_ms();
-    let _ = events
-        .send(PhaseEvent::Started {
-            phase: spec.id.clone(),
-            at_ms: now_ms(),
-        })
-        .await;
+    if recorded.is_none() {
+        let _ = events
+            .send(PhaseEvent::Started {
+                phase: spec.id.clone(),
+                at_ms: now_ms(),
+            })
+            .await;
+    }
     let finish = |verdict: Verdict, reason: String, metrics: Vec<PhaseMetric>| {
         let events = events.clone();
         let id = spec.id.clone();
@@ -549,6 +624,10 @@ pub async fn run_phase(
             grace_s: ctx.plan.grace.as_secs(),
             events: events.clone(),
             abort: abort.clone(),
+            reattach: recorded
+                .as_ref()
+                .map(|r| r.get(&name).copied().unwrap_or(0)),
+            lines_seen: 0,
         };
         jobs.spawn(async move { (name, job.run().await) });
     }

@@ -82,6 +82,29 @@ impl RunSession {
         })
     }
 
+    /// Take over the run in `run_dir` (its console died mid-run): the record is opened for
+    /// appending and the summary read back.
+    pub fn resume(run_dir: &Path) -> Result<(Self, crate::record::RecordState), String> {
+        let record = RunRecord::open(run_dir)?;
+        let mut summary = crate::record::read_summary(run_dir)?;
+        let state = crate::record::read_state(run_dir)?;
+        summary.ended_ms = None;
+        summary.interrupted = false;
+        let verdicts = summary
+            .phases
+            .iter()
+            .map(|p| (p.id.clone(), p.verdict))
+            .collect();
+        Ok((
+            Self {
+                record,
+                summary,
+                verdicts,
+            },
+            state,
+        ))
+    }
+
     /// The run directory.
     pub fn dir(&self) -> &Path {
         self.record.dir()

@@ -1,5 +1,5 @@
-//! The run record: one directory per run, written as the run goes so a crash loses at most the
-//! last line. `events.jsonl` holds every phase event (started, lines, metrics, verdicts) in
+//! The run record: one directory per run, written as the run goes; every event is flushed, so a
+//! crash loses at most a torn last line (which `RunRecord::open` cuts off). `events.jsonl` holds every phase event (started, lines, metrics, verdicts) in
 //! order, append-only; `logs/<phase>/<node>.log` holds each node's raw output; `summary.json`
 //! (rewritten atomically after every phase) holds the verdicts and figures a report needs.
 //! Reports and baselines are made from these files, never from live state.
@@ -115,6 +115,33 @@ impl RunRecord {
         })
     }
 
+    /// Open an existing run directory to go on writing it (a console restarted mid-run). A
+    /// line torn by a crash at the end of a file is cut off first, so what follows starts on
+    /// its own line.
+    pub fn open(dir: &Path) -> Result<Self, String> {
+        let events_path = dir.join("events.jsonl");
+        cut_torn_tail(&events_path)?;
+        let logs = dir.join("logs");
+        if let Ok(phases) = std::fs::read_dir(&logs) {
+            for phase in phases.flatten() {
+                if let Ok(files) = std::fs::read_dir(phase.path()) {
+                    for f in files.flatten() {
+                        cut_torn_tail(&f.path())?;
+                    }
+                }
+            }
+        }
+        let events = OpenOptions::new()
+            .append(true)
+            .open(&events_path)
+            .map_err(|e| io_err(&events_path, e))?;
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            events: BufWriter::new(events),
+            logs: BTreeMap::new(),
+        })
+    }
+
     /// The run directory.
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -149,10 +176,9 @@ impl RunRecord {
                 writeln!(w, "{text}").map_err(|e| e.to_string())?;
             }
         }
-        if matches!(ev, PhaseEvent::Finished { .. }) {
-            self.flush()?;
-        }
-        Ok(())
+        // Every event reaches the disk at once: a console killed mid-phase leaves a record that
+        // a restarted one can go on from, line for line.
+        self.flush()
     }
 
     /// Push everything written so far to disk.
@@ -172,6 +198,67 @@ impl RunRecord {
         let to = self.dir.join("summary.json");
         std::fs::rename(&tmp, &to).map_err(|e| io_err(&to, e))
     }
+}
+
+/// Cut a file after its last newline (a crash can leave half a line).
+fn cut_torn_tail(path: &Path) -> Result<(), String> {
+    let bytes = std::fs::read(path).map_err(|e| io_err(path, e))?;
+    let keep = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    if keep < bytes.len() {
+        let f = OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(|e| io_err(path, e))?;
+        f.set_len(keep as u64).map_err(|e| io_err(path, e))?;
+    }
+    Ok(())
+}
+
+/// What a run's record says about its phases, for a console that takes the run over.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct RecordState {
+    /// Phases with a verdict.
+    pub finished: std::collections::BTreeSet<String>,
+    /// Phases started and not finished, in the order they started.
+    pub unfinished: Vec<String>,
+    /// Output lines recorded per (phase, node), the runner's own `burnin: ` lines left out.
+    pub lines: BTreeMap<(String, String), usize>,
+    /// When each phase last started.
+    pub started_ms: BTreeMap<String, u64>,
+}
+
+/// Read `events.jsonl` and the logs of a run directory (a torn last line is skipped).
+pub fn read_state(run_dir: &Path) -> Result<RecordState, String> {
+    let p = run_dir.join("events.jsonl");
+    let text = std::fs::read_to_string(&p).map_err(|e| io_err(&p, e))?;
+    let mut st = RecordState::default();
+    for line in text.lines() {
+        let Ok(ev) = serde_json::from_str::<PhaseEvent>(line) else {
+            continue;
+        };
+        match ev {
+            PhaseEvent::Started { phase, at_ms } => {
+                st.started_ms.insert(phase.clone(), at_ms);
+                st.finished.remove(&phase);
+                st.unfinished.retain(|p| *p != phase);
+                st.unfinished.push(phase);
+            }
+            PhaseEvent::Finished { phase, .. } => {
+                st.unfinished.retain(|p| *p != phase);
+                st.finished.insert(phase);
+            }
+            PhaseEvent::Line {
+                phase,
+                node: Some(node),
+                text,
+                ..
+            } if !text.starts_with("burnin: ") => {
+                *st.lines.entry((phase, node)).or_default() += 1;
+            }
+            _ => {}
+        }
+    }
+    Ok(st)
 }
 
 /// Read a run directory's `summary.json`.

@@ -125,6 +125,14 @@ pub fn classify_ssh(code: Option<i32>, stderr: &str) -> String {
     if has("no route to host") || has("network is unreachable") {
         return "no route to host".into();
     }
+    if has("control socket") || has("controlpath") || has("mux_client") {
+        // The multiplexing socket, not the node: say so rather than blame the agent.
+        let last = stderr.lines().rev().map(str::trim).find(|l| !l.is_empty());
+        return format!(
+            "ssh multiplexing socket: {}",
+            crate::model::fit(last.unwrap_or("unusable"), 100)
+        );
+    }
     if code == Some(127) || has("no such file or directory") || has("command not found") {
         return "agent missing on the node (burnin deploy copies it)".into();
     }
@@ -238,6 +246,13 @@ mod tests {
             .starts_with("agent missing")
         );
         assert_eq!(c(255, ""), "ssh failed (exit 255)");
+        assert!(
+            c(
+                255,
+                "Control socket connect(/run/user/0/burnin-ssh/ab12): No such file or directory"
+            )
+            .starts_with("ssh multiplexing socket:")
+        );
         assert_eq!(c(1, "something odd\n"), "something odd");
     }
 }
