@@ -6,8 +6,10 @@
 //! Sections: `gpus` (`nvidia-smi --query-gpu=index,pci.bus_id,name,driver_version
 //! --format=csv,noheader`), `nvswitches` (how many NVSwitch devices the driver sees),
 //! `fabricmanager-version` (`nv-fabricmanager --version`), `fabricmanager-active`
-//! (`systemctl is-active nvidia-fabricmanager`), `xid` (kernel log lines with `NVRM: Xid`, or
-//! the error that stopped us reading it).
+//! (`systemctl is-active nvidia-fabricmanager`), `fabric` (`nvidia-smi
+//! --query-gpu=index,fabric.state,fabric.status`: each GPU's NVLink fabric registration, which
+//! on NVSwitch systems must be Completed/Success before CUDA works), `xid` (kernel log lines
+//! with `NVRM: Xid`, or the error that stopped us reading it).
 
 use std::collections::BTreeMap;
 
@@ -55,6 +57,51 @@ impl SanityParser {
 
     fn section(&self, name: &str) -> Option<&[String]> {
         self.sections.get(name).map(Vec::as_slice)
+    }
+
+    /// Every GPU registered with the NVLink fabric (`n` NVSwitches seen).
+    fn fabric_registration(&self, node: &str, n: u32) -> PhaseMetric {
+        let check = |status, detail: String| PhaseMetric::Check {
+            node: node.to_string(),
+            name: "fabric-registration".into(),
+            status,
+            detail,
+        };
+        let Some(lines) = self.section("fabric") else {
+            return check(CheckStatus::Unknown, "fabric state not queried".into());
+        };
+        let rows: Vec<Vec<&str>> = lines
+            .iter()
+            .map(|l| l.split(',').map(str::trim).collect::<Vec<_>>())
+            .filter(|f| f.len() >= 3 && f[0].parse::<u32>().is_ok())
+            .collect();
+        if rows.is_empty() {
+            let said = lines.first().map_or("nothing", String::as_str);
+            return check(
+                CheckStatus::Unknown,
+                format!("{n} NVSwitches; fabric state not readable here: {said}"),
+            );
+        }
+        let bad: Vec<String> = rows
+            .iter()
+            .filter(|r| {
+                !(r[1].eq_ignore_ascii_case("completed") && r[2].eq_ignore_ascii_case("success"))
+            })
+            .map(|r| format!("GPU{} {} / {}", r[0], r[1], r[2]))
+            .collect();
+        match bad.first() {
+            None => check(
+                CheckStatus::Ok,
+                format!("{} GPUs registered with the fabric", rows.len()),
+            ),
+            Some(first) => check(
+                CheckStatus::Failed,
+                format!(
+                    "{} GPU(s) not registered with the fabric, first {first} (fabric manager down, or NVLSM missing on Blackwell)",
+                    bad.len()
+                ),
+            ),
+        }
     }
 
     /// Judge every check for `node`, which should have `expected_gpus`.
@@ -156,6 +203,7 @@ impl SanityParser {
                         format!("fabric manager {f}; driver version unknown"),
                     )),
                 }
+                out.push(self.fabric_registration(node, n));
                 let state = self
                     .section("fabricmanager-active")
                     .and_then(|l| l.first())
@@ -234,10 +282,18 @@ mod tests {
 
     #[test]
     fn a_healthy_hgx_node() {
-        let text = "== gpus\n0, 00000000:18:00.0, NVIDIA B300, 580.95.05\n1, 00000000:2A:00.0, NVIDIA B300, 580.95.05\n== nvswitches\n4\n== fabricmanager-version\nFabric Manager version is : 580.95.05\n== fabricmanager-active\nactive\n== xid\n";
+        let text = "== gpus\n0, 00000000:18:00.0, NVIDIA B300, 580.95.05\n1, 00000000:2A:00.0, NVIDIA B300, 580.95.05\n== nvswitches\n4\n== fabricmanager-version\nFabric Manager version is : 580.95.05\n== fabricmanager-active\nactive\n== fabric\n0, Completed, Success\n1, Completed, Success\n== xid\n";
         let c = run(text, 2);
         assert!(c.iter().all(|(_, s, _)| *s == CheckStatus::Ok), "{c:?}");
-        assert_eq!(c.len(), 4);
+        assert_eq!(c.len(), 5);
+        // A GPU still registering: the fabric manager is down or NVLSM is missing.
+        let c = run(
+            &text.replace("1, Completed, Success", "1, In Progress, N/A"),
+            2,
+        );
+        let reg = c.iter().find(|x| x.0 == "fabric-registration").unwrap();
+        assert_eq!(reg.1, CheckStatus::Failed);
+        assert!(reg.2.contains("GPU1 In Progress / N/A"), "{reg:?}");
     }
 
     #[test]
