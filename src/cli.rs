@@ -173,6 +173,10 @@ pub enum Command {
         /// Look.
         #[command(flatten)]
         look: LookArgs,
+        /// Take over this run (its console died): show its verdicts, re-attach to the phase
+        /// still running on the nodes, and record the next phases into it.
+        #[arg(long, value_name = "RUN_DIR")]
+        resume: Option<PathBuf>,
     },
     /// One snapshot of every node and GPU (like nvidia-smi, for the cluster).
     Status {

@@ -59,10 +59,13 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
                     fps: 20,
                     ..LookArgs::default()
                 },
+                None,
             )
             .await
         }
-        Some(Command::Watch { look }) => watch(&config, ssh_config, &look).await,
+        Some(Command::Watch { look, resume }) => {
+            watch(&config, ssh_config, &look, resume.as_deref()).await
+        }
         Some(Command::Triage { .. }) => not_yet(
             "triage",
             "the headless triage over real nodes comes with issues 3 and 6; the console's triage pane works in `burnin demo`",
@@ -214,6 +217,7 @@ async fn watch(
     config: &std::path::Path,
     ssh_config: Option<PathBuf>,
     look: &LookArgs,
+    resume: Option<&std::path::Path>,
 ) -> Result<i32> {
     let Some(inventory) = load_inventory(config) else {
         return Ok(2);
@@ -234,7 +238,7 @@ async fn watch(
     state.store.set_plan(&plan);
     let (baseline_path, baseline) = crate::headless::baseline_for(config, None)?;
     let ssh = ssh_settings(ssh_config.clone(), &inventory);
-    let driver = crate::phases::driver::PhaseDriver::new(
+    let mut driver = crate::phases::driver::PhaseDriver::new(
         crate::phases::runner::RunContext {
             run_id: String::new(),
             plan,
@@ -250,6 +254,12 @@ async fn watch(
         PathBuf::from("burnin-runs"),
         baseline_path,
     );
+    if let Some(dir) = resume
+        && let Err(e) = driver.resume(dir)
+    {
+        eprintln!("burnin: --resume {}: {e}", dir.display());
+        return Ok(2);
+    }
     let source = Box::new(fleet(inventory, ssh_config)?.with_phases(driver));
     run_console(
         source,

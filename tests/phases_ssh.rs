@@ -597,3 +597,122 @@ command = "echo after"
         "{events}"
     );
 }
+
+/// The console's `--resume`: a run whose first console was killed mid-phase is taken over by a
+/// console; it shows the recorded verdicts, re-attaches, and the phase ends in the same record.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_takes_over_a_run_whose_console_died() {
+    use burnin::cluster::{ClusterStore, PhaseState};
+    use burnin::inventory::Inventory;
+    use burnin::phases::Verdict;
+    use burnin::phases::driver::PhaseDriver;
+    use burnin::phases::plan::Plan;
+    use burnin::phases::runner::RunContext;
+    use burnin::telemetry::Source;
+    use burnin::telemetry::fleet::FleetSource;
+    use burnin::transport::ssh::SshSettings;
+    use std::sync::Arc;
+
+    let plan_text = r#"
+[[phase]]
+id = "T1"
+title = "quick"
+scope = "each-node"
+parser = "none"
+command = "echo ok"
+[[phase]]
+id = "T5"
+title = "steady output"
+scope = "each-node"
+parser = "none"
+command = "i=0; while [ $i -lt 60 ]; do echo \"line $i\"; i=$((i+1)); sleep 0.05; done"
+"#;
+    let Some(site) = Site::new(1, 2, plan_text) else {
+        return;
+    };
+    let mut first = site.spawn(&["run", "--json", "--no-telemetry"]);
+    wait_for("line 15", Duration::from_secs(30), || {
+        site.phase_dir("T5", "node01")
+            .and_then(|d| std::fs::read_to_string(d.join("log")).ok())
+            .is_some_and(|l| l.contains("line 15\n"))
+    });
+    first.kill().expect("kill the console");
+    let _ = first.wait();
+    let run_dir = std::fs::read_dir(&site.runs)
+        .expect("runs")
+        .flatten()
+        .next()
+        .expect("a run")
+        .path();
+
+    let text = format!(
+        "[defaults]\nmode = \"agent\"\ninterval = \"200ms\"\nconnect_timeout = \"5s\"\nagent_path = \"{BIN}\"\n\
+         agent_args = [\"--sim\", \"--gpus\", \"2\"]\ngpus = 2\n[[node]]\nhost = \"node01\"\n"
+    );
+    let inventory = Inventory::parse("test.toml", &text).expect("inventory");
+    let plan = Arc::new(
+        Plan::parse(
+            "plan.toml",
+            &std::fs::read_to_string(site.cluster.dir.join("plan.toml")).expect("plan"),
+        )
+        .expect("plan parses"),
+    );
+    let ssh = SshSettings {
+        config_file: Some(site.cluster.ssh_config.clone()),
+        control_dir: None,
+        connect_timeout: Duration::from_secs(5),
+    };
+    let mut driver = PhaseDriver::new(
+        RunContext {
+            run_id: String::new(),
+            plan: Arc::clone(&plan),
+            nodes: burnin::headless::runner_nodes(&inventory, &ssh),
+            baseline: None,
+            telemetry: Some(Arc::new(burnin::phases::telemetry_log::TelemetryLog::new(
+                200,
+            ))),
+        },
+        inventory.clone(),
+        site.runs.clone(),
+        None,
+    );
+    driver.resume(&run_dir).expect("resume");
+    let source = Box::new(FleetSource::new(inventory, ssh, PathBuf::from(BIN)).with_phases(driver));
+    let (tx, mut rx) = tokio::sync::mpsc::channel(8192);
+    let (_cmd, cmd_rx) = tokio::sync::mpsc::unbounded_channel();
+    let task = tokio::spawn(source.run(tx, cmd_rx));
+    let mut store = ClusterStore::with_period(200);
+    store.set_plan(&plan);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
+    while !matches!(
+        store.phase("T5").map(|p| p.state),
+        Some(PhaseState::Done(_))
+    ) {
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Some(ev)) => store.ingest(ev),
+            _ => panic!("timed out waiting for T5 to end"),
+        }
+    }
+    assert_eq!(
+        store.phase("T1").map(|p| p.state),
+        Some(PhaseState::Done(Verdict::Pass)),
+        "the recorded verdict is shown"
+    );
+    let t5 = store.phase("T5").expect("T5");
+    assert_eq!(t5.state, PhaseState::Done(Verdict::Pass), "{:?}", t5.reason);
+    task.abort();
+    let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events");
+    let lines: Vec<String> = events
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["event"] == "line" && e["phase"] == "T5")
+        .filter_map(|e| e["text"].as_str().map(str::to_string))
+        .filter(|t| !t.starts_with("burnin: "))
+        .collect();
+    let want: Vec<String> = (0..60).map(|i| format!("line {i}")).collect();
+    assert_eq!(lines, want);
+    assert_eq!(
+        events.matches(r#""event":"finished","phase":"T1""#).count(),
+        1
+    );
+}

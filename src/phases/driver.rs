@@ -2,12 +2,13 @@
 //! time (phases measure the same GPUs; two at once would measure neither). The first start opens
 //! a run record; every later phase of the console session goes into the same run.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::{mpsc, watch};
 
-use super::runner::{RunContext, run_phase};
+use super::runner::{RunContext, reattach_phase, run_phase};
 use super::session::{RunSession, new_run_id};
 use super::{PhaseCommand, PhaseEvent};
 use crate::inventory::Inventory;
@@ -23,6 +24,8 @@ pub struct PhaseDriver {
     /// The running phase and its abort switch.
     running: Arc<Mutex<Option<Running>>>,
     starts: u64,
+    /// After a resume: the phase to re-attach to, and its recorded line counts per node.
+    pending: Option<(String, BTreeMap<String, usize>)>,
 }
 
 /// The running phase's id, its abort switch, and which start it was (so a finished phase can
@@ -55,6 +58,7 @@ impl PhaseDriver {
             session: Arc::new(Mutex::new(None)),
             running: Arc::new(Mutex::new(None)),
             starts: 0,
+            pending: None,
         }
     }
 
@@ -114,49 +118,126 @@ impl PhaseDriver {
                 if let Some(text) = opened {
                     let _ = events.send(notice(text)).await;
                 }
-                let (stop_tx, stop_rx) = watch::channel(false);
-                self.starts += 1;
-                let generation = self.starts;
-                if let Ok(mut r) = self.running.lock() {
-                    *r = Some((id.clone(), stop_tx, generation));
-                }
-                let ctx = self.ctx.clone();
-                let session = Arc::clone(&self.session);
-                let running = Arc::clone(&self.running);
-                let events = events.clone();
+                self.spawn(spec, events, None);
+            }
+        }
+    }
+
+    /// Run (or re-attach to) `spec` in the background, recording and forwarding its events.
+    fn spawn(
+        &mut self,
+        spec: Arc<super::plan::PhaseSpec>,
+        events: &mpsc::Sender<SourceEvent>,
+        reattach: Option<BTreeMap<String, usize>>,
+    ) {
+        let id = spec.id.clone();
+        let (stop_tx, stop_rx) = watch::channel(false);
+        self.starts += 1;
+        let generation = self.starts;
+        if let Ok(mut r) = self.running.lock() {
+            *r = Some((id, stop_tx, generation));
+        }
+        let ctx = self.ctx.clone();
+        let session = Arc::clone(&self.session);
+        let running = Arc::clone(&self.running);
+        let events = events.clone();
+        tokio::spawn(async move {
+            let (tx, mut rx) = mpsc::channel::<PhaseEvent>(1024);
+            let task = {
+                let spec = Arc::clone(&spec);
                 tokio::spawn(async move {
-                    let (tx, mut rx) = mpsc::channel::<PhaseEvent>(1024);
-                    let task = {
-                        let spec = Arc::clone(&spec);
-                        tokio::spawn(async move { run_phase(&ctx, spec, stop_rx, tx).await })
-                    };
-                    let mut started = None;
-                    while let Some(ev) = rx.recv().await {
-                        match &ev {
-                            PhaseEvent::Started { at_ms, .. } => started = Some(*at_ms),
-                            // Free before the console hears of the end, so its next `s` works.
-                            PhaseEvent::Finished { .. } => release(&running, generation),
-                            _ => {}
-                        }
-                        if let Ok(mut s) = session.lock()
-                            && let Some(s) = s.as_mut()
-                            && let Err(e) = s.event(&ev)
-                        {
-                            tracing::warn!("run record: {e}");
-                        }
-                        if events.send(SourceEvent::Phase(ev)).await.is_err() {
-                            break;
-                        }
+                    match reattach {
+                        Some(recorded) => reattach_phase(&ctx, spec, stop_rx, tx, recorded).await,
+                        None => run_phase(&ctx, spec, stop_rx, tx).await,
                     }
-                    if let Ok(outcome) = task.await
-                        && let Ok(mut s) = session.lock()
-                        && let Some(s) = s.as_mut()
-                    {
-                        let _ = s.phase_done(&spec, started, &outcome);
-                        let _ = s.finish(false);
-                    }
-                    release(&running, generation);
-                });
+                })
+            };
+            let mut started = None;
+            while let Some(ev) = rx.recv().await {
+                match &ev {
+                    PhaseEvent::Started { at_ms, .. } => started = Some(*at_ms),
+                    // Free before the console hears of the end, so its next `s` works.
+                    PhaseEvent::Finished { .. } => release(&running, generation),
+                    _ => {}
+                }
+                if let Ok(mut s) = session.lock()
+                    && let Some(s) = s.as_mut()
+                    && let Err(e) = s.event(&ev)
+                {
+                    tracing::warn!("run record: {e}");
+                }
+                if events.send(SourceEvent::Phase(ev)).await.is_err() {
+                    break;
+                }
+            }
+            if let Ok(outcome) = task.await
+                && let Ok(mut s) = session.lock()
+                && let Some(s) = s.as_mut()
+            {
+                let _ = s.phase_done(&spec, started, &outcome);
+                let _ = s.finish(false);
+            }
+            release(&running, generation);
+        });
+    }
+
+    /// Take over the run in `run_dir` (an earlier console died): its record goes on, and
+    /// [`PhaseDriver::resume_pending`] shows its verdicts and re-attaches to what still runs.
+    pub fn resume(&mut self, run_dir: &std::path::Path) -> Result<(), String> {
+        let (session, state) = RunSession::resume(run_dir)?;
+        self.ctx.run_id = session.summary.run_id.clone();
+        let pending = state.unfinished.last().cloned().map(|id| {
+            let lines = state
+                .lines
+                .iter()
+                .filter(|((phase, _), _)| *phase == id)
+                .map(|((_, node), n)| (node.clone(), *n))
+                .collect();
+            (id, lines)
+        });
+        if let Ok(mut s) = self.session.lock() {
+            *s = Some(session);
+        }
+        self.pending = pending;
+        Ok(())
+    }
+
+    /// After [`PhaseDriver::resume`]: tell the console what the run already decided, and
+    /// re-attach to the phase that was running.
+    pub async fn resume_pending(&mut self, events: &mpsc::Sender<SourceEvent>) {
+        let done: Vec<crate::record::RecordPhase> = self
+            .session
+            .lock()
+            .ok()
+            .and_then(|s| s.as_ref().map(|s| s.summary.phases.clone()))
+            .unwrap_or_default();
+        for p in done {
+            // Shown, not recorded again: the record has them.
+            let ev = PhaseEvent::Finished {
+                phase: p.id,
+                at_ms: p.ended_ms,
+                verdict: p.verdict,
+                reason: p.reason,
+            };
+            let _ = events.send(SourceEvent::Phase(ev)).await;
+        }
+        if let Some((id, lines)) = self.pending.take() {
+            match self.ctx.plan.find(&id).cloned() {
+                Some(spec) => {
+                    let _ = events
+                        .send(SourceEvent::Notice {
+                            text: format!("re-attaching to {id}"),
+                        })
+                        .await;
+                    self.spawn(spec, events, Some(lines));
+                }
+                None => {
+                    let _ = events
+                        .send(SourceEvent::Notice {
+                            text: format!("{id} was running but is not in this plan"),
+                        })
+                        .await;
+                }
             }
         }
     }
