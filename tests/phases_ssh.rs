@@ -716,3 +716,54 @@ command = "i=0; while [ $i -lt 60 ]; do echo \"line $i\"; i=$((i+1)); sleep 0.05
         1
     );
 }
+
+/// A `pairs` phase: a server on every node first, then every node a client of the next one;
+/// the client's figures are the link's, the servers' lines are recorded beside them.
+#[test]
+fn pairs_run_a_server_on_every_node_and_a_client_of_the_next() {
+    let plan = r#"
+[vars]
+ib_devs = "mlx5_0"
+[[phase]]
+id = "S1"
+title = "RDMA write per link"
+scope = "pairs"
+parser = "perftest"
+requires = ["ib_devs"]
+gates = [{ kind = "peers", figure = "link_gbit_per_s", pct = 90 }]
+server = "for d in {ib_devs}; do ib_write_bw -d $d -F --report_gbits; done"
+command = "for d in {ib_devs}; do ib_write_bw -d $d -F --report_gbits {peer}; done"
+"#;
+    let Some(site) = Site::new(2, 1, plan) else {
+        return;
+    };
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/perftest");
+    // The stand-in: with a peer (node01/node02) it is the client and replays a client capture;
+    // without, the server, which says who called it.
+    site.cluster.install_tool(
+        "ib_write_bw",
+        &format!(
+            "#!/bin/sh\ncase \"$*\" in\n  *node0*) tail -n +2 '{c}'; echo \"peer: $(echo \"$*\" | grep -o 'node0.')\" ;;\n  *) tail -n +2 '{s}' ;;\nesac\n",
+            c = fixtures.join("write-bw-sweep-ib-gbits-truncated.txt").display(),
+            s = fixtures.join("write-bw-server-roce-duration-header-only.txt").display(),
+        ),
+    );
+    let (code, doc, stderr) = finish(site.spawn(&["run", "--json", "--no-telemetry"]));
+    assert_eq!(code, Some(0), "{stderr}");
+    let s1 = phase(&doc, "S1");
+    assert_eq!(s1["verdict"], "PASS", "{doc}");
+    for node in ["node01", "node02"] {
+        assert_eq!(
+            figure(&doc, "S1", "link_gbit_per_s", &format!("{node}/mlx5_0")),
+            Some(0.17)
+        );
+    }
+    let run_dir = PathBuf::from(doc["run_dir"].as_str().expect("run_dir"));
+    // The ring: node01 called node02, node02 called node01.
+    let client = std::fs::read_to_string(run_dir.join("logs/S1/node01.log")).expect("log");
+    assert!(client.contains("peer: node02"), "{client}");
+    let client = std::fs::read_to_string(run_dir.join("logs/S1/node02.log")).expect("log");
+    assert!(client.contains("peer: node01"), "{client}");
+    let server = std::fs::read_to_string(run_dir.join("logs/S1/node01-server.log")).expect("log");
+    assert!(server.contains("Waiting for client to connect"), "{server}");
+}

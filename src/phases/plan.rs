@@ -25,6 +25,9 @@ pub enum Scope {
     Launcher,
     /// Once, on the first node, reaching all nodes through mpirun.
     Mpirun,
+    /// Node pairs in a ring: a `server` on every node, then on every node a client of the next
+    /// one (`{peer}`), e.g. perftest per link.
+    Pairs,
 }
 
 impl Scope {
@@ -35,6 +38,7 @@ impl Scope {
             Scope::EachGpu => "each GPU",
             Scope::Launcher => "launcher",
             Scope::Mpirun => "all nodes",
+            Scope::Pairs => "node pairs",
         }
     }
 }
@@ -151,6 +155,8 @@ pub struct PhaseSpec {
     pub gate: String,
     /// Shell text run on the node; empty: the site has not said what to run (SKIPPED).
     pub command: String,
+    /// For `pairs`: the server side, started on every node before the clients.
+    pub server: String,
     /// Which parser reads the output.
     pub parser: ParserKind,
     /// Longest it may run before it is stopped and recorded TIMEOUT.
@@ -225,6 +231,7 @@ struct PhaseFile {
     #[serde(default)]
     gates: Vec<toml::Spanned<Gate>>,
     command: toml::Spanned<String>,
+    server: Option<toml::Spanned<String>>,
 }
 
 /// Placeholders the runner fills in for every command.
@@ -238,6 +245,7 @@ pub const BUILTIN_PLACEHOLDERS: &[&str] = &[
     "hosts_slots",
     "np",
     "hostfile",
+    "peer",
 ];
 
 /// The `{name}`s in a template, in order. `{{` and `}}` are literal braces.
@@ -361,16 +369,36 @@ impl Plan {
                     ));
                 }
             }
-            let names = placeholders(p.command.get_ref()).map_err(|m| at(p.command.span(), m))?;
-            for name in names {
-                if !BUILTIN_PLACEHOLDERS.contains(&name.as_str()) && !shape.vars.contains_key(&name)
-                {
+            let mut templates = vec![&p.command];
+            match (&p.server, p.scope) {
+                (Some(server), Scope::Pairs) => templates.push(server),
+                (None, Scope::Pairs) => {
                     return Err(at(
-                        p.command.span(),
-                        format!(
-                            "{id}: {{{name}}} is neither a built-in placeholder nor a key of [vars]"
-                        ),
+                        p.id.span(),
+                        format!("{id}: scope \"pairs\" needs a `server` command"),
                     ));
+                }
+                (Some(server), _) => {
+                    return Err(at(
+                        server.span(),
+                        format!("{id}: `server` is for scope \"pairs\" only"),
+                    ));
+                }
+                (None, _) => {}
+            }
+            for template in templates {
+                let names = placeholders(template.get_ref()).map_err(|m| at(template.span(), m))?;
+                for name in names {
+                    if !BUILTIN_PLACEHOLDERS.contains(&name.as_str())
+                        && !shape.vars.contains_key(&name)
+                    {
+                        return Err(at(
+                            template.span(),
+                            format!(
+                                "{id}: {{{name}}} is neither a built-in placeholder nor a key of [vars]"
+                            ),
+                        ));
+                    }
                 }
             }
             for gate in &p.gates {
@@ -408,6 +436,11 @@ impl Plan {
                 proves: p.proves.clone(),
                 gate,
                 command: p.command.get_ref().trim().to_string(),
+                server: p
+                    .server
+                    .as_ref()
+                    .map(|s| s.get_ref().trim().to_string())
+                    .unwrap_or_default(),
                 parser: p.parser,
                 timeout,
                 needs: p.needs.iter().map(|n| n.get_ref().clone()).collect(),
@@ -456,7 +489,12 @@ mod tests {
     fn the_shipped_plan_parses_in_order() {
         let plan = default_plan();
         let ids: Vec<_> = plan.phases.iter().map(|p| p.id.as_str()).collect();
-        assert_eq!(ids, ["T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8"]);
+        assert_eq!(ids, ["T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8", "S1"]);
+        assert_eq!(plan.find("S1").map(|p| p.scope), Some(Scope::Pairs));
+        assert!(
+            plan.find("S1")
+                .is_some_and(|p| p.server.contains("ib_write_bw"))
+        );
         assert_eq!(
             plan.find("T4").map(|p| p.title.as_str()),
             Some("single-node NCCL")
@@ -507,5 +545,17 @@ mod tests {
         assert_eq!(e.line, Some(9), "{e}");
         let e = Plan::parse("p.toml", &base.replace("each-node", "everywhere")).unwrap_err();
         assert_eq!(e.line, Some(6), "{e}");
+        let e = Plan::parse(
+            "p.toml",
+            &format!("{base}command = \"x\"\n").replace("each-node", "pairs"),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("needs a `server` command"), "{e}");
+        let e = Plan::parse(
+            "p.toml",
+            &format!("{base}command = \"x\"\nserver = \"y\"\n"),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("for scope \"pairs\" only"), "{e}");
     }
 }

@@ -23,6 +23,9 @@ use crate::transport::{RemoteCommand, Transport};
 /// Longest line kept from a log; the rest of a longer line is dropped (and counted).
 pub const MAX_LINE_BYTES: usize = 64 * 1024;
 
+/// How long `pairs` servers get to listen before their clients call.
+const PAIR_SETTLE: Duration = Duration::from_secs(2);
+
 /// Time allowed for the short scripts (launch, status, stop) to answer.
 const SCRIPT_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -142,6 +145,8 @@ struct NodeJob {
     reattach: Option<usize>,
     /// Output lines seen so far.
     lines_seen: usize,
+    /// Which parser reads this job's output (a `pairs` server's is not read for figures).
+    parser: crate::parsers::ParserKind,
 }
 
 impl NodeJob {
@@ -226,7 +231,7 @@ impl NodeJob {
             })
             .collect();
         let mut parser = OutputParser::new(
-            self.phase.parser,
+            self.parser,
             ParseContext {
                 node: self.node.spec.name.clone(),
                 expected_gpus: self.node.spec.gpus,
@@ -234,6 +239,7 @@ impl NodeJob {
         );
         let mut offset: u64 = 0;
         let mut stop_task: Option<tokio::task::JoinHandle<()>> = None;
+        let mut abort_live = true;
         let mut backoff = Duration::from_millis(500);
         let mut line = Vec::new();
         'attach: loop {
@@ -282,10 +288,15 @@ impl NodeJob {
                         self.say(format!("ran past its {} s limit: stopping the process group", self.phase.timeout.as_secs())).await;
                         stop_task = Some(self.spawn_stop(StopReason::Timeout));
                     }
-                    changed = self.abort.changed(), if stop_task.is_none() => {
-                        if changed.is_ok() && *self.abort.borrow() {
-                            self.say("abort: TERM to the process group, KILL after the grace period".into()).await;
-                            stop_task = Some(self.spawn_stop(StopReason::Aborted));
+                    changed = self.abort.changed(), if stop_task.is_none() && abort_live => {
+                        match changed {
+                            Ok(()) if *self.abort.borrow() => {
+                                self.say("abort: TERM to the process group, KILL after the grace period".into()).await;
+                                stop_task = Some(self.spawn_stop(StopReason::Aborted));
+                            }
+                            Ok(()) => {}
+                            // Nobody can abort any more: stop asking.
+                            Err(_) => abort_live = false,
                         }
                     }
                 }
@@ -315,9 +326,13 @@ impl NodeJob {
                             _ = tokio::time::sleep_until(deadline), if stop_task.is_none() => {
                                 stop_task = Some(self.spawn_stop(StopReason::Timeout));
                             }
-                            changed = self.abort.changed(), if stop_task.is_none() => {
-                                if changed.is_ok() && *self.abort.borrow() {
-                                    stop_task = Some(self.spawn_stop(StopReason::Aborted));
+                            changed = self.abort.changed(), if stop_task.is_none() && abort_live => {
+                                match changed {
+                                    Ok(()) if *self.abort.borrow() => {
+                                        stop_task = Some(self.spawn_stop(StopReason::Aborted));
+                                    }
+                                    Ok(()) => {}
+                                    Err(_) => abort_live = false,
                                 }
                             }
                         }
@@ -453,6 +468,7 @@ fn template_values(
     ctx: &RunContext,
     node: &RunnerNode,
     dir: &PhaseDir,
+    peer: &str,
 ) -> BTreeMap<String, String> {
     let mut v: BTreeMap<String, String> = ctx.plan.vars.clone();
     // Vars may use placeholders themselves (e.g. a container mount of {workloads}).
@@ -474,6 +490,7 @@ fn template_values(
         ("hosts_slots", slots.join(",")),
         ("np", np.to_string()),
         ("hostfile", format!("{shell_dir}/hostfile")),
+        ("peer", peer.to_string()),
     ];
     let builtin_map: BTreeMap<String, String> = builtins
         .iter()
@@ -576,7 +593,7 @@ async fn drive_phase(
         return finish(Verdict::Skipped, why, Vec::new()).await;
     }
     let targets: Vec<RunnerNode> = match spec.scope {
-        Scope::EachNode | Scope::EachGpu => ctx.nodes.clone(),
+        Scope::EachNode | Scope::EachGpu | Scope::Pairs => ctx.nodes.clone(),
         Scope::Launcher | Scope::Mpirun => ctx.nodes.iter().take(1).cloned().collect(),
     };
     if targets.is_empty() {
@@ -596,9 +613,75 @@ async fn drive_phase(
     } else {
         String::new()
     };
+    if spec.scope == Scope::Pairs && targets.len() < 2 {
+        return finish(
+            Verdict::Skipped,
+            "node pairs need two nodes in the inventory".into(),
+            Vec::new(),
+        )
+        .await;
+    }
+    // In a ring, node i's client reaches node i+1's server.
+    let peer_of = |i: usize, step: usize| {
+        let n = ctx.nodes.len().max(1);
+        ctx.nodes
+            .get((i + step) % n)
+            .map(|p| p.spec.target.clone())
+            .unwrap_or_default()
+    };
+    // Pairs: servers first, on every node, stopped when the clients are done.
+    let (servers_stop, servers_abort) = watch::channel(false);
+    let mut servers = tokio::task::JoinSet::new();
+    if spec.scope == Scope::Pairs {
+        let n = ctx.nodes.len();
+        for (i, node) in targets.iter().enumerate() {
+            let mut server_node = node.clone();
+            server_node.spec.name = format!("{}-server", node.spec.name);
+            let name = server_node.spec.name.clone();
+            let Some(dir) = PhaseDir::new(&ctx.plan.remote_dir, &ctx.run_id, &spec.id, &name)
+            else {
+                return finish(
+                    Verdict::Fail,
+                    format!("node name {name:?} cannot be a directory name on the node"),
+                    Vec::new(),
+                )
+                .await;
+            };
+            // The server's peer is the client that will reach it: the node before it.
+            let peer = peer_of(i, n - 1);
+            let command = match render(
+                &spec.server,
+                &template_values(ctx, &server_node, &dir, &peer),
+            ) {
+                Ok(c) => c,
+                Err(e) => {
+                    return finish(Verdict::Fail, format!("server template: {e}"), Vec::new())
+                        .await;
+                }
+            };
+            let job = NodeJob {
+                phase: Arc::clone(&spec),
+                node: server_node,
+                dir,
+                command,
+                hostfile: String::new(),
+                grace_s: ctx.plan.grace.as_secs(),
+                events: events.clone(),
+                abort: servers_abort.clone(),
+                reattach: recorded
+                    .as_ref()
+                    .map(|r| r.get(&name).copied().unwrap_or(0)),
+                lines_seen: 0,
+                parser: crate::parsers::ParserKind::None,
+            };
+            servers.spawn(async move { (name, job.run().await) });
+        }
+        // Let the servers listen before the clients call.
+        tokio::time::sleep(PAIR_SETTLE).await;
+    }
     let mut jobs = tokio::task::JoinSet::new();
     let mut order = Vec::new();
-    for node in targets {
+    for (i, node) in targets.into_iter().enumerate() {
         let name = node.spec.name.clone();
         let Some(dir) = PhaseDir::new(&ctx.plan.remote_dir, &ctx.run_id, &spec.id, &name) else {
             return finish(
@@ -608,7 +691,8 @@ async fn drive_phase(
             )
             .await;
         };
-        let command = match render(&spec.command, &template_values(ctx, &node, &dir)) {
+        let peer = peer_of(i, 1);
+        let command = match render(&spec.command, &template_values(ctx, &node, &dir, &peer)) {
             Ok(c) => c,
             Err(e) => {
                 return finish(Verdict::Fail, format!("command template: {e}"), Vec::new()).await;
@@ -628,13 +712,47 @@ async fn drive_phase(
                 .as_ref()
                 .map(|r| r.get(&name).copied().unwrap_or(0)),
             lines_seen: 0,
+            parser: spec.parser,
         };
         jobs.spawn(async move { (name, job.run().await) });
     }
-    let mut results: BTreeMap<String, NodeResult> = BTreeMap::new();
-    while let Some(done) = jobs.join_next().await {
+    // An abort reaches the servers too.
+    let mut main_abort = abort.clone();
+    let results_fut = async {
+        let mut results: BTreeMap<String, NodeResult> = BTreeMap::new();
+        while let Some(done) = jobs.join_next().await {
+            if let Ok((name, r)) = done {
+                results.insert(name, r);
+            }
+        }
+        results
+    };
+    tokio::pin!(results_fut);
+    let mut watching = true;
+    let mut results = loop {
+        tokio::select! {
+            r = &mut results_fut => break r,
+            changed = main_abort.changed(), if watching => match changed {
+                Ok(()) if *main_abort.borrow() => {
+                    let _ = servers_stop.send(true);
+                    watching = false;
+                }
+                Ok(()) => {}
+                Err(_) => watching = false,
+            },
+        }
+    };
+    // The clients are done: a server still waiting is stopped; a server that failed on its
+    // own says so.
+    let _ = servers_stop.send(true);
+    let mut server_failures = Vec::new();
+    while let Some(done) = servers.join_next().await {
         if let Ok((name, r)) = done {
-            results.insert(name, r);
+            if let Some(f) = r.failed {
+                server_failures.push(format!("{name}: {f}"));
+            } else if r.stopped.is_none() && r.exit.is_some_and(|c| c != 0) {
+                server_failures.push(format!("{name} exited {}", r.exit.unwrap_or(0)));
+            }
         }
     }
     let mut metrics = Vec::new();
@@ -642,7 +760,7 @@ async fn drive_phase(
         nodes: order.clone(),
         ..Observed::default()
     };
-    let mut failures = Vec::new();
+    let mut failures = server_failures;
     let mut stopped: BTreeMap<StopReason, Vec<String>> = BTreeMap::new();
     for name in &order {
         let Some(r) = results.remove(name) else {

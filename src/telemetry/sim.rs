@@ -270,6 +270,9 @@ struct Running {
     min_busbw_at_max: Option<f64>,
 }
 
+/// The phases the simulator knows how to play.
+pub const SIMULATED_PHASES: [&str; 8] = ["T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8"];
+
 /// The simulated cluster, stepped one simulated second at a time.
 #[derive(Debug, Clone)]
 pub struct SimCluster {
@@ -296,10 +299,13 @@ impl SimCluster {
             config,
             next_s: 0,
             running: None,
+            // The simulator plays the T1–T8 ladder; other phases of the plan (storage steps)
+            // are shown but not simulated.
             pending: default_plan()
                 .phases
                 .iter()
                 .map(|p| p.id.as_str())
+                .filter(|id| SIMULATED_PHASES.contains(id))
                 .collect(),
             autorun,
             idle_until_s: 1,
@@ -344,7 +350,13 @@ impl SimCluster {
                 if self.running.is_some() {
                     return out;
                 }
-                let Some(spec) = default_plan().find(&id) else {
+                let Some(spec) = default_plan()
+                    .find(&id)
+                    .filter(|p| SIMULATED_PHASES.contains(&p.id.as_str()))
+                else {
+                    out.push(SourceEvent::Notice {
+                        text: format!("{id} is not simulated: the demo plays T1-T8"),
+                    });
                     return out;
                 };
                 let id = spec.id.as_str();
