@@ -505,6 +505,45 @@ mod tests {
         assert_eq!(plan.grace, Duration::from_secs(10));
     }
 
+    /// Every shipped command (and server), filled in as for a real node, is valid `sh`.
+    #[test]
+    fn the_shipped_commands_are_valid_shell() {
+        let plan = default_plan();
+        let mut values: BTreeMap<String, String> = plan.vars.clone();
+        for v in values.values_mut() {
+            *v = "x".into();
+        }
+        for (k, v) in [
+            ("node", "gpu01"),
+            ("gpus", "8"),
+            ("run", "r1"),
+            ("dir", "$HOME/.cache/burnin/runs/r1/T1/gpu01"),
+            ("workloads", "$HOME/.cache/burnin/runs/r1/workloads"),
+            ("hosts", "gpu01,gpu02"),
+            ("hosts_slots", "gpu01:8,gpu02:8"),
+            ("np", "16"),
+            ("hostfile", "$HOME/h"),
+            ("peer", "gpu02"),
+        ] {
+            values.insert(k.into(), v.into());
+        }
+        for p in &plan.phases {
+            for text in [&p.command, &p.server] {
+                let line = render(text, &values).unwrap();
+                let out = std::process::Command::new("sh")
+                    .args(["-n", "-c", &line])
+                    .output()
+                    .expect("sh");
+                assert!(
+                    out.status.success(),
+                    "{}: {}\n{line}",
+                    p.id,
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+        }
+    }
+
     #[test]
     fn placeholders_and_literal_braces() {
         assert_eq!(
