@@ -241,6 +241,7 @@ async fn watch(
     let mut driver = crate::phases::driver::PhaseDriver::new(
         crate::phases::runner::RunContext {
             run_id: String::new(),
+            attempt: 1,
             plan,
             nodes: crate::headless::runner_nodes(&inventory, &ssh),
             baseline,

@@ -184,6 +184,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
     };
     let ctx = RunContext {
         run_id: run_id.clone(),
+        attempt: 1,
         plan: Arc::clone(&plan),
         nodes: runner_nodes(&inventory, &ssh),
         baseline,
@@ -280,7 +281,18 @@ pub async fn run(args: RunArgs) -> Result<i32> {
             );
             let (tx, mut rx) = mpsc::channel::<PhaseEvent>(1024);
             let task = {
-                let ctx = ctx.clone();
+                let mut ctx = ctx.clone();
+                // A run taken over continues the attempt its record started; otherwise the
+                // next one.
+                let before = resumed
+                    .as_ref()
+                    .and_then(|st| st.attempts.get(&spec.id).copied())
+                    .unwrap_or(0);
+                ctx.attempt = if reattach.is_some() {
+                    before.max(1)
+                } else {
+                    before + 1
+                };
                 let spec = Arc::clone(spec);
                 let abort = abort_rx.clone();
                 let reattach = reattach.clone();

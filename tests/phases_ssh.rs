@@ -395,6 +395,7 @@ command = "echo started; sleep 300"
     let driver = PhaseDriver::new(
         RunContext {
             run_id: String::new(),
+            attempt: 1,
             plan: Arc::clone(&plan),
             nodes: burnin::headless::runner_nodes(&inventory, &ssh),
             baseline: None,
@@ -440,6 +441,24 @@ command = "echo started; sleep 300"
         t4.log.iter().any(|l| l.starts_with("node01| #  Rank  0")),
         "{:?}",
         t4.log
+    );
+    // `r`: the same phase again, in its own directory on the node.
+    cmd.send(PhaseCommand::Start("T4".into())).expect("send");
+    until(&mut store, "T4 to run again", &|s| {
+        matches!(phase_state(s, "T4"), Some(PhaseState::Running))
+    })
+    .await;
+    until(&mut store, "T4 to end again", &|s| {
+        matches!(phase_state(s, "T4"), Some(PhaseState::Done(_)))
+    })
+    .await;
+    assert_eq!(
+        phase_state(&store, "T4"),
+        Some(PhaseState::Done(Verdict::Pass))
+    );
+    assert!(
+        site.phase_dir("T4.2", "node01")
+            .is_some_and(|d| d.join("rc").exists())
     );
     // The GPUs stream beside it.
     until(&mut store, "telemetry", &|s| {
@@ -665,6 +684,7 @@ command = "i=0; while [ $i -lt 60 ]; do echo \"line $i\"; i=$((i+1)); sleep 0.05
     let mut driver = PhaseDriver::new(
         RunContext {
             run_id: String::new(),
+            attempt: 1,
             plan: Arc::clone(&plan),
             nodes: burnin::headless::runner_nodes(&inventory, &ssh),
             baseline: None,

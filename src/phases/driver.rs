@@ -26,6 +26,8 @@ pub struct PhaseDriver {
     starts: u64,
     /// After a resume: the phase to re-attach to, and its recorded line counts per node.
     pending: Option<(String, BTreeMap<String, usize>)>,
+    /// Attempts so far per phase (a retry runs in its own directory on the nodes).
+    attempts: BTreeMap<String, u32>,
 }
 
 /// The running phase's id, its abort switch, and which start it was (so a finished phase can
@@ -59,6 +61,7 @@ impl PhaseDriver {
             running: Arc::new(Mutex::new(None)),
             starts: 0,
             pending: None,
+            attempts: BTreeMap::new(),
         }
     }
 
@@ -131,13 +134,20 @@ impl PhaseDriver {
         reattach: Option<BTreeMap<String, usize>>,
     ) {
         let id = spec.id.clone();
+        // A new start is the next attempt; a re-attach continues the last one.
+        let attempt = self.attempts.entry(id.clone()).or_insert(0);
+        if reattach.is_none() || *attempt == 0 {
+            *attempt += 1;
+        }
+        let attempt = *attempt;
         let (stop_tx, stop_rx) = watch::channel(false);
         self.starts += 1;
         let generation = self.starts;
         if let Ok(mut r) = self.running.lock() {
             *r = Some((id, stop_tx, generation));
         }
-        let ctx = self.ctx.clone();
+        let mut ctx = self.ctx.clone();
+        ctx.attempt = attempt;
         let session = Arc::clone(&self.session);
         let running = Arc::clone(&self.running);
         let events = events.clone();
@@ -199,6 +209,7 @@ impl PhaseDriver {
             *s = Some(session);
         }
         self.pending = pending;
+        self.attempts = state.attempts.clone();
         Ok(())
     }
 

@@ -51,6 +51,20 @@ pub struct RunContext {
     pub baseline: Option<Arc<Baseline>>,
     /// The telemetry beside the run, if it is watched.
     pub telemetry: Option<Arc<super::telemetry_log::TelemetryLog>>,
+    /// Which attempt at the phase this is (1 = first; a retry gets its own directory on the
+    /// node, `T4.2`).
+    pub attempt: u32,
+}
+
+impl RunContext {
+    /// The phase's directory name on the nodes for this attempt.
+    pub fn phase_component(&self, id: &str) -> String {
+        if self.attempt > 1 {
+            format!("{id}.{}", self.attempt)
+        } else {
+            id.to_string()
+        }
+    }
 }
 
 /// How a phase ended.
@@ -638,8 +652,12 @@ async fn drive_phase(
             let mut server_node = node.clone();
             server_node.spec.name = format!("{}-server", node.spec.name);
             let name = server_node.spec.name.clone();
-            let Some(dir) = PhaseDir::new(&ctx.plan.remote_dir, &ctx.run_id, &spec.id, &name)
-            else {
+            let Some(dir) = PhaseDir::new(
+                &ctx.plan.remote_dir,
+                &ctx.run_id,
+                &ctx.phase_component(&spec.id),
+                &name,
+            ) else {
                 return finish(
                     Verdict::Fail,
                     format!("node name {name:?} cannot be a directory name on the node"),
@@ -683,7 +701,12 @@ async fn drive_phase(
     let mut order = Vec::new();
     for (i, node) in targets.into_iter().enumerate() {
         let name = node.spec.name.clone();
-        let Some(dir) = PhaseDir::new(&ctx.plan.remote_dir, &ctx.run_id, &spec.id, &name) else {
+        let Some(dir) = PhaseDir::new(
+            &ctx.plan.remote_dir,
+            &ctx.run_id,
+            &ctx.phase_component(&spec.id),
+            &name,
+        ) else {
             return finish(
                 Verdict::Fail,
                 format!("node name {name:?} cannot be a directory name on the node"),

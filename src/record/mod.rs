@@ -225,6 +225,8 @@ pub struct RecordState {
     pub lines: BTreeMap<(String, String), usize>,
     /// When each phase last started.
     pub started_ms: BTreeMap<String, u64>,
+    /// How many times each phase started (its attempt number on the nodes).
+    pub attempts: BTreeMap<String, u32>,
 }
 
 /// Read `events.jsonl` and the logs of a run directory (a torn last line is skipped).
@@ -239,6 +241,7 @@ pub fn read_state(run_dir: &Path) -> Result<RecordState, String> {
         match ev {
             PhaseEvent::Started { phase, at_ms } => {
                 st.started_ms.insert(phase.clone(), at_ms);
+                *st.attempts.entry(phase.clone()).or_default() += 1;
                 st.finished.remove(&phase);
                 st.unfinished.retain(|p| *p != phase);
                 st.unfinished.push(phase);
