@@ -84,6 +84,10 @@ def main():
     p.add_argument("--layers", type=int, default=8)
     p.add_argument("--heads", type=int, default=16)
     p.add_argument("--prefetch", type=int, default=4)
+    # Not "--numa": torchrun would take it for an abbreviation of its own --numa-binding.
+    p.add_argument("--pin-loader", choices=["off", "gpu"], default=None,
+                   help="gpu: pin this rank (and its loader) to the CPUs of its GPU's NUMA node; "
+                        "off: say that it is not pinned (for a comparison of the two)")
     args = p.parse_args()
 
     import torch
@@ -99,6 +103,27 @@ def main():
         return 2
     torch.cuda.set_device(local)
     dev = torch.device("cuda", local)
+    if args.pin_loader == "gpu":
+        # The loader thread inherits this affinity; its buffers are then first touched on the
+        # GPU's NUMA node. (Memory binding proper needs numactl/libnuma; CPU pinning is what
+        # the loader's locality depends on most.)
+        props = torch.cuda.get_device_properties(dev)
+        bus = "%04x:%02x:%02x.0" % (getattr(props, "pci_domain_id", 0), props.pci_bus_id, props.pci_device_id)
+        try:
+            with open(f"/sys/bus/pci/devices/{bus}/local_cpulist") as fh:
+                cpulist = fh.read().strip()
+            with open(f"/sys/bus/pci/devices/{bus}/numa_node") as fh:
+                node = fh.read().strip()
+            cpus = set()
+            for part in cpulist.split(","):
+                lo, _, hi = part.partition("-")
+                cpus.update(range(int(lo), int(hi or lo) + 1))
+            os.sched_setaffinity(0, cpus)
+            if rank == 0:
+                emit(burnin="info", numa="gpu", pci=bus, numa_node=node, cpus=cpulist)
+        except (OSError, ValueError) as e:
+            emit(burnin="error", text=f"--pin-loader gpu: cannot pin to {bus}'s CPUs: {e}")
+            return 2
     if world > 1:
         dist.init_process_group("nccl")
 
@@ -178,6 +203,7 @@ def main():
                 tokens_per_sec=round(args.batch * args.seq * world / step_s, 1),
                 loss=round(float(loss_value), 4),
                 world=world,
+                **({"numa": args.pin_loader} if args.pin_loader else {}),
             )
     stop.set()
     if world > 1:

@@ -105,6 +105,7 @@ fn step_metric(node: &str, s: trainlog::Step) -> PhaseMetric {
         tokens_per_sec: s.tokens_per_sec,
         loss: s.loss,
         world: None,
+        variant: None,
     }
 }
 
@@ -211,6 +212,7 @@ impl OutputParser {
                         tokens_per_sec,
                         loss,
                         world,
+                        numa,
                     }) => out.push(PhaseMetric::Step {
                         node: Some(node),
                         step,
@@ -219,6 +221,8 @@ impl OutputParser {
                         tokens_per_sec: Some(tokens_per_sec),
                         loss: Some(loss),
                         world,
+                        // Pinned (or unsaid) is the main job; unpinned is the comparison.
+                        variant: (numa.as_deref() == Some("off")).then(|| "numa_off".to_string()),
                     }),
                     Some(workload::Record::FirstBatch { ms }) => {
                         out.push(PhaseMetric::FirstBatch { ms })

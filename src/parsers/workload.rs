@@ -34,6 +34,9 @@ pub enum Record {
         /// GPUs the job ran on (older workloads do not say).
         #[serde(default)]
         world: Option<u32>,
+        /// NUMA pinning of the job: `off` or `gpu` (older workloads do not say).
+        #[serde(default)]
+        numa: Option<String>,
     },
     /// Time from start to the first batch on the GPU.
     FirstBatch {

@@ -57,7 +57,9 @@ fn median(values: &mut [f64]) -> Option<f64> {
 pub fn figures(metrics: &[PhaseMetric]) -> Figures {
     let mut f = Figures::new();
     // Per node and job size: (step, step time, data wait, tokens/s).
-    let mut steps: BTreeMap<String, BTreeMap<u32, Vec<StepRow>>> = BTreeMap::new();
+    // Per node and variant, then job size.
+    let mut steps: BTreeMap<(String, Option<String>), BTreeMap<u32, Vec<StepRow>>> =
+        BTreeMap::new();
     // The most ranks each collective ran with, per node.
     let mut most_ranks: BTreeMap<(&str, &str), u32> = BTreeMap::new();
     for m in metrics {
@@ -147,9 +149,13 @@ pub fn figures(metrics: &[PhaseMetric]) -> Figures {
                 data_wait_ms,
                 tokens_per_sec,
                 world,
+                variant,
                 ..
             } => steps
-                .entry(node.clone().unwrap_or_else(|| "job".into()))
+                .entry((
+                    node.clone().unwrap_or_else(|| "job".into()),
+                    variant.clone(),
+                ))
                 .or_default()
                 .entry(world.unwrap_or(0))
                 .or_default()
@@ -165,23 +171,47 @@ pub fn figures(metrics: &[PhaseMetric]) -> Figures {
             _ => {}
         }
     }
-    for (node, worlds) in steps {
+    for ((node, variant), worlds) in steps {
         // The figures of a node are those of its largest job; a 1-GPU job beside it gives
-        // the scaling efficiency.
+        // the scaling efficiency. A variant's (e.g. the loader not NUMA-pinned) are kept
+        // beside them, suffixed.
         let Some((&largest, rows)) = worlds.iter().next_back() else {
             continue;
         };
+        let suffix = variant.map(|v| format!("_{v}")).unwrap_or_default();
         let big = step_figures(rows);
         if let Some(m) = big.step_time_ms {
-            put(&mut f, "step_time_ms".into(), node.clone(), "", m, false);
+            put(
+                &mut f,
+                format!("step_time_ms{suffix}"),
+                node.clone(),
+                "",
+                m,
+                false,
+            );
         }
         if let Some(m) = big.tokens_per_sec {
-            put(&mut f, "tokens_per_sec".into(), node.clone(), "", m, false);
+            put(
+                &mut f,
+                format!("tokens_per_sec{suffix}"),
+                node.clone(),
+                "",
+                m,
+                false,
+            );
         }
         if let Some(p) = big.data_wait_pct {
-            put(&mut f, "data_wait_pct".into(), node.clone(), "", p, false);
+            put(
+                &mut f,
+                format!("data_wait_pct{suffix}"),
+                node.clone(),
+                "",
+                p,
+                false,
+            );
         }
-        if largest > 1
+        if suffix.is_empty()
+            && largest > 1
             && let Some(one) = worlds.get(&1).map(|r| step_figures(r))
             && let (Some(t1), Some(tn)) = (one.tokens_per_sec, big.tokens_per_sec)
             && t1 > 0.0
@@ -468,15 +498,19 @@ pub fn judge(
                         step,
                         loss: Some(loss),
                         world,
+                        variant,
                         ..
                     } = m
                     {
                         // Each job on its own (a 1-GPU run beside the full one starts over).
                         let node = node.clone().unwrap_or_else(|| "job".into());
-                        let key = match world {
+                        let mut key = match world {
                             Some(w) => format!("{node} ({w} GPU)"),
                             None => node,
                         };
+                        if let Some(v) = variant {
+                            key = format!("{key} {v}");
+                        }
                         by_node.entry(key).or_default().push((*step, *loss));
                     }
                 }
@@ -783,6 +817,28 @@ mod tests {
     }
 
     #[test]
+    fn the_unpinned_loader_run_is_kept_beside_the_pinned_one() {
+        let step = |i: u64, wait: f64, variant: Option<&str>| PhaseMetric::Step {
+            node: Some("n1".into()),
+            step: i,
+            step_time_ms: 100.0,
+            data_wait_ms: Some(wait),
+            tokens_per_sec: Some(1000.0),
+            loss: Some(10.0),
+            world: Some(8),
+            variant: variant.map(str::to_string),
+        };
+        let mut m: Vec<PhaseMetric> = (0..10).map(|i| step(i, 12.0, Some("numa_off"))).collect();
+        m.extend((0..10).map(|i| step(i, 3.0, None)));
+        let f = figures(&m);
+        assert_eq!(f["data_wait_pct"][0].value, 3.0);
+        assert_eq!(f["data_wait_pct_numa_off"][0].value, 12.0);
+        let t8 = default_plan().find("T8").unwrap();
+        let (_, why) = judge(t8, &m, &observed(&["n1"]), None);
+        assert!(why.contains("data_wait_pct_numa_off median 12.0"), "{why}");
+    }
+
+    #[test]
     fn scaling_compares_the_full_job_with_one_gpu() {
         let t5 = default_plan().find("T5").unwrap();
         let step = |node: &str, world: u32, i: u64, tokens: f64| PhaseMetric::Step {
@@ -793,6 +849,7 @@ mod tests {
             tokens_per_sec: Some(tokens),
             loss: Some(5.0 - i as f64 * 0.01),
             world: Some(world),
+            variant: None,
         };
         let mut m = Vec::new();
         for i in 0..20 {
@@ -883,6 +940,7 @@ mod tests {
             tokens_per_sec: Some(if i < 2 { 10.0 } else { 1000.0 }),
             loss: Some(loss),
             world: None,
+            variant: None,
         };
         let m: Vec<PhaseMetric> = (0..20)
             .map(|i| step("n1", i, 5.0 - i as f64 * 0.1))

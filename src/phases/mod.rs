@@ -102,6 +102,10 @@ pub enum PhaseMetric {
         /// GPUs the job ran on, where the log says (scaling compares 1 GPU with all).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         world: Option<u32>,
+        /// The job's variant where it ran more than one way (`numa_off`: loader not pinned to
+        /// the GPU's NUMA node); its figures are kept beside the main ones with this suffix.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        variant: Option<String>,
     },
     /// Time from job start to the first batch on the GPU.
     FirstBatch {

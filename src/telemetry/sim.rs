@@ -914,6 +914,7 @@ impl SimCluster {
                         tokens_per_sec: Some(tokens),
                         loss: Some(loss),
                         world: None,
+                        variant: None,
                     },
                 ));
                 out.push(Self::line(
