@@ -329,6 +329,9 @@ pub async fn run(args: RunArgs) -> Result<i32> {
             let outcome = task.await.map_err(|e| eyre!("phase task: {e}"))?;
             (outcome, started)
         };
+        if let Some(t) = &ctx.telemetry {
+            session.set_hellos(&t.hellos());
+        }
         session
             .phase_done(spec, started, &outcome)
             .map_err(|e| eyre!("{e}"))?;

@@ -546,6 +546,10 @@ command = "sleep 8; echo done"
         findings.iter().any(|f| f.contains("node01 GPU1")),
         "{findings:?}"
     );
+    // What the node said of itself is in the record: its GPUs and its topology.
+    let hello = &doc["nodes"][0]["hello"];
+    assert_eq!(hello["gpus"].as_array().map(Vec::len), Some(2), "{doc}");
+    assert!(!hello["topology"].is_null(), "{doc}");
 }
 
 /// The console dies mid-phase (killed outright); the phase keeps running on the node; a new

@@ -148,6 +148,7 @@ impl PhaseDriver {
         }
         let mut ctx = self.ctx.clone();
         ctx.attempt = attempt;
+        let telemetry = ctx.telemetry.clone();
         let session = Arc::clone(&self.session);
         let running = Arc::clone(&self.running);
         let events = events.clone();
@@ -184,6 +185,9 @@ impl PhaseDriver {
                 && let Ok(mut s) = session.lock()
                 && let Some(s) = s.as_mut()
             {
+                if let Some(t) = &telemetry {
+                    s.set_hellos(&t.hellos());
+                }
                 let _ = s.phase_done(&spec, started, &outcome);
                 let _ = s.finish(false);
             }

@@ -68,6 +68,7 @@ impl RunSession {
                     target: n.target.clone(),
                     mode: n.mode.name().to_string(),
                     gpus: n.gpus,
+                    hello: None,
                 })
                 .collect(),
             phases: Vec::new(),
@@ -154,6 +155,15 @@ impl RunSession {
         self.summary.verdict = Some(self.worst());
         self.record.flush()?;
         self.record.write_summary(&self.summary)
+    }
+
+    /// Keep what each node said of itself (hardware and topology) in the summary.
+    pub fn set_hellos(&mut self, hellos: &BTreeMap<String, crate::model::NodeHello>) {
+        for n in &mut self.summary.nodes {
+            if let Some(h) = hellos.get(&n.name) {
+                n.hello = Some(h.clone());
+            }
+        }
     }
 
     /// The run's verdict so far: the worst of its phases.

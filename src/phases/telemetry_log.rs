@@ -57,6 +57,7 @@ struct Inner {
     frames: HashMap<String, Vec<UnixMillis>>,
     findings: Vec<FindingSeen>,
     open: BTreeSet<(String, String)>,
+    hellos: std::collections::BTreeMap<String, crate::model::NodeHello>,
 }
 
 /// Shared between the source that feeds it and the runner that asks it.
@@ -75,6 +76,7 @@ impl TelemetryLog {
                 frames: HashMap::new(),
                 findings: Vec::new(),
                 open: BTreeSet::new(),
+                hellos: std::collections::BTreeMap::new(),
             }),
         }
     }
@@ -104,6 +106,9 @@ impl TelemetryLog {
                         });
                     }
                 }
+            }
+            SourceEvent::Hello(h) => {
+                inner.hellos.insert(h.node.clone(), h.clone());
             }
             SourceEvent::Phase(_) => return,
             _ => {}
@@ -136,6 +141,14 @@ impl TelemetryLog {
             }
             inner.open = now_open;
         }
+    }
+
+    /// What each node said about itself (driver, GPUs, topology), newest per node.
+    pub fn hellos(&self) -> std::collections::BTreeMap<String, crate::model::NodeHello> {
+        self.inner
+            .lock()
+            .map(|g| g.hellos.clone())
+            .unwrap_or_default()
     }
 
     /// What came up between `from_ms` and `to_ms` on `nodes`.

@@ -28,6 +28,10 @@ pub struct RecordNode {
     pub mode: String,
     /// GPUs expected.
     pub gpus: u32,
+    /// What the node's telemetry said of it: driver, CUDA, GPUs (name, UUID, PCI, …) and the
+    /// GPU ↔ NIC ↔ NUMA topology (`None`: not watched, or it never answered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hello: Option<crate::model::NodeHello>,
 }
 
 /// One phase's result.
