@@ -6,25 +6,13 @@
 # Everything lands in $OUT/results.tgz.
 set -u
 B=$PWD/device-bin/burnin
+. "$PWD/scripts/device-lib.sh"
 O=/tmp/burnin-phases
 rm -rf "$O"; mkdir -p "$O/shards"; cd "$O"
 nvidia-smi -L > nvidia-smi-L.txt 2>&1
 python3 -c 'import torch; print(torch.__version__, torch.version.cuda)' > torch-version.txt 2>&1
-# 48 shards x 8 MiB of uint16 tokens (~200 M tokens): enough that T8 reads from disk throughout.
-python3 - <<'PY'
-import numpy as np
-rng = np.random.default_rng(1)
-for i in range(48):
-    rng.integers(0, 32000, size=4 << 20, dtype=np.uint16).tofile(f"shards/shard-{i:03d}.bin")
-PY
-cat > burnin.toml <<'TOML'
-plan = "plan.toml"
-[[node]]
-host = "h200"
-mode = "local"
-gpus = 1
-TOML
-$B init -c init-test.toml > /dev/null 2>&1; rm -f init-test.toml
+make_shards
+local_site "$B"
 # The shipped plan with run lengths for this session and T8's data set.
 sed -e 's|gemm.py --seconds 20|gemm.py --seconds 15|' \
     -e 's|train_synthetic.py --steps 300"|train_synthetic.py --steps 100000 --seconds 150"|' \

@@ -7,18 +7,10 @@
 # single rank has no bus traffic, so its busbw is 0 by definition). Results in $OUT/results.tgz.
 set -u
 B=$PWD/device-bin/burnin
+. "$PWD/scripts/device-lib.sh"
 O=/tmp/burnin-phases2
 rm -rf "$O"; mkdir -p "$O"; cd "$O"
-cat > burnin.toml <<'TOML'
-plan = "plan.toml"
-[defaults]
-interval = "1s"
-[[node]]
-host = "h200"
-mode = "local"
-gpus = 1
-TOML
-$B init -c init-test.toml > /dev/null 2>&1; rm -f init-test.toml
+local_site "$B"
 sed -e 's|gemm.py --seconds 20|gemm.py --seconds 10|' \
     -e 's|train_synthetic.py --steps 100$|train_synthetic.py --steps 150|' \
     -e 's|train_synthetic.py --steps 300$|train_synthetic.py --steps 300|' plan.toml > p && mv p plan.toml

@@ -4,16 +4,11 @@
 # (train_synthetic.py --numa off / gpu), telemetry on. Results in $OUT/results.tgz.
 set -u
 B=$PWD/device-bin/burnin
+. "$PWD/scripts/device-lib.sh"
 O=/tmp/burnin-t8
 rm -rf "$O"; mkdir -p "$O/shards"; cd "$O"
-python3 - <<'PY'
-import numpy as np
-rng = np.random.default_rng(1)
-for i in range(48):
-    rng.integers(0, 32000, size=4 << 20, dtype=np.uint16).tofile(f"shards/shard-{i:03d}.bin")
-PY
-printf 'plan = "plan.toml"\n[[node]]\nhost = "h200"\nmode = "local"\ngpus = 1\n' > burnin.toml
-$B init -c init-test.toml > /dev/null 2>&1; rm -f init-test.toml
+make_shards
+local_site "$B"
 sed -e "s|--steps 300 --pin-loader|--steps 100000 --seconds 40 --pin-loader|" \
     -e "s|^data = \"\"|data = \"$O/shards\"|" plan.toml > p && mv p plan.toml
 lscpu | grep -i numa > numa.txt 2>&1

@@ -136,6 +136,25 @@ fn figure(doc: &serde_json::Value, id: &str, name: &str, subject: &str) -> Optio
         .as_f64()
 }
 
+/// Start `burnin run`, kill it outright once node01's log of `phase` shows `marker`, and
+/// return its run directory (the phase goes on running on the node).
+fn kill_console_mid_phase(site: &Site, phase: &str, marker: &str) -> PathBuf {
+    let mut first = site.spawn(&["run", "--json", "--no-telemetry"]);
+    wait_for(marker, Duration::from_secs(30), || {
+        site.phase_dir(phase, "node01")
+            .and_then(|d| std::fs::read_to_string(d.join("log")).ok())
+            .is_some_and(|l| l.contains(&format!("{marker}\n")))
+    });
+    first.kill().expect("kill the console");
+    let _ = first.wait();
+    std::fs::read_dir(&site.runs)
+        .expect("runs")
+        .flatten()
+        .next()
+        .expect("a run")
+        .path()
+}
+
 fn wait_for(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
     let t = Instant::now();
     while !done() {
@@ -574,20 +593,7 @@ command = "echo after"
     let Some(site) = Site::new(1, 1, plan) else {
         return;
     };
-    let mut first = site.spawn(&["run", "--json", "--no-telemetry"]);
-    wait_for("line 20", Duration::from_secs(30), || {
-        site.phase_dir("T5", "node01")
-            .and_then(|d| std::fs::read_to_string(d.join("log")).ok())
-            .is_some_and(|l| l.contains("line 20\n"))
-    });
-    first.kill().expect("kill the console");
-    let _ = first.wait();
-    let run_dir = std::fs::read_dir(&site.runs)
-        .expect("runs")
-        .flatten()
-        .next()
-        .expect("a run")
-        .path();
+    let run_dir = kill_console_mid_phase(&site, "T5", "line 20");
     let (code, doc, stderr) = finish(site.spawn(&[
         "run",
         "--json",
@@ -653,20 +659,7 @@ command = "i=0; while [ $i -lt 60 ]; do echo \"line $i\"; i=$((i+1)); sleep 0.05
     let Some(site) = Site::new(1, 2, plan_text) else {
         return;
     };
-    let mut first = site.spawn(&["run", "--json", "--no-telemetry"]);
-    wait_for("line 15", Duration::from_secs(30), || {
-        site.phase_dir("T5", "node01")
-            .and_then(|d| std::fs::read_to_string(d.join("log")).ok())
-            .is_some_and(|l| l.contains("line 15\n"))
-    });
-    first.kill().expect("kill the console");
-    let _ = first.wait();
-    let run_dir = std::fs::read_dir(&site.runs)
-        .expect("runs")
-        .flatten()
-        .next()
-        .expect("a run")
-        .path();
+    let run_dir = kill_console_mid_phase(&site, "T5", "line 15");
 
     let text = format!(
         "[defaults]\nmode = \"agent\"\ninterval = \"200ms\"\nconnect_timeout = \"5s\"\nagent_path = \"{BIN}\"\n\

@@ -477,6 +477,50 @@ impl NodeJob {
     }
 }
 
+/// What every node job of one phase shares.
+struct JobSetup<'a> {
+    ctx: &'a RunContext,
+    spec: &'a Arc<PhaseSpec>,
+    hostfile: &'a str,
+    events: &'a mpsc::Sender<PhaseEvent>,
+    recorded: Option<&'a BTreeMap<String, usize>>,
+}
+
+/// The job that runs `template` on `node` (its name is also its directory on the node).
+fn job_for(
+    setup: &JobSetup<'_>,
+    node: RunnerNode,
+    template: &str,
+    peer: &str,
+    parser: crate::parsers::ParserKind,
+    abort: watch::Receiver<bool>,
+) -> Result<NodeJob, String> {
+    let ctx = setup.ctx;
+    let name = node.spec.name.clone();
+    let dir = PhaseDir::new(
+        &ctx.plan.remote_dir,
+        &ctx.run_id,
+        &ctx.phase_component(&setup.spec.id),
+        &name,
+    )
+    .ok_or_else(|| format!("node name {name:?} cannot be a directory name on the node"))?;
+    let command = render(template, &template_values(ctx, &node, &dir, peer))
+        .map_err(|e| format!("command template: {e}"))?;
+    Ok(NodeJob {
+        phase: Arc::clone(setup.spec),
+        node,
+        dir,
+        command,
+        hostfile: setup.hostfile.to_string(),
+        grace_s: ctx.plan.grace.as_secs(),
+        events: setup.events.clone(),
+        abort,
+        reattach: setup.recorded.map(|r| r.get(&name).copied().unwrap_or(0)),
+        lines_seen: 0,
+        parser,
+    })
+}
+
 /// The values every template may use, for `node` in this run.
 fn template_values(
     ctx: &RunContext,
@@ -643,6 +687,13 @@ async fn drive_phase(
             .map(|p| p.spec.target.clone())
             .unwrap_or_default()
     };
+    let setup = JobSetup {
+        ctx,
+        spec: &spec,
+        hostfile: &hostfile,
+        events: &events,
+        recorded: recorded.as_ref(),
+    };
     // Pairs: servers first, on every node, stopped when the clients are done.
     let (servers_stop, servers_abort) = watch::channel(false);
     let mut servers = tokio::task::JoinSet::new();
@@ -651,47 +702,19 @@ async fn drive_phase(
         for (i, node) in targets.iter().enumerate() {
             let mut server_node = node.clone();
             server_node.spec.name = format!("{}-server", node.spec.name);
-            let name = server_node.spec.name.clone();
-            let Some(dir) = PhaseDir::new(
-                &ctx.plan.remote_dir,
-                &ctx.run_id,
-                &ctx.phase_component(&spec.id),
-                &name,
-            ) else {
-                return finish(
-                    Verdict::Fail,
-                    format!("node name {name:?} cannot be a directory name on the node"),
-                    Vec::new(),
-                )
-                .await;
-            };
             // The server's peer is the client that will reach it: the node before it.
-            let peer = peer_of(i, n - 1);
-            let command = match render(
+            let job = match job_for(
+                &setup,
+                server_node,
                 &spec.server,
-                &template_values(ctx, &server_node, &dir, &peer),
+                &peer_of(i, n - 1),
+                crate::parsers::ParserKind::None,
+                servers_abort.clone(),
             ) {
-                Ok(c) => c,
-                Err(e) => {
-                    return finish(Verdict::Fail, format!("server template: {e}"), Vec::new())
-                        .await;
-                }
+                Ok(j) => j,
+                Err(why) => return finish(Verdict::Fail, why, Vec::new()).await,
             };
-            let job = NodeJob {
-                phase: Arc::clone(&spec),
-                node: server_node,
-                dir,
-                command,
-                hostfile: String::new(),
-                grace_s: ctx.plan.grace.as_secs(),
-                events: events.clone(),
-                abort: servers_abort.clone(),
-                reattach: recorded
-                    .as_ref()
-                    .map(|r| r.get(&name).copied().unwrap_or(0)),
-                lines_seen: 0,
-                parser: crate::parsers::ParserKind::None,
-            };
+            let name = job.node.spec.name.clone();
             servers.spawn(async move { (name, job.run().await) });
         }
         // Let the servers listen before the clients call.
@@ -700,43 +723,19 @@ async fn drive_phase(
     let mut jobs = tokio::task::JoinSet::new();
     let mut order = Vec::new();
     for (i, node) in targets.into_iter().enumerate() {
-        let name = node.spec.name.clone();
-        let Some(dir) = PhaseDir::new(
-            &ctx.plan.remote_dir,
-            &ctx.run_id,
-            &ctx.phase_component(&spec.id),
-            &name,
-        ) else {
-            return finish(
-                Verdict::Fail,
-                format!("node name {name:?} cannot be a directory name on the node"),
-                Vec::new(),
-            )
-            .await;
-        };
-        let peer = peer_of(i, 1);
-        let command = match render(&spec.command, &template_values(ctx, &node, &dir, &peer)) {
-            Ok(c) => c,
-            Err(e) => {
-                return finish(Verdict::Fail, format!("command template: {e}"), Vec::new()).await;
-            }
-        };
-        order.push(name.clone());
-        let job = NodeJob {
-            phase: Arc::clone(&spec),
+        let job = match job_for(
+            &setup,
             node,
-            dir,
-            command,
-            hostfile: hostfile.clone(),
-            grace_s: ctx.plan.grace.as_secs(),
-            events: events.clone(),
-            abort: abort.clone(),
-            reattach: recorded
-                .as_ref()
-                .map(|r| r.get(&name).copied().unwrap_or(0)),
-            lines_seen: 0,
-            parser: spec.parser,
+            &spec.command,
+            &peer_of(i, 1),
+            spec.parser,
+            abort.clone(),
+        ) {
+            Ok(j) => j,
+            Err(why) => return finish(Verdict::Fail, why, Vec::new()).await,
         };
+        let name = job.node.spec.name.clone();
+        order.push(name.clone());
         jobs.spawn(async move { (name, job.run().await) });
     }
     // An abort reaches the servers too.
