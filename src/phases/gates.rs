@@ -491,7 +491,9 @@ pub fn judge(
             },
             Gate::LossFalling | Gate::LossFinite => {
                 let falling = matches!(gate, Gate::LossFalling);
-                let mut by_node: BTreeMap<String, Vec<(u64, f64)>> = BTreeMap::new();
+                // Per job: a node's series starts a new job where its step count starts over
+                // (the same workload run twice, e.g. on one GPU and then on all).
+                let mut jobs: BTreeMap<String, Vec<Vec<(u64, f64)>>> = BTreeMap::new();
                 for m in metrics {
                     if let PhaseMetric::Step {
                         node,
@@ -511,13 +513,30 @@ pub fn judge(
                         if let Some(v) = variant {
                             key = format!("{key} {v}");
                         }
-                        by_node.entry(key).or_default().push((*step, *loss));
+                        let runs = jobs.entry(key).or_default();
+                        match runs.last_mut() {
+                            Some(run) if run.last().is_some_and(|(last, _)| step > last) => {
+                                run.push((*step, *loss))
+                            }
+                            _ => runs.push(vec![(*step, *loss)]),
+                        }
                     }
                 }
-                if by_node.is_empty() {
+                if jobs.is_empty() {
                     findings.push((Level::Fail, "no loss in the output".into()));
                 }
-                for (node, mut s) in by_node {
+                let labelled = jobs.into_iter().flat_map(|(key, runs)| {
+                    let several = runs.len() > 1;
+                    runs.into_iter().enumerate().map(move |(i, run)| {
+                        let label = if several {
+                            format!("{key} job {}", i + 1)
+                        } else {
+                            key.clone()
+                        };
+                        (label, run)
+                    })
+                });
+                for (node, mut s) in labelled {
                     s.sort_by_key(|x| x.0);
                     if let Some((step, l)) = s.iter().find(|x| !x.1.is_finite()) {
                         findings.push((Level::Fail, format!("{node}: loss {l} at step {step}")));
@@ -875,6 +894,28 @@ mod tests {
         let one: Vec<PhaseMetric> = (0..20).map(|i| step("n1", 1, i, 1000.0)).collect();
         let (_, why) = judge(t5, &one, &observed(&["n1"]), None);
         assert!(why.contains("scaling not judged"), "{why}");
+    }
+
+    #[test]
+    fn a_job_run_twice_is_judged_per_run() {
+        let t5 = default_plan().find("T5").unwrap();
+        let step = |i: u64, loss: f64| PhaseMetric::Step {
+            node: Some("n1".into()),
+            step: i,
+            step_time_ms: 100.0,
+            data_wait_ms: Some(1.0),
+            tokens_per_sec: Some(1000.0),
+            loss: Some(loss),
+            world: Some(1),
+            variant: None,
+        };
+        // Both runs fall on their own; merged by step number they would not.
+        let mut m: Vec<PhaseMetric> = (0..10).map(|i| step(i, 9.0 - i as f64 * 0.5)).collect();
+        m.extend((0..20).map(|i| step(i, 9.5 - i as f64 * 0.1)));
+        let (_, why) = judge(t5, &m, &observed(&["n1"]), None);
+        assert!(why.contains("n1 (1 GPU) job 1 loss 9.00 -> 4.50"), "{why}");
+        assert!(why.contains("n1 (1 GPU) job 2 loss 9.45 -> 7.65"), "{why}");
+        assert!(!why.contains("not falling"), "{why}");
     }
 
     #[test]
