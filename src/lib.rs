@@ -15,7 +15,8 @@
 //!   `history` (bounded ring buffers with gaps).
 //! - [`phases`]: the plan (TOML), the runner on the nodes (remote scripts, re-attach, stop),
 //!   gates, the run session, and the console's phase driver.
-//! - [`parsers`]: nccl-tests, perftest, nvbandwidth, T1 sanity, workload JSON, trainer logs.
+//! - [`parsers`]: nccl-tests, perftest, nvbandwidth, T1 sanity, workload JSON, trainer logs,
+//!   Prometheus text.
 //! - [`record`]: the run directory (events, logs, summary).
 //! - [`headless`]: `burnin run` and `burnin baseline save`.
 //! - [`workloads`]: the PyTorch workloads shipped inside the binary.

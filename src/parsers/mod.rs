@@ -5,6 +5,7 @@
 pub mod nccl_tests;
 pub mod nvbandwidth;
 pub mod perftest;
+pub mod prometheus;
 pub mod sanity;
 pub mod trainlog;
 pub mod workload;
