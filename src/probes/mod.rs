@@ -1,4 +1,4 @@
-//! Storage probes. The S3 probe itself is a later issue; this module owns the event it (and the
+//! Storage probes. The S3 probe itself is issue 5 (not built yet); this module owns the event it (and the
 //! simulator) sends to the loop.
 
 use serde::{Deserialize, Serialize};

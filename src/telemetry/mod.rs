@@ -1,6 +1,7 @@
-//! Telemetry sources and the one interface they share. Every source (the simulator today; the
-//! agent over SSH, nvidia-smi over SSH and local NVML in later issues) is a task that owns its
-//! connections and sends owned [`SourceEvent`]s to the loop. Phase commands travel the other way.
+//! Telemetry sources and the one interface they share. Every source (the simulator; the fleet of
+//! nodes: the agent over SSH, nvidia-smi over SSH, local NVML) is a task that owns its
+//! connections and sends owned [`SourceEvent`]s to the loop. Phase commands travel the other
+//! way: the simulator plays them, the fleet hands them to its phase driver.
 
 pub mod fabric;
 pub mod fleet;
