@@ -1,5 +1,5 @@
-//! Storage probes. The S3 probe itself is issue 5 (not built yet); this module owns the event it (and the
-//! simulator) sends to the loop.
+//! Storage probes. The S3 probe itself is issue 5 (not built yet); this module owns the event
+//! it (and the simulator) sends to the loop.
 
 use serde::{Deserialize, Serialize};
 
