@@ -682,6 +682,7 @@ impl ClusterStore {
     }
 
     fn ingest_phase(&mut self, ev: PhaseEvent) {
+        let is_note = matches!(ev, PhaseEvent::Note { .. });
         let Some(view) = self.phases.iter_mut().find(|p| p.spec.id == ev.phase()) else {
             return;
         };
@@ -697,11 +698,14 @@ impl ClusterStore {
                     view.log.push_back(String::from("── restarted ──"));
                 }
             }
-            PhaseEvent::Line { text, node, .. } => {
-                // Several nodes run a phase at once: say whose line it is.
-                let text = match node {
-                    Some(n) => format!("{n}| {text}"),
-                    None => text,
+            PhaseEvent::Line { text, node, .. } | PhaseEvent::Note { text, node, .. } => {
+                // Several nodes run a phase at once: say whose line it is, and which lines are
+                // burnin's own.
+                let text = match (node, is_note) {
+                    (Some(n), false) => format!("{n}| {text}"),
+                    (Some(n), true) => format!("{n}| burnin: {text}"),
+                    (None, false) => text,
+                    (None, true) => format!("burnin: {text}"),
                 };
                 if view.log.len() == LOG_LINES_PER_PHASE {
                     view.log.pop_front();

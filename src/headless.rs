@@ -68,11 +68,6 @@ pub fn default_baseline_path(config: &Path) -> PathBuf {
         .join("burnin-baseline.json")
 }
 
-/// Read a baseline file.
-pub fn read_baseline(path: &Path) -> Result<Baseline> {
-    crate::phases::session::read_baseline(path).map_err(|e| eyre!("{e}"))
-}
-
 /// The baseline a run uses: `--baseline FILE`, else the default file when it exists.
 pub fn baseline_for(
     config: &Path,
@@ -80,7 +75,9 @@ pub fn baseline_for(
 ) -> Result<(Option<PathBuf>, Option<Arc<Baseline>>)> {
     let path = given.or_else(|| Some(default_baseline_path(config)).filter(|p| p.exists()));
     let baseline = match &path {
-        Some(p) => Some(Arc::new(read_baseline(p)?)),
+        Some(p) => Some(Arc::new(
+            crate::phases::session::read_baseline(p).map_err(|e| eyre!("baseline: {e}"))?,
+        )),
         None => None,
     };
     Ok((path, baseline))
@@ -311,9 +308,16 @@ pub async fn run(args: RunArgs) -> Result<i32> {
                 match &ev {
                     PhaseEvent::Started { at_ms, .. } => started = Some(*at_ms),
                     PhaseEvent::Line { node, text, .. } => {
-                        if args.verbose || text.starts_with("burnin: ") {
+                        if args.verbose {
                             eprintln!("{:<4} {}| {text}", spec.id, node.as_deref().unwrap_or("-"));
                         }
+                    }
+                    PhaseEvent::Note { node, text, .. } => {
+                        eprintln!(
+                            "{:<4} {}| burnin: {text}",
+                            spec.id,
+                            node.as_deref().unwrap_or("-")
+                        );
                     }
                     PhaseEvent::Finished {
                         verdict, reason, ..
@@ -329,11 +333,8 @@ pub async fn run(args: RunArgs) -> Result<i32> {
             let outcome = task.await.map_err(|e| eyre!("phase task: {e}"))?;
             (outcome, started)
         };
-        if let Some(t) = &ctx.telemetry {
-            session.set_hellos(&t.hellos());
-        }
         session
-            .phase_done(spec, started, &outcome)
+            .phase_done(spec, started, &outcome, ctx.telemetry.as_deref())
             .map_err(|e| eyre!("{e}"))?;
     }
     let was_interrupted = interrupted.load(Ordering::SeqCst);

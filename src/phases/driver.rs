@@ -34,6 +34,18 @@ pub struct PhaseDriver {
 /// only ever clear its own entry, never the next phase's).
 type Running = (String, watch::Sender<bool>, u64);
 
+/// Do `f` with the session's record, if one is open (the lock is not held across an await).
+fn record(
+    session: &Mutex<Option<RunSession>>,
+    f: impl FnOnce(&mut RunSession) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut guard = match session.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    };
+    guard.as_mut().map_or(Ok(()), f)
+}
+
 /// Clear `running` if it still belongs to start number `generation`.
 fn release(running: &Mutex<Option<Running>>, generation: u64) {
     if let Ok(mut r) = running.lock()
@@ -163,6 +175,8 @@ impl PhaseDriver {
                     }
                 })
             };
+            // A record that cannot be written is said once on the console; the phase goes on.
+            let mut record_failed = false;
             let mut started = None;
             while let Some(ev) = rx.recv().await {
                 match &ev {
@@ -171,25 +185,29 @@ impl PhaseDriver {
                     PhaseEvent::Finished { .. } => release(&running, generation),
                     _ => {}
                 }
-                if let Ok(mut s) = session.lock()
-                    && let Some(s) = s.as_mut()
-                    && let Err(e) = s.event(&ev)
+                let written = record(&session, |s| s.event(&ev));
+                if let Err(e) = written
+                    && !std::mem::replace(&mut record_failed, true)
                 {
                     tracing::warn!("run record: {e}");
+                    let text =
+                        format!("run record: {e} (the phase goes on; the record is not whole)");
+                    let _ = events.send(SourceEvent::Notice { text }).await;
                 }
                 if events.send(SourceEvent::Phase(ev)).await.is_err() {
                     break;
                 }
             }
-            if let Ok(outcome) = task.await
-                && let Ok(mut s) = session.lock()
-                && let Some(s) = s.as_mut()
-            {
-                if let Some(t) = &telemetry {
-                    s.set_hellos(&t.hellos());
+            if let Ok(outcome) = task.await {
+                let done = record(&session, |s| {
+                    s.phase_done(&spec, started, &outcome, telemetry.as_deref())?;
+                    s.finish(false).map(|_| ())
+                });
+                if let Err(e) = done {
+                    tracing::warn!("run record: {e}");
+                    let text = format!("run record: {e}");
+                    let _ = events.send(SourceEvent::Notice { text }).await;
                 }
-                let _ = s.phase_done(&spec, started, &outcome);
-                let _ = s.finish(false);
             }
             release(&running, generation);
         });

@@ -195,6 +195,19 @@ pub enum PhaseEvent {
         /// The text, without its newline.
         text: String,
     },
+    /// What the runner itself says about a node's run of the phase (launched, lost the
+    /// stream, re-attached, stopped) — kept apart from the tool's own output lines.
+    Note {
+        /// Which phase.
+        phase: PhaseId,
+        /// When.
+        at_ms: UnixMillis,
+        /// The node it is about.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        node: Option<String>,
+        /// What happened.
+        text: String,
+    },
     /// A parsed figure.
     Metric {
         /// Which phase.
@@ -223,6 +236,7 @@ impl PhaseEvent {
         match self {
             PhaseEvent::Started { phase, .. }
             | PhaseEvent::Line { phase, .. }
+            | PhaseEvent::Note { phase, .. }
             | PhaseEvent::Metric { phase, .. }
             | PhaseEvent::Finished { phase, .. } => phase,
         }

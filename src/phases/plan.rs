@@ -200,7 +200,7 @@ struct PlanFile {
     #[serde(default)]
     settings: SettingsFile,
     #[serde(default)]
-    vars: BTreeMap<String, String>,
+    vars: BTreeMap<String, toml::Spanned<String>>,
     #[serde(default)]
     phase: Vec<toml::Spanned<PhaseFile>>,
 }
@@ -332,6 +332,20 @@ impl Plan {
             toml::from_str(text).map_err(|e| ConfigError::from_toml(file, text, &e))?;
         let at =
             |span: std::ops::Range<usize>, m: String| ConfigError::at(file, text, Some(span), m);
+        // A var may use the built-in placeholders (a container mount of {workloads}), not
+        // other vars: the runner fills vars in once, with the built-ins only.
+        for (key, value) in &shape.vars {
+            let names = placeholders(value.get_ref()).map_err(|m| at(value.span(), m))?;
+            if let Some(name) = names
+                .iter()
+                .find(|n| !BUILTIN_PLACEHOLDERS.contains(&n.as_str()))
+            {
+                return Err(at(
+                    value.span(),
+                    format!("[vars] {key}: {{{name}}} is not a built-in placeholder"),
+                ));
+            }
+        }
         let mut phases: Vec<Arc<PhaseSpec>> = Vec::new();
         let mut ids = BTreeSet::new();
         for entry in &shape.phase {
@@ -454,7 +468,11 @@ impl Plan {
         Ok(Plan {
             file: file.to_string(),
             phases,
-            vars: shape.vars,
+            vars: shape
+                .vars
+                .into_iter()
+                .map(|(k, v)| (k, v.into_inner()))
+                .collect(),
             remote_dir: shape
                 .settings
                 .remote_dir
@@ -582,6 +600,14 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.line, Some(9), "{e}");
+        let e = Plan::parse(
+            "p.toml",
+            &format!("{base}command = \"x\"\n")
+                .replace("prefix = \"\"", "prefix = \"run {prefix}\""),
+        )
+        .unwrap_err();
+        assert_eq!(e.line, Some(2), "{e}");
+        assert!(e.message.contains("[vars] prefix: {prefix}"), "{e}");
         let e = Plan::parse("p.toml", &base.replace("each-node", "everywhere")).unwrap_err();
         assert_eq!(e.line, Some(6), "{e}");
         let e = Plan::parse(

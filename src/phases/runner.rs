@@ -167,11 +167,11 @@ impl NodeJob {
     async fn say(&self, text: String) {
         let _ = self
             .events
-            .send(PhaseEvent::Line {
+            .send(PhaseEvent::Note {
                 phase: self.phase.id.clone(),
                 at_ms: now_ms(),
                 node: Some(self.node.spec.name.clone()),
-                text: format!("burnin: {text}"),
+                text,
             })
             .await;
     }
@@ -407,11 +407,11 @@ impl NodeJob {
                 match run_script(t.as_ref(), &cmd).await {
                     Ok((_, out, _)) => {
                         let _ = events
-                            .send(PhaseEvent::Line {
+                            .send(PhaseEvent::Note {
                                 phase: phase.clone(),
                                 at_ms: now_ms(),
                                 node: Some(node.clone()),
-                                text: format!("burnin: stop: {}", out.trim()),
+                                text: format!("stop: {}", out.trim()),
                             })
                             .await;
                         return;

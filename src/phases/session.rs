@@ -131,14 +131,19 @@ impl RunSession {
         (!blocked.is_empty()).then(|| format!("needs {}", blocked.join(", ")))
     }
 
-    /// A phase ended (or was skipped): add it to the summary and rewrite `summary.json`. A
-    /// phase run again replaces its earlier result.
+    /// A phase ended (or was skipped): add it to the summary, with what the telemetry (if
+    /// watched) says of each node's hardware, and rewrite `summary.json`. A phase run again
+    /// replaces its earlier result.
     pub fn phase_done(
         &mut self,
         spec: &PhaseSpec,
         started_ms: Option<u64>,
         outcome: &PhaseOutcome,
+        telemetry: Option<&super::telemetry_log::TelemetryLog>,
     ) -> Result<(), String> {
+        if let Some(t) = telemetry {
+            self.set_hellos(&t.hellos());
+        }
         self.verdicts.insert(spec.id.clone(), outcome.verdict);
         self.summary.phases.retain(|p| p.id != spec.id);
         self.summary.phases.push(RecordPhase {
@@ -158,7 +163,7 @@ impl RunSession {
     }
 
     /// Keep what each node said of itself (hardware and topology) in the summary.
-    pub fn set_hellos(&mut self, hellos: &BTreeMap<String, crate::model::NodeHello>) {
+    fn set_hellos(&mut self, hellos: &BTreeMap<String, crate::model::NodeHello>) {
         for n in &mut self.summary.nodes {
             if let Some(h) = hellos.get(&n.name) {
                 n.hello = Some(h.clone());

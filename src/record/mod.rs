@@ -1,6 +1,8 @@
 //! The run record: one directory per run, written as the run goes; every event is flushed, so a
-//! crash loses at most a torn last line (which `RunRecord::open` cuts off). `events.jsonl` holds every phase event (started, lines, metrics, verdicts) in
-//! order, append-only; `logs/<phase>/<node>.log` holds each node's raw output; `summary.json`
+//! crash loses at most a torn last line (which `RunRecord::open` cuts off). `events.jsonl`
+//! holds every phase event (started, lines, the runner's notes, metrics, verdicts) in order,
+//! append-only; `logs/<phase>/<node>.log` holds each node's raw output and nothing else;
+//! `summary.json`
 //! (rewritten atomically after every phase) holds the verdicts and figures a report needs.
 //! Reports and baselines are made from these files, never from live state.
 
@@ -225,7 +227,7 @@ pub struct RecordState {
     pub finished: std::collections::BTreeSet<String>,
     /// Phases started and not finished, in the order they started.
     pub unfinished: Vec<String>,
-    /// Output lines recorded per (phase, node), the runner's own `burnin: ` lines left out.
+    /// Output lines recorded per (phase, node) (the runner's own notes are not output).
     pub lines: BTreeMap<(String, String), usize>,
     /// When each phase last started.
     pub started_ms: BTreeMap<String, u64>,
@@ -257,9 +259,8 @@ pub fn read_state(run_dir: &Path) -> Result<RecordState, String> {
             PhaseEvent::Line {
                 phase,
                 node: Some(node),
-                text,
                 ..
-            } if !text.starts_with("burnin: ") => {
+            } => {
                 *st.lines.entry((phase, node)).or_default() += 1;
             }
             _ => {}
