@@ -136,6 +136,90 @@ fn figure(doc: &serde_json::Value, id: &str, name: &str, subject: &str) -> Optio
         .as_f64()
 }
 
+/// The console's path without a terminal: a fleet source over the site's node (telemetry from
+/// a simulated agent with `gpus` GPUs) with a phase driver, and a store fed from it.
+struct Console {
+    store: burnin::cluster::ClusterStore,
+    rx: tokio::sync::mpsc::Receiver<burnin::telemetry::SourceEvent>,
+    commands: tokio::sync::mpsc::UnboundedSender<burnin::phases::PhaseCommand>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Console {
+    /// Start it (taking over `resume` when given).
+    fn start(site: &Site, gpus: u32, resume: Option<&Path>) -> Console {
+        use burnin::telemetry::Source;
+        use std::sync::Arc;
+        let text = format!(
+            "[defaults]\nmode = \"agent\"\ninterval = \"200ms\"\nconnect_timeout = \"5s\"\nagent_path = \"{BIN}\"\n\
+             agent_args = [\"--sim\", \"--gpus\", \"{gpus}\"]\ngpus = {gpus}\n[[node]]\nhost = \"node01\"\n"
+        );
+        let inventory = burnin::inventory::Inventory::parse("test.toml", &text).expect("inventory");
+        let plan = Arc::new(
+            burnin::phases::plan::Plan::parse(
+                "plan.toml",
+                &std::fs::read_to_string(site.cluster.dir.join("plan.toml")).expect("plan"),
+            )
+            .expect("plan parses"),
+        );
+        let ssh = burnin::transport::ssh::SshSettings {
+            config_file: Some(site.cluster.ssh_config.clone()),
+            control_dir: None,
+            connect_timeout: Duration::from_secs(5),
+        };
+        let mut driver = burnin::phases::driver::PhaseDriver::new(
+            burnin::phases::runner::RunContext {
+                run_id: String::new(),
+                attempt: 1,
+                plan: Arc::clone(&plan),
+                nodes: burnin::headless::runner_nodes(&inventory, &ssh),
+                baseline: None,
+                telemetry: Some(Arc::new(burnin::phases::telemetry_log::TelemetryLog::new(
+                    200,
+                ))),
+            },
+            inventory.clone(),
+            site.runs.clone(),
+            None,
+        );
+        if let Some(dir) = resume {
+            driver.resume(dir).expect("resume");
+        }
+        let source = Box::new(
+            burnin::telemetry::fleet::FleetSource::new(inventory, ssh, PathBuf::from(BIN))
+                .with_phases(driver),
+        );
+        let (tx, rx) = tokio::sync::mpsc::channel(8192);
+        let (commands, cmd_rx) = tokio::sync::mpsc::unbounded_channel();
+        let task = tokio::spawn(source.run(tx, cmd_rx));
+        let mut store = burnin::cluster::ClusterStore::with_period(200);
+        store.set_plan(&plan);
+        Console {
+            store,
+            rx,
+            commands,
+            task,
+        }
+    }
+
+    /// Feed events into the store until `done` holds (40 s at most).
+    async fn until(&mut self, what: &str, done: &dyn Fn(&burnin::cluster::ClusterStore) -> bool) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
+        while !done(&self.store) {
+            match tokio::time::timeout_at(deadline, self.rx.recv()).await {
+                Ok(Some(ev)) => self.store.ingest(ev),
+                _ => panic!("timed out waiting for {what}"),
+            }
+        }
+    }
+}
+
+impl Drop for Console {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
 /// Start `burnin run`, kill it outright once node01's log of `phase` shows `marker`, and
 /// return its run directory (the phase goes on running on the node).
 fn kill_console_mid_phase(site: &Site, phase: &str, marker: &str) -> PathBuf {
@@ -248,7 +332,7 @@ command = "printf '%s|' 'a b' \"it's\" '$(touch PWNED)' ';' 'x;y' && echo"
             .join("tests/fixtures/nccl-tests/h100-2node-16rank-allreduce.txt"),
     )
     .expect("fixture");
-    let tool_lines: Vec<&str> = log.lines().filter(|l| !l.starts_with("burnin: ")).collect();
+    let tool_lines: Vec<&str> = log.lines().collect();
     let want: Vec<&str> = capture.lines().skip(1).collect();
     assert_eq!(tool_lines, want);
     // Quotes, $(…) and ; in the command reached the program as written; nothing ran.
@@ -352,7 +436,7 @@ command = "i=0; while [ $i -lt 80 ]; do echo \"line $i\"; i=$((i+1)); sleep 0.05
     assert!(stderr.contains("re-attaching at byte"), "{stderr}");
     let run_dir = PathBuf::from(doc["run_dir"].as_str().expect("run_dir"));
     let log = std::fs::read_to_string(run_dir.join("logs/T5/node01.log")).expect("log");
-    let lines: Vec<&str> = log.lines().filter(|l| !l.starts_with("burnin: ")).collect();
+    let lines: Vec<&str> = log.lines().collect();
     let want: Vec<String> = (0..80).map(|i| format!("line {i}")).collect();
     assert_eq!(lines, want);
 }
@@ -362,15 +446,7 @@ command = "i=0; while [ $i -lt 80 ]; do echo \"line $i\"; i=$((i+1)); sleep 0.05
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_starts_and_aborts_phases_on_real_nodes() {
     use burnin::cluster::{ClusterStore, PhaseState};
-    use burnin::inventory::Inventory;
-    use burnin::phases::driver::PhaseDriver;
-    use burnin::phases::plan::Plan;
-    use burnin::phases::runner::RunContext;
     use burnin::phases::{PhaseCommand, Verdict};
-    use burnin::telemetry::Source;
-    use burnin::telemetry::fleet::FleetSource;
-    use burnin::transport::ssh::SshSettings;
-    use std::sync::Arc;
 
     let plan_text = r#"
 [[phase]]
@@ -394,65 +470,21 @@ command = "echo started; sleep 300"
         "all_reduce_perf",
         &replay_tool("nccl-tests/h100-2node-16rank-allreduce.txt"),
     );
-    let text = format!(
-        "[defaults]\nmode = \"agent\"\ninterval = \"200ms\"\nconnect_timeout = \"5s\"\nagent_path = \"{BIN}\"\n\
-         agent_args = [\"--sim\", \"--gpus\", \"4\"]\ngpus = 4\n[[node]]\nhost = \"node01\"\n"
-    );
-    let inventory = Inventory::parse("test.toml", &text).expect("inventory");
-    let plan = Arc::new(
-        Plan::parse(
-            "plan.toml",
-            &std::fs::read_to_string(site.cluster.dir.join("plan.toml")).expect("plan"),
-        )
-        .expect("plan parses"),
-    );
-    let ssh = SshSettings {
-        config_file: Some(site.cluster.ssh_config.clone()),
-        control_dir: None,
-        connect_timeout: Duration::from_secs(5),
-    };
-    let driver = PhaseDriver::new(
-        RunContext {
-            run_id: String::new(),
-            attempt: 1,
-            plan: Arc::clone(&plan),
-            nodes: burnin::headless::runner_nodes(&inventory, &ssh),
-            baseline: None,
-            telemetry: Some(Arc::new(burnin::phases::telemetry_log::TelemetryLog::new(
-                200,
-            ))),
-        },
-        inventory.clone(),
-        site.runs.clone(),
-        None,
-    );
-    let source = Box::new(FleetSource::new(inventory, ssh, PathBuf::from(BIN)).with_phases(driver));
-    let (tx, mut rx) = tokio::sync::mpsc::channel(8192);
-    let (cmd, cmd_rx) = tokio::sync::mpsc::unbounded_channel();
-    let task = tokio::spawn(source.run(tx, cmd_rx));
-    let mut store = ClusterStore::with_period(200);
-    store.set_plan(&plan);
-    let mut until =
-        async |store: &mut ClusterStore, what: &str, done: &dyn Fn(&ClusterStore) -> bool| {
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
-            while !done(store) {
-                match tokio::time::timeout_at(deadline, rx.recv()).await {
-                    Ok(Some(ev)) => store.ingest(ev),
-                    _ => panic!("timed out waiting for {what}"),
-                }
-            }
-        };
+    let mut console = Console::start(&site, 4, None);
+    let cmd = console.commands.clone();
     let phase_state = |s: &ClusterStore, id: &str| s.phase(id).map(|p| p.state);
     cmd.send(PhaseCommand::Start("T4".into())).expect("send");
-    until(&mut store, "T4 rows", &|s| {
-        s.phase("T4").is_some_and(|p| !p.busbw.is_empty())
-    })
-    .await;
-    until(&mut store, "T4 to end", &|s| {
-        matches!(phase_state(s, "T4"), Some(PhaseState::Done(_)))
-    })
-    .await;
-    let t4 = store.phase("T4").expect("T4");
+    console
+        .until("T4 rows", &|s| {
+            s.phase("T4").is_some_and(|p| !p.busbw.is_empty())
+        })
+        .await;
+    console
+        .until("T4 to end", &|s| {
+            matches!(phase_state(s, "T4"), Some(PhaseState::Done(_)))
+        })
+        .await;
+    let t4 = console.store.phase("T4").expect("T4");
     assert_eq!(t4.state, PhaseState::Done(Verdict::Pass), "{:?}", t4.reason);
     assert_eq!(t4.busbw.len(), 31);
     assert_eq!(t4.busbw[&8_589_934_592].per_node["node01"], 338.82);
@@ -463,16 +495,18 @@ command = "echo started; sleep 300"
     );
     // `r`: the same phase again, in its own directory on the node.
     cmd.send(PhaseCommand::Start("T4".into())).expect("send");
-    until(&mut store, "T4 to run again", &|s| {
-        matches!(phase_state(s, "T4"), Some(PhaseState::Running))
-    })
-    .await;
-    until(&mut store, "T4 to end again", &|s| {
-        matches!(phase_state(s, "T4"), Some(PhaseState::Done(_)))
-    })
-    .await;
+    console
+        .until("T4 to run again", &|s| {
+            matches!(phase_state(s, "T4"), Some(PhaseState::Running))
+        })
+        .await;
+    console
+        .until("T4 to end again", &|s| {
+            matches!(phase_state(s, "T4"), Some(PhaseState::Done(_)))
+        })
+        .await;
     assert_eq!(
-        phase_state(&store, "T4"),
+        phase_state(&console.store, "T4"),
         Some(PhaseState::Done(Verdict::Pass))
     );
     assert!(
@@ -480,24 +514,27 @@ command = "echo started; sleep 300"
             .is_some_and(|d| d.join("rc").exists())
     );
     // The GPUs stream beside it.
-    until(&mut store, "telemetry", &|s| {
-        s.node("node01").is_some_and(|n| n.gpus.len() == 4)
-    })
-    .await;
+    console
+        .until("telemetry", &|s| {
+            s.node("node01").is_some_and(|n| n.gpus.len() == 4)
+        })
+        .await;
     // A long phase, aborted.
     cmd.send(PhaseCommand::Start("T5".into())).expect("send");
-    until(&mut store, "T5 to print", &|s| {
-        s.phase("T5")
-            .is_some_and(|p| p.log.iter().any(|l| l.ends_with("| started")))
-    })
-    .await;
+    console
+        .until("T5 to print", &|s| {
+            s.phase("T5")
+                .is_some_and(|p| p.log.iter().any(|l| l.ends_with("| started")))
+        })
+        .await;
     cmd.send(PhaseCommand::Abort("T5".into())).expect("send");
-    until(&mut store, "T5 to end", &|s| {
-        matches!(phase_state(s, "T5"), Some(PhaseState::Done(_)))
-    })
-    .await;
+    console
+        .until("T5 to end", &|s| {
+            matches!(phase_state(s, "T5"), Some(PhaseState::Done(_)))
+        })
+        .await;
     assert_eq!(
-        phase_state(&store, "T5"),
+        phase_state(&console.store, "T5"),
         Some(PhaseState::Done(Verdict::Aborted))
     );
     // Both phases are in one run record.
@@ -519,7 +556,6 @@ command = "echo started; sleep 300"
     );
     let summary = read();
     assert_eq!(summary["verdict"], "ABORTED");
-    task.abort();
 }
 
 /// The telemetry beside `burnin run`: an Xid on a node while a phase runs fails the phase's
@@ -616,7 +652,6 @@ command = "echo after"
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .filter(|e| e["event"] == "line" && e["phase"] == "T5")
         .filter_map(|e| e["text"].as_str().map(str::to_string))
-        .filter(|t| !t.starts_with("burnin: "))
         .collect();
     let want: Vec<String> = (0..80).map(|i| format!("line {i}")).collect();
     assert_eq!(lines, want);
@@ -631,16 +666,8 @@ command = "echo after"
 /// console; it shows the recorded verdicts, re-attaches, and the phase ends in the same record.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_takes_over_a_run_whose_console_died() {
-    use burnin::cluster::{ClusterStore, PhaseState};
-    use burnin::inventory::Inventory;
+    use burnin::cluster::PhaseState;
     use burnin::phases::Verdict;
-    use burnin::phases::driver::PhaseDriver;
-    use burnin::phases::plan::Plan;
-    use burnin::phases::runner::RunContext;
-    use burnin::telemetry::Source;
-    use burnin::telemetry::fleet::FleetSource;
-    use burnin::transport::ssh::SshSettings;
-    use std::sync::Arc;
 
     let plan_text = r#"
 [[phase]]
@@ -661,70 +688,26 @@ command = "i=0; while [ $i -lt 60 ]; do echo \"line $i\"; i=$((i+1)); sleep 0.05
     };
     let run_dir = kill_console_mid_phase(&site, "T5", "line 15");
 
-    let text = format!(
-        "[defaults]\nmode = \"agent\"\ninterval = \"200ms\"\nconnect_timeout = \"5s\"\nagent_path = \"{BIN}\"\n\
-         agent_args = [\"--sim\", \"--gpus\", \"2\"]\ngpus = 2\n[[node]]\nhost = \"node01\"\n"
-    );
-    let inventory = Inventory::parse("test.toml", &text).expect("inventory");
-    let plan = Arc::new(
-        Plan::parse(
-            "plan.toml",
-            &std::fs::read_to_string(site.cluster.dir.join("plan.toml")).expect("plan"),
-        )
-        .expect("plan parses"),
-    );
-    let ssh = SshSettings {
-        config_file: Some(site.cluster.ssh_config.clone()),
-        control_dir: None,
-        connect_timeout: Duration::from_secs(5),
-    };
-    let mut driver = PhaseDriver::new(
-        RunContext {
-            run_id: String::new(),
-            attempt: 1,
-            plan: Arc::clone(&plan),
-            nodes: burnin::headless::runner_nodes(&inventory, &ssh),
-            baseline: None,
-            telemetry: Some(Arc::new(burnin::phases::telemetry_log::TelemetryLog::new(
-                200,
-            ))),
-        },
-        inventory.clone(),
-        site.runs.clone(),
-        None,
-    );
-    driver.resume(&run_dir).expect("resume");
-    let source = Box::new(FleetSource::new(inventory, ssh, PathBuf::from(BIN)).with_phases(driver));
-    let (tx, mut rx) = tokio::sync::mpsc::channel(8192);
-    let (_cmd, cmd_rx) = tokio::sync::mpsc::unbounded_channel();
-    let task = tokio::spawn(source.run(tx, cmd_rx));
-    let mut store = ClusterStore::with_period(200);
-    store.set_plan(&plan);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
-    while !matches!(
-        store.phase("T5").map(|p| p.state),
-        Some(PhaseState::Done(_))
-    ) {
-        match tokio::time::timeout_at(deadline, rx.recv()).await {
-            Ok(Some(ev)) => store.ingest(ev),
-            _ => panic!("timed out waiting for T5 to end"),
-        }
-    }
+    let mut console = Console::start(&site, 2, Some(&run_dir));
+    console
+        .until("T5 to end", &|s| {
+            matches!(s.phase("T5").map(|p| p.state), Some(PhaseState::Done(_)))
+        })
+        .await;
     assert_eq!(
-        store.phase("T1").map(|p| p.state),
+        console.store.phase("T1").map(|p| p.state),
         Some(PhaseState::Done(Verdict::Pass)),
         "the recorded verdict is shown"
     );
-    let t5 = store.phase("T5").expect("T5");
+    let t5 = console.store.phase("T5").expect("T5");
     assert_eq!(t5.state, PhaseState::Done(Verdict::Pass), "{:?}", t5.reason);
-    task.abort();
+    drop(console);
     let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events");
     let lines: Vec<String> = events
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .filter(|e| e["event"] == "line" && e["phase"] == "T5")
         .filter_map(|e| e["text"].as_str().map(str::to_string))
-        .filter(|t| !t.starts_with("burnin: "))
         .collect();
     let want: Vec<String> = (0..60).map(|i| format!("line {i}")).collect();
     assert_eq!(lines, want);
