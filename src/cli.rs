@@ -241,9 +241,9 @@ pub enum Command {
     },
     /// Storage probes (AIStor/S3 GET latency, throughput, checkpoint, dataloader wait).
     Probe {
-        /// Probe kind and its arguments.
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
+        /// Which probe.
+        #[command(subcommand)]
+        kind: ProbeKind,
     },
     /// Markdown + self-contained HTML report from a run record.
     Report {
@@ -273,6 +273,105 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
+}
+
+/// `burnin probe …`.
+#[derive(Debug, Subcommand)]
+pub enum ProbeKind {
+    /// An AIStor/S3 endpoint: GET latency and throughput over a concurrency sweep, a
+    /// dataloader's wait per step, checkpoint save/restore. Exit 0: every request succeeded;
+    /// 1: some failed (partial results printed); 2: could not run; 130: interrupted.
+    S3(Box<S3ProbeArgs>),
+}
+
+/// `burnin probe s3` options. Keys: --access-key/--secret-key, else AWS_ACCESS_KEY_ID and
+/// AWS_SECRET_ACCESS_KEY, else a profile of ~/.aws/credentials; they are never printed.
+#[derive(Debug, Clone, Args)]
+pub struct S3ProbeArgs {
+    /// S3 endpoint, e.g. http://aistor.lan:9000 (path-style addressing is used).
+    #[arg(long)]
+    pub endpoint: String,
+    /// Bucket.
+    #[arg(long)]
+    pub bucket: String,
+    /// Key prefix of the objects read (and of those --prepare writes).
+    #[arg(long, default_value = "burnin-probe/")]
+    pub prefix: String,
+    /// get: GET concurrency sweep; loader: dataloader wait per step; checkpoint: save/restore.
+    #[arg(long, value_enum, default_value = "get")]
+    pub mode: crate::probes::s3::Mode,
+    /// Concurrency levels of the sweep (the first one is the parallelism of the other modes).
+    #[arg(long, value_delimiter = ',', default_value = "8,16,32,64")]
+    pub concurrency: Vec<usize>,
+    /// Time per concurrency level (requests in flight at the end finish).
+    #[arg(long, default_value = "30s", value_parser = parse_duration, conflicts_with = "requests")]
+    pub duration: std::time::Duration,
+    /// Requests per concurrency level instead of a time.
+    #[arg(long)]
+    pub requests: Option<u64>,
+    /// Ranged GETs of this size (e.g. 16MiB) instead of whole objects.
+    #[arg(long, value_parser = crate::probes::s3::parse_size)]
+    pub range_size: Option<u64>,
+    /// Write N test objects under the prefix first (parallel multipart uploads).
+    #[arg(long, value_name = "N")]
+    pub prepare: Option<usize>,
+    /// Size of the objects --prepare writes (the site's shard size).
+    #[arg(long, default_value = "256MiB", value_parser = crate::probes::s3::parse_size)]
+    pub object_size: u64,
+    /// Multipart part size.
+    #[arg(long, default_value = "16MiB", value_parser = crate::probes::s3::parse_size)]
+    pub part_size: u64,
+    /// Create the bucket if it is missing (with --prepare or --mode checkpoint).
+    #[arg(long)]
+    pub create_bucket: bool,
+    /// Read at most this many objects of the listing.
+    #[arg(long, default_value_t = 1000)]
+    pub max_objects: usize,
+    /// Loader: compute time per step (what the GPU spends on a batch).
+    #[arg(long, default_value = "100ms", value_parser = parse_duration)]
+    pub step_time: std::time::Duration,
+    /// Loader: steps.
+    #[arg(long, default_value_t = 200)]
+    pub steps: u64,
+    /// Loader: batches each worker may hold ahead (PyTorch's prefetch_factor).
+    #[arg(long, default_value_t = 2)]
+    pub prefetch: usize,
+    /// Loader: read the files of this local directory instead (the local-NVMe baseline).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Checkpoint: size to save and restore.
+    #[arg(long, default_value = "4GiB", value_parser = crate::probes::s3::parse_size)]
+    pub checkpoint_size: u64,
+    /// Checkpoint: keep the object (default: delete it).
+    #[arg(long)]
+    pub keep: bool,
+    /// Access key id.
+    #[arg(long)]
+    pub access_key: Option<String>,
+    /// Secret key (visible in `ps`: prefer AWS_SECRET_ACCESS_KEY or a profile).
+    #[arg(long)]
+    pub secret_key: Option<String>,
+    /// Profile of ~/.aws/credentials (or AWS_SHARED_CREDENTIALS_FILE).
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// Region named in the signature.
+    #[arg(long, default_value = "us-east-1")]
+    pub region: String,
+    /// PEM file of CAs to trust (internal TLS) instead of the system's.
+    #[arg(long)]
+    pub ca_bundle: Option<PathBuf>,
+    /// Connect timeout.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub connect_timeout: std::time::Duration,
+    /// Longest wait for response headers, or between two chunks of a body.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub timeout: std::time::Duration,
+    /// Print the result as one JSON document (schema_version 1) on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress lines on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 /// `burnin baseline …`.

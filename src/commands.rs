@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::app::run::{RunOptions, run_console};
 use crate::app::state::{State, Tone};
-use crate::cli::{BaselineAction, Cli, Command, LookArgs, SimArgs, WorkloadAction};
+use crate::cli::{BaselineAction, Cli, Command, LookArgs, ProbeKind, SimArgs, WorkloadAction};
 use crate::cluster::ClusterStore;
 use crate::inventory::Inventory;
 use crate::model::{GpuSample, NodeLink, UnixMillis};
@@ -99,7 +99,9 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
             })
             .await
         }
-        Some(Command::Probe { .. }) => not_yet("probe", "the S3/AIStor probe is issue 5"),
+        Some(Command::Probe {
+            kind: ProbeKind::S3(args),
+        }) => crate::probes::s3::cli::run(&args).await,
         Some(Command::Report { .. }) => not_yet("report", "reports from run records are issue 7"),
         Some(Command::Replay { .. }) => not_yet("replay", "replaying run records is issue 7"),
         Some(Command::Baseline {

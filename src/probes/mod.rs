@@ -1,5 +1,8 @@
-//! Storage probes. The S3 probe itself is issue 5 (not built yet); this module owns the event
-//! it (and the simulator) sends to the loop.
+//! Storage probes: [`s3`] measures an AIStor/S3 endpoint (GET latency and throughput, a
+//! dataloader's wait, checkpoint save and restore, the server's own metrics); this module owns
+//! the window it (and the simulator) sends to the loop.
+
+pub mod s3;
 
 use serde::{Deserialize, Serialize};
 
@@ -24,4 +27,7 @@ pub struct ProbeWindow {
     pub requests: u64,
     /// GETs that failed in the window (any class).
     pub errors: u64,
+    /// Workers issuing GETs (the sweep's current level), when the probe says.
+    #[serde(default)]
+    pub concurrency: Option<usize>,
 }

@@ -750,6 +750,7 @@ impl SimCluster {
             throughput_bytes_per_sec: throughput,
             requests,
             errors: if spike && r(6) > 0.3 { 2 } else { 0 },
+            concurrency: None,
         }
     }
 

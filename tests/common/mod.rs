@@ -45,4 +45,5 @@ pub fn screen(state: &State) -> Terminal<TestBackend> {
         .expect("draw");
     terminal
 }
+pub mod seaweed;
 pub mod sshd;

