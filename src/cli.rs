@@ -366,6 +366,16 @@ pub struct S3ProbeArgs {
     /// Longest wait for response headers, or between two chunks of a body.
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     pub timeout: std::time::Duration,
+    /// Server-side metrics to scrape around each level: MinIO's v3 API, else v2 (auto).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub metrics: crate::probes::s3::server_metrics::MetricsApi,
+    /// Base URL of the metrics when not the endpoint (e.g. one MinIO node).
+    #[arg(long)]
+    pub metrics_url: Option<String>,
+    /// Bearer token for the scrape (default: a JWT signed with the S3 keys, as
+    /// `mc admin prometheus generate` makes; a public endpoint ignores it).
+    #[arg(long, env = "BURNIN_METRICS_TOKEN", hide_env_values = true)]
+    pub metrics_token: Option<String>,
     /// Print the result as one JSON document (schema_version 1) on stdout.
     #[arg(long)]
     pub json: bool,

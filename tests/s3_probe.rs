@@ -139,6 +139,61 @@ fn probe_against_a_real_s3_server() {
         assert!(l["throughput_gb_per_s"].as_f64().expect("gbps") > 0.0);
     }
 
+    // SeaweedFS is not MinIO: the scrape says so, and the probe's own figures stand.
+    let r = json(&probe(
+        ep,
+        &[
+            "--bucket",
+            "burnin-a",
+            "--concurrency",
+            "1",
+            "--requests",
+            "2",
+            "--json",
+        ],
+        KEYS,
+    ));
+    assert_eq!(r["server_metrics"], Value::Null);
+    let notes = r["server_metrics_notes"].to_string();
+    assert!(notes.contains("no MinIO metrics"), "{notes}");
+
+    // A Prometheus endpoint serving MinIO's own v2 text (captured from play.min.io) with v3
+    // switched off: auto falls back to v2, reads the drives, and signs in with a JWT made
+    // from the S3 keys.
+    let metrics = MetricsEndpoint::start();
+    let o = probe(
+        ep,
+        &[
+            "--bucket",
+            "burnin-a",
+            "--concurrency",
+            "1",
+            "--requests",
+            "2",
+            "--json",
+            "--metrics-url",
+            &metrics.url,
+        ],
+        KEYS,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
+    assert_no_secret(&o);
+    let r = json(&o);
+    assert_eq!(
+        r["server_metrics"],
+        format!("v2 {}/minio/v2/metrics/cluster", metrics.url)
+    );
+    let server = &r["levels"][0]["server"];
+    assert_eq!(server["drives_online"], 4.0, "{server}");
+    assert_eq!(server["drives_offline"], 0.0, "{server}");
+    let auth = metrics.authorization();
+    let jwt = auth.strip_prefix("Bearer ").expect("a bearer token");
+    verify_minio_jwt(jwt);
+    assert!(
+        !text(&o).0.contains(jwt),
+        "the scrape token is a credential too"
+    );
+
     // Ranged GETs read exactly the range.
     let o = probe(
         ep,
@@ -378,6 +433,83 @@ fn probe_against_a_real_s3_server() {
         r["levels"][0]["requests_ok"].as_u64().expect("ok") > 0,
         "{r}"
     );
+}
+
+/// A real HTTP endpoint serving a captured MinIO v2 scrape; v3 paths answer 404.
+struct MetricsEndpoint {
+    url: String,
+    seen_auth: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl MetricsEndpoint {
+    fn start() -> Self {
+        use std::io::{BufRead, BufReader, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let body = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/minio/v2-play-cluster-and-node-drive-lines.prom"
+        ))
+        .expect("fixture");
+        let seen_auth = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = seen_auth.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+                let mut request_line = String::new();
+                if reader.read_line(&mut request_line).is_err() {
+                    continue;
+                }
+                let mut line = String::new();
+                while reader.read_line(&mut line).is_ok() && line.trim() != "" {
+                    if let Some(v) = line
+                        .strip_prefix("authorization: ")
+                        .or_else(|| line.strip_prefix("Authorization: "))
+                    {
+                        seen.lock().expect("lock").push(v.trim().to_string());
+                    }
+                    line.clear();
+                }
+                let path = request_line.split_whitespace().nth(1).unwrap_or("");
+                let (status, text) = if path == "/minio/v2/metrics/cluster" {
+                    ("200 OK", body.as_str())
+                } else {
+                    ("404 Not Found", "not found\n")
+                };
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                    text.len()
+                );
+            }
+        });
+        MetricsEndpoint { url, seen_auth }
+    }
+
+    fn authorization(&self) -> String {
+        self.seen_auth
+            .lock()
+            .expect("lock")
+            .first()
+            .cloned()
+            .expect("an Authorization header")
+    }
+}
+
+fn verify_minio_jwt(jwt: &str) {
+    use base64::Engine as _;
+    use hmac::Mac as _;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let parts: Vec<&str> = jwt.split('.').collect();
+    assert_eq!(parts.len(), 3, "{jwt}");
+    let claims: Value = serde_json::from_slice(&b64.decode(parts[1]).expect("b64")).expect("json");
+    assert_eq!(claims["sub"], ACCESS_KEY);
+    assert_eq!(claims["iss"], "prometheus");
+    let mut mac = hmac::Hmac::<sha2::Sha512>::new_from_slice(SECRET_KEY.as_bytes()).expect("key");
+    mac.update(format!("{}.{}", parts[0], parts[1]).as_bytes());
+    mac.verify_slice(&b64.decode(parts[2]).expect("b64"))
+        .expect("signed with the secret key");
 }
 
 #[test]

@@ -64,6 +64,9 @@ pub fn spec_from_args(a: &S3ProbeArgs) -> Result<ProbeSpec, String> {
         checkpoint_size: a.checkpoint_size,
         keep: a.keep,
         progress_period: std::time::Duration::from_secs(1),
+        metrics: a.metrics,
+        metrics_url: a.metrics_url.clone(),
+        metrics_token: a.metrics_token.clone(),
     })
 }
 

@@ -16,6 +16,7 @@ use tokio::sync::{mpsc, watch};
 use super::errors::{ErrorClass, Failure, Redactor, from_error, from_sdk};
 use super::latency::{LatencyHistogram, LatencySummary};
 use super::objects::{ObjectRef, gb_per_s, splitmix64};
+use super::server_metrics::{ScrapeError, Scraper, ServerDelta, delta};
 use crate::model::UnixMillis;
 use crate::probes::ProbeWindow;
 
@@ -79,6 +80,8 @@ pub struct LevelReport {
     pub total: Option<LatencySummary>,
     /// Cut short by the user.
     pub interrupted: bool,
+    /// What the server's own metrics saw during the level, when scraped.
+    pub server: Option<ServerDelta>,
 }
 
 impl LevelReport {
@@ -121,20 +124,37 @@ impl Tally {
 }
 
 /// Runs every level in order; stops early (marking the level interrupted) when `cancel` turns
-/// true. Progress windows go to `progress` when given.
+/// true. Progress windows go to `progress` when given. With a `scraper`, the server's metrics
+/// are read before and after each level; a failed scrape is said in `scrape_notes`, and the
+/// level keeps its client-side figures.
 pub async fn run_sweep(
     client: &aws_sdk_s3::Client,
     plan: &GetPlan,
     redactor: &Redactor,
     cancel: watch::Receiver<bool>,
     progress: Option<mpsc::UnboundedSender<ProbeWindow>>,
+    scraper: Option<&Scraper>,
+    scrape_notes: &mut Vec<String>,
 ) -> Vec<LevelReport> {
     let mut out = Vec::new();
     for &c in &plan.concurrency {
         if *cancel.borrow() {
             break;
         }
-        let report = run_level(client, plan, c, redactor, cancel.clone(), progress.clone()).await;
+        let before = match scraper {
+            Some(s) => Some(s.scrape().await),
+            None => None,
+        };
+        let mut report =
+            run_level(client, plan, c, redactor, cancel.clone(), progress.clone()).await;
+        if let (Some(s), Some(before)) = (scraper, before) {
+            match (before, s.scrape().await) {
+                (Ok(b), Ok(a)) => report.server = Some(delta(&b, &a, report.elapsed_s)),
+                (Err(ScrapeError(e)), _) | (_, Err(ScrapeError(e))) => {
+                    scrape_notes.push(format!("c={c}: {}", redactor.clean(&e)));
+                }
+            }
+        }
         let interrupted = report.interrupted;
         out.push(report);
         if interrupted {
@@ -262,6 +282,7 @@ async fn run_level(
         ttfb: t.ttfb.summary(),
         total: t.total.summary(),
         interrupted: *cancel.borrow(),
+        server: None,
     }
 }
 

@@ -17,6 +17,7 @@ pub mod latency;
 pub mod loader;
 pub mod objects;
 pub mod report;
+pub mod server_metrics;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -86,6 +87,12 @@ pub struct ProbeSpec {
     pub keep: bool,
     /// Progress period.
     pub progress_period: Duration,
+    /// Server metrics API to scrape.
+    pub metrics: server_metrics::MetricsApi,
+    /// Base URL of the metrics (default: the endpoint).
+    pub metrics_url: Option<String>,
+    /// Bearer token for the scrape (default: a JWT made from the S3 keys).
+    pub metrics_token: Option<String>,
 }
 
 /// Exit code when every request succeeded.
@@ -203,7 +210,19 @@ pub async fn run(
                 progress_period: spec.progress_period,
                 endpoint: endpoint_url.clone(),
             };
-            report.levels = get::run_sweep(&client, &plan, &redactor, cancel, progress).await;
+            let scraper = server_scraper(spec, &endpoint_url, &creds, &mut report, say).await;
+            let mut notes = Vec::new();
+            report.levels = get::run_sweep(
+                &client,
+                &plan,
+                &redactor,
+                cancel,
+                progress,
+                scraper.as_ref(),
+                &mut notes,
+            )
+            .await;
+            report.server_metrics_notes.extend(notes);
         }
         Mode::Loader => {
             let source = match &spec.dir {
@@ -286,6 +305,63 @@ pub async fn run(
     }
     debug_assert_eq!(report.schema_version, SCHEMA_VERSION);
     Ok(report)
+}
+
+/// Sets up the server-metrics scraper, or notes in the report why there is none.
+async fn server_scraper(
+    spec: &ProbeSpec,
+    endpoint_url: &str,
+    creds: &client::S3Credentials,
+    report: &mut ProbeReport,
+    say: &(dyn Fn(&str) + Sync),
+) -> Option<server_metrics::Scraper> {
+    if spec.metrics == server_metrics::MetricsApi::Off {
+        return None;
+    }
+    let base = spec.metrics_url.as_deref().unwrap_or(endpoint_url);
+    let now_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let token = spec.metrics_token.clone().unwrap_or_else(|| {
+        server_metrics::minio_jwt(
+            &creds.access_key_id,
+            &creds.secret_access_key,
+            now_s,
+            Duration::from_secs(24 * 3600),
+        )
+    });
+    let redactor = Redactor::new([
+        creds.access_key_id.clone(),
+        creds.secret_access_key.clone(),
+        token.clone(),
+    ]);
+    let mut scraper = match server_metrics::Scraper::new(
+        base,
+        Some(token),
+        spec.metrics,
+        spec.endpoint.ca_bundle.as_deref(),
+        spec.endpoint.read_timeout.min(Duration::from_secs(10)),
+    ) {
+        Ok(s) => s,
+        Err(e) => {
+            report.server_metrics_notes.push(redactor.clean(&e.0));
+            return None;
+        }
+    };
+    match scraper.detect().await {
+        Ok((_, _)) => {
+            let source = scraper.describe();
+            say(&format!("server metrics from {source}"));
+            report.server_metrics = Some(source);
+            Some(scraper)
+        }
+        Err(e) => {
+            let note = redactor.clean(&e.0);
+            say(&note);
+            report.server_metrics_notes.push(note);
+            None
+        }
+    }
 }
 
 /// Parses `256MiB`, `1GiB`, `64M`, `500MB`, `4096`: binary units for `K/M/G/T` and `KiB…`,

@@ -58,6 +58,10 @@ pub struct ProbeReport {
     pub checkpoint: Option<CheckpointReport>,
     /// Why the mode failed, when it did after starting.
     pub failure: Option<String>,
+    /// Where the server's own metrics came from (`v3 http://…/minio/metrics/v3`), if scraped.
+    pub server_metrics: Option<String>,
+    /// Why they were not (or not every time).
+    pub server_metrics_notes: Vec<String>,
 }
 
 impl ProbeReport {
@@ -78,6 +82,8 @@ impl ProbeReport {
             loader: None,
             checkpoint: None,
             failure: None,
+            server_metrics: None,
+            server_metrics_notes: Vec::new(),
         }
     }
 
@@ -196,6 +202,39 @@ impl ProbeReport {
                     },
                     if l.interrupted { "  (interrupted)" } else { "" }
                 );
+            }
+            if let Some(src) = &self.server_metrics {
+                let _ = writeln!(
+                    out,
+                    "\nserver side ({src}; TTFB from 50 ms buckets, interpolated):"
+                );
+                for l in &self.levels {
+                    let Some(d) = &l.server else { continue };
+                    let n =
+                        |v: Option<f64>| v.map_or_else(|| "—".to_string(), |v| format!("{v:.0}"));
+                    let _ = writeln!(
+                        out,
+                        "{:>5} GetObject {} ({}/s) · TTFB p50 {} p99 {} · 4xx {} 5xx {} · drives online {} offline {}{}",
+                        l.concurrency,
+                        n(d.get_requests),
+                        d.get_per_s
+                            .map_or_else(|| "—".to_string(), |v| format!("{v:.1}")),
+                        d.ttfb_p50_ms.map_or_else(|| "—".into(), ms),
+                        d.ttfb_p99_ms.map_or_else(|| "—".into(), ms),
+                        n(d.errors_4xx),
+                        n(d.errors_5xx),
+                        n(d.drives_online),
+                        n(d.drives_offline),
+                        if d.counters_reset {
+                            "  (counters went back: a server restarted?)"
+                        } else {
+                            ""
+                        }
+                    );
+                }
+            }
+            for note in &self.server_metrics_notes {
+                let _ = writeln!(out, "server metrics: {note}");
             }
             for l in &self.levels {
                 for e in &l.error_examples {
