@@ -379,6 +379,10 @@ pub struct S3ProbeArgs {
     /// Print the result as one JSON document (schema_version 1) on stdout.
     #[arg(long)]
     pub json: bool,
+    /// For plan phases: progress windows and the final report as JSON lines on stdout (with
+    /// the table between them), read by the `s3-probe` parser.
+    #[arg(long, conflicts_with = "json")]
+    pub json_lines: bool,
     /// No progress lines on stderr.
     #[arg(short, long)]
     pub quiet: bool,

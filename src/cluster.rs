@@ -453,6 +453,25 @@ pub struct StorageView {
     pub requests_total: u64,
     /// Errors since the console started.
     pub errors_total: u64,
+    /// Phase whose probe the view follows (`None`: a probe outside the plan, or the simulator).
+    pub phase: Option<String>,
+    /// Node whose probe the view follows.
+    pub node: Option<String>,
+}
+
+impl StorageView {
+    /// Takes one window.
+    pub fn ingest(&mut self, window: ProbeWindow) {
+        self.ttfb_p50_ms
+            .push(window.at_ms, Some(window.ttfb_p50_ms));
+        self.ttfb_p99_ms
+            .push(window.at_ms, Some(window.ttfb_p99_ms));
+        self.throughput
+            .push(window.at_ms, Some(window.throughput_bytes_per_sec));
+        self.requests_total += window.requests;
+        self.errors_total += window.errors;
+        self.latest = Some(window);
+    }
 }
 
 /// Dataloader figures from training steps.
@@ -568,6 +587,8 @@ impl ClusterStore {
                 throughput: h(),
                 requests_total: 0,
                 errors_total: 0,
+                phase: None,
+                node: None,
             },
             loader: LoaderView {
                 phase: None,
@@ -654,16 +675,7 @@ impl ClusterStore {
             SourceEvent::Note { node, text, .. } => self.node_mut(&node).note = Some(text),
             SourceEvent::Notice { .. } => {}
             SourceEvent::Phase(ev) => self.ingest_phase(ev),
-            SourceEvent::Probe(window) => {
-                let s = &mut self.storage;
-                s.ttfb_p50_ms.push(window.at_ms, Some(window.ttfb_p50_ms));
-                s.ttfb_p99_ms.push(window.at_ms, Some(window.ttfb_p99_ms));
-                s.throughput
-                    .push(window.at_ms, Some(window.throughput_bytes_per_sec));
-                s.requests_total += window.requests;
-                s.errors_total += window.errors;
-                s.latest = Some(window);
-            }
+            SourceEvent::Probe(window) => self.storage.ingest(window),
         }
     }
 
@@ -769,7 +781,20 @@ impl ClusterStore {
                     }
                     l.first_batch_ms = Some(ms);
                 }
+                PhaseMetric::Storage { node, window } => {
+                    let s = &mut self.storage;
+                    // The pane follows one probe: the first node's, when a phase runs it on
+                    // several at once.
+                    if s.phase.as_deref() != Some(phase.as_str()) {
+                        s.phase = Some(phase);
+                        s.node = Some(node.clone());
+                    }
+                    if s.node.as_deref() == Some(node.as_str()) {
+                        s.ingest(window);
+                    }
+                }
                 PhaseMetric::Tflops { .. }
+                | PhaseMetric::Figure { .. }
                 | PhaseMetric::PairBw { .. }
                 | PhaseMetric::LinkBw { .. }
                 | PhaseMetric::Check { .. }

@@ -767,3 +767,99 @@ command = "for d in {ib_devs}; do ib_write_bw -d $d -F --report_gbits {peer}; do
     let server = std::fs::read_to_string(run_dir.join("logs/S1/node01-server.log")).expect("log");
     assert!(server.contains("Waiting for client to connect"), "{server}");
 }
+
+#[test]
+fn an_s3_probe_phase_runs_on_every_node_and_its_figures_are_gated() {
+    use common::seaweed::{ACCESS_KEY, SECRET_KEY, Seaweed};
+    let Some(s3) = Seaweed::start() else {
+        return;
+    };
+    let Some(site) = Site::new(2, 1, "") else {
+        return;
+    };
+    // Keys in a credentials file on the node, named by the plan; never in the plan itself.
+    let creds = site.cluster.dir.join("aws-credentials");
+    std::fs::write(
+        &creds,
+        format!(
+            "[aistor]\naws_access_key_id = {ACCESS_KEY}\naws_secret_access_key = {SECRET_KEY}\n"
+        ),
+    )
+    .expect("credentials");
+    let plan = format!(
+        r#"[settings]
+remote_dir = "{remote}"
+grace_s = 1
+[vars]
+aistor_endpoint = "{ep}"
+aistor_bucket = "burnin-phase"
+aistor_prefix = "p/"
+aistor_auth = "--profile aistor"
+creds = "{creds}"
+[[phase]]
+id = "S2"
+title = "AIStor GET"
+scope = "each-node"
+parser = "s3-probe"
+requires = ["aistor_endpoint", "aistor_bucket"]
+gates = [{{ kind = "max", figure = "s3_errors", value = 0 }}, {{ kind = "min", figure = "s3_gb_per_s", value = 0.000001 }}]
+command = "AWS_SHARED_CREDENTIALS_FILE={{creds}} {{burnin}} probe s3 --endpoint {{aistor_endpoint}} --bucket {{aistor_bucket}} --prefix {{aistor_prefix}}{{node}}/ {{aistor_auth}} --create-bucket --prepare 2 --object-size 4MiB --concurrency 1,2 --duration 2s --metrics off --json-lines"
+"#,
+        remote = site.remote.display(),
+        ep = s3.endpoint,
+        creds = creds.display(),
+    );
+    std::fs::write(site.cluster.dir.join("plan.toml"), plan).expect("plan");
+    // The nodes run this very binary as their deployed burnin.
+    let inventory = std::fs::read_to_string(&site.config).expect("inventory");
+    std::fs::write(
+        &site.config,
+        inventory.replace("gpus = 1\n", &format!("gpus = 1\nagent_path = \"{BIN}\"\n")),
+    )
+    .expect("inventory");
+
+    let (code, doc, stderr) = finish(site.spawn(&["run", "--json", "--no-telemetry"]));
+    assert_eq!(code, Some(0), "{stderr}\n{doc}");
+    assert_eq!(phase(&doc, "S2")["verdict"], "PASS", "{doc}");
+    for node in ["node01", "node02"] {
+        assert!(
+            figure(&doc, "S2", "s3_gb_per_s", node).is_some_and(|v| v > 0.0),
+            "{doc}"
+        );
+        assert_eq!(figure(&doc, "S2", "s3_errors", node), Some(0.0), "{doc}");
+        assert!(
+            figure(&doc, "S2", "s3_ttfb_p99_ms_c2", node).is_some_and(|v| v > 0.0),
+            "{doc}"
+        );
+    }
+    let run_dir = PathBuf::from(doc["run_dir"].as_str().expect("run_dir"));
+    let log = std::fs::read_to_string(run_dir.join("logs/S2/node01.log")).expect("log");
+    assert!(log.contains("S3 over HTTP (TCP; not RDMA)"), "{log}");
+    // The live pane's windows are in the record, and no key is anywhere in it.
+    let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events");
+    assert!(
+        events.contains("\"storage\""),
+        "no storage windows recorded"
+    );
+    for entry in walk(&run_dir) {
+        let text = String::from_utf8_lossy(&std::fs::read(&entry).expect("read")).into_owned();
+        assert!(
+            !text.contains(SECRET_KEY) && !text.contains(ACCESS_KEY),
+            "a key leaked into {}",
+            entry.display()
+        );
+    }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).expect("dir").flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}

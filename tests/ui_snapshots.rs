@@ -216,3 +216,65 @@ fn node_states_in_the_grid() {
     assert!(text.contains("unreachable: auth failed"));
     assert_snapshot!(screen(&state).backend());
 }
+
+#[test]
+fn storage_pane_follows_the_probe_of_a_plan_phase() {
+    use burnin::phases::{PhaseEvent, PhaseMetric};
+    use burnin::probes::ProbeWindow;
+    use burnin::telemetry::SourceEvent;
+    let mut state =
+        burnin::app::state::State::new(vec![], vec![], "watch: burnin.toml (2 nodes)", (100, 10));
+    let t0 = 1_780_000_000_000u64;
+    state.update(Event::Source(SourceEvent::Phase(PhaseEvent::Started {
+        phase: "S2".into(),
+        at_ms: t0,
+    })));
+    let window = |s: u64, node: &str, p50: f64, requests: u64, errors: u64| {
+        Event::Source(SourceEvent::Phase(PhaseEvent::Metric {
+            phase: "S2".into(),
+            at_ms: t0 + s * 1000,
+            metric: PhaseMetric::Storage {
+                node: node.into(),
+                window: ProbeWindow {
+                    at_ms: t0 + s * 1000,
+                    endpoint: "http://aistor.lan:9000".into(),
+                    ttfb_p50_ms: p50,
+                    ttfb_p99_ms: if p50.is_nan() { f64::NAN } else { p50 * 4.0 },
+                    total_p99_ms: if p50.is_nan() { f64::NAN } else { p50 * 20.0 },
+                    throughput_bytes_per_sec: requests as f64 * 256.0 * 1048576.0,
+                    requests,
+                    errors,
+                    concurrency: Some(16),
+                },
+            },
+        }))
+    };
+    for s in 1..=5 {
+        state.update(window(s, "node01", 12.0 + s as f64, 20, 0));
+        // A second node's probe runs at the same time; the pane stays on the first.
+        state.update(window(s, "node02", 777.0, 1, 3));
+    }
+    // The store stopped answering: no GET completed in the last window.
+    state.update(window(6, "node01", f64::NAN, 0, 16));
+    let (store, findings) = state.shown();
+    let ctx = Ctx {
+        store,
+        findings,
+        state: &state,
+        theme: state.theme(),
+    };
+    let mut term = Terminal::new(TestBackend::new(100, 10)).expect("terminal");
+    term.draw(|f| {
+        let area = f.area();
+        panes::draw_pane(PaneKind::Storage, &ctx, true, area, f.buffer_mut());
+    })
+    .expect("draw");
+    let text = term.backend().to_string();
+    assert!(text.contains("from node01 · 16 GETs in flight"), "{text}");
+    assert!(text.contains("TTFB p50 —"), "{text}");
+    assert!(
+        !text.contains("777") && !text.contains("3108"),
+        "node02's figures must not mix in: {text}"
+    );
+    assert_snapshot!(term.backend());
+}

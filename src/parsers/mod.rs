@@ -6,6 +6,7 @@ pub mod nccl_tests;
 pub mod nvbandwidth;
 pub mod perftest;
 pub mod prometheus;
+pub mod s3_probe;
 pub mod sanity;
 pub mod trainlog;
 pub mod workload;
@@ -40,6 +41,8 @@ pub enum ParserKind {
     Trainlog,
     /// The T1 sanity sections.
     Sanity,
+    /// `burnin probe s3 --json-lines` (windows for the storage pane, figures for the gates).
+    S3Probe,
     /// Nothing to parse: the exit status alone decides.
     None,
 }
@@ -79,6 +82,7 @@ enum Inner {
     Workload,
     Trainlog(trainlog::TrainLogParser),
     Sanity(sanity::SanityParser),
+    S3Probe,
     None,
 }
 
@@ -124,6 +128,7 @@ impl OutputParser {
             ParserKind::Workload => Inner::Workload,
             ParserKind::Trainlog => Inner::Trainlog(trainlog::TrainLogParser::new()),
             ParserKind::Sanity => Inner::Sanity(sanity::SanityParser::new()),
+            ParserKind::S3Probe => Inner::S3Probe,
             ParserKind::None => Inner::None,
         };
         Self {
@@ -239,6 +244,25 @@ impl OutputParser {
                 out.extend(p.push(line).into_iter().map(|s| step_metric(&node, s)));
             }
             Inner::Sanity(p) => p.push(line),
+            Inner::S3Probe => match s3_probe::parse_line(self.line_no, line)? {
+                Some(s3_probe::Record::S3Window(window)) => {
+                    out.push(PhaseMetric::Storage { node, window })
+                }
+                Some(s3_probe::Record::S3Report { report }) => {
+                    for (name, value) in report.figures() {
+                        out.push(PhaseMetric::Figure {
+                            node: node.clone(),
+                            name,
+                            value,
+                        });
+                    }
+                    if let Some(f) = &report.failure {
+                        out.push(problem(&format!("probe s3: {f}")));
+                    }
+                }
+                Some(s3_probe::Record::Error { text }) => out.push(problem(&text)),
+                Some(s3_probe::Record::Other) | None => {}
+            },
             Inner::None => {
                 if problem_line(line) {
                     out.push(problem(line));

@@ -168,6 +168,9 @@ pub fn figures(metrics: &[PhaseMetric]) -> Figures {
                 *ms,
                 false,
             ),
+            PhaseMetric::Figure { node, name, value } => {
+                put(&mut f, name.clone(), node.clone(), "", *value, false)
+            }
             _ => {}
         }
     }

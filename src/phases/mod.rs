@@ -151,6 +151,22 @@ pub enum PhaseMetric {
         /// What was seen, in words and numbers.
         detail: String,
     },
+    /// A storage probe's progress window (the live storage pane).
+    Storage {
+        /// Node the probe ran on.
+        node: String,
+        /// The window.
+        window: crate::probes::ProbeWindow,
+    },
+    /// A named figure a tool computed itself (the storage probe's report): gated as is.
+    Figure {
+        /// Node it was measured on.
+        node: String,
+        /// Figure name, e.g. `s3_ttfb_p99_ms_c16`.
+        name: String,
+        /// Value.
+        value: f64,
+    },
     /// A failure the tool printed (NCCL/CUDA failure, ASSERT, Python traceback, OOM).
     Problem {
         /// Node name.

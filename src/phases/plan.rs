@@ -109,7 +109,35 @@ pub const FIGURES: &[&str] = &[
     "data_wait_pct",
     "first_batch_ms",
     "scaling_pct",
+    "s3_gb_per_s",
+    "s3_errors",
+    "s3_gb_per_s_c",
+    "s3_get_per_s_c",
+    "s3_ttfb_p50_ms_c",
+    "s3_ttfb_p99_ms_c",
+    "s3_total_p99_ms_c",
+    "loader_data_wait_pct",
+    "loader_steps_waited_pct",
+    "loader_first_batch_ms",
+    "loader_wait_p99_ms",
+    "checkpoint_save_gb_per_s",
+    "checkpoint_restore_gb_per_s",
+    "checkpoint_save_s",
+    "checkpoint_restore_s",
 ];
+
+/// Whether a gate may name this figure: one of [`FIGURES`], or a family of them (`busbw_` +
+/// collective, `…_c` + the number of GETs in flight).
+pub fn known_figure(figure: &str) -> bool {
+    FIGURES.iter().any(|f| {
+        (figure == *f && !f.ends_with('_') && !f.ends_with("_c"))
+            || (f.ends_with('_') && figure.starts_with(f) && figure.len() > f.len())
+            || (f.ends_with("_c")
+                && figure
+                    .strip_prefix(f)
+                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())))
+    })
+}
 
 impl Gate {
     /// The gate in words, for the phases pane and reports.
@@ -246,6 +274,7 @@ pub const BUILTIN_PLACEHOLDERS: &[&str] = &[
     "np",
     "hostfile",
     "peer",
+    "burnin",
 ];
 
 /// The `{name}`s in a template, in order. `{{` and `}}` are literal braces.
@@ -416,17 +445,13 @@ impl Plan {
                 }
             }
             for gate in &p.gates {
-                if let Some(figure) = gate.get_ref().figure() {
-                    let known = FIGURES.iter().any(|f| {
-                        figure == *f
-                            || (f.ends_with('_') && figure.starts_with(f) && figure.len() > f.len())
-                    });
-                    if !known {
-                        return Err(at(
-                            gate.span(),
-                            format!("unknown figure {figure:?}; known: {}", FIGURES.join(", ")),
-                        ));
-                    }
+                if let Some(figure) = gate.get_ref().figure()
+                    && !known_figure(figure)
+                {
+                    return Err(at(
+                        gate.span(),
+                        format!("unknown figure {figure:?}; known: {}", FIGURES.join(", ")),
+                    ));
                 }
             }
             let timeout =
@@ -507,7 +532,18 @@ mod tests {
     fn the_shipped_plan_parses_in_order() {
         let plan = default_plan();
         let ids: Vec<_> = plan.phases.iter().map(|p| p.id.as_str()).collect();
-        assert_eq!(ids, ["T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8", "S1"]);
+        assert_eq!(
+            ids,
+            [
+                "T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8", "S1", "S2", "S3"
+            ]
+        );
+        assert!(
+            plan.find("S2")
+                .is_some_and(|p| p.parser == ParserKind::S3Probe
+                    && p.command.starts_with("{burnin} probe s3 ")
+                    && p.requires == ["aistor_endpoint", "aistor_bucket"])
+        );
         assert_eq!(plan.find("S1").map(|p| p.scope), Some(Scope::Pairs));
         assert!(
             plan.find("S1")
@@ -542,6 +578,7 @@ mod tests {
             ("np", "16"),
             ("hostfile", "$HOME/h"),
             ("peer", "gpu02"),
+            ("burnin", "\"$HOME\"/'.cache/burnin/bin/burnin'"),
         ] {
             values.insert(k.into(), v.into());
         }
@@ -594,6 +631,9 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.message.contains("unknown figure"), "{e}");
+        assert!(known_figure("s3_ttfb_p99_ms_c32") && known_figure("busbw_all_gather"));
+        assert!(!known_figure("s3_ttfb_p99_ms_c") && !known_figure("s3_ttfb_p99_ms_cx"));
+        assert!(!known_figure("s3_gb_per_sec"));
         let e = Plan::parse(
             "p.toml",
             &format!("{base}command = \"x\"\ntimeout = \"5y\"\n"),

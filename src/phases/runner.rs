@@ -521,6 +521,19 @@ fn job_for(
     })
 }
 
+/// The burnin binary a command on this node runs: the deployed agent over SSH, this very
+/// binary for `local` and `sim` nodes.
+fn burnin_on(spec: &crate::inventory::NodeSpec) -> String {
+    use crate::inventory::Mode;
+    match spec.mode {
+        Mode::Agent | Mode::Smi => crate::transport::quote::quote_program(&spec.agent_path),
+        Mode::Local | Mode::Sim => std::env::current_exe().map_or_else(
+            |_| "burnin".into(),
+            |p| crate::transport::quote::quote_program(&p.to_string_lossy()),
+        ),
+    }
+}
+
 /// The values every template may use, for `node` in this run.
 fn template_values(
     ctx: &RunContext,
@@ -549,6 +562,7 @@ fn template_values(
         ("np", np.to_string()),
         ("hostfile", format!("{shell_dir}/hostfile")),
         ("peer", peer.to_string()),
+        ("burnin", burnin_on(&node.spec)),
     ];
     let builtin_map: BTreeMap<String, String> = builtins
         .iter()

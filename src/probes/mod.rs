@@ -15,11 +15,14 @@ pub struct ProbeWindow {
     pub at_ms: UnixMillis,
     /// Endpoint as configured (never with credentials).
     pub endpoint: String,
-    /// Median time to first byte.
+    /// Median time to first byte (NaN: no GET completed in the window; `null` in JSON).
+    #[serde(with = "nan_as_null")]
     pub ttfb_p50_ms: f64,
     /// 99th percentile time to first byte.
+    #[serde(with = "nan_as_null")]
     pub ttfb_p99_ms: f64,
     /// 99th percentile total GET time.
+    #[serde(with = "nan_as_null")]
     pub total_p99_ms: f64,
     /// Bytes received per second over the window.
     pub throughput_bytes_per_sec: f64,
@@ -30,4 +33,47 @@ pub struct ProbeWindow {
     /// Workers issuing GETs (the sweep's current level), when the probe says.
     #[serde(default)]
     pub concurrency: Option<usize>,
+}
+
+/// JSON has no NaN: a window without a completed GET writes its latencies as `null` and reads
+/// them back as NaN.
+mod nan_as_null {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        if v.is_finite() {
+            s.serialize_f64(*v)
+        } else {
+            s.serialize_none()
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_window_round_trips_through_json() {
+        let w = ProbeWindow {
+            at_ms: 1,
+            endpoint: "http://e".into(),
+            ttfb_p50_ms: f64::NAN,
+            ttfb_p99_ms: 3.5,
+            total_p99_ms: f64::NAN,
+            throughput_bytes_per_sec: 0.0,
+            requests: 0,
+            errors: 4,
+            concurrency: Some(8),
+        };
+        let text = serde_json::to_string(&w).expect("json");
+        assert!(text.contains("\"ttfb_p50_ms\":null"), "{text}");
+        let back: ProbeWindow = serde_json::from_str(&text).expect("back");
+        assert!(back.ttfb_p50_ms.is_nan() && back.total_p99_ms.is_nan());
+        assert_eq!((back.ttfb_p99_ms, back.errors), (3.5, 4));
+    }
 }

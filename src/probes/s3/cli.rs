@@ -84,6 +84,16 @@ pub fn progress_line(w: &ProbeWindow) -> String {
     )
 }
 
+/// One JSON line `{"burnin": KIND, …fields of value}` (what a plan phase's `s3-probe` parser
+/// reads).
+pub fn json_line(kind: &str, value: &impl serde::Serialize) -> String {
+    let mut v = serde_json::to_value(value).unwrap_or(serde_json::Value::Null);
+    if let Some(map) = v.as_object_mut() {
+        map.insert("burnin".into(), serde_json::Value::String(kind.into()));
+    }
+    v.to_string()
+}
+
 /// Runs the probe for the command line; returns the exit code.
 pub async fn run(args: &S3ProbeArgs) -> Result<i32> {
     let spec = match spec_from_args(args) {
@@ -110,10 +120,13 @@ pub async fn run(args: &S3ProbeArgs) -> Result<i32> {
         let _ = cancel_tx.send(true);
     });
     let quiet = args.quiet;
+    let lines = args.json_lines;
     let (tx, mut rx) = mpsc::unbounded_channel::<ProbeWindow>();
     let printer = tokio::spawn(async move {
         while let Some(w) = rx.recv().await {
-            if !quiet {
+            if lines {
+                println!("{}", json_line("s3_window", &w));
+            } else if !quiet {
                 eprintln!("{}", progress_line(&w));
             }
         }
@@ -129,10 +142,22 @@ pub async fn run(args: &S3ProbeArgs) -> Result<i32> {
     match result {
         Err(e) => {
             eprintln!("burnin probe s3: {e}");
+            if lines {
+                println!(
+                    "{}",
+                    serde_json::json!({"burnin": "error", "text": format!("probe s3: {e}")})
+                );
+            }
             Ok(EXIT_CANNOT_RUN)
         }
         Ok(report) => {
-            if args.json {
+            if lines {
+                print!("{}", report.render_table());
+                println!(
+                    "{}",
+                    serde_json::json!({"burnin": "s3_report", "report": report})
+                );
+            } else if args.json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
                 print!("{}", report.render_table());

@@ -165,16 +165,37 @@ pub async fn run(
 
     if let Some(n) = spec.prepare {
         objects::check_part_size(spec.object_size, spec.part_size).map_err(CannotRun)?;
+        // Shards already there at the right size are kept: a second run (or a 72-hour
+        // burn-in's hundredth) does not rewrite them.
+        let existing = objects::list_objects(&client, &spec.bucket, &spec.prefix, n + 10_000)
+            .await
+            .map_err(|f| CannotRun(format!("--prepare: {}", redactor.failure(f))))?;
         let keys: Vec<(String, u64)> = (0..n)
             .map(|i| (objects::test_object_key(&spec.prefix, i), spec.object_size))
+            .filter(|(k, size)| {
+                !existing
+                    .iter()
+                    .any(|o| &o.key == k && o.size_bytes == *size)
+            })
             .collect();
-        say(&format!(
-            "writing {n} test object(s) of {} under s3://{}/{} ({} parts in flight)",
-            report::human_bytes(spec.object_size),
-            spec.bucket,
-            spec.prefix,
-            parallel
-        ));
+        report.prepare_kept = Some(n - keys.len());
+        if keys.is_empty() {
+            say(&format!(
+                "all {n} test object(s) of {} are already under s3://{}/{}",
+                report::human_bytes(spec.object_size),
+                spec.bucket,
+                spec.prefix
+            ));
+        } else {
+            say(&format!(
+                "writing {} test object(s) of {} under s3://{}/{} ({} parts in flight)",
+                keys.len(),
+                report::human_bytes(spec.object_size),
+                spec.bucket,
+                spec.prefix,
+                parallel
+            ));
+        }
         let stats = objects::write_objects(&client, &spec.bucket, &keys, spec.part_size, parallel)
             .await
             .map_err(|f| CannotRun(format!("--prepare: {}", redactor.failure(f))))?;

@@ -50,6 +50,8 @@ pub struct ProbeReport {
     pub objects: Option<ObjectSet>,
     /// `--prepare`'s writes.
     pub prepare: Option<WriteStats>,
+    /// Test objects `--prepare` found already written (right key and size) and kept.
+    pub prepare_kept: Option<usize>,
     /// GET sweep levels.
     pub levels: Vec<LevelReport>,
     /// Loader mode.
@@ -78,6 +80,7 @@ impl ProbeReport {
             range_bytes: spec.range_bytes,
             objects: None,
             prepare: None,
+            prepare_kept: None,
             levels: Vec::new(),
             loader: None,
             checkpoint: None,
@@ -126,6 +129,61 @@ impl ProbeReport {
         }
     }
 
+    /// The figures a plan's gates judge, as `(name, value)`: per level `s3_gb_per_s_c<N>`,
+    /// `s3_get_per_s_c<N>`, `s3_ttfb_p50_ms_c<N>`, `s3_ttfb_p99_ms_c<N>`,
+    /// `s3_total_p99_ms_c<N>`; over the sweep `s3_gb_per_s` (best level) and `s3_errors`;
+    /// loader `loader_data_wait_pct`, `loader_steps_waited_pct`, `loader_first_batch_ms`,
+    /// `loader_wait_p99_ms`; checkpoint `checkpoint_save_gb_per_s`, `checkpoint_restore_gb_per_s`,
+    /// `checkpoint_save_s`, `checkpoint_restore_s`. Latencies only where requests completed.
+    pub fn figures(&self) -> Vec<(String, f64)> {
+        let mut f = Vec::new();
+        for l in &self.levels {
+            let c = l.concurrency;
+            f.push((format!("s3_gb_per_s_c{c}"), l.throughput_gb_per_s));
+            f.push((format!("s3_get_per_s_c{c}"), l.requests_per_s));
+            if let Some(t) = l.ttfb {
+                f.push((format!("s3_ttfb_p50_ms_c{c}"), t.p50_ms));
+                f.push((format!("s3_ttfb_p99_ms_c{c}"), t.p99_ms));
+            }
+            if let Some(t) = l.total {
+                f.push((format!("s3_total_p99_ms_c{c}"), t.p99_ms));
+            }
+        }
+        if let Some(best) = self
+            .levels
+            .iter()
+            .map(|l| l.throughput_gb_per_s)
+            .max_by(f64::total_cmp)
+        {
+            f.push(("s3_gb_per_s".into(), best));
+        }
+        if !self.levels.is_empty() || self.loader.is_some() {
+            f.push(("s3_errors".into(), self.error_count() as f64));
+        }
+        if let Some(l) = &self.loader {
+            f.push(("loader_data_wait_pct".into(), l.data_wait_pct));
+            f.push(("loader_steps_waited_pct".into(), l.steps_waited_pct));
+            if let Some(ms) = l.time_to_first_batch_ms {
+                f.push(("loader_first_batch_ms".into(), ms));
+            }
+            if let Some(w) = l.data_wait {
+                f.push(("loader_wait_p99_ms".into(), w.p99_ms));
+            }
+        }
+        if let Some(c) = &self.checkpoint {
+            f.push((
+                "checkpoint_save_gb_per_s".into(),
+                c.save.throughput_gb_per_s,
+            ));
+            f.push(("checkpoint_save_s".into(), c.save.elapsed_s));
+            if let Some(r) = &c.restore {
+                f.push(("checkpoint_restore_gb_per_s".into(), r.throughput_gb_per_s));
+                f.push(("checkpoint_restore_s".into(), r.elapsed_s));
+            }
+        }
+        f
+    }
+
     /// The human table.
     pub fn render_table(&self) -> String {
         let mut out = String::new();
@@ -150,11 +208,22 @@ impl ProbeReport {
             };
             let _ = writeln!(out, "{} object(s) of {sizes}, {how}", o.count);
         }
-        if let Some(p) = &self.prepare {
+        let kept = self.prepare_kept.unwrap_or(0);
+        if self.prepare.as_ref().is_some_and(|p| p.objects == 0) {
             let _ = writeln!(
                 out,
-                "prepare: wrote {} object(s), {} in {:.1} s = {:.2} GB/s (parts of {}, {} in flight{})",
+                "prepare: all {kept} test object(s) were already there (none written)"
+            );
+        } else if let Some(p) = &self.prepare {
+            let _ = writeln!(
+                out,
+                "prepare: wrote {} object(s){}, {} in {:.1} s = {:.2} GB/s (parts of {}, {} in flight{})",
                 p.objects,
+                if kept > 0 {
+                    format!(" ({kept} already there)")
+                } else {
+                    String::new()
+                },
                 human_bytes(p.bytes),
                 p.elapsed_s,
                 p.throughput_gb_per_s,

@@ -26,6 +26,15 @@ pub struct LoaderPane<'a> {
     pub focused: bool,
 }
 
+/// `12 ms`, or `—` for a window in which no GET completed.
+fn ms(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v:.0} ms")
+    } else {
+        "—".into()
+    }
+}
+
 fn put(lines: Vec<Line>, inner: Rect, buf: &mut Buffer) {
     for (i, line) in lines.into_iter().enumerate().take(inner.height as usize) {
         line.render(Rect::new(inner.x, inner.y + i as u16, inner.width, 1), buf);
@@ -37,9 +46,15 @@ impl Widget for &StoragePane<'_> {
         let ctx = self.ctx;
         let theme = ctx.theme;
         let s = &ctx.store.storage;
-        let title = match &s.latest {
-            Some(w) => format!(" AIStor {} · S3 over HTTP ", w.endpoint),
-            None => " AIStor GET ".into(),
+        let title = match (&s.latest, &s.node) {
+            (Some(w), Some(node)) => format!(
+                " AIStor {} · S3 over HTTP · from {node}{} ",
+                w.endpoint,
+                w.concurrency
+                    .map_or(String::new(), |c| format!(" · {c} GETs in flight"))
+            ),
+            (Some(w), None) => format!(" AIStor {} · S3 over HTTP ", w.endpoint),
+            (None, _) => " AIStor GET ".into(),
         };
         let block = pane_block(title, self.focused, theme);
         let inner = block.inner(area);
@@ -67,11 +82,11 @@ impl Widget for &StoragePane<'_> {
         let lines = vec![
             Line::from(vec![
                 Span::styled("TTFB p50 ", theme.muted),
-                Span::styled(format!("{:.0} ms", w.ttfb_p50_ms), theme.accent),
+                Span::styled(ms(w.ttfb_p50_ms), theme.accent),
                 Span::styled("  p99 ", theme.muted),
-                Span::styled(format!("{:.0} ms", w.ttfb_p99_ms), p99_style),
+                Span::styled(ms(w.ttfb_p99_ms), p99_style),
                 Span::styled("  total p99 ", theme.muted),
-                Span::styled(format!("{:.0} ms", w.total_p99_ms), theme.text),
+                Span::styled(ms(w.total_p99_ms), theme.text),
             ]),
             Line::from(vec![
                 Span::styled("throughput ", theme.muted),
@@ -79,8 +94,10 @@ impl Widget for &StoragePane<'_> {
                 Span::styled(format!("  {} GET/s", w.requests), theme.text),
                 Span::styled(
                     format!(
-                        "  errors {} (total {} of {})",
-                        w.errors, s.errors_total, s.requests_total
+                        "  errors {} ({} of {} GETs so far)",
+                        w.errors,
+                        s.errors_total,
+                        s.requests_total + s.errors_total
                     ),
                     err_style,
                 ),
