@@ -12,6 +12,7 @@ command -v ssh >/dev/null 2>&1 || need_apt+=(openssh-client)        # the transp
 command -v ssh-keygen >/dev/null 2>&1 || need_apt+=(openssh-client)
 command -v pkill >/dev/null 2>&1 || need_apt+=(procps)              # tests kill a node's session
 command -v setsid >/dev/null 2>&1 || need_apt+=(util-linux)         # phases start in their own session
+command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)           # a test CA for the S3 probe's TLS
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq

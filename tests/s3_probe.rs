@@ -194,6 +194,33 @@ fn probe_against_a_real_s3_server() {
         "the scrape token is a credential too"
     );
 
+    // A second --prepare keeps the objects already there.
+    let o = probe(
+        ep,
+        &[
+            "--bucket",
+            "burnin-a",
+            "--prepare",
+            "3",
+            "--object-size",
+            "8MiB",
+            "--part-size",
+            "5MiB",
+            "--concurrency",
+            "1",
+            "--requests",
+            "1",
+            "--json",
+            "--metrics",
+            "off",
+        ],
+        KEYS,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
+    let r = json(&o);
+    assert_eq!(r["prepare_kept"], 3);
+    assert_eq!(r["prepare"]["objects"], 0);
+
     // Ranged GETs read exactly the range.
     let o = probe(
         ep,
@@ -590,4 +617,152 @@ fn server_killed_mid_probe_counts_errors_and_keeps_results() {
         "{l}"
     );
     assert!(!out.contains(SECRET_KEY) && !err.contains(SECRET_KEY));
+}
+
+/// A test CA and a server certificate for 127.0.0.1, made with openssl in `dir`.
+fn test_ca(
+    dir: &std::path::Path,
+) -> Option<(std::path::PathBuf, std::path::PathBuf, std::path::PathBuf)> {
+    let have = Command::new("openssl")
+        .arg("version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have {
+        assert!(
+            !common::seaweed::require_real(),
+            "openssl not found and BURNIN_REQUIRE_REAL=1"
+        );
+        return None;
+    }
+    std::fs::create_dir_all(dir).expect("dir");
+    let run = |args: &[&str]| {
+        let o = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("openssl");
+        assert!(
+            o.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+    ];
+    run(&[
+        &["req", "-x509"][..],
+        &ec,
+        &[
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=burnin test CA",
+        ],
+    ]
+    .concat());
+    run(&[
+        &["req"][..],
+        &ec,
+        &[
+            "-keyout",
+            "srv.key",
+            "-out",
+            "srv.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+    ]
+    .concat());
+    std::fs::write(
+        dir.join("ext.cnf"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n",
+    )
+    .expect("ext");
+    run(&[
+        "x509",
+        "-req",
+        "-in",
+        "srv.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "srv.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "ext.cnf",
+    ]);
+    Some((dir.join("ca.pem"), dir.join("srv.pem"), dir.join("srv.key")))
+}
+
+#[test]
+fn internal_tls_needs_the_sites_ca_bundle() {
+    let dir = std::env::temp_dir().join(format!("burnin-tls-{}", std::process::id()));
+    let Some((ca, cert, key)) = test_ca(&dir) else {
+        return;
+    };
+    let Some(server) = Seaweed::start_tls(&cert, &key) else {
+        return;
+    };
+    let ep = server.endpoint.as_str();
+    assert!(ep.starts_with("https://"));
+    // Not trusted by the system's roots: a clear message, exit 2.
+    let o = probe(
+        ep,
+        &["--bucket", "tls", "--create-bucket", "--prepare", "1", "-q"],
+        KEYS,
+    );
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("TLS certificate is not trusted") && err.contains("--ca-bundle"),
+        "{err}"
+    );
+    // With the site's CA: the probe runs, and says the path is HTTPS.
+    let ca = ca.to_str().expect("utf8");
+    let o = probe(
+        ep,
+        &[
+            "--bucket",
+            "tls",
+            "--create-bucket",
+            "--prepare",
+            "1",
+            "--object-size",
+            "6MiB",
+            "--concurrency",
+            "1",
+            "--requests",
+            "3",
+            "--ca-bundle",
+            ca,
+            "--metrics",
+            "off",
+            "--json",
+        ],
+        KEYS,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
+    let r = json(&o);
+    assert_eq!(r["transfer_path"], "S3 over HTTPS (TCP; not RDMA)");
+    assert_eq!(r["levels"][0]["requests_ok"], 3);
+    // A file that is not a CA bundle is named.
+    let key_file = key.to_str().expect("utf8");
+    let o = probe(ep, &["--bucket", "tls", "--ca-bundle", key_file], KEYS);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("no PEM certificate"), "{}", text(&o).1);
+    drop(server);
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -61,6 +61,15 @@ pub struct Seaweed {
 impl Seaweed {
     /// Starts one and waits until S3 answers; `None` when `weed` is missing (and not required).
     pub fn start() -> Option<Seaweed> {
+        Self::start_with(None)
+    }
+
+    /// Starts one whose S3 speaks TLS with this certificate and key (PEM files).
+    pub fn start_tls(cert: &std::path::Path, key: &std::path::Path) -> Option<Seaweed> {
+        Self::start_with(Some((cert, key)))
+    }
+
+    fn start_with(tls: Option<(&std::path::Path, &std::path::Path)>) -> Option<Seaweed> {
         let weed = weed_binary()?;
         let dir = std::env::temp_dir().join(format!(
             "burnin-seaweed-{}-{}",
@@ -86,8 +95,13 @@ impl Seaweed {
         };
         let (s3, master, volume, filer, metrics) = (port(), port(), port(), port(), port());
         let log = std::fs::File::create(dir.join("weed.log")).expect("log");
-        let child = Command::new(weed)
-            .arg("server")
+        let mut cmd = Command::new(weed);
+        cmd.arg("server");
+        if let Some((cert, key)) = tls {
+            cmd.arg(format!("-s3.cert.file={}", cert.display()))
+                .arg(format!("-s3.key.file={}", key.display()));
+        }
+        let child = cmd
             .arg(format!("-dir={}", dir.display()))
             .arg("-s3")
             .arg(format!("-s3.port={s3}"))
@@ -109,9 +123,15 @@ impl Seaweed {
         let mut me = Seaweed {
             child: Some(child),
             dir,
-            endpoint: format!("http://127.0.0.1:{s3}"),
+            endpoint: format!(
+                "{}://127.0.0.1:{s3}",
+                if tls.is_some() { "https" } else { "http" }
+            ),
             metrics_url: format!("http://127.0.0.1:{metrics}/metrics"),
         };
+        // The S3 gateway needs its filer: wait for both to answer HTTP (a TLS port answers a
+        // plain request with 400, which is an answer too).
+        me.wait_ready(filer);
         me.wait_ready(s3);
         Some(me)
     }
@@ -119,7 +139,7 @@ impl Seaweed {
     fn wait_ready(&mut self, port: u16) {
         let deadline = Instant::now() + Duration::from_secs(60);
         while Instant::now() < deadline {
-            // S3 answers an anonymous GET / with 403 once the filer behind it is up.
+            // Any HTTP status line will do: the server is listening and serving.
             if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
                 use std::io::{Read, Write};
                 let _ = s.set_read_timeout(Some(Duration::from_secs(2)));

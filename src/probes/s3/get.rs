@@ -398,6 +398,9 @@ pub fn preflight_message(f: &Failure, endpoint: &str, bucket: &str) -> String {
             format!("nothing answers at {endpoint} ({f}); is the S3 service up on that port?")
         }
         (ErrorClass::Timeout, _) => format!("{endpoint} did not answer in time ({f})"),
+        _ if f.detail.contains("certificate") => format!(
+            "{endpoint}'s TLS certificate is not trusted ({f}); give --ca-bundle with the site's CA"
+        ),
         _ => format!("listing bucket {bucket:?} at {endpoint} failed: {f}"),
     }
 }
@@ -467,6 +470,10 @@ mod tests {
             "bk",
         );
         assert!(m.contains("refused the credentials"), "{m}");
+        let mut tls = f(ErrorClass::Other, None, None);
+        tls.detail = "invalid peer certificate: UnknownIssuer".into();
+        let m = preflight_message(&tls, "https://e", "bk");
+        assert!(m.contains("give --ca-bundle"), "{m}");
         let m = preflight_message(&f(ErrorClass::Refused, None, None), "http://e", "bk");
         assert!(m.contains("nothing answers at http://e"), "{m}");
     }
