@@ -68,6 +68,7 @@ pub struct CheckpointReport {
 pub async fn run_checkpoint(
     client: &aws_sdk_s3::Client,
     plan: &CheckpointPlan,
+    progress: &super::Progress,
 ) -> Result<CheckpointReport, Failure> {
     let save = write_objects(
         client,
@@ -75,9 +76,10 @@ pub async fn run_checkpoint(
         &[(plan.key.clone(), plan.size_bytes)],
         plan.part_size,
         plan.parallel,
+        &progress.bytes_written,
     )
     .await?;
-    let restore = restore(client, plan).await;
+    let restore = restore(client, plan, &progress.bytes_read).await;
     let deleted = if plan.keep {
         false
     } else {
@@ -106,6 +108,7 @@ pub async fn run_checkpoint(
 async fn restore(
     client: &aws_sdk_s3::Client,
     plan: &CheckpointPlan,
+    read: &AtomicU64,
 ) -> Result<RestoreStats, Failure> {
     let seed = object_seed(&plan.key);
     // A single-part object was written with part 1's pattern, as multipart parts are.
@@ -119,7 +122,7 @@ async fn restore(
             let bytes = &bytes;
             async move {
                 let t = Instant::now();
-                let prefix = read_range(client, plan, first, last, bytes).await?;
+                let prefix = read_range(client, plan, first, last, bytes, read).await?;
                 let mut want = vec![0u8; prefix.len()];
                 fill_pattern(&mut want, part_seed(seed, n));
                 if prefix != want {
@@ -168,6 +171,7 @@ async fn read_range(
     first: u64,
     last: u64,
     bytes: &AtomicU64,
+    read: &AtomicU64,
 ) -> Result<Vec<u8>, Failure> {
     let resp = client
         .get_object()
@@ -197,6 +201,7 @@ async fn read_range(
                 prefix.extend_from_slice(&chunk[..room.min(chunk.len())]);
                 got += chunk.len() as u64;
                 bytes.fetch_add(chunk.len() as u64, std::sync::atomic::Ordering::Relaxed);
+                read.fetch_add(chunk.len() as u64, std::sync::atomic::Ordering::Relaxed);
             }
         }
     }

@@ -160,6 +160,7 @@ pub async fn run_loader(
     plan: &LoaderPlan,
     redactor: &Redactor,
     mut cancel: watch::Receiver<bool>,
+    progress: &super::Progress,
 ) -> LoaderReport {
     let in_flight = Arc::new(Semaphore::new(plan.workers.max(1) * plan.prefetch.max(1)));
     let (tx, mut rx) = mpsc::unbounded_channel::<Batch>();
@@ -246,6 +247,11 @@ pub async fn run_loader(
             }
         }
         steps_done += 1;
+        progress.steps.store(steps_done, Ordering::Relaxed);
+        progress.wait_us.fetch_add(
+            u64::try_from(waited.as_micros()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
         tokio::select! {
             _ = tokio::time::sleep(plan.step_time) => {}
             _ = cancel.changed() => { interrupted = true; break; }
@@ -404,7 +410,13 @@ mod tests {
     async fn every_step_gets_a_batch_and_bytes_add_up() {
         let dir = dir_with(&[("a", 1000), ("b", 3000), ("empty", 0)]);
         let (_tx, rx) = watch::channel(false);
-        let r = run_loader(&plan(&dir, 1, 10), &Redactor::default(), rx).await;
+        let r = run_loader(
+            &plan(&dir, 1, 10),
+            &Redactor::default(),
+            rx,
+            &super::super::Progress::default(),
+        )
+        .await;
         assert_eq!(r.steps_done, 10);
         assert!(r.time_to_first_batch_ms.is_some());
         assert_eq!(r.data_wait.map(|w| w.count), Some(9));
@@ -420,7 +432,13 @@ mod tests {
         let p = plan(&dir, 1, 1000);
         std::fs::remove_dir_all(&dir).expect("remove");
         let (_tx, rx) = watch::channel(false);
-        let r = run_loader(&p, &Redactor::default(), rx).await;
+        let r = run_loader(
+            &p,
+            &Redactor::default(),
+            rx,
+            &super::super::Progress::default(),
+        )
+        .await;
         assert_eq!(r.steps_done, 0);
         assert_eq!(r.time_to_first_batch_ms, None);
         assert!(

@@ -104,6 +104,41 @@ pub const EXIT_CANNOT_RUN: i32 = 2;
 /// Exit code when interrupted (partial results printed).
 pub const EXIT_INTERRUPTED: i32 = 130;
 
+/// Counters the modes bump as they go, read once a second for the progress lines.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Bytes written (prepare, checkpoint save).
+    pub bytes_written: std::sync::atomic::AtomicU64,
+    /// Bytes read (checkpoint restore).
+    pub bytes_read: std::sync::atomic::AtomicU64,
+    /// Loader steps done.
+    pub steps: std::sync::atomic::AtomicU64,
+    /// Loader wait so far, µs.
+    pub wait_us: std::sync::atomic::AtomicU64,
+}
+
+/// Runs `work`, saying what `line` makes of the counters every second until it is done.
+async fn with_progress<T>(
+    work: impl std::future::Future<Output = T>,
+    progress: &Progress,
+    say: &(dyn Fn(&str) + Sync),
+    line: impl Fn(&Progress, f64) -> String,
+) -> T {
+    let started = std::time::Instant::now();
+    let ticker = async {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            say(&line(progress, started.elapsed().as_secs_f64()));
+        }
+    };
+    tokio::select! {
+        out = work => out,
+        () = ticker => unreachable!("the ticker never ends"),
+    }
+}
+
 /// Why the probe could not run at all.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -196,9 +231,23 @@ pub async fn run(
                 parallel
             ));
         }
-        let stats = objects::write_objects(&client, &spec.bucket, &keys, spec.part_size, parallel)
-            .await
-            .map_err(|f| CannotRun(format!("--prepare: {}", redactor.failure(f))))?;
+        let progress = Progress::default();
+        let total: u64 = keys.iter().map(|k| k.1).sum();
+        let stats = with_progress(
+            objects::write_objects(
+                &client,
+                &spec.bucket,
+                &keys,
+                spec.part_size,
+                parallel,
+                &progress.bytes_written,
+            ),
+            &progress,
+            say,
+            |p, s| written_line("prepare", p, total, s),
+        )
+        .await
+        .map_err(|f| CannotRun(format!("--prepare: {}", redactor.failure(f))))?;
         report.prepare = Some(stats);
     }
 
@@ -290,7 +339,24 @@ pub async fn run(
                 batch_bytes: spec.range_bytes,
                 read_timeout: spec.endpoint.read_timeout,
             };
-            report.loader = Some(loader::run_loader(&plan, &redactor, cancel).await);
+            let progress = Progress::default();
+            let steps = plan.steps;
+            report.loader = Some(
+                with_progress(
+                    loader::run_loader(&plan, &redactor, cancel, &progress),
+                    &progress,
+                    say,
+                    |p, _| {
+                        let done = p.steps.load(std::sync::atomic::Ordering::Relaxed);
+                        let wait_s =
+                            p.wait_us.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1e6;
+                        format!(
+                            "loader: step {done} of {steps}, {wait_s:.2} s waited for data so far"
+                        )
+                    },
+                )
+                .await,
+            );
         }
         Mode::Checkpoint => {
             objects::check_part_size(spec.checkpoint_size, spec.part_size).map_err(CannotRun)?;
@@ -318,7 +384,27 @@ pub async fn run(
                 report::human_bytes(plan.part_size),
                 parallel
             ));
-            match checkpoint::run_checkpoint(&client, &plan).await {
+            let progress = Progress::default();
+            let size = plan.size_bytes;
+            let saved = with_progress(
+                checkpoint::run_checkpoint(&client, &plan, &progress),
+                &progress,
+                say,
+                |p, s| {
+                    let read = p.bytes_read.load(std::sync::atomic::Ordering::Relaxed);
+                    if read == 0 {
+                        written_line("checkpoint save", p, size, s)
+                    } else {
+                        format!(
+                            "checkpoint restore: {} of {}",
+                            report::human_bytes(read),
+                            report::human_bytes(size)
+                        )
+                    }
+                },
+            )
+            .await;
+            match saved {
                 Ok(c) => report.checkpoint = Some(c),
                 Err(f) => report.failure = Some(redactor.failure(f).to_string()),
             }
@@ -326,6 +412,16 @@ pub async fn run(
     }
     debug_assert_eq!(report.schema_version, SCHEMA_VERSION);
     Ok(report)
+}
+
+fn written_line(what: &str, p: &Progress, total: u64, seconds: f64) -> String {
+    let done = p.bytes_written.load(std::sync::atomic::Ordering::Relaxed);
+    format!(
+        "{what}: {} of {} written ({:.2} GB/s so far)",
+        report::human_bytes(done),
+        report::human_bytes(total),
+        objects::gb_per_s(done, seconds)
+    )
 }
 
 /// Sets up the server-metrics scraper, or notes in the report why there is none.

@@ -6,6 +6,7 @@
 //! so a read-back can check samples without keeping the data.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use aws_sdk_s3::primitives::ByteStream;
@@ -156,27 +157,32 @@ pub fn check_part_size(size: u64, part_size: u64) -> Result<(), String> {
 
 /// Writes objects (`(key, size)`) with parts of `part_size`, at most `parallel` parts in
 /// flight across all objects. Stops at the first failure (a half-written test set would skew
-/// the read side) and aborts that object's upload.
+/// the read side) and aborts that object's upload. `written` counts bytes as parts land (for
+/// progress lines).
 pub async fn write_objects(
     client: &aws_sdk_s3::Client,
     bucket: &str,
     objects: &[(String, u64)],
     part_size: u64,
     parallel: usize,
+    written: &AtomicU64,
 ) -> Result<WriteStats, Failure> {
     let parallel = parallel.max(1);
     let permits = Arc::new(Semaphore::new(parallel));
     let started = Instant::now();
     let mut part_latency = LatencyHistogram::new();
     let mut bytes = 0;
-    let mut uploads = futures::stream::iter(objects.iter().cloned())
-        .map(|(key, size)| {
-            let permits = permits.clone();
-            let client = client.clone();
-            let bucket = bucket.to_string();
-            async move { write_one(&client, &bucket, &key, size, part_size, &permits).await }
-        })
-        .buffer_unordered(parallel);
+    let mut uploads =
+        futures::stream::iter(objects.iter().cloned())
+            .map(|(key, size)| {
+                let permits = permits.clone();
+                let client = client.clone();
+                let bucket = bucket.to_string();
+                async move {
+                    write_one(&client, &bucket, &key, size, part_size, &permits, written).await
+                }
+            })
+            .buffer_unordered(parallel);
     while let Some(done) = uploads.next().await {
         let (size, lat) = done?;
         bytes += size;
@@ -210,6 +216,7 @@ async fn write_one(
     size: u64,
     part_size: u64,
     permits: &Semaphore,
+    written: &AtomicU64,
 ) -> Result<(u64, LatencyHistogram), Failure> {
     let seed = object_seed(key);
     let mut lat = LatencyHistogram::new();
@@ -226,6 +233,7 @@ async fn write_one(
             .await
             .map_err(|e| from_sdk(&e))?;
         lat.record(t.elapsed());
+        written.fetch_add(size, Ordering::Relaxed);
         return Ok((size, lat));
     }
     let created = client
@@ -262,6 +270,7 @@ async fn write_one(
                     .send()
                     .await
                     .map_err(|e| from_sdk(&e))?;
+                written.fetch_add(len, Ordering::Relaxed);
                 Ok::<_, Failure>((n, out.e_tag().map(str::to_string), t.elapsed()))
             }
         })
