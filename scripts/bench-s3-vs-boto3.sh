@@ -8,11 +8,28 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
 seconds=${2:-20}
-cargo build --release --quiet
-burnin=target/release/burnin
+# BURNIN_BIN: a prebuilt binary (on a machine without cargo); else build one.
+if [ -n "${BURNIN_BIN:-}" ]; then burnin=$BURNIN_BIN; else
+  cargo build --release --quiet
+  burnin=target/release/burnin
+fi
 
 work=$(mktemp -d)
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# A free port whose +10000 neighbour (weed's gRPC port) is free too.
+port() { python3 -c '
+import random, socket
+def free(p):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p)); return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+while True:
+    p = random.randint(20000, 50000)
+    if free(p) and free(p + 10000):
+        print(p); break'; }
 s3=$(port); master=$(port); volume=$(port); filer=$(port)
 export AWS_ACCESS_KEY_ID=benchkey AWS_SECRET_ACCESS_KEY=bench-secret-key
 cat >"$work/keys.json" <<JSON
@@ -24,12 +41,18 @@ weed server -dir="$work" -s3 -s3.port="$s3" -s3.config="$work/keys.json" -s3.por
 weed_pid=$!
 trap 'kill $weed_pid 2>/dev/null; sleep 0.5; kill -9 $weed_pid 2>/dev/null; rm -rf "$work"' EXIT
 ep="http://127.0.0.1:$s3"
-for _ in $(seq 1 100); do curl -s -o /dev/null "$ep/" && break; sleep 0.3; done
-curl -s -o /dev/null "$ep/" || { echo "weed did not start:"; tail -20 "$work/weed.log"; exit 1; }
+up() { python3 -c 'import sys, urllib.request, urllib.error
+try:
+    urllib.request.urlopen(sys.argv[1], timeout=2)
+except urllib.error.HTTPError:
+    pass
+' "$1" 2>/dev/null; }
+for _ in $(seq 1 100); do up "http://127.0.0.1:$filer/" && up "$ep/" && break; sleep 0.3; done
+up "$ep/" || { echo "weed did not start:"; tail -20 "$work/weed.log"; exit 1; }
 
 "$burnin" probe s3 --endpoint "$ep" --bucket bench --create-bucket --prepare 8 \
   --object-size 64MiB --concurrency 16 --requests 16 --metrics off -q >/dev/null
-echo "machine: $(nproc) cores; weed $(weed version 2>&1 | head -1 | awk '{print $3}'); $(python3 -c 'import boto3; print("boto3", boto3.__version__)')"
+echo "machine: $(nproc) cores, $(uname -r); weed $(weed version 2>&1 | head -1 | awk '{print $3}'); $(python3 -c 'import boto3; print("boto3", boto3.__version__)')"
 # Runs a command; prints its stdout, then "cpu SECONDS" (user + sys of the client alone).
 cpu() { python3 -c '
 import resource, subprocess, sys
