@@ -221,6 +221,36 @@ fn probe_against_a_real_s3_server() {
     assert_eq!(r["prepare_kept"], 3);
     assert_eq!(r["prepare"]["objects"], 0);
 
+    // Even at trace level the log file holds no key (the HTTP and signing crates are held at
+    // warn), and it says what ran.
+    let log = std::env::temp_dir().join(format!("burnin-s3-trace-{}.log", std::process::id()));
+    let o = burnin()
+        .args([
+            "probe",
+            "s3",
+            "--endpoint",
+            ep,
+            "--bucket",
+            "burnin-a",
+            "--concurrency",
+            "1",
+        ])
+        .args(["--requests", "2", "-q"])
+        .env("AWS_ACCESS_KEY_ID", ACCESS_KEY)
+        .env("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
+        .env("BURNIN_LOG", &log)
+        .env("BURNIN_LOG_LEVEL", "trace")
+        .output()
+        .expect("run");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
+    let logged = std::fs::read_to_string(&log).expect("log file");
+    assert!(logged.contains("probe s3 starts"), "{logged}");
+    assert!(
+        !logged.contains(SECRET_KEY) && !logged.contains(ACCESS_KEY),
+        "a key reached the log"
+    );
+    std::fs::remove_file(&log).ok();
+
     // Ranged GETs read exactly the range.
     let o = probe(
         ep,

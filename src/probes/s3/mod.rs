@@ -166,6 +166,14 @@ pub async fn run(
     let client =
         client::build_client(&spec.endpoint, &creds).map_err(|e| CannotRun(e.to_string()))?;
     let mut report = ProbeReport::new(spec, &endpoint_url, &creds.source.to_string());
+    tracing::info!(
+        endpoint = %endpoint_url,
+        bucket = %spec.bucket,
+        prefix = %spec.prefix,
+        mode = ?spec.mode,
+        keys_from = %creds.source,
+        "probe s3 starts"
+    );
     let parallel = spec.concurrency.first().copied().unwrap_or(8).max(1);
 
     if spec.mode == Mode::Loader && spec.dir.is_some() {
@@ -411,6 +419,11 @@ pub async fn run(
         }
     }
     debug_assert_eq!(report.schema_version, SCHEMA_VERSION);
+    tracing::info!(
+        errors = report.error_count(),
+        interrupted = report.interrupted(),
+        "probe s3 done"
+    );
     Ok(report)
 }
 
