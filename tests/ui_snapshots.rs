@@ -17,6 +17,28 @@ fn key(state: &mut burnin::app::state::State, code: KeyCode) {
     state.update(Event::Key(KeyEvent::new(code, KeyModifiers::NONE)));
 }
 
+/// One pane, focused, filling a terminal of `size`.
+fn pane_alone(
+    state: &burnin::app::state::State,
+    pane: PaneKind,
+    size: (u16, u16),
+) -> Terminal<TestBackend> {
+    let (store, findings) = state.shown();
+    let ctx = Ctx {
+        store,
+        findings,
+        state,
+        theme: state.theme(),
+    };
+    let mut term = Terminal::new(TestBackend::new(size.0, size.1)).expect("terminal");
+    term.draw(|f| {
+        let area = f.area();
+        panes::draw_pane(pane, &ctx, true, area, f.buffer_mut());
+    })
+    .expect("draw");
+    term
+}
+
 #[test]
 fn overview_80x24_while_gpu_stalls() {
     let state = demo_state(125, (80, 24));
@@ -74,19 +96,7 @@ fn every_pane_alone() {
         (125, PaneKind::Log),
     ] {
         let state = demo_state(at, (100, 20));
-        let (store, findings) = state.shown();
-        let ctx = Ctx {
-            store,
-            findings,
-            state: &state,
-            theme: state.theme(),
-        };
-        let mut term = Terminal::new(TestBackend::new(100, 20)).expect("terminal");
-        term.draw(|f| {
-            let area = f.area();
-            panes::draw_pane(pane, &ctx, true, area, f.buffer_mut());
-        })
-        .expect("draw");
+        let term = pane_alone(&state, pane, (100, 20));
         assert_snapshot!(
             format!("pane_{}_100x20_at_{at}s", pane.name()),
             term.backend()
@@ -256,19 +266,7 @@ fn storage_pane_follows_the_probe_of_a_plan_phase() {
     }
     // The store stopped answering: no GET completed in the last window.
     state.update(window(6, "node01", f64::NAN, 0, 16));
-    let (store, findings) = state.shown();
-    let ctx = Ctx {
-        store,
-        findings,
-        state: &state,
-        theme: state.theme(),
-    };
-    let mut term = Terminal::new(TestBackend::new(100, 10)).expect("terminal");
-    term.draw(|f| {
-        let area = f.area();
-        panes::draw_pane(PaneKind::Storage, &ctx, true, area, f.buffer_mut());
-    })
-    .expect("draw");
+    let term = pane_alone(&state, PaneKind::Storage, (100, 10));
     let text = term.backend().to_string();
     assert!(text.contains("from node01 · 16 GETs in flight"), "{text}");
     assert!(text.contains("TTFB p50 —"), "{text}");

@@ -25,6 +25,29 @@ pub struct LineError {
     pub message: String,
 }
 
+/// Reads one JSON line `{"burnin": KIND, …}` of our own tools into `R`: `Ok(None)` for lines
+/// that are not ours or of a kind `is_known` rejects (a newer tool, an older console), an
+/// error naming `what` for a line that claims to be ours but does not fit.
+pub fn tagged_json_line<R: serde::de::DeserializeOwned>(
+    line_no: usize,
+    line: &str,
+    what: &str,
+    is_known: impl Fn(&R) -> bool,
+) -> Result<Option<R>, LineError> {
+    let t = line.trim();
+    if !t.starts_with('{') || !t.contains("\"burnin\"") {
+        return Ok(None);
+    }
+    match serde_json::from_str::<R>(t) {
+        Ok(r) if is_known(&r) => Ok(Some(r)),
+        Ok(_) => Ok(None),
+        Err(e) => Err(LineError {
+            line_no,
+            message: format!("{what}: {e}"),
+        }),
+    }
+}
+
 /// Which parser reads a phase's output (the plan's `parser = "…"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

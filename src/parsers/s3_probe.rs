@@ -32,18 +32,7 @@ pub enum Record {
 
 /// Read one line: `Ok(None)` for lines that are not ours.
 pub fn parse_line(line_no: usize, line: &str) -> Result<Option<Record>, LineError> {
-    let t = line.trim();
-    if !t.starts_with('{') || !t.contains("\"burnin\"") {
-        return Ok(None);
-    }
-    match serde_json::from_str::<Record>(t) {
-        Ok(Record::Other) => Ok(None),
-        Ok(r) => Ok(Some(r)),
-        Err(e) => Err(LineError {
-            line_no,
-            message: format!("s3 probe record: {e}"),
-        }),
-    }
+    super::tagged_json_line(line_no, line, "s3 probe record", |r| *r != Record::Other)
 }
 
 #[cfg(test)]

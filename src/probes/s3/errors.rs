@@ -162,8 +162,13 @@ fn class_from_words(text: &str) -> Option<ErrorClass> {
 
 /// A failure from an error without an HTTP response (a body stream broke, a local read failed).
 pub fn from_error(err: &(dyn std::error::Error + 'static)) -> Failure {
+    without_response(err, false)
+}
+
+/// A failure without an HTTP response: the I/O error underneath decides, else hyper's words.
+fn without_response(err: &(dyn std::error::Error + 'static), timed_out: bool) -> Failure {
     let (kind, detail) = chain(err);
-    let mut class = classify(None, false, kind);
+    let mut class = classify(None, timed_out, kind);
     if class == ErrorClass::Other
         && let Some(c) = class_from_words(&detail)
     {
@@ -215,21 +220,7 @@ where
                 detail,
             }
         }
-        SdkError::DispatchFailure(dispatch) => {
-            let (kind, detail) = chain(err);
-            let mut class = classify(None, dispatch.is_timeout(), kind);
-            if class == ErrorClass::Other
-                && let Some(c) = class_from_words(&detail)
-            {
-                class = c;
-            }
-            Failure {
-                class,
-                status: None,
-                code: None,
-                detail,
-            }
-        }
+        SdkError::DispatchFailure(dispatch) => without_response(err, dispatch.is_timeout()),
         _ => {
             let (_, detail) = chain(err);
             Failure {

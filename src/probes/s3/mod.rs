@@ -261,22 +261,7 @@ pub async fn run(
 
     match spec.mode {
         Mode::Get => {
-            let objects =
-                objects::list_objects(&client, &spec.bucket, &spec.prefix, spec.max_objects)
-                    .await
-                    .map_err(|f| {
-                        CannotRun(get::preflight_message(
-                            &redactor.failure(f),
-                            &endpoint_url,
-                            &spec.bucket,
-                        ))
-                    })?;
-            if objects.is_empty() {
-                return Err(CannotRun(format!(
-                    "no objects under s3://{}/{} — give --prepare N to write test objects",
-                    spec.bucket, spec.prefix
-                )));
-            }
+            let objects = objects_to_read(&client, spec, &endpoint_url, &redactor).await?;
             report.set_objects(&objects);
             let plan = GetPlan {
                 bucket: spec.bucket.clone(),
@@ -309,26 +294,7 @@ pub async fn run(
                     files: loader::dir_files(dir).map_err(CannotRun)?,
                 },
                 None => {
-                    let objects = objects::list_objects(
-                        &client,
-                        &spec.bucket,
-                        &spec.prefix,
-                        spec.max_objects,
-                    )
-                    .await
-                    .map_err(|f| {
-                        CannotRun(get::preflight_message(
-                            &redactor.failure(f),
-                            &endpoint_url,
-                            &spec.bucket,
-                        ))
-                    })?;
-                    if objects.is_empty() {
-                        return Err(CannotRun(format!(
-                            "no objects under s3://{}/{} — give --prepare N to write test objects",
-                            spec.bucket, spec.prefix
-                        )));
-                    }
+                    let objects = objects_to_read(&client, spec, &endpoint_url, &redactor).await?;
                     report.set_objects(&objects);
                     loader::LoaderSource::S3 {
                         client: client.clone(),
@@ -425,6 +391,31 @@ pub async fn run(
         "probe s3 done"
     );
     Ok(report)
+}
+
+/// The objects under the prefix, or why there are none to read.
+async fn objects_to_read(
+    client: &aws_sdk_s3::Client,
+    spec: &ProbeSpec,
+    endpoint_url: &str,
+    redactor: &Redactor,
+) -> Result<Vec<objects::ObjectRef>, CannotRun> {
+    let objects = objects::list_objects(client, &spec.bucket, &spec.prefix, spec.max_objects)
+        .await
+        .map_err(|f| {
+            CannotRun(get::preflight_message(
+                &redactor.failure(f),
+                endpoint_url,
+                &spec.bucket,
+            ))
+        })?;
+    if objects.is_empty() {
+        return Err(CannotRun(format!(
+            "no objects under s3://{}/{} — give --prepare N to write test objects",
+            spec.bucket, spec.prefix
+        )));
+    }
+    Ok(objects)
 }
 
 fn written_line(what: &str, p: &Progress, total: u64, seconds: f64) -> String {
