@@ -197,11 +197,16 @@ pub enum Command {
         #[command(flatten)]
         sim: SimArgs,
     },
-    /// One look for stalled, throttled or erroring GPUs and links; exit 0/1/2.
+    /// Watch the nodes long enough to judge, then list stalled, throttled or erroring GPUs and
+    /// links. Exit 0: nothing above info; 1: a warning; 2: a critical finding; 3: could not run.
     Triage {
-        /// Print JSON.
+        /// Print JSON (the `status --json` document, schema 1).
         #[arg(long)]
         json: bool,
+        /// How long to watch (default: the stall window, 10 s, plus the connect timeout and
+        /// three sample periods).
+        #[arg(long = "for", value_parser = parse_duration, value_name = "DURATION")]
+        watch_for: Option<std::time::Duration>,
     },
     /// On a node: sample GPUs and RDMA/Ethernet ports, write NDJSON frames to stdout (exits
     /// when stdout closes).

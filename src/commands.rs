@@ -66,10 +66,9 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
         Some(Command::Watch { look, resume }) => {
             watch(&config, ssh_config, &look, resume.as_deref()).await
         }
-        Some(Command::Triage { .. }) => not_yet(
-            "triage",
-            "the headless triage over real nodes comes with issues 3 and 6; the console's triage pane works in `burnin demo`",
-        ),
+        Some(Command::Triage { json, watch_for }) => {
+            triage_nodes(&config, ssh_config, json, watch_for).await
+        }
         Some(Command::Agent(args)) => {
             // The agent is a plain blocking loop; keep it off the async runtime's threads.
             Ok(tokio::task::spawn_blocking(move || crate::agent::main(&args)).await?)
@@ -329,6 +328,112 @@ pub async fn snapshot_nodes(
     }
     store.now_ms = store.now_ms.max(crate::telemetry::fleet::now_ms());
     Ok(store)
+}
+
+/// Exit code of `burnin triage` when it could not look (no inventory, no source).
+pub const TRIAGE_CANNOT_RUN: i32 = 3;
+
+/// `burnin triage`: every node's stream for `watch_for`, triage judged each period as the
+/// console does (its rules need windows of samples, and their `since` needs the history), the
+/// findings at the end printed, the exit code from the worst of them.
+async fn triage_nodes(
+    config: &std::path::Path,
+    ssh_config: Option<PathBuf>,
+    json: bool,
+    watch_for: Option<Duration>,
+) -> Result<i32> {
+    let Some(inventory) = load_inventory(config) else {
+        return Ok(TRIAGE_CANNOT_RUN);
+    };
+    let watch_for = watch_for.unwrap_or(
+        Duration::from_millis(crate::triage::STALL_WINDOW_MS)
+            + inventory.connect_timeout
+            + inventory.interval * 3,
+    );
+    let source = match fleet(inventory.clone(), ssh_config) {
+        Ok(s) => Box::new(s),
+        Err(e) => {
+            eprintln!("burnin triage: {e}");
+            return Ok(TRIAGE_CANNOT_RUN);
+        }
+    };
+    if !json {
+        eprintln!(
+            "burnin triage: watching {} node(s) for {} s",
+            inventory.nodes.len(),
+            watch_for.as_secs()
+        );
+    }
+    let (tx, mut rx) = tokio::sync::mpsc::channel(4096);
+    let (_cmd_tx, cmd_rx) = tokio::sync::mpsc::unbounded_channel();
+    let task = tokio::spawn(source.run(tx, cmd_rx));
+    let mut store = ClusterStore::with_period(inventory.interval.as_millis() as u64);
+    let mut triage = Triage::new();
+    let deadline = tokio::time::Instant::now() + watch_for;
+    while let Ok(Some(ev)) = tokio::time::timeout_at(deadline, rx.recv()).await {
+        let clock = matches!(ev, SourceEvent::Clock { .. });
+        store.ingest(ev);
+        if clock {
+            // Judged every period, as the console does: the rules keep their `since`.
+            let _ = triage.evaluate(&store);
+        }
+    }
+    task.abort();
+    for n in &inventory.nodes {
+        if store.node(&n.name).is_none() {
+            store.ingest(SourceEvent::Link {
+                node: n.name.clone(),
+                at_ms: store.now_ms,
+                link: NodeLink::Unreachable(format!("no answer within {} s", watch_for.as_secs())),
+            });
+        }
+    }
+    store.now_ms = store.now_ms.max(crate::telemetry::fleet::now_ms());
+    let findings = triage.evaluate(&store);
+    let code = triage_exit_code(&findings);
+    let doc = status_doc(
+        &store,
+        findings,
+        format!("{} ({} nodes)", inventory.file, inventory.nodes.len()),
+    );
+    if json {
+        emit(&(serde_json::to_string_pretty(&doc)? + "\n"))?;
+    } else {
+        emit(&findings_table(&doc.findings))?;
+    }
+    Ok(code)
+}
+
+/// 0: nothing above info; 1: the worst is a warning; 2: something critical.
+pub fn triage_exit_code(findings: &[Finding]) -> i32 {
+    match findings.iter().map(|f| f.severity).max() {
+        Some(Severity::Crit) => 2,
+        Some(Severity::Warn) => 1,
+        _ => 0,
+    }
+}
+
+/// The findings, one a line, worst first.
+fn findings_table(findings: &[Finding]) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    if findings.is_empty() {
+        out.push_str("findings: none\n");
+        return out;
+    }
+    let mut sorted: Vec<&Finding> = findings.iter().collect();
+    sorted.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    for f in sorted {
+        let _ = writeln!(
+            out,
+            "{:<4} {:<13} {:<15} {}",
+            f.severity.label(),
+            f.subject(),
+            f.rule,
+            f.why
+        );
+    }
+    out
 }
 
 async fn status_nodes(
@@ -671,15 +776,8 @@ pub fn status_table(doc: &StatusDoc) -> String {
         let _ = writeln!(out, "findings: none");
     } else {
         let _ = writeln!(out, "findings:");
-        for f in &doc.findings {
-            let _ = writeln!(
-                out,
-                "  {:<4} {:<13} {:<15} {}",
-                f.severity.label(),
-                f.subject(),
-                f.rule,
-                f.why
-            );
+        for line in findings_table(&doc.findings).lines() {
+            let _ = writeln!(out, "  {line}");
         }
     }
     let worst = doc.findings.iter().map(|f| f.severity).max();
