@@ -229,6 +229,7 @@ async fn watch(
         inventory.nodes.len()
     );
     let mut state = console_state(look, label);
+    state.set_thresholds(inventory.triage);
     let plan = match crate::headless::load_plan(&inventory) {
         Ok(p) => std::sync::Arc::new(p),
         Err(e) => {
@@ -247,8 +248,9 @@ async fn watch(
             nodes: crate::headless::runner_nodes(&inventory, &ssh),
             baseline,
             telemetry: Some(std::sync::Arc::new(
-                crate::phases::telemetry_log::TelemetryLog::new(
-                    inventory.interval.as_millis() as u64
+                crate::phases::telemetry_log::TelemetryLog::with_thresholds(
+                    inventory.interval.as_millis() as u64,
+                    inventory.triage,
                 ),
             )),
         },
@@ -346,7 +348,7 @@ async fn triage_nodes(
         return Ok(TRIAGE_CANNOT_RUN);
     };
     let watch_for = watch_for.unwrap_or(
-        Duration::from_millis(crate::triage::STALL_WINDOW_MS)
+        Duration::from_millis(inventory.triage.stall_window_ms)
             + inventory.connect_timeout
             + inventory.interval * 3,
     );
@@ -368,7 +370,7 @@ async fn triage_nodes(
     let (_cmd_tx, cmd_rx) = tokio::sync::mpsc::unbounded_channel();
     let task = tokio::spawn(source.run(tx, cmd_rx));
     let mut store = ClusterStore::with_period(inventory.interval.as_millis() as u64);
-    let mut triage = Triage::new();
+    let mut triage = Triage::with_thresholds(inventory.triage);
     let deadline = tokio::time::Instant::now() + watch_for;
     while let Ok(Some(ev)) = tokio::time::timeout_at(deadline, rx.recv()).await {
         let clock = matches!(ev, SourceEvent::Clock { .. });
@@ -446,7 +448,7 @@ async fn status_nodes(
         return Ok(2);
     };
     let store = snapshot_nodes(&inventory, ssh_config, wait).await?;
-    let findings = Triage::new().evaluate(&store);
+    let findings = Triage::with_thresholds(inventory.triage).evaluate(&store);
     let mut doc = status_doc(
         &store,
         findings,

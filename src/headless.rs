@@ -106,7 +106,10 @@ pub fn runner_nodes(inventory: &Inventory, ssh: &SshSettings) -> Vec<RunnerNode>
 fn watch_telemetry(inventory: &Inventory, ssh: &SshSettings) -> Result<Arc<TelemetryLog>> {
     let exe = std::env::current_exe()
         .map_err(|e| eyre!("cannot find this binary's path (local/sim nodes run it): {e}"))?;
-    let log = Arc::new(TelemetryLog::new(inventory.interval.as_millis() as u64));
+    let log = Arc::new(TelemetryLog::with_thresholds(
+        inventory.interval.as_millis() as u64,
+        inventory.triage,
+    ));
     let source = Box::new(FleetSource::new(inventory.clone(), ssh.clone(), exe));
     let (tx, mut rx) = mpsc::channel(8192);
     let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::config::ConfigError;
+use crate::triage::Thresholds;
 
 /// How burnin reaches a node's GPUs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -75,6 +76,77 @@ struct InventoryFile {
     defaults: DefaultsFile,
     #[serde(default)]
     node: Vec<toml::Spanned<NodeFile>>,
+    #[serde(default)]
+    triage: TriageFile,
+}
+
+/// `[triage]`: the thresholds the rules judge by (defaults: [`Thresholds::default`]).
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct TriageFile {
+    stall_window: Option<toml::Spanned<String>>,
+    stall_util_pct: Option<toml::Spanned<f64>>,
+    loaded_util_pct: Option<toml::Spanned<f64>>,
+    stall_power_pct: Option<toml::Spanned<f64>>,
+    aistor_p99_ttfb_ms: Option<toml::Spanned<f64>>,
+    loader_wait_pct: Option<toml::Spanned<f64>>,
+}
+
+impl TriageFile {
+    fn resolve(&self, file: &str, text: &str) -> Result<Thresholds, ConfigError> {
+        let d = Thresholds::default();
+        let stall_window = duration(
+            file,
+            text,
+            &self.stall_window,
+            Duration::from_millis(d.stall_window_ms),
+        )?;
+        let num = |v: &Option<toml::Spanned<f64>>, default: f64, max: f64, what: &str| match v {
+            None => Ok(default),
+            Some(x) if x.get_ref().is_finite() && (0.0..=max).contains(x.get_ref()) => {
+                Ok(*x.get_ref())
+            }
+            Some(x) => Err(ConfigError::at(
+                file,
+                text,
+                Some(x.span()),
+                format!("[triage] {what} must be between 0 and {max}"),
+            )),
+        };
+        Ok(Thresholds {
+            stall_window_ms: u64::try_from(stall_window.as_millis()).unwrap_or(u64::MAX),
+            stall_util_pct: num(
+                &self.stall_util_pct,
+                d.stall_util_pct,
+                100.0,
+                "stall_util_pct",
+            )?,
+            loaded_util_pct: num(
+                &self.loaded_util_pct,
+                d.loaded_util_pct,
+                100.0,
+                "loaded_util_pct",
+            )?,
+            stall_power_pct: num(
+                &self.stall_power_pct,
+                d.stall_power_pct,
+                100.0,
+                "stall_power_pct",
+            )?,
+            aistor_p99_ttfb_ms: num(
+                &self.aistor_p99_ttfb_ms,
+                d.aistor_p99_ttfb_ms,
+                3_600_000.0,
+                "aistor_p99_ttfb_ms",
+            )?,
+            loader_wait_pct: num(
+                &self.loader_wait_pct,
+                d.loader_wait_pct,
+                100.0,
+                "loader_wait_pct",
+            )?,
+        })
+    }
 }
 
 /// One node, resolved.
@@ -120,6 +192,8 @@ pub struct Inventory {
     /// The plan file named by `plan = "…"`, resolved against this file's directory; `None`:
     /// the embedded T1–T8 plan.
     pub plan: Option<PathBuf>,
+    /// Triage thresholds (`[triage]`).
+    pub triage: Thresholds,
 }
 
 /// Default remote path of the agent; `burnin deploy` puts it there.
@@ -217,6 +291,7 @@ impl Inventory {
         let d = &shape.defaults;
         let interval = duration(file, text, &d.interval, Duration::from_secs(1))?;
         let connect_timeout = duration(file, text, &d.connect_timeout, Duration::from_secs(10))?;
+        let triage = shape.triage.resolve(file, text)?;
         if shape.node.is_empty() {
             return Err(ConfigError::at(
                 file,
@@ -266,6 +341,7 @@ impl Inventory {
             interval,
             connect_timeout,
             max_connecting: d.max_connecting.unwrap_or(32).max(1),
+            triage,
             plan: shape.plan.map(|p| {
                 let p = expand_home(&p);
                 match std::path::Path::new(file).parent() {
@@ -372,5 +448,39 @@ mod tests {
             .expect_err("bad")
             .to_string();
         assert!(e.contains("b.toml:2:1") && e.contains("hots"), "{e}");
+    }
+
+    #[test]
+    fn triage_thresholds_from_the_file_with_located_mistakes() {
+        let inv = Inventory::parse(
+            "t.toml",
+            "[triage]\nstall_window = \"20s\"\naistor_p99_ttfb_ms = 120\nloader_wait_pct = 5\n\
+             [[node]]\nhost = \"a\"\n",
+        )
+        .expect("parses");
+        let t = inv.triage;
+        assert_eq!(t.stall_window_ms, 20_000);
+        assert_eq!((t.aistor_p99_ttfb_ms, t.loader_wait_pct), (120.0, 5.0));
+        assert_eq!(t.stall_util_pct, Thresholds::default().stall_util_pct);
+        let e = Inventory::parse(
+            "t.toml",
+            "[triage]\nstall_util_pct = 150.0\n[[node]]\nhost = \"a\"\n",
+        )
+        .expect_err("out of range")
+        .to_string();
+        assert!(
+            e.starts_with("t.toml:2:18: [triage] stall_util_pct must be between 0 and 100"),
+            "{e}"
+        );
+        let e = Inventory::parse(
+            "t.toml",
+            "[triage]\nstall_utl_pct = 5.0\n[[node]]\nhost = \"a\"\n",
+        )
+        .expect_err("typo")
+        .to_string();
+        assert!(
+            e.contains("t.toml:2:1") && e.contains("stall_utl_pct"),
+            "{e}"
+        );
     }
 }

@@ -94,6 +94,37 @@ pub const AISTOR_P99_TTFB_MS: f64 = 200.0;
 /// Dataloader wait above this share of step time is a finding.
 pub const LOADER_WAIT_SHARE: f64 = 0.10;
 
+/// The numbers the rules judge by: burnin.toml's `[triage]` table, or these defaults (sensible
+/// for H200/B300 under a burn-in load).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Thresholds {
+    /// How long a GPU must be idle amid loaded peers to count as stalled, ms.
+    pub stall_window_ms: u64,
+    /// Below this utilization a GPU counts as idle, %.
+    pub stall_util_pct: f64,
+    /// Peers' median utilization above which the node counts as loaded, %.
+    pub loaded_util_pct: f64,
+    /// Under this share of its peers' median power, a GPU of a loaded node is stalled, %.
+    pub stall_power_pct: f64,
+    /// AIStor GET p99 TTFB above this is a finding, ms.
+    pub aistor_p99_ttfb_ms: f64,
+    /// Dataloader wait above this share of step time is a finding, %.
+    pub loader_wait_pct: f64,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Self {
+            stall_window_ms: STALL_WINDOW_MS,
+            stall_util_pct: STALL_UTIL_PCT,
+            loaded_util_pct: LOADED_UTIL_PCT,
+            stall_power_pct: STALL_POWER_SHARE * 100.0,
+            aistor_p99_ttfb_ms: AISTOR_P99_TTFB_MS,
+            loader_wait_pct: LOADER_WAIT_SHARE * 100.0,
+        }
+    }
+}
+
 /// What an Xid means, how bad it is, and what an engineer does next (NVIDIA's Xid catalogue,
 /// shortened for one line each).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -217,28 +248,44 @@ pub fn xid_meaning(code: u32) -> &'static str {
 #[derive(Debug, Clone, Default)]
 pub struct Triage {
     since: HashMap<(&'static str, Option<String>, Option<u32>), UnixMillis>,
+    thresholds: Thresholds,
 }
 
 impl Triage {
-    /// A triage with no history.
+    /// A triage with no history and the default thresholds.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A triage with no history judging by `thresholds`.
+    pub fn with_thresholds(thresholds: Thresholds) -> Self {
+        Self {
+            since: HashMap::new(),
+            thresholds,
+        }
+    }
+
+    /// The thresholds it judges by.
+    pub fn thresholds(&self) -> &Thresholds {
+        &self.thresholds
     }
 
     /// Run every rule over `store`; findings sorted worst first, then by subject.
     pub fn evaluate(&mut self, store: &ClusterStore) -> Vec<Finding> {
         let now = store.now_ms;
         let mut raw = Vec::new();
+        let t = &self.thresholds;
         let windows = Windows {
-            stall: samples_in(STALL_WINDOW_MS, store.period_ms),
+            stall: samples_in(t.stall_window_ms, store.period_ms),
             counter: samples_in(COUNTER_WINDOW_MS, store.period_ms),
-            stall_s: STALL_WINDOW_MS / 1000,
+            stall_s: t.stall_window_ms / 1000,
+            thresholds: *t,
         };
         for node in &store.nodes {
             node_rules(node, &windows, &mut raw);
         }
         fabric_rules(store, COUNTER_WINDOW_MS, &mut raw);
-        cluster_rules(store, &mut raw);
+        cluster_rules(store, t, &mut raw);
 
         let mut since = HashMap::with_capacity(raw.len());
         let mut findings: Vec<Finding> = raw
@@ -284,6 +331,7 @@ struct Windows {
     stall: usize,
     counter: usize,
     stall_s: u64,
+    thresholds: Thresholds,
 }
 
 fn node_rules(node: &NodeView, windows: &Windows, out: &mut Vec<RawFinding>) {
@@ -565,7 +613,7 @@ fn gpu_rules(node: &NodeView, gpu: &GpuView, windows: &Windows, out: &mut Vec<Ra
         return;
     }
 
-    if let Some(why) = stall_evidence(node, gpu, windows.stall, windows.stall_s) {
+    if let Some(why) = stall_evidence(node, gpu, windows) {
         out.push((
             Severity::Crit,
             "stalled",
@@ -632,7 +680,8 @@ type Window = Vec<Option<f64>>;
 
 /// Stalled: idle (or far under its peers' power) for every one of the newest samples while the
 /// node's other GPUs are loaded. Returns the evidence line.
-fn stall_evidence(node: &NodeView, gpu: &GpuView, n: usize, window_s: u64) -> Option<String> {
+fn stall_evidence(node: &NodeView, gpu: &GpuView, windows: &Windows) -> Option<String> {
+    let (n, window_s, t) = (windows.stall, windows.stall_s, &windows.thresholds);
     let window = |h: &History| h.tail(n).collect::<Vec<_>>();
     let mine_util = window(&gpu.util_pct);
     let mine_power = window(&gpu.power_watts);
@@ -654,10 +703,10 @@ fn stall_evidence(node: &NodeView, gpu: &GpuView, n: usize, window_s: u64) -> Op
         let peer_util = median(peers.iter().filter_map(|(u, _)| at(u)))?;
         let peer_power = median(peers.iter().filter_map(|(_, p)| at(p)));
         let util = (*util)?;
-        let idle = util < STALL_UTIL_PCT;
-        let starved =
-            matches!((power, peer_power), (Some(p), Some(pp)) if *p < STALL_POWER_SHARE * pp);
-        if peer_util < LOADED_UTIL_PCT || !(idle || starved) {
+        let idle = util < t.stall_util_pct;
+        let starved = matches!((power, peer_power),
+            (Some(p), Some(pp)) if *p < t.stall_power_pct / 100.0 * pp);
+        if peer_util < t.loaded_util_pct || !(idle || starved) {
             return None;
         }
         peer_util_sum += peer_util;
@@ -674,17 +723,17 @@ fn stall_evidence(node: &NodeView, gpu: &GpuView, n: usize, window_s: u64) -> Op
     ))
 }
 
-fn cluster_rules(store: &ClusterStore, out: &mut Vec<RawFinding>) {
+fn cluster_rules(store: &ClusterStore, t: &Thresholds, out: &mut Vec<RawFinding>) {
     if let Some(w) = &store.storage.latest {
-        if w.ttfb_p99_ms > AISTOR_P99_TTFB_MS {
+        if w.ttfb_p99_ms > t.aistor_p99_ttfb_ms {
             out.push((
                 Severity::Warn,
                 "aistor-latency",
                 None,
                 None,
                 format!(
-                    "GET TTFB p99 {:.0} ms (p50 {:.0} ms) over {AISTOR_P99_TTFB_MS:.0} ms at {}",
-                    w.ttfb_p99_ms, w.ttfb_p50_ms, w.endpoint
+                    "GET TTFB p99 {:.0} ms (p50 {:.0} ms) over {:.0} ms at {}",
+                    w.ttfb_p99_ms, w.ttfb_p50_ms, t.aistor_p99_ttfb_ms, w.endpoint
                 ),
                 "check AIStor drive and node health, and fabric congestion counters",
             ));
@@ -697,7 +746,8 @@ fn cluster_rules(store: &ClusterStore, out: &mut Vec<RawFinding>) {
                 None,
                 format!(
                     "{} of {} GETs failed in the last window",
-                    w.errors, w.requests
+                    w.errors,
+                    w.requests + w.errors
                 ),
                 "look at the probe's error classes and the AIStor server log",
             ));
@@ -711,7 +761,7 @@ fn cluster_rules(store: &ClusterStore, out: &mut Vec<RawFinding>) {
         .is_some_and(|p| p.state == crate::cluster::PhaseState::Running);
     if loader_live
         && let Some(share) = loader.wait_share()
-        && share > LOADER_WAIT_SHARE
+        && share * 100.0 > t.loader_wait_pct
     {
         out.push((
             Severity::Warn,
@@ -722,7 +772,7 @@ fn cluster_rules(store: &ClusterStore, out: &mut Vec<RawFinding>) {
                 "{} waits for data {:.0} % of step time (gate {:.0} %)",
                 loader.phase.as_deref().unwrap_or("training"),
                 share * 100.0,
-                LOADER_WAIT_SHARE * 100.0
+                t.loader_wait_pct
             ),
             "raise loader workers/prefetch; compare with a local-NVMe run; check AIStor p99",
         ));
@@ -777,6 +827,39 @@ mod tests {
         findings
             .iter()
             .any(|f| f.rule == rule && f.subject() == subject)
+    }
+
+    #[test]
+    fn thresholds_decide_the_aistor_rule() {
+        let mut store = ClusterStore::with_period(1000);
+        store.ingest(crate::telemetry::SourceEvent::Probe(
+            crate::probes::ProbeWindow {
+                at_ms: 1_000,
+                endpoint: "http://aistor:9000".into(),
+                ttfb_p50_ms: 20.0,
+                ttfb_p99_ms: 150.0,
+                total_p99_ms: 900.0,
+                throughput_bytes_per_sec: 1e9,
+                requests: 100,
+                errors: 0,
+                concurrency: Some(16),
+            },
+        ));
+        assert!(!has(
+            &Triage::new().evaluate(&store),
+            "aistor-latency",
+            "cluster"
+        ));
+        let strict = Thresholds {
+            aistor_p99_ttfb_ms: 100.0,
+            ..Thresholds::default()
+        };
+        let findings = Triage::with_thresholds(strict).evaluate(&store);
+        let f = findings
+            .iter()
+            .find(|f| f.rule == "aistor-latency")
+            .expect("a stricter gate fires");
+        assert!(f.why.contains("over 100 ms"), "{}", f.why);
     }
 
     #[test]

@@ -8,9 +8,14 @@ use std::process::{Command, Output};
 const BIN: &str = env!("CARGO_BIN_EXE_burnin");
 
 fn triage(name: &str, node_args: &[&str], extra: &[&str]) -> Output {
+    triage_with(name, "", node_args, extra)
+}
+
+/// Same with more TOML (a `[triage]` table) at the top of the inventory.
+fn triage_with(name: &str, head: &str, node_args: &[&str], extra: &[&str]) -> Output {
     let dir = std::env::temp_dir().join(format!("burnin-triage-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
-    let mut toml = String::from("[defaults]\nmode = \"sim\"\ninterval = \"500ms\"\ngpus = 8\n");
+    let mut toml = format!("{head}[defaults]\nmode = \"sim\"\ninterval = \"500ms\"\ngpus = 8\n");
     for (i, args) in node_args.iter().enumerate() {
         toml.push_str(&format!(
             "[[node]]\nhost = \"n{}\"\nagent_args = [\"--load\", \"full\"{args}]\n",
@@ -96,6 +101,27 @@ fn a_warning_alone_exits_1_and_throttling_exits_2() {
         text.contains("n1 GPU5") && text.contains("hw-thermal"),
         "{text}"
     );
+}
+
+#[test]
+fn the_stall_window_comes_from_burnin_toml() {
+    // The same stall, watched 12 s: a 60 s window cannot be filled, a 2 s one can.
+    let stalled = [", \"--fault\", \"stall:3@1\"", ""];
+    let o = triage_with(
+        "window-60s",
+        "[triage]\nstall_window = \"60s\"\n",
+        &stalled,
+        &["--for", "12s"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let o = triage_with(
+        "window-2s",
+        "[triage]\nstall_window = \"2s\"\n",
+        &stalled,
+        &["--for", "12s"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(stdout(&o).contains("util 0 % for 2 s"), "{}", stdout(&o));
 }
 
 #[test]

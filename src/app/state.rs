@@ -118,6 +118,16 @@ pub struct State {
 }
 
 impl State {
+    /// Judge by these thresholds (burnin.toml's `[triage]`) from now on.
+    pub fn set_thresholds(&mut self, thresholds: crate::triage::Thresholds) {
+        self.triage = Triage::with_thresholds(thresholds);
+    }
+
+    /// The thresholds triage judges by (panes draw their gate lines from them).
+    pub fn thresholds(&self) -> &crate::triage::Thresholds {
+        self.triage.thresholds()
+    }
+
     /// A fresh state. Empty `themes`/`layouts` fall back to the embedded defaults.
     pub fn new(
         mut themes: Vec<Theme>,

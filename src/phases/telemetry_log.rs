@@ -66,12 +66,17 @@ pub struct TelemetryLog {
 }
 
 impl TelemetryLog {
-    /// A log for telemetry sampled every `period_ms`.
+    /// A log for telemetry sampled every `period_ms`, judged by the default thresholds.
     pub fn new(period_ms: u64) -> Self {
+        Self::with_thresholds(period_ms, crate::triage::Thresholds::default())
+    }
+
+    /// A log judged by `thresholds` (burnin.toml's `[triage]`).
+    pub fn with_thresholds(period_ms: u64, thresholds: crate::triage::Thresholds) -> Self {
         Self {
             inner: Mutex::new(Inner {
                 store: ClusterStore::with_period(period_ms),
-                triage: Triage::new(),
+                triage: Triage::with_thresholds(thresholds),
                 xids: Vec::new(),
                 frames: HashMap::new(),
                 findings: Vec::new(),

@@ -7,7 +7,6 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
 use crate::model::format_rate;
-use crate::triage::{AISTOR_P99_TTFB_MS, LOADER_WAIT_SHARE};
 use crate::ui::{Ctx, fit, pane_block, sparkline};
 
 /// The AIStor pane.
@@ -68,7 +67,8 @@ impl Widget for &StoragePane<'_> {
             );
             return;
         };
-        let p99_style = if w.ttfb_p99_ms > AISTOR_P99_TTFB_MS {
+        let gate_ms = ctx.state.thresholds().aistor_p99_ttfb_ms;
+        let p99_style = if w.ttfb_p99_ms > gate_ms {
             theme.crit
         } else {
             theme.ok
@@ -112,7 +112,7 @@ impl Widget for &StoragePane<'_> {
             ]),
             Line::styled(
                 fit(
-                    &format!("p99 TTFB gate {AISTOR_P99_TTFB_MS:.0} ms · client-side timing"),
+                    &format!("p99 TTFB gate {gate_ms:.0} ms · client-side timing"),
                     width,
                 ),
                 theme.muted,
@@ -147,7 +147,8 @@ impl Widget for &LoaderPane<'_> {
             return;
         };
         let share = l.wait_share().unwrap_or(0.0);
-        let share_style = if share > LOADER_WAIT_SHARE {
+        let gate_pct = ctx.state.thresholds().loader_wait_pct;
+        let share_style = if share * 100.0 > gate_pct {
             theme.crit
         } else {
             theme.ok
@@ -171,10 +172,7 @@ impl Widget for &LoaderPane<'_> {
                 Span::styled("waiting ", theme.muted),
                 Span::styled(format!("{:.1} %", share * 100.0), share_style),
                 Span::styled(
-                    format!(
-                        " of step time (last 20 steps, gate {:.0} %)",
-                        LOADER_WAIT_SHARE * 100.0
-                    ),
+                    format!(" of step time (last 20 steps, gate {:.0} %)", gate_pct),
                     theme.muted,
                 ),
             ]),
