@@ -318,18 +318,23 @@ pub async fn snapshot_nodes(
         store.ingest(ev);
     }
     task.abort();
-    // Nodes never heard from are listed too, so the report says so instead of leaving them out.
+    close_snapshot(&mut store, inventory, wait);
+    Ok(store)
+}
+
+/// Ends a timed look: nodes never heard from are listed as unreachable (so the report says so
+/// instead of leaving them out), and the store's clock is now.
+fn close_snapshot(store: &mut ClusterStore, inventory: &Inventory, waited: Duration) {
     for n in &inventory.nodes {
         if store.node(&n.name).is_none() {
             store.ingest(SourceEvent::Link {
                 node: n.name.clone(),
                 at_ms: store.now_ms,
-                link: NodeLink::Unreachable(format!("no answer within {} s", wait.as_secs())),
+                link: NodeLink::Unreachable(format!("no answer within {} s", waited.as_secs())),
             });
         }
     }
     store.now_ms = store.now_ms.max(crate::telemetry::fleet::now_ms());
-    Ok(store)
 }
 
 /// Exit code of `burnin triage` when it could not look (no inventory, no source).
@@ -381,16 +386,7 @@ async fn triage_nodes(
         }
     }
     task.abort();
-    for n in &inventory.nodes {
-        if store.node(&n.name).is_none() {
-            store.ingest(SourceEvent::Link {
-                node: n.name.clone(),
-                at_ms: store.now_ms,
-                link: NodeLink::Unreachable(format!("no answer within {} s", watch_for.as_secs())),
-            });
-        }
-    }
-    store.now_ms = store.now_ms.max(crate::telemetry::fleet::now_ms());
+    close_snapshot(&mut store, &inventory, watch_for);
     let findings = triage.evaluate(&store);
     let code = triage_exit_code(&findings);
     let doc = status_doc(
