@@ -51,6 +51,14 @@ pub struct GpuView {
     pub nvlink_rx: History,
     /// NVLink CRC error counter (cumulative, as read).
     pub nvlink_crc: History,
+    /// NVLink replay error counter (cumulative).
+    pub nvlink_replay: History,
+    /// NVLink recovery error counter (cumulative).
+    pub nvlink_recovery: History,
+    /// PCIe replay counter (cumulative).
+    pub pcie_replay: History,
+    /// GPM SM activity, percent (Hopper and later; gaps elsewhere).
+    pub sm_active_pct: History,
     /// Xid events seen, newest last.
     pub xids: VecDeque<XidEvent>,
 }
@@ -69,6 +77,10 @@ impl GpuView {
             nvlink_tx: h(),
             nvlink_rx: h(),
             nvlink_crc: h(),
+            nvlink_replay: h(),
+            nvlink_recovery: h(),
+            pcie_replay: h(),
+            sm_active_pct: h(),
             xids: VecDeque::new(),
         }
     }
@@ -105,8 +117,15 @@ impl GpuView {
             .push(at_ms, sample.sm_clock_mhz.map(f64::from));
         self.nvlink_tx.push(at_ms, sample.nvlink_tx_bytes_per_sec);
         self.nvlink_rx.push(at_ms, sample.nvlink_rx_bytes_per_sec);
-        self.nvlink_crc
-            .push(at_ms, sample.nvlink_crc_errors.map(|c| c as f64));
+        let count = |c: Option<u64>| c.map(|c| c as f64);
+        self.nvlink_crc.push(at_ms, count(sample.nvlink_crc_errors));
+        self.nvlink_replay
+            .push(at_ms, count(sample.nvlink_replay_errors));
+        self.nvlink_recovery
+            .push(at_ms, count(sample.nvlink_recovery_errors));
+        self.pcie_replay
+            .push(at_ms, count(sample.pcie_replay_count));
+        self.sm_active_pct.push(at_ms, f(sample.sm_active_pct));
         for x in &sample.xid_events {
             if self.xids.len() == XIDS_KEPT {
                 self.xids.pop_front();
@@ -424,6 +443,44 @@ pub struct PhaseView {
     pub busbw: BTreeMap<u64, BusBwRow>,
     /// Collective of the sweep.
     pub collective: Option<String>,
+    /// The current run's figure-bearing metrics (GEMM, bandwidths, steps, named figures), for
+    /// comparing peers while it runs; the oldest steps go first past [`PHASE_METRICS_KEPT`].
+    pub figure_metrics: Vec<PhaseMetric>,
+    /// Bumped whenever `figure_metrics` changes, so readers can cache what they derive.
+    pub metrics_version: u64,
+}
+
+/// Figure-bearing metrics a phase view keeps; past this, the older half of the steps is dropped.
+pub const PHASE_METRICS_KEPT: usize = 20_000;
+
+impl PhaseView {
+    fn keep_metric(&mut self, metric: PhaseMetric) {
+        if self.figure_metrics.len() >= PHASE_METRICS_KEPT {
+            let steps = self
+                .figure_metrics
+                .iter()
+                .filter(|m| matches!(m, PhaseMetric::Step { .. }))
+                .count();
+            // Steps are many and only their recent median matters; other figures are few, so
+            // they go only when there are no steps to drop.
+            let only_steps = steps > 0;
+            let mut drop = if only_steps {
+                steps / 2
+            } else {
+                self.figure_metrics.len() / 2
+            };
+            self.figure_metrics.retain(|m| {
+                if drop > 0 && (!only_steps || matches!(m, PhaseMetric::Step { .. })) {
+                    drop -= 1;
+                    false
+                } else {
+                    true
+                }
+            });
+        }
+        self.figure_metrics.push(metric);
+        self.metrics_version += 1;
+    }
 }
 
 impl PhaseView {
@@ -555,6 +612,8 @@ fn phase_views(plan: &Plan) -> Vec<PhaseView> {
             log_dropped: 0,
             busbw: BTreeMap::new(),
             collective: None,
+            figure_metrics: Vec::new(),
+            metrics_version: 0,
         })
         .collect()
 }
@@ -706,6 +765,8 @@ impl ClusterStore {
                 view.reason = None;
                 view.busbw.clear();
                 view.collective = None;
+                view.figure_metrics.clear();
+                view.metrics_version += 1;
                 if !view.log.is_empty() {
                     view.log.push_back(String::from("── restarted ──"));
                 }
@@ -725,81 +786,20 @@ impl ClusterStore {
                 }
                 view.log.push_back(text);
             }
-            PhaseEvent::Metric { metric, phase, .. } => match metric {
-                PhaseMetric::BusBw {
-                    node,
-                    collective,
-                    size_bytes,
-                    busbw_gb_per_s,
-                    wrong,
-                    ranks,
-                    ..
-                } => {
-                    let row = view.busbw.entry(size_bytes).or_default();
-                    row.per_node
-                        .insert(node.unwrap_or_else(|| "all".into()), busbw_gb_per_s);
-                    match wrong {
-                        Some(w) => row.wrong += w,
-                        None => row.unvalidated = true,
-                    }
-                    row.ranks = ranks;
-                    view.collective = Some(collective);
+            PhaseEvent::Metric { metric, phase, .. } => {
+                if matches!(
+                    metric,
+                    PhaseMetric::Tflops { .. }
+                        | PhaseMetric::BusBw { .. }
+                        | PhaseMetric::Figure { .. }
+                        | PhaseMetric::PairBw { .. }
+                        | PhaseMetric::LinkBw { .. }
+                        | PhaseMetric::Step { .. }
+                ) {
+                    view.keep_metric(metric.clone());
                 }
-                PhaseMetric::Step {
-                    node,
-                    step,
-                    step_time_ms,
-                    data_wait_ms,
-                    tokens_per_sec,
-                    loss,
-                    ..
-                } => {
-                    let l = &mut self.loader;
-                    // The pane follows one job: the first node's, when a phase runs on several.
-                    if l.phase.as_deref() == Some(phase.as_str())
-                        && l.node.is_some()
-                        && node.is_some()
-                        && l.node != node
-                    {
-                        return;
-                    }
-                    // A new job (another phase, or the step count starting over) starts afresh.
-                    if l.phase.as_deref() != Some(phase.as_str()) || l.last_step >= Some(step) {
-                        l.reset(phase);
-                        l.node = node;
-                    }
-                    l.wait_ms.push(step, data_wait_ms);
-                    l.step_ms.push(step, Some(step_time_ms));
-                    l.last_step = Some(step);
-                    l.tokens_per_sec = tokens_per_sec.or(l.tokens_per_sec);
-                    l.loss = loss.or(l.loss);
-                }
-                PhaseMetric::FirstBatch { ms } => {
-                    let l = &mut self.loader;
-                    if l.phase.as_deref() != Some(phase.as_str()) || l.last_step.is_some() {
-                        l.reset(phase);
-                    }
-                    l.first_batch_ms = Some(ms);
-                }
-                PhaseMetric::Storage { node, window } => {
-                    let s = &mut self.storage;
-                    // The pane follows one probe: the first node's, when a phase runs it on
-                    // several at once.
-                    if s.phase.as_deref() != Some(phase.as_str()) {
-                        s.phase = Some(phase);
-                        s.node = Some(node.clone());
-                    }
-                    if s.node.as_deref() == Some(node.as_str()) {
-                        s.ingest(window);
-                    }
-                }
-                PhaseMetric::Tflops { .. }
-                | PhaseMetric::Figure { .. }
-                | PhaseMetric::PairBw { .. }
-                | PhaseMetric::LinkBw { .. }
-                | PhaseMetric::Check { .. }
-                | PhaseMetric::Problem { .. } => {}
-            },
+                self.ingest_metric(phase, metric)
+            }
             PhaseEvent::Finished {
                 at_ms,
                 verdict,
@@ -810,6 +810,88 @@ impl ClusterStore {
                 view.finished_ms = Some(at_ms);
                 view.reason = Some(reason);
             }
+        }
+    }
+
+    /// What a phase metric adds to the panes: the NCCL sweep, the loader, the storage probe.
+    fn ingest_metric(&mut self, phase: String, metric: PhaseMetric) {
+        let Some(view) = self.phases.iter_mut().find(|p| p.spec.id == phase) else {
+            return;
+        };
+        match metric {
+            PhaseMetric::BusBw {
+                node,
+                collective,
+                size_bytes,
+                busbw_gb_per_s,
+                wrong,
+                ranks,
+                ..
+            } => {
+                let row = view.busbw.entry(size_bytes).or_default();
+                row.per_node
+                    .insert(node.unwrap_or_else(|| "all".into()), busbw_gb_per_s);
+                match wrong {
+                    Some(w) => row.wrong += w,
+                    None => row.unvalidated = true,
+                }
+                row.ranks = ranks;
+                view.collective = Some(collective);
+            }
+            PhaseMetric::Step {
+                node,
+                step,
+                step_time_ms,
+                data_wait_ms,
+                tokens_per_sec,
+                loss,
+                ..
+            } => {
+                let l = &mut self.loader;
+                // The pane follows one job: the first node's, when a phase runs on several.
+                if l.phase.as_deref() == Some(phase.as_str())
+                    && l.node.is_some()
+                    && node.is_some()
+                    && l.node != node
+                {
+                    return;
+                }
+                // A new job (another phase, or the step count starting over) starts afresh.
+                if l.phase.as_deref() != Some(phase.as_str()) || l.last_step >= Some(step) {
+                    l.reset(phase);
+                    l.node = node;
+                }
+                l.wait_ms.push(step, data_wait_ms);
+                l.step_ms.push(step, Some(step_time_ms));
+                l.last_step = Some(step);
+                l.tokens_per_sec = tokens_per_sec.or(l.tokens_per_sec);
+                l.loss = loss.or(l.loss);
+            }
+            PhaseMetric::FirstBatch { ms } => {
+                let l = &mut self.loader;
+                if l.phase.as_deref() != Some(phase.as_str()) || l.last_step.is_some() {
+                    l.reset(phase);
+                }
+                l.first_batch_ms = Some(ms);
+            }
+            PhaseMetric::Storage { node, window } => {
+                let s = &mut self.storage;
+                // The pane follows one probe: the first node's, when a phase runs it on
+                // several at once.
+                if s.phase.as_deref() != Some(phase.as_str()) {
+                    s.phase = Some(phase);
+                    s.node = Some(node.clone());
+                }
+                if s.node.as_deref() == Some(node.as_str()) {
+                    s.ingest(window);
+                }
+            }
+            PhaseMetric::Tflops { .. }
+            | PhaseMetric::Figure { .. }
+            | PhaseMetric::PairBw { .. }
+            | PhaseMetric::LinkBw { .. }
+            | PhaseMetric::Check { .. }
+            | PhaseMetric::Problem { .. } => {}
         }
     }
 

@@ -90,6 +90,9 @@ struct TriageFile {
     stall_power_pct: Option<toml::Spanned<f64>>,
     aistor_p99_ttfb_ms: Option<toml::Spanned<f64>>,
     loader_wait_pct: Option<toml::Spanned<f64>>,
+    busy_idle_sm_pct: Option<toml::Spanned<f64>>,
+    clock_low_pct: Option<toml::Spanned<f64>>,
+    clear_after: Option<toml::Spanned<String>>,
 }
 
 impl TriageFile {
@@ -100,6 +103,12 @@ impl TriageFile {
             text,
             &self.stall_window,
             Duration::from_millis(d.stall_window_ms),
+        )?;
+        let clear_after = duration(
+            file,
+            text,
+            &self.clear_after,
+            Duration::from_millis(d.clear_after_ms),
         )?;
         let num = |v: &Option<toml::Spanned<f64>>, default: f64, max: f64, what: &str| match v {
             None => Ok(default),
@@ -145,6 +154,14 @@ impl TriageFile {
                 100.0,
                 "loader_wait_pct",
             )?,
+            busy_idle_sm_pct: num(
+                &self.busy_idle_sm_pct,
+                d.busy_idle_sm_pct,
+                100.0,
+                "busy_idle_sm_pct",
+            )?,
+            clock_low_pct: num(&self.clock_low_pct, d.clock_low_pct, 100.0, "clock_low_pct")?,
+            clear_after_ms: u64::try_from(clear_after.as_millis()).unwrap_or(u64::MAX),
         })
     }
 }

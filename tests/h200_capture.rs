@@ -7,7 +7,7 @@ use burnin::model::clock_events;
 use burnin::telemetry::SourceEvent;
 use burnin::telemetry::smi::{MODERN_FIELDS, SmiDecoder};
 use burnin::telemetry::wire::{Decoded, Decoder, WireMessage};
-use burnin::triage::Triage;
+use burnin::triage::{Severity, Triage};
 
 fn fixture(name: &str) -> String {
     std::fs::read_to_string(format!(
@@ -121,7 +121,100 @@ fn a_loaded_gpu_at_its_cap_is_not_a_finding() {
         store.ingest(ev);
         findings = triage.evaluate(&store);
     }
-    assert_eq!(findings, vec![]);
+    // SW power cap at full load is how the GPU is meant to run: one info line, nothing more.
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    assert_eq!(findings[0].severity, Severity::Info);
+    assert_eq!(findings[0].rule, "power-capped");
+    assert!(
+        findings[0]
+            .why
+            .starts_with("SW power cap on 1 of 1 loaded GPUs on 1 node(s), limit 700 W"),
+        "{}",
+        findings[0].why
+    );
+}
+
+/// Every finding after each frame of a captured agent stream, replayed into a store.
+fn replay(name: &str) -> Vec<Vec<burnin::triage::Finding>> {
+    let mut store = ClusterStore::new();
+    let mut triage = Triage::new();
+    let mut out = Vec::new();
+    for m in decode(name) {
+        match m {
+            WireMessage::Hello(h) => store.ingest(SourceEvent::Hello(h)),
+            WireMessage::Frame(f) => {
+                let at_ms = f.at_ms;
+                store.ingest(SourceEvent::Frame(f));
+                store.ingest(SourceEvent::Clock { at_ms });
+                out.push(triage.evaluate(&store));
+            }
+            WireMessage::Error(e) => panic!("{e}"),
+        }
+    }
+    out
+}
+
+#[test]
+fn a_real_spinning_kernel_is_busy_but_idle() {
+    // torch.cuda._sleep: one thread spinning on the clock. NVML says 100 %, GPM says 1 of 132 SMs.
+    let evals = replay("agent-busy-idle.ndjson");
+    let last = evals.last().expect("frames");
+    let crit: Vec<_> = last
+        .iter()
+        .filter(|f| f.severity > Severity::Info)
+        .collect();
+    assert_eq!(crit.len(), 1, "{last:?}");
+    assert_eq!(
+        (crit[0].rule, crit[0].severity),
+        ("busy-idle", Severity::Crit)
+    );
+    assert!(
+        crit[0]
+            .why
+            .starts_with("util 100 % but SM activity 0.8 % for 10 s"),
+        "{}",
+        crit[0].why
+    );
+    // It takes the whole window: none in the first ten frames.
+    assert!(
+        evals[..10]
+            .iter()
+            .all(|f| f.iter().all(|x| x.rule != "busy-idle"))
+    );
+    // `burnin triage` on the device said the same and exited 2.
+    let doc: serde_json::Value =
+        serde_json::from_str(&fixture("triage-busy-idle.json")).expect("json");
+    assert_eq!(doc["findings"][0]["rule"], "busy-idle");
+    assert_eq!(doc["findings"][0]["severity"], "crit");
+}
+
+#[test]
+fn the_smi_stream_under_load_is_not_a_finding_either() {
+    let mut d = SmiDecoder::new("h200", MODERN_FIELDS, 1);
+    let mut store = ClusterStore::with_period(100);
+    let mut triage = Triage::new();
+    let text = fixture("smi-modern-lms100-load.csv");
+    let lines: Vec<&str> = text.lines().collect();
+    let mut worst = Vec::new();
+    // nvidia-smi rows carry no time of their own: stamp them 100 ms apart, as they came.
+    for (i, line) in lines[..lines.len() - 1].iter().enumerate() {
+        let at_ms = 1_000 + 100 * i as u64;
+        for m in d.push_line(line, at_ms).expect("parses") {
+            match m {
+                WireMessage::Hello(h) => store.ingest(SourceEvent::Hello(h)),
+                WireMessage::Frame(f) => store.ingest(SourceEvent::Frame(f)),
+                WireMessage::Error(e) => panic!("{e}"),
+            }
+        }
+        store.ingest(SourceEvent::Clock { at_ms });
+        worst.extend(
+            triage
+                .evaluate(&store)
+                .into_iter()
+                .filter(|f| f.severity > Severity::Info),
+        );
+    }
+    assert_eq!(worst, vec![]);
 }
 
 #[test]

@@ -105,6 +105,21 @@ fn every_pane_alone() {
 }
 
 #[test]
+fn a_finding_that_stopped_firing_is_shown_clearing_then_goes() {
+    // The AIStor p99 spike ends at 346 s: for 5 s the finding stays, dimmed, as clearing.
+    let state = demo_state(348, (100, 20));
+    let term = pane_alone(&state, PaneKind::Triage, (100, 20));
+    let text = term.backend().to_string();
+    assert!(text.contains("clearing: GET TTFB p99"), "{text}");
+    assert_snapshot!("pane_triage_100x20_at_348s_clearing", term.backend());
+    let later = demo_state(353, (100, 20));
+    let text = pane_alone(&later, PaneKind::Triage, (100, 20))
+        .backend()
+        .to_string();
+    assert!(!text.contains("aistor-latency"), "{text}");
+}
+
+#[test]
 fn help_overlay_lists_every_binding() {
     let mut state = demo_state(125, (160, 48));
     key(&mut state, KeyCode::Char('?'));

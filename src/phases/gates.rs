@@ -253,6 +253,44 @@ fn step_figures(rows: &[StepRow]) -> StepFigures {
     }
 }
 
+/// One subject's figure against the median of its group (its peers).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PeerShare<'a> {
+    /// The subject's sample.
+    pub sample: &'a Sample,
+    /// Median of its group.
+    pub median: f64,
+    /// The sample as a percentage of that median.
+    pub share_pct: f64,
+}
+
+/// Every sample of a figure against its group's median, in sample order. Groups of one, and
+/// groups whose median is not positive, have no peers to compare with and are left out. The
+/// `peers` gate and triage's straggler rule both judge by this.
+pub fn peer_shares(samples: &[Sample]) -> Vec<PeerShare<'_>> {
+    let mut groups: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for s in samples {
+        groups.entry(&s.group).or_default().push(s.value);
+    }
+    let medians: BTreeMap<&str, f64> = groups
+        .into_iter()
+        .filter(|(_, v)| v.len() >= 2)
+        .filter_map(|(g, mut v)| median(&mut v).map(|m| (g, m)))
+        .filter(|(_, m)| *m > 0.0)
+        .collect();
+    samples
+        .iter()
+        .filter_map(|s| {
+            let m = *medians.get(s.group.as_str())?;
+            Some(PeerShare {
+                sample: s,
+                median: m,
+                share_pct: 100.0 * s.value / m,
+            })
+        })
+        .collect()
+}
+
 /// Figures of a good run, kept as the gates' baseline (`burnin baseline save RUN`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Baseline {
@@ -286,7 +324,8 @@ enum Level {
     Fail,
 }
 
-fn fmt_value(v: f64) -> String {
+/// A figure with as many decimals as its size deserves (reasons and findings quote them).
+pub fn fmt_value(v: f64) -> String {
     if v.abs() >= 100.0 {
         format!("{v:.0}")
     } else if v.abs() >= 10.0 {
@@ -607,28 +646,12 @@ pub fn judge(
                     findings.push((Level::Fail, format!("no {figure} in the output")));
                     continue;
                 };
-                let mut groups: BTreeMap<&str, Vec<&Sample>> = BTreeMap::new();
-                for s in samples {
-                    groups.entry(&s.group).or_default().push(s);
-                }
-                let mut worst: Option<(f64, &Sample, f64)> = None;
-                let mut stragglers = 0;
-                for members in groups.values() {
-                    let mut v: Vec<f64> = members.iter().map(|s| s.value).collect();
-                    let Some(med) = median(&mut v) else { continue };
-                    if med <= 0.0 || members.len() < 2 {
-                        continue;
-                    }
-                    for s in members {
-                        let share = 100.0 * s.value / med;
-                        if share < *pct {
-                            stragglers += 1;
-                        }
-                        if worst.is_none_or(|w| share < w.0) {
-                            worst = Some((share, s, med));
-                        }
-                    }
-                }
+                let shares = peer_shares(samples);
+                let stragglers = shares.iter().filter(|p| p.share_pct < *pct).count();
+                let worst = shares
+                    .iter()
+                    .min_by(|a, b| a.share_pct.total_cmp(&b.share_pct))
+                    .map(|p| (p.share_pct, p.sample, p.median));
                 match worst {
                     Some((share, s, med)) if stragglers > 0 => findings.push((
                         Level::Fail,

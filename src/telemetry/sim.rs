@@ -69,11 +69,36 @@ pub enum FaultKind {
     Port200g,
     /// Symbol errors climb on a node's first NIC port.
     SymbolErrors,
+    /// A GPU hangs in a collective: utilization reads 100 % while GPM shows almost no SM active.
+    Hang,
+    /// A GPU reports an uncorrectable ECC error (Xid 94) and a row remap pending a reset.
+    Ecc,
+    /// A GPU's PCIe replay counter climbs (a marginal riser or slot).
+    PcieReplay,
+    /// A GPU's application clocks are held low: it runs loaded at half its clock, no throttle bit.
+    SlowClock,
 }
 
 impl FaultKind {
     /// Every fault, in the order `--fault` help lists them.
-    pub const ALL: [FaultKind; 8] = [
+    pub const ALL: [FaultKind; 12] = [
+        FaultKind::Stall,
+        FaultKind::Thermal,
+        FaultKind::Xid79,
+        FaultKind::NvlinkCrc,
+        FaultKind::AistorP99,
+        FaultKind::LoaderWait,
+        FaultKind::Port200g,
+        FaultKind::SymbolErrors,
+        FaultKind::Hang,
+        FaultKind::Ecc,
+        FaultKind::PcieReplay,
+        FaultKind::SlowClock,
+    ];
+
+    /// The faults the demo plays when none are named: one story per phase, so the demo stays
+    /// readable; the others are there for `--fault NAME` and the tests.
+    pub const DEMO: [FaultKind; 8] = [
         FaultKind::Stall,
         FaultKind::Thermal,
         FaultKind::Xid79,
@@ -95,6 +120,10 @@ impl FaultKind {
             FaultKind::LoaderWait => "loader-wait",
             FaultKind::Port200g => "port-200g",
             FaultKind::SymbolErrors => "symbol-errors",
+            FaultKind::Hang => "hang",
+            FaultKind::Ecc => "ecc",
+            FaultKind::PcieReplay => "pcie-replay",
+            FaultKind::SlowClock => "slow-clock",
         }
     }
 
@@ -129,7 +158,9 @@ impl Fault {
     /// The demo's timeline for a fault: node07 GPU3 stalls during T4, node03 GPU5 overheats in
     /// T2, node11 GPU0 hits Xid 79 in T5, node02's NVLink CRCs climb in T3, AIStor p99 spikes and
     /// loader wait rises in T8; node05's second NIC port trained at 200G from the start, and
-    /// node09's first port counts symbol errors from 40 s.
+    /// node09's first port counts symbol errors from 40 s. Outside the demo's set: node04 GPU2
+    /// hangs in T5's collective, node06 GPU6 hits an uncorrectable ECC error in T4, node08 GPU4's
+    /// PCIe replays climb from 30 s, node10 GPU7 runs with its clocks held low from the start.
     pub fn scheduled(kind: FaultKind) -> Fault {
         let (node, gpu, from_s, until_s) = match kind {
             FaultKind::Thermal => (2, 5, 20, None),
@@ -141,6 +172,10 @@ impl Fault {
             // `gpu` is the NIC port index for the fabric faults.
             FaultKind::Port200g => (4, 1, 0, None),
             FaultKind::SymbolErrors => (8, 0, 40, None),
+            FaultKind::Hang => (3, 2, 160, None),
+            FaultKind::Ecc => (5, 6, 90, None),
+            FaultKind::PcieReplay => (7, 4, 30, None),
+            FaultKind::SlowClock => (9, 7, 0, None),
         };
         Fault {
             kind,
@@ -178,7 +213,7 @@ impl SimConfig {
             seed,
             nodes: 12,
             gpus_per_node: 8,
-            faults: FaultKind::ALL.into_iter().map(Fault::scheduled).collect(),
+            faults: FaultKind::DEMO.into_iter().map(Fault::scheduled).collect(),
             autorun: true,
         }
     }
@@ -284,6 +319,8 @@ pub struct SimCluster {
     autorun: bool,
     idle_until_s: u64,
     crc_counters: Vec<u64>,
+    /// Per GPU: PCIe replays (cumulative).
+    pcie_replays: Vec<u64>,
     /// Per node and port: symbol errors, xmit wait ticks, CNPs sent (cumulative).
     nic_counters: Vec<[u64; 3]>,
     hellos_sent: bool,
@@ -310,6 +347,7 @@ impl SimCluster {
             autorun,
             idle_until_s: 1,
             crc_counters: vec![0; gpus],
+            pcie_replays: vec![0; gpus],
             nic_counters: vec![[0; 3]; ports],
             hellos_sent: false,
         }
@@ -483,6 +521,9 @@ impl SimCluster {
             if let Some(g) = self.node_faulty(FaultKind::Xid79, n, s) {
                 out.push((n, format!("GPU{g} lost (Xid 79)")));
             }
+            if let Some(g) = self.node_faulty(FaultKind::Hang, n, s) {
+                out.push((n, format!("GPU{g} hung in a collective")));
+            }
         }
         out
     }
@@ -583,6 +624,13 @@ impl SimCluster {
             }
             let stalled = self.fault_hits(FaultKind::Stall, n, g, s);
             let thermal = self.fault_hits(FaultKind::Thermal, n, g, s);
+            let hung = self.fault_hits(FaultKind::Hang, n, g, s) && load.util > 0.1;
+            let slow_clock = self.fault_hits(FaultKind::SlowClock, n, g, s);
+            // Since when this GPU's ECC fault holds (the Xid comes with its first second).
+            let ecc: Option<u64> = self
+                .fault(FaultKind::Ecc)
+                .filter(|f| f.node == n && f.gpu == g && f.active_at(s))
+                .map(|f| f.from_s);
             let mut l = load;
             if stalled {
                 l = Load {
@@ -592,6 +640,17 @@ impl SimCluster {
                     tensor: 0.0,
                     memory: load.memory,
                     net: load.net,
+                };
+            }
+            if hung {
+                // One kernel resident, spinning on a few SMs: busy to NVML, idle to GPM.
+                l = Load {
+                    util: 1.0,
+                    power: 0.12,
+                    nvlink: 0.0,
+                    tensor: 0.0,
+                    memory: load.memory,
+                    net: 0.0,
                 };
             }
             let util = (l.util * 100.0 + r(1) * 2.0 * l.util).clamp(0.0, 100.0);
@@ -625,6 +684,12 @@ impl SimCluster {
                     power *= 0.68;
                 }
             }
+            if slow_clock && l.util > 0.1 {
+                reasons = (reasons & !clock_events::SW_POWER_CAP)
+                    | clock_events::APPLICATIONS_CLOCKS_SETTING;
+                clock = 900.0 + r(3) * 10.0;
+                power *= 0.6;
+            }
             let instant = power * (1.0 + r(5) * 0.18 * l.power.max(0.05));
             let crc_idx = n * gpus_per_node as usize + g as usize;
             if let Some(f) = self.fault(FaultKind::NvlinkCrc)
@@ -633,6 +698,9 @@ impl SimCluster {
                 && f.active_at(s)
             {
                 self.crc_counters[crc_idx] += 3 + (r(6).abs() * 17.0) as u64;
+            }
+            if self.fault_hits(FaultKind::PcieReplay, n, g, s) {
+                self.pcie_replays[crc_idx] += 1 + (r(10).abs() * 4.0) as u64;
             }
             let tx = NVLINK_PEAK_BYTES_PER_SEC * l.nvlink * (1.0 + r(7) * 0.03);
             let rx = NVLINK_PEAK_BYTES_PER_SEC * l.nvlink * (1.0 + r(8) * 0.03);
@@ -645,20 +713,34 @@ impl SimCluster {
                 sm_clock_mhz: Some(clock.round() as u32),
                 sm_clock_max_mhz: Some(SM_CLOCK_MAX_MHZ),
                 utilization_pct: Some(util.round() as f32),
-                sm_active_pct: Some((util * 0.96) as f32),
+                sm_active_pct: Some(if hung {
+                    1.5 + r(9).abs() as f32
+                } else {
+                    (util * 0.96) as f32
+                }),
                 tensor_active_pct: Some((util * l.tensor) as f32),
                 memory_used_bytes: Some((MEMORY_TOTAL_BYTES as f64 * l.memory) as u64),
                 memory_total_bytes: Some(MEMORY_TOTAL_BYTES),
                 clock_event_reasons: Some(reasons),
                 ecc_corrected_volatile: Some(0),
-                ecc_uncorrected_volatile: Some(0),
+                ecc_uncorrected_volatile: Some(u64::from(ecc.is_some())),
+                remapped_rows_uncorrectable: Some(u32::from(ecc.is_some())),
+                remapped_rows_correctable: Some(0),
+                remapped_rows_pending: Some(ecc.is_some()),
+                remapped_rows_failure: Some(false),
                 nvlink_tx_bytes_per_sec: Some(tx.max(0.0)),
                 nvlink_rx_bytes_per_sec: Some(rx.max(0.0)),
                 nvlink_crc_errors: Some(self.crc_counters[crc_idx]),
                 nvlink_replay_errors: Some(0),
                 nvlink_recovery_errors: Some(0),
-                pcie_replay_count: Some(0),
-                xid_events: Vec::new(),
+                pcie_replay_count: Some(self.pcie_replays[crc_idx]),
+                xid_events: match ecc {
+                    Some(from) if from == s => vec![XidEvent {
+                        code: 94,
+                        at_ms: SIM_EPOCH_MS + s * SIM_PERIOD_MS,
+                    }],
+                    _ => Vec::new(),
+                },
                 ..GpuSample::default()
             });
         }
@@ -807,7 +889,14 @@ impl SimCluster {
                                 continue;
                             }
                             let key = (n as u64) << 8 | g as u64;
-                            let factor = if thermal { 0.71 } else { 1.0 };
+                            let slow = self.fault_hits(FaultKind::SlowClock, n, g, s);
+                            let factor = if thermal {
+                                0.71
+                            } else if slow {
+                                0.52
+                            } else {
+                                1.0
+                            };
                             let tflops = BF16_TFLOPS_NOMINAL
                                 * factor
                                 * (1.0 + noise(seed, key, 2, 9) * 0.015);

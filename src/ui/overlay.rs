@@ -215,6 +215,14 @@ fn gpu_details(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
         max_clock,
         fmt(gpu.sm_clock_mhz.latest(), "MHz"),
     ));
+    if gpu.sm_active_pct.latest().is_some() {
+        lines.push(hist(
+            "SM active %",
+            &gpu.sm_active_pct,
+            Some(100.0),
+            fmt(gpu.sm_active_pct.latest(), "%"),
+        ));
+    }
     lines.push(hist(
         "NVLink tx",
         &gpu.nvlink_tx,
@@ -245,12 +253,23 @@ fn gpu_details(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
         lines.push(Line::styled(" no findings for this GPU", t.ok));
     }
     for f in mine {
+        let style = match f.severity {
+            crate::triage::Severity::Crit => t.crit,
+            crate::triage::Severity::Warn => t.warn,
+            crate::triage::Severity::Info => t.info,
+        };
         lines.push(Line::styled(
             fit(
-                &format!(" {} {}: {}", f.severity.label(), f.rule, f.why),
+                &format!(
+                    " {} {} since {}: {}",
+                    f.severity.label(),
+                    f.rule,
+                    super::clock(f.since_ms),
+                    f.why
+                ),
                 width as usize - 2,
             ),
-            t.warn,
+            style,
         ));
         lines.push(Line::styled(
             fit(&format!("   next: {}", f.next), width as usize - 2),

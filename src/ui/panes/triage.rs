@@ -1,5 +1,6 @@
 //! Findings, worst first: severity, which GPU or node, since when, and why with the numbers.
-//! Enter on a finding selects its GPU and opens its details.
+//! Enter on a finding selects its GPU and opens its details. A finding whose rule stopped firing
+//! is dimmed as "clearing" until triage drops it.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -61,7 +62,13 @@ impl Widget for &TriagePane<'_> {
             };
             let since = human_secs(ctx.store.now_ms.saturating_sub(f.since_ms) / 1000);
             let selected = i == ui.finding && self.focused;
-            let text_style = if selected { theme.selected } else { theme.text };
+            // A finding whose rule stopped firing stays a few seconds (no flapping), dimmed.
+            let clearing = !f.is_firing(ctx.store.now_ms);
+            let text_style = match (selected, clearing) {
+                (true, _) => theme.selected,
+                (false, true) => theme.muted,
+                (false, false) => theme.text,
+            };
             // Narrow panes flow subject, rule and why on one line; wide ones align columns.
             let head = if width >= 80 {
                 format!(
@@ -77,7 +84,17 @@ impl Widget for &TriagePane<'_> {
             let line = Line::from(vec![
                 Span::styled(format!("{:<4}", f.severity.label()), sev_style),
                 Span::styled(head, text_style),
-                Span::styled(fit(&f.why, width.saturating_sub(used)), text_style),
+                Span::styled(
+                    fit(
+                        &if clearing {
+                            format!("clearing: {}", f.why)
+                        } else {
+                            f.why.clone()
+                        },
+                        width.saturating_sub(used),
+                    ),
+                    text_style,
+                ),
             ]);
             line.render(
                 Rect::new(inner.x, inner.y + row as u16, inner.width, 1),
