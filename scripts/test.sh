@@ -13,13 +13,14 @@ command -v ssh-keygen >/dev/null 2>&1 || need_apt+=(openssh-client)
 command -v pkill >/dev/null 2>&1 || need_apt+=(procps)              # tests kill a node's session
 command -v setsid >/dev/null 2>&1 || need_apt+=(util-linux)         # phases start in their own session
 command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)           # a test CA for the S3 probe's TLS
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)         # renders the HTML report headless
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}"
   else
     sudo apt-get update -qq
-    sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
+    sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}"
   fi
 fi
 

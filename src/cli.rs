@@ -244,6 +244,16 @@ pub enum Command {
         /// stalled GPUs are not judged, and the record says so).
         #[arg(long)]
         no_telemetry: bool,
+        /// Run the built-in simulated cluster's plan (T1-T8) instead of the inventory's nodes,
+        /// on the compressed clock, and write a real record (for `report` without a cluster).
+        #[arg(long, conflicts_with_all = ["only", "resume", "baseline", "no_telemetry"])]
+        demo: bool,
+        /// With --demo: simulated seconds per second (0: as fast as it can).
+        #[arg(long, default_value_t = 0.0, requires = "demo")]
+        speed: f64,
+        /// With --demo: the simulated cluster.
+        #[command(flatten)]
+        sim: SimArgs,
     },
     /// Storage probes (AIStor/S3 GET latency, throughput, checkpoint, dataloader wait).
     Probe {
@@ -266,6 +276,12 @@ pub enum Command {
         /// What to do.
         #[command(subcommand)]
         action: BaselineAction,
+    },
+    /// Print measured figures of burnin's own machinery.
+    Bench {
+        /// What to measure.
+        #[command(subcommand)]
+        what: BenchKind,
     },
     /// The PyTorch workloads shipped inside burnin (gemm, allreduce, train_synthetic).
     Workload {
@@ -404,6 +420,27 @@ pub enum BaselineAction {
         /// Baseline file to write (default: burnin-baseline.json beside burnin.toml).
         #[arg(long)]
         to: Option<PathBuf>,
+    },
+}
+
+/// `burnin bench …`.
+#[derive(Debug, Subcommand)]
+pub enum BenchKind {
+    /// Size and CPU cost of the run record's telemetry: a simulated cluster under full load
+    /// written through the real recorder for HOURS of simulated time, then scaled to 24 h.
+    Record {
+        /// Simulated hours to write.
+        #[arg(long, default_value_t = 1.0)]
+        hours: f64,
+        /// Nodes.
+        #[arg(long, default_value_t = 12)]
+        nodes: usize,
+        /// GPUs per node.
+        #[arg(long, default_value_t = 8)]
+        gpus: u32,
+        /// Samples per second per node (the agent's interval is 1 s by default).
+        #[arg(long, default_value_t = 1)]
+        per_second: u32,
     },
 }
 

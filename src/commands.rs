@@ -84,6 +84,28 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
             verbose,
             no_telemetry,
             resume,
+            demo: true,
+            speed,
+            sim,
+        }) => {
+            let _ = (verbose, no_telemetry, resume, only, baseline);
+            crate::demo_run::run(crate::demo_run::DemoRunArgs {
+                config: sim_config(&sim)?,
+                runs_dir,
+                speed,
+                json,
+            })
+            .await
+        }
+        Some(Command::Run {
+            only,
+            json,
+            runs_dir,
+            baseline,
+            verbose,
+            no_telemetry,
+            resume,
+            ..
         }) => {
             crate::headless::run(crate::headless::RunArgs {
                 config,
@@ -101,7 +123,34 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
         Some(Command::Probe {
             kind: ProbeKind::S3(args),
         }) => crate::probes::s3::cli::run(&args).await,
-        Some(Command::Report { .. }) => not_yet("report", "reports from run records are issue 7"),
+        Some(Command::Bench {
+            what:
+                crate::cli::BenchKind::Record {
+                    hours,
+                    nodes,
+                    gpus,
+                    per_second,
+                },
+        }) => crate::record::telemetry::bench(hours, nodes, gpus, per_second)
+            .map(|_| 0)
+            .map_err(|e| eyre!("burnin bench record: {e}")),
+        Some(Command::Report { run_dir }) => match crate::report::write(&run_dir) {
+            Ok(files) => {
+                println!("{}", files.markdown.display());
+                println!("{}", files.html.display());
+                if !files.complete {
+                    eprintln!(
+                        "burnin report: {} did not finish: reported as INCOMPLETE",
+                        run_dir.display()
+                    );
+                }
+                Ok(0)
+            }
+            Err(e) => {
+                eprintln!("burnin report: {e}");
+                Ok(2)
+            }
+        },
         Some(Command::Replay { .. }) => not_yet("replay", "replaying run records is issue 7"),
         Some(Command::Baseline {
             action: BaselineAction::Save { run_dir, to },

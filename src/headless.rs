@@ -17,10 +17,12 @@ use crate::model::NodeLink;
 use crate::phases::gates::Baseline;
 use crate::phases::plan::{Plan, default_plan};
 use crate::phases::runner::{PhaseOutcome, RunContext, RunnerNode, reattach_phase, run_phase};
-use crate::phases::session::{RunSession, new_run_id, severity};
+use crate::phases::session::{RunSession, SharedRecord, new_run_id, severity};
 use crate::phases::telemetry_log::TelemetryLog;
 use crate::phases::{PhaseEvent, Verdict};
+use crate::record::ChangeLog;
 use crate::record::SUMMARY_SCHEMA;
+use crate::record::telemetry::TelemetryRecorder;
 use crate::telemetry::fleet::FleetSource;
 use crate::telemetry::{Source, SourceEvent};
 use crate::transport::Transport;
@@ -101,9 +103,78 @@ pub fn runner_nodes(inventory: &Inventory, ssh: &SshSettings) -> Vec<RunnerNode>
         .collect()
 }
 
-/// Stream every node's telemetry (as `watch` does) into a log the phases ask at their end;
-/// a node that cannot be watched is said once on stderr.
-fn watch_telemetry(inventory: &Inventory, ssh: &SshSettings) -> Result<Arc<TelemetryLog>> {
+/// What the telemetry writes into the run's record: the per-second telemetry segment, and
+/// the findings and node states as they change.
+pub struct TelemetryRecording {
+    /// The record's `events.jsonl`.
+    pub record: SharedRecord,
+    /// This run's telemetry segment.
+    pub telemetry: Arc<std::sync::Mutex<TelemetryRecorder>>,
+    changes: ChangeLog,
+}
+
+impl TelemetryRecording {
+    /// Start the next telemetry segment of the run in `session`.
+    pub fn new(session: &RunSession) -> Result<Self> {
+        Ok(Self {
+            record: session.record(),
+            telemetry: Arc::new(std::sync::Mutex::new(
+                TelemetryRecorder::create(session.dir()).map_err(|e| eyre!("{e}"))?,
+            )),
+            changes: ChangeLog::new(),
+        })
+    }
+
+    /// Record what `ev` changes; `findings` are triage's findings when it just ran.
+    pub fn observe(
+        &mut self,
+        ev: &SourceEvent,
+        at_ms: crate::model::UnixMillis,
+        findings: Option<&[crate::triage::Finding]>,
+    ) -> Result<(), String> {
+        let mut events = Vec::new();
+        match ev {
+            SourceEvent::Frame(f) => {
+                if let Ok(mut t) = self.telemetry.lock() {
+                    t.frame(f)?;
+                }
+            }
+            SourceEvent::Link { node, link, .. } => {
+                events.extend(self.changes.link(at_ms, node, link));
+            }
+            _ => {}
+        }
+        if let Some(found) = findings {
+            events.extend(self.changes.findings(at_ms, found));
+        }
+        if !events.is_empty() {
+            let mut record = self
+                .record
+                .lock()
+                .map_err(|_| "run record: a writer panicked".to_string())?;
+            for e in &events {
+                record.record_event(e)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Close the telemetry segment.
+    pub fn finish(&self) -> Result<(), String> {
+        match self.telemetry.lock() {
+            Ok(mut t) => t.finish(),
+            Err(_) => Err("telemetry segment: a writer panicked".into()),
+        }
+    }
+}
+
+/// Stream every node's telemetry (as `watch` does) into a log the phases ask at their end, and
+/// into the run's record; a node that cannot be watched is said once on stderr.
+fn watch_telemetry(
+    inventory: &Inventory,
+    ssh: &SshSettings,
+    mut recording: TelemetryRecording,
+) -> Result<Arc<TelemetryLog>> {
     let exe = std::env::current_exe()
         .map_err(|e| eyre!("cannot find this binary's path (local/sim nodes run it): {e}"))?;
     let log = Arc::new(TelemetryLog::with_thresholds(
@@ -119,6 +190,7 @@ fn watch_telemetry(inventory: &Inventory, ssh: &SshSettings) -> Result<Arc<Telem
         // Keep the command side open: a closed one tells the source its console is gone.
         let _keep = cmd_tx;
         let mut said: BTreeMap<String, String> = BTreeMap::new();
+        let mut record_failed = false;
         while let Some(ev) = rx.recv().await {
             if let SourceEvent::Link {
                 node,
@@ -130,7 +202,15 @@ fn watch_telemetry(inventory: &Inventory, ssh: &SshSettings) -> Result<Arc<Telem
                 eprintln!("burnin run: telemetry from {node}: unreachable: {why}");
                 said.insert(node.clone(), why.clone());
             }
-            sink.observe(&ev);
+            let at_ms = crate::model::now_ms();
+            let found = sink.observe_at(&ev, at_ms);
+            if let Err(e) = recording.observe(&ev, at_ms, found.as_deref())
+                && !record_failed
+            {
+                // Said once: the phases go on, and their verdicts are still recorded.
+                eprintln!("burnin run: record: telemetry: {e}");
+                record_failed = true;
+            }
         }
     });
     Ok(log)
@@ -176,8 +256,10 @@ pub async fn run(args: RunArgs) -> Result<i32> {
         }
     };
     let run_id = session.summary.run_id.clone();
+    let recording = TelemetryRecording::new(&session)?;
+    let segment = Arc::clone(&recording.telemetry);
     let telemetry = if args.telemetry {
-        Some(watch_telemetry(&inventory, &ssh)?)
+        Some(watch_telemetry(&inventory, &ssh, recording)?)
     } else {
         eprintln!("burnin run: --no-telemetry: Xid and stalled GPUs during phases are not judged");
         None
@@ -341,6 +423,11 @@ pub async fn run(args: RunArgs) -> Result<i32> {
             .map_err(|e| eyre!("{e}"))?;
     }
     let was_interrupted = interrupted.load(Ordering::SeqCst);
+    if let Ok(mut t) = segment.lock()
+        && let Err(e) = t.finish()
+    {
+        eprintln!("burnin run: record: telemetry: {e}");
+    }
     let worst = session.worst();
     session.finish(was_interrupted).map_err(|e| eyre!("{e}"))?;
     let summary = &session.summary;

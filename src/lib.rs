@@ -38,6 +38,7 @@ pub mod cli;
 pub mod cluster;
 pub mod commands;
 pub mod config;
+pub mod demo_run;
 pub mod deploy;
 #[cfg(test)]
 mod fixtures;
@@ -48,6 +49,7 @@ pub mod parsers;
 pub mod phases;
 pub mod probes;
 pub mod record;
+pub mod report;
 pub mod telemetry;
 pub mod transport;
 pub mod triage;

@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use super::gates::{self, Baseline};
 use super::plan::{PhaseSpec, Plan};
@@ -25,10 +27,22 @@ use crate::model::now_ms;
 
 /// A run: its id, its record, its summary so far.
 pub struct RunSession {
-    record: RunRecord,
+    record: SharedRecord,
     /// What `summary.json` says.
     pub summary: Summary,
     verdicts: BTreeMap<String, Verdict>,
+    /// The run's clock: the wall clock, or a simulated one (`run --demo`).
+    clock: Option<Arc<AtomicU64>>,
+    dir: std::path::PathBuf,
+}
+
+/// The record, shared with the tasks that write beside the phases (telemetry, findings).
+pub type SharedRecord = Arc<Mutex<RunRecord>>;
+
+fn locked(record: &SharedRecord) -> Result<std::sync::MutexGuard<'_, RunRecord>, String> {
+    record
+        .lock()
+        .map_err(|_| "run record: a writer panicked while holding it".to_string())
 }
 
 /// A new run id: UTC time, then 4 hex digits of the process id (two consoles, two ids).
@@ -77,10 +91,37 @@ impl RunSession {
         };
         record.write_summary(&summary)?;
         Ok(Self {
-            record,
+            dir: record.dir().to_path_buf(),
+            record: Arc::new(Mutex::new(record)),
             summary,
             verdicts: BTreeMap::new(),
+            clock: None,
         })
+    }
+
+    /// Keep the run's times by `clock` (Unix ms) instead of the wall clock: the simulated run
+    /// records simulated time, so its record reads like the run it simulates.
+    pub fn use_clock(&mut self, clock: Arc<AtomicU64>) -> Result<(), String> {
+        self.summary.started_ms = clock.load(Ordering::SeqCst);
+        self.clock = Some(clock);
+        locked(&self.record)?.write_summary(&self.summary)
+    }
+
+    /// Now, by the run's clock.
+    pub fn now_ms(&self) -> u64 {
+        self.clock
+            .as_ref()
+            .map_or_else(now_ms, |c| c.load(Ordering::SeqCst))
+    }
+
+    /// The record, for writers beside the phases.
+    pub fn record(&self) -> SharedRecord {
+        Arc::clone(&self.record)
+    }
+
+    /// Append one of the run's own events (finding, node state, operator key).
+    pub fn record_event(&self, ev: &crate::record::RecordEvent) -> Result<(), String> {
+        locked(&self.record)?.record_event(ev)
     }
 
     /// Take over the run in `run_dir` (its console died mid-run): the record is opened for
@@ -98,9 +139,11 @@ impl RunSession {
             .collect();
         Ok((
             Self {
-                record,
+                dir: record.dir().to_path_buf(),
+                record: Arc::new(Mutex::new(record)),
                 summary,
                 verdicts,
+                clock: None,
             },
             state,
         ))
@@ -108,12 +151,12 @@ impl RunSession {
 
     /// The run directory.
     pub fn dir(&self) -> &Path {
-        self.record.dir()
+        &self.dir
     }
 
     /// Record one event (errors are returned, the run goes on).
     pub fn event(&mut self, ev: &PhaseEvent) -> Result<(), String> {
-        self.record.event(ev)
+        locked(&self.record)?.event(ev)
     }
 
     /// The phases `spec` needs that ended badly in this run, in words (`None`: free to run).
@@ -153,13 +196,14 @@ impl RunSession {
             verdict: outcome.verdict,
             reason: outcome.reason.clone(),
             started_ms,
-            ended_ms: now_ms(),
+            ended_ms: self.now_ms(),
             figures: gates::figures(&outcome.metrics),
             findings: outcome.findings.clone(),
         });
         self.summary.verdict = Some(self.worst());
-        self.record.flush()?;
-        self.record.write_summary(&self.summary)
+        let mut record = locked(&self.record)?;
+        record.flush()?;
+        record.write_summary(&self.summary)
     }
 
     /// Keep what each node said of itself (hardware and topology) in the summary.
@@ -190,9 +234,10 @@ impl RunSession {
         };
         self.summary.verdict = Some(verdict);
         self.summary.interrupted = interrupted;
-        self.summary.ended_ms = Some(now_ms());
-        self.record.flush()?;
-        self.record.write_summary(&self.summary)?;
+        self.summary.ended_ms = Some(self.now_ms());
+        let mut record = locked(&self.record)?;
+        record.flush()?;
+        record.write_summary(&self.summary)?;
         Ok(verdict)
     }
 }

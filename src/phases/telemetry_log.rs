@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use crate::cluster::ClusterStore;
 use crate::model::{UnixMillis, now_ms};
 use crate::telemetry::SourceEvent;
-use crate::triage::{Severity, Triage};
+use crate::triage::{Finding, Severity, Triage};
 
 /// One Xid as it arrived.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,8 +88,15 @@ impl TelemetryLog {
 
     /// Take one event (stamped with the time it arrived here).
     pub fn observe(&self, ev: &SourceEvent) {
-        let Ok(mut g) = self.inner.lock() else { return };
-        let at_ms = now_ms();
+        self.observe_at(ev, now_ms());
+    }
+
+    /// Take one event stamped `at_ms` (a simulated run passes its own clock). Returns every
+    /// current finding when the event was a clock tick and triage ran, for the run record.
+    pub fn observe_at(&self, ev: &SourceEvent, at_ms: UnixMillis) -> Option<Vec<Finding>> {
+        let Ok(mut g) = self.inner.lock() else {
+            return None;
+        };
         let inner = &mut *g;
         match ev {
             SourceEvent::Frame(f) => {
@@ -115,7 +122,7 @@ impl TelemetryLog {
             SourceEvent::Hello(h) => {
                 inner.hellos.insert(h.node.clone(), h.clone());
             }
-            SourceEvent::Phase(_) => return,
+            SourceEvent::Phase(_) => return None,
             _ => {}
         }
         let is_clock = matches!(ev, SourceEvent::Clock { .. });
@@ -145,7 +152,9 @@ impl TelemetryLog {
                 now_open.insert(key);
             }
             inner.open = now_open;
+            return Some(found);
         }
+        None
     }
 
     /// What each node said about itself (driver, GPUs, topology), newest per node.

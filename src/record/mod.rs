@@ -16,6 +16,11 @@ use serde::{Deserialize, Serialize};
 use crate::phases::gates::Figures;
 use crate::phases::{PhaseEvent, Verdict};
 
+pub mod events;
+pub mod telemetry;
+
+pub use events::{Change, ChangeLog, RecordEvent};
+
 /// Version of `summary.json`.
 pub const SUMMARY_SCHEMA: u32 = 1;
 
@@ -187,6 +192,15 @@ impl RunRecord {
         self.flush()
     }
 
+    /// Append one of the run's own events (a finding, a node state, an operator key) to
+    /// `events.jsonl`, flushed at once like the phase events.
+    pub fn record_event(&mut self, ev: &RecordEvent) -> Result<(), String> {
+        let line = serde_json::to_string(ev).map_err(|e| e.to_string())?;
+        let path = self.dir.join("events.jsonl");
+        writeln!(self.events, "{line}").map_err(|e| io_err(&path, e))?;
+        self.events.flush().map_err(|e| io_err(&path, e))
+    }
+
     /// Push everything written so far to disk.
     pub fn flush(&mut self) -> Result<(), String> {
         self.events.flush().map_err(|e| e.to_string())?;
@@ -267,6 +281,34 @@ pub fn read_state(run_dir: &Path) -> Result<RecordState, String> {
         }
     }
     Ok(st)
+}
+
+/// One line of `events.jsonl`: a phase's event or one of the run's own.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Recorded {
+    /// Started, line, note, metric, finished.
+    Phase(PhaseEvent),
+    /// Finding, node state, operator.
+    Run(RecordEvent),
+}
+
+/// Every event of a run in order, and how many lines did not decode (a torn last line after
+/// a crash among them).
+pub fn read_events(run_dir: &Path) -> Result<(Vec<Recorded>, u64), String> {
+    let p = run_dir.join("events.jsonl");
+    let text = std::fs::read_to_string(&p).map_err(|e| io_err(&p, e))?;
+    let mut out = Vec::new();
+    let mut bad = 0;
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        if let Ok(ev) = serde_json::from_str::<PhaseEvent>(line) {
+            out.push(Recorded::Phase(ev));
+        } else if let Ok(ev) = serde_json::from_str::<RecordEvent>(line) {
+            out.push(Recorded::Run(ev));
+        } else {
+            bad += 1;
+        }
+    }
+    Ok((out, bad))
 }
 
 /// Read a run directory's `summary.json`.

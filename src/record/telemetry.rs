@@ -1,0 +1,581 @@
+//! Telemetry in the run record: each node's GPU readings folded into one line per second (min,
+//! mean and max of each metric over that second; one number when they are equal), written
+//! gzip-compressed to `telemetry/NNN.jsonl.gz`. Each recorder (a run, or a console that takes
+//! the run over) starts the next segment, so a segment torn by a crash never hides the ones
+//! after it. The stream is sync-flushed every [`FLUSH_EVERY_MS`] of data time and at phase
+//! boundaries: a crash loses at most that much, and the reader keeps every whole line before
+//! the tear.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use flate2::Compression;
+use flate2::read::MultiGzDecoder;
+use flate2::write::GzEncoder;
+use serde::{Deserialize, Serialize};
+
+use crate::model::{GpuSample, NodeFrame, UnixMillis};
+
+/// Folder of the telemetry segments inside a run directory.
+pub const TELEMETRY_DIR: &str = "telemetry";
+
+/// Data time between two sync flushes of the compressed stream.
+pub const FLUSH_EVERY_MS: u64 = 30_000;
+
+/// One metric over one second: a single value, or `[min, mean, max]`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Stat {
+    /// Every sample of the second read the same (or there was one).
+    One(f64),
+    /// Minimum, mean and maximum.
+    Range([f64; 3]),
+}
+
+impl Stat {
+    /// The lowest value of the second.
+    pub fn min(self) -> f64 {
+        match self {
+            Stat::One(v) => v,
+            Stat::Range(r) => r[0],
+        }
+    }
+
+    /// The mean of the second.
+    pub fn mean(self) -> f64 {
+        match self {
+            Stat::One(v) => v,
+            Stat::Range(r) => r[1],
+        }
+    }
+
+    /// The highest value of the second.
+    pub fn max(self) -> f64 {
+        match self {
+            Stat::One(v) => v,
+            Stat::Range(r) => r[2],
+        }
+    }
+}
+
+/// One GPU's second.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GpuSecond {
+    /// NVML index.
+    pub i: u32,
+    /// Power (1 s average), W.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power: Option<Stat>,
+    /// Utilization, %.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub util: Option<Stat>,
+    /// Temperature, °C.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temp: Option<Stat>,
+    /// SM clock, MHz.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm_mhz: Option<Stat>,
+    /// GPM SM activity, %.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm_active: Option<Stat>,
+    /// GPM tensor activity, %.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tensor: Option<Stat>,
+    /// NVLink transmit, bytes/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvlink_tx: Option<Stat>,
+    /// NVLink receive, bytes/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvlink_rx: Option<Stat>,
+    /// Clock-event reasons seen during the second (OR of the masks).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasons: u64,
+    /// Xid codes that arrived during the second.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub xid: Vec<u32>,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
+/// One node's second: a line of the segment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeSecond {
+    /// Start of the second, Unix ms.
+    pub t: UnixMillis,
+    /// Node name.
+    pub node: String,
+    /// Samples folded into it.
+    pub n: u32,
+    /// Its GPUs in index order.
+    pub gpus: Vec<GpuSecond>,
+}
+
+/// Running min/sum/max of one metric.
+#[derive(Debug, Clone, Copy, Default)]
+struct Acc {
+    min: f64,
+    max: f64,
+    sum: f64,
+    n: u32,
+}
+
+impl Acc {
+    fn add(&mut self, v: Option<f64>) {
+        let Some(v) = v.filter(|v| v.is_finite()) else {
+            return;
+        };
+        if self.n == 0 {
+            (self.min, self.max) = (v, v);
+        } else {
+            self.min = self.min.min(v);
+            self.max = self.max.max(v);
+        }
+        self.sum += v;
+        self.n += 1;
+    }
+
+    fn stat(&self) -> Option<Stat> {
+        if self.n == 0 {
+            return None;
+        }
+        // One decimal is finer than any of these readings deserves, and large rates (bytes/s)
+        // keep four significant digits: the digits past those are noise that gzip cannot shrink.
+        let r = |v: f64| {
+            if v.abs() >= 1e4 {
+                let scale = 10f64.powi(v.abs().log10().floor() as i32 - 3);
+                (v / scale).round() * scale
+            } else {
+                (v * 10.0).round() / 10.0
+            }
+        };
+        let (lo, mean, hi) = (r(self.min), r(self.sum / f64::from(self.n)), r(self.max));
+        Some(if lo == hi {
+            Stat::One(lo)
+        } else {
+            Stat::Range([lo, mean, hi])
+        })
+    }
+}
+
+/// Metrics kept per GPU, in `GpuSecond` field order.
+const METRICS: usize = 8;
+
+#[derive(Debug, Clone, Default)]
+struct GpuAcc {
+    m: [Acc; METRICS],
+    reasons: u64,
+    xid: Vec<u32>,
+}
+
+impl GpuAcc {
+    fn add(&mut self, s: &GpuSample) {
+        let f = |v: Option<f32>| v.map(f64::from);
+        let values = [
+            f(s.power_avg_watts),
+            f(s.utilization_pct),
+            f(s.temperature_c),
+            s.sm_clock_mhz.map(f64::from),
+            f(s.sm_active_pct),
+            f(s.tensor_active_pct),
+            s.nvlink_tx_bytes_per_sec,
+            s.nvlink_rx_bytes_per_sec,
+        ];
+        for (acc, v) in self.m.iter_mut().zip(values) {
+            acc.add(v);
+        }
+        self.reasons |= s.clock_event_reasons.unwrap_or(0);
+        self.xid.extend(s.xid_events.iter().map(|x| x.code));
+    }
+
+    fn second(&self, i: u32) -> GpuSecond {
+        GpuSecond {
+            i,
+            power: self.m[0].stat(),
+            util: self.m[1].stat(),
+            temp: self.m[2].stat(),
+            sm_mhz: self.m[3].stat(),
+            sm_active: self.m[4].stat(),
+            tensor: self.m[5].stat(),
+            nvlink_tx: self.m[6].stat(),
+            nvlink_rx: self.m[7].stat(),
+            reasons: self.reasons,
+            xid: self.xid.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Pending {
+    second: u64,
+    frames: u32,
+    gpus: BTreeMap<u32, GpuAcc>,
+}
+
+/// Writes one segment of a run's telemetry.
+pub struct TelemetryRecorder {
+    path: PathBuf,
+    out: Option<GzEncoder<BufWriter<File>>>,
+    pending: HashMap<String, Pending>,
+    flushed_at: Option<UnixMillis>,
+    lines: u64,
+}
+
+impl TelemetryRecorder {
+    /// Start the next segment in `run_dir/telemetry/`.
+    pub fn create(run_dir: &Path) -> Result<Self, String> {
+        let dir = run_dir.join(TELEMETRY_DIR);
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let next = segments(run_dir).len();
+        let path = dir.join(format!("{next:03}.jsonl.gz"));
+        let file = File::options()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(Self {
+            path,
+            out: Some(GzEncoder::new(BufWriter::new(file), Compression::default())),
+            pending: HashMap::new(),
+            flushed_at: None,
+            lines: 0,
+        })
+    }
+
+    /// The segment being written.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Lines (node-seconds) written so far.
+    pub fn lines(&self) -> u64 {
+        self.lines
+    }
+
+    /// Fold one frame in; a frame of a later second closes the node's previous one.
+    pub fn frame(&mut self, f: &NodeFrame) -> Result<(), String> {
+        let second = f.at_ms / 1000;
+        let closed = match self.pending.get_mut(&f.node) {
+            Some(p) if p.second == second => {
+                p.add(f);
+                None
+            }
+            // A frame from an earlier second (a node's clock stepped back) starts afresh too:
+            // the record keeps what the node said, in the order it said it.
+            Some(p) => {
+                let old = std::mem::take(p);
+                p.second = second;
+                p.add(f);
+                Some(old)
+            }
+            None => {
+                let mut p = Pending {
+                    second,
+                    ..Pending::default()
+                };
+                p.add(f);
+                self.pending.insert(f.node.clone(), p);
+                None
+            }
+        };
+        if let Some(old) = closed {
+            self.write(&f.node, &old)?;
+        }
+        if self
+            .flushed_at
+            .is_none_or(|t| f.at_ms.saturating_sub(t) >= FLUSH_EVERY_MS)
+        {
+            self.flushed_at = Some(f.at_ms);
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, node: &str, p: &Pending) -> Result<(), String> {
+        let line = NodeSecond {
+            t: p.second * 1000,
+            node: node.to_string(),
+            n: p.frames,
+            gpus: p.gpus.iter().map(|(i, g)| g.second(*i)).collect(),
+        };
+        let text = serde_json::to_string(&line).map_err(|e| e.to_string())?;
+        let Some(out) = self.out.as_mut() else {
+            return Err(format!("{}: already finished", self.path.display()));
+        };
+        writeln!(out, "{text}").map_err(|e| format!("{}: {e}", self.path.display()))?;
+        self.lines += 1;
+        Ok(())
+    }
+
+    /// Push what is compressed so far to disk (a sync flush: readable up to here after a crash).
+    pub fn flush(&mut self) -> Result<(), String> {
+        if let Some(out) = self.out.as_mut() {
+            out.flush()
+                .map_err(|e| format!("{}: {e}", self.path.display()))?;
+        }
+        Ok(())
+    }
+
+    /// Write every open second and close the segment.
+    pub fn finish(&mut self) -> Result<(), String> {
+        let mut open: Vec<(String, Pending)> = self.pending.drain().collect();
+        open.sort_by(|a, b| (a.1.second, &a.0).cmp(&(b.1.second, &b.0)));
+        for (node, p) in &open {
+            self.write(node, p)?;
+        }
+        if let Some(out) = self.out.take() {
+            let mut inner = out
+                .finish()
+                .map_err(|e| format!("{}: {e}", self.path.display()))?;
+            inner
+                .flush()
+                .map_err(|e| format!("{}: {e}", self.path.display()))?;
+        }
+        Ok(())
+    }
+}
+
+impl Pending {
+    fn add(&mut self, f: &NodeFrame) {
+        self.frames += 1;
+        for g in &f.gpus {
+            self.gpus.entry(g.index).or_default().add(g);
+        }
+    }
+}
+
+impl Drop for TelemetryRecorder {
+    fn drop(&mut self) {
+        // A recorder dropped without `finish` (an error path) still leaves a readable segment.
+        let _ = self.finish();
+    }
+}
+
+/// The segments of a run, in order.
+pub fn segments(run_dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(run_dir.join(TELEMETRY_DIR))
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.to_string_lossy().ends_with(".jsonl.gz"))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// What reading a run's telemetry found.
+#[derive(Debug, Default)]
+pub struct TelemetryRead {
+    /// Every whole line, segment by segment.
+    pub seconds: Vec<NodeSecond>,
+    /// Segments that ended torn (a crash), by file name.
+    pub torn: Vec<String>,
+    /// Lines that did not decode.
+    pub bad_lines: u64,
+}
+
+/// Read every segment of a run's telemetry; a torn segment gives what it holds up to the tear.
+pub fn read_telemetry(run_dir: &Path) -> Result<TelemetryRead, String> {
+    let mut out = TelemetryRead::default();
+    for path in segments(run_dir) {
+        let file = File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut reader = BufReader::new(MultiGzDecoder::new(file));
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match reader.read_until(b'\n', &mut buf) {
+                Ok(0) => break,
+                Ok(_) if buf.ends_with(b"\n") => match serde_json::from_slice::<NodeSecond>(&buf) {
+                    Ok(s) => out.seconds.push(s),
+                    Err(_) => out.bad_lines += 1,
+                },
+                // A last line without its newline, or the stream cut mid-block: the tear.
+                Ok(_) | Err(_) => {
+                    out.torn.push(
+                        path.file_name()
+                            .map(|n| n.to_string_lossy().into_owned())
+                            .unwrap_or_default(),
+                    );
+                    break;
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `burnin bench record`: write `hours` of a simulated cluster under full load (`nodes` ×
+/// `gpus`, `per_second` frames per node per second) through the recorder into a temporary run
+/// directory, then print the segment's size, the size scaled to 24 h, and the CPU per frame.
+pub fn bench(hours: f64, nodes: usize, gpus: u32, per_second: u32) -> Result<(), String> {
+    use crate::telemetry::sim::{SimCluster, SimConfig, SimLoad};
+    let dir = std::env::temp_dir().join(format!("burnin-bench-record-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut config = SimConfig::demo(1);
+    config.faults.clear();
+    config.nodes = nodes;
+    config.gpus_per_node = gpus;
+    let mut sim = SimCluster::new(config);
+    let mut rec = TelemetryRecorder::create(&dir)?;
+    let secs = (hours * 3600.0).round() as u64;
+    let per_second = per_second.max(1);
+    let step = 1000 / u64::from(per_second);
+    let cpu = || {
+        let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+        // SAFETY: getrusage fills the struct it is given; RUSAGE_SELF is always valid.
+        let ok = unsafe { libc::getrusage(libc::RUSAGE_SELF, ru.as_mut_ptr()) } == 0;
+        // SAFETY: zeroed is a valid rusage, and getrusage wrote it when it returned 0.
+        let ru = unsafe { ru.assume_init() };
+        let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+        if ok {
+            t(ru.ru_utime) + t(ru.ru_stime)
+        } else {
+            0.0
+        }
+    };
+    // Frames are made before the clock starts per second, so only the recorder is timed.
+    let mut recorder_cpu = 0.0;
+    let mut frames = 0u64;
+    for s in 0..secs {
+        let mut batch = Vec::with_capacity(nodes * per_second as usize);
+        for n in 0..nodes {
+            let base = sim.node_frame(n, s, SimLoad::Full);
+            for k in 0..u64::from(per_second) {
+                let mut f = base.clone();
+                f.at_ms = crate::telemetry::sim::SIM_EPOCH_MS + s * 1000 + k * step;
+                batch.push(f);
+            }
+        }
+        let t0 = cpu();
+        for f in &batch {
+            rec.frame(f)?;
+        }
+        recorder_cpu += cpu() - t0;
+        frames += batch.len() as u64;
+    }
+    let t0 = cpu();
+    rec.finish()?;
+    recorder_cpu += cpu() - t0;
+    let bytes = std::fs::metadata(rec.path())
+        .map_err(|e| format!("{}: {e}", rec.path().display()))?
+        .len();
+    let raw: u64 = {
+        let read = read_telemetry(&dir)?;
+        read.seconds
+            .iter()
+            .map(|s| serde_json::to_string(s).map_or(0, |t| t.len() as u64 + 1))
+            .sum()
+    };
+    let day = 86_400.0 / secs.max(1) as f64;
+    println!(
+        "record telemetry: {nodes} nodes x {gpus} GPUs, {per_second} frame(s)/s/node, {hours} h simulated under full load"
+    );
+    println!(
+        "  {} node-second lines, {:.1} MB gzip ({:.1} MB as JSON), {:.1}x",
+        rec.lines(),
+        bytes as f64 / 1e6,
+        raw as f64 / 1e6,
+        raw as f64 / bytes.max(1) as f64
+    );
+    println!(
+        "  24 h of {} GPUs: {:.0} MB gzip",
+        nodes as u64 * u64::from(gpus),
+        bytes as f64 * day / 1e6
+    );
+    println!(
+        "  recorder CPU {:.2} s for {frames} frames: {:.1} us per frame, {:.2} us per GPU-sample",
+        recorder_cpu,
+        recorder_cpu * 1e6 / frames.max(1) as f64,
+        recorder_cpu * 1e6 / (frames.max(1) as f64 * f64::from(gpus.max(1)))
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(node: &str, at_ms: u64, power: f32) -> NodeFrame {
+        NodeFrame {
+            node: node.into(),
+            at_ms,
+            gpus: vec![GpuSample {
+                index: 0,
+                power_avg_watts: Some(power),
+                utilization_pct: Some(100.0),
+                nvlink_tx_bytes_per_sec: Some(123_456_789.0),
+                clock_event_reasons: Some(if power > 600.0 { 4 } else { 0 }),
+                ..GpuSample::default()
+            }],
+            nics: Vec::new(),
+            netdevs: Vec::new(),
+        }
+    }
+
+    fn tmp(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("burnin-tele-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).expect("tmp");
+        d
+    }
+
+    #[test]
+    fn a_second_of_samples_becomes_min_mean_max() {
+        let dir = tmp("fold");
+        let mut r = TelemetryRecorder::create(&dir).expect("create");
+        for (i, p) in [500.0, 700.0, 600.0].into_iter().enumerate() {
+            r.frame(&frame("n1", 10_000 + 100 * i as u64, p))
+                .expect("frame");
+        }
+        r.frame(&frame("n1", 11_000, 650.0)).expect("frame");
+        r.frame(&frame("n2", 10_500, 300.0)).expect("frame");
+        r.finish().expect("finish");
+        let read = read_telemetry(&dir).expect("read");
+        assert!(read.torn.is_empty() && read.bad_lines == 0);
+        let first = &read.seconds[0];
+        assert_eq!((first.t, first.node.as_str(), first.n), (10_000, "n1", 3));
+        let g = &first.gpus[0];
+        assert_eq!(g.power, Some(Stat::Range([500.0, 600.0, 700.0])));
+        assert_eq!(g.util, Some(Stat::One(100.0)));
+        assert_eq!(g.nvlink_tx, Some(Stat::One(123_500_000.0)), "four digits");
+        assert_eq!(g.reasons, 4, "any second the cap was on");
+        assert_eq!(
+            read.seconds.len(),
+            3,
+            "n1 10 s, then the open seconds at finish"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_torn_segment_keeps_what_precedes_the_tear_and_later_segments_still_read() {
+        let dir = tmp("torn");
+        let mut r = TelemetryRecorder::create(&dir).expect("create");
+        for s in 0..100u64 {
+            r.frame(&frame("n1", s * 1000, 500.0 + s as f32))
+                .expect("frame");
+        }
+        r.flush().expect("flush");
+        let path = r.path().to_path_buf();
+        // The process dies: no trailer, and the last bytes written half-way.
+        std::mem::forget(r);
+        let bytes = std::fs::read(&path).expect("segment");
+        std::fs::write(&path, &bytes[..bytes.len() - 3]).expect("tear");
+        // A console taking the run over starts the next segment.
+        let mut next = TelemetryRecorder::create(&dir).expect("next");
+        next.frame(&frame("n1", 200_000, 650.0)).expect("frame");
+        next.finish().expect("finish");
+        let read = read_telemetry(&dir).expect("read");
+        assert_eq!(read.torn, ["000.jsonl.gz"]);
+        assert!(read.seconds.len() >= 60, "{}", read.seconds.len());
+        assert_eq!(read.seconds.last().map(|s| s.t), Some(200_000));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,512 @@
+//! `burnin report RUN_DIR`: the acceptance report from a run record, never from live state.
+//! It writes `report.md` (with its plots beside it as SVG files) and `report.html` (one file,
+//! plots inline, no external assets): the phase table with verdicts and reasons, each phase's
+//! figures against its gates and the baseline, the plots (power per GPU over time, busbw vs
+//! message size with the gate line, data wait per step), the findings, and the bill of
+//! materials. A run that did not finish (its console killed) is reported as INCOMPLETE.
+
+pub mod plots;
+mod render;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::phases::gates::{Baseline, Sample};
+use crate::phases::{PhaseEvent, PhaseMetric};
+use crate::record::telemetry::{TelemetryRead, read_telemetry};
+use crate::record::{Change, RecordEvent, Recorded, Summary, read_events, read_summary};
+use plots::{Axis, Chart, PALETTE, Series};
+
+/// Everything a report says, gathered from the record.
+pub struct ReportData {
+    /// `summary.json`.
+    pub summary: Summary,
+    /// Phases that started but have no verdict (the run stopped mid-phase).
+    pub unfinished: Vec<String>,
+    /// The baseline the gates used, if it can still be read.
+    pub baseline: Option<Baseline>,
+    /// Why the baseline could not be read.
+    pub baseline_note: Option<String>,
+    /// Findings raised during the run, with when they cleared.
+    pub findings: Vec<FindingRow>,
+    /// The charts.
+    pub charts: Vec<(String, Chart)>,
+    /// Lines of the record that did not decode, and telemetry segments torn by a crash.
+    pub damage: Vec<String>,
+    /// What could not be shown, and why.
+    pub missing: Vec<String>,
+}
+
+/// One finding of the run.
+pub struct FindingRow {
+    /// When it was raised, Unix ms.
+    pub raised_ms: u64,
+    /// When it cleared (`None`: still there at the end of the record).
+    pub cleared_ms: Option<u64>,
+    /// `info`, `warn`, `crit`.
+    pub severity: String,
+    /// Rule.
+    pub rule: String,
+    /// Subject.
+    pub subject: String,
+    /// Evidence when raised.
+    pub why: String,
+    /// Next step.
+    pub next: String,
+}
+
+/// The files a report wrote.
+pub struct ReportFiles {
+    /// `report.md`.
+    pub markdown: PathBuf,
+    /// `report.html`.
+    pub html: PathBuf,
+    /// Whether the run was complete.
+    pub complete: bool,
+}
+
+/// Most points a line of a chart keeps (a 72-hour run stays a small file).
+const MAX_POINTS: usize = 400;
+
+/// Gather the report's content from `run_dir`.
+pub fn gather(run_dir: &Path) -> Result<ReportData, String> {
+    let summary = read_summary(run_dir)?;
+    let (events, bad) = read_events(run_dir)?;
+    let telemetry = read_telemetry(run_dir)?;
+    let mut damage = Vec::new();
+    if bad > 0 {
+        damage.push(format!(
+            "{bad} line(s) of events.jsonl did not decode (a line torn by a crash is one)"
+        ));
+    }
+    for t in &telemetry.torn {
+        damage.push(format!(
+            "telemetry segment {t} ends torn (the run stopped while writing it); what precedes the tear is used"
+        ));
+    }
+    if telemetry.bad_lines > 0 {
+        damage.push(format!(
+            "{} telemetry line(s) did not decode",
+            telemetry.bad_lines
+        ));
+    }
+    let (baseline, baseline_note) = match &summary.baseline {
+        None => (None, None),
+        Some(p) => match crate::phases::session::read_baseline(Path::new(p)) {
+            Ok(b) => (Some(b), None),
+            Err(e) => (None, Some(format!("baseline {p} could not be read: {e}"))),
+        },
+    };
+    let mut started: Vec<String> = Vec::new();
+    let mut finished: Vec<String> = Vec::new();
+    for e in &events {
+        match e {
+            Recorded::Phase(PhaseEvent::Started { phase, .. }) => {
+                started.retain(|p| p != phase);
+                started.push(phase.clone());
+                finished.retain(|p| p != phase);
+            }
+            Recorded::Phase(PhaseEvent::Finished { phase, .. }) => {
+                started.retain(|p| p != phase);
+                finished.push(phase.clone());
+            }
+            _ => {}
+        }
+    }
+    let mut missing = Vec::new();
+    let mut charts = Vec::new();
+    charts.push((
+        "power".to_string(),
+        power_chart(&summary, &telemetry, &mut missing),
+    ));
+    for (id, chart) in busbw_charts(&summary, &events, baseline.as_ref()) {
+        charts.push((format!("busbw-{id}"), chart));
+    }
+    for (id, chart) in data_wait_charts(&summary, &events) {
+        charts.push((format!("data-wait-{id}"), chart));
+    }
+    missing.push(
+        "GET latency CDF: the record keeps AIStor p50/p99 per window, not the latency histogram a CDF needs"
+            .into(),
+    );
+    Ok(ReportData {
+        findings: finding_rows(&events),
+        unfinished: started,
+        baseline,
+        baseline_note,
+        charts,
+        damage,
+        missing,
+        summary,
+    })
+}
+
+/// Write `report.md`, its SVG files and `report.html` into `run_dir`.
+pub fn write(run_dir: &Path) -> Result<ReportFiles, String> {
+    let data = gather(run_dir)?;
+    let write = |name: &str, text: &str| {
+        let p = run_dir.join(name);
+        std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))?;
+        Ok::<PathBuf, String>(p)
+    };
+    for (name, chart) in &data.charts {
+        write(&format!("report-{name}.svg"), &plots::svg(chart))?;
+    }
+    let markdown = write("report.md", &render::markdown(&data))?;
+    let html = write("report.html", &render::html(&data))?;
+    Ok(ReportFiles {
+        markdown,
+        html,
+        complete: data.summary.ended_ms.is_some() && data.unfinished.is_empty(),
+    })
+}
+
+fn finding_rows(events: &[Recorded]) -> Vec<FindingRow> {
+    let mut rows: Vec<FindingRow> = Vec::new();
+    let mut open: BTreeMap<(String, String, Option<String>), usize> = BTreeMap::new();
+    for e in events {
+        let Recorded::Run(RecordEvent::Finding {
+            at_ms,
+            change,
+            severity,
+            rule,
+            subject,
+            phase,
+            why,
+            next,
+        }) = e
+        else {
+            continue;
+        };
+        let key = (rule.clone(), subject.clone(), phase.clone());
+        match change {
+            Change::Raised => {
+                open.insert(key, rows.len());
+                rows.push(FindingRow {
+                    raised_ms: *at_ms,
+                    cleared_ms: None,
+                    severity: severity.clone(),
+                    rule: rule.clone(),
+                    subject: match phase {
+                        Some(p) => format!("{subject} ({p})"),
+                        None => subject.clone(),
+                    },
+                    why: why.clone(),
+                    next: next.clone(),
+                });
+            }
+            Change::Cleared => {
+                if let Some(i) = open.remove(&key) {
+                    rows[i].cleared_ms = Some(*at_ms);
+                }
+            }
+        }
+    }
+    let rank = |s: &str| match s {
+        "crit" => 0,
+        "warn" => 1,
+        _ => 2,
+    };
+    rows.sort_by(|a, b| {
+        rank(&a.severity)
+            .cmp(&rank(&b.severity))
+            .then(a.raised_ms.cmp(&b.raised_ms))
+    });
+    rows
+}
+
+fn power_chart(summary: &Summary, t: &TelemetryRead, missing: &mut Vec<String>) -> Chart {
+    let start = summary.started_ms;
+    let mut per_gpu: BTreeMap<(String, u32), Vec<(f64, f64)>> = BTreeMap::new();
+    for s in &t.seconds {
+        for g in &s.gpus {
+            if let Some(p) = g.power {
+                per_gpu
+                    .entry((s.node.clone(), g.i))
+                    .or_default()
+                    .push((s.t.saturating_sub(start) as f64 / 1000.0, p.mean()));
+            }
+        }
+    }
+    if per_gpu.is_empty() {
+        missing.push("power per GPU: the record has no telemetry (run with telemetry on)".into());
+    }
+    let limits: Vec<f64> = summary
+        .nodes
+        .iter()
+        .filter_map(|n| n.hello.as_ref())
+        .flat_map(|h| h.gpus.iter().filter_map(|g| g.power_limit_watts))
+        .map(f64::from)
+        .collect();
+    let gpus = per_gpu.len();
+    let end = per_gpu
+        .values()
+        .filter_map(|v| v.last().map(|p| p.0))
+        .fold(0.0, f64::max);
+    let mut series: Vec<Series> = per_gpu
+        .into_iter()
+        .enumerate()
+        .map(|(i, ((node, gpu), pts))| Series {
+            label: format!("{node} GPU{gpu}"),
+            points: plots::thin_out(&pts, MAX_POINTS),
+            color: PALETTE[i % PALETTE.len()],
+            dashed: false,
+            thin: true,
+        })
+        .collect();
+    if let Some(limit) = crate::cluster::median(limits.into_iter()) {
+        series.push(Series {
+            label: format!("power limit {limit:.0} W"),
+            points: vec![(0.0, limit), (end, limit)],
+            color: "#d62728",
+            dashed: true,
+            thin: false,
+        });
+    }
+    Chart {
+        title: "Power per GPU (1 s mean)".into(),
+        x: Axis::Elapsed,
+        x_label: "time since the run started".into(),
+        y_label: "W".into(),
+        series,
+        legend_note: Some(format!("{gpus} GPUs, one line each")),
+    }
+}
+
+/// The metrics of each phase's last run, by phase.
+fn last_run_metrics(events: &[Recorded]) -> BTreeMap<String, Vec<PhaseMetric>> {
+    let mut out: BTreeMap<String, Vec<PhaseMetric>> = BTreeMap::new();
+    for e in events {
+        match e {
+            Recorded::Phase(PhaseEvent::Started { phase, .. }) => {
+                out.insert(phase.clone(), Vec::new());
+            }
+            Recorded::Phase(PhaseEvent::Metric { phase, metric, .. }) => {
+                out.entry(phase.clone()).or_default().push(metric.clone());
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn busbw_charts(
+    summary: &Summary,
+    events: &[Recorded],
+    baseline: Option<&Baseline>,
+) -> Vec<(String, Chart)> {
+    let plan = plan_of(summary);
+    let mut out = Vec::new();
+    for (phase, metrics) in last_run_metrics(events) {
+        // Per node: the largest job's rows, size → busbw.
+        let mut top: BTreeMap<String, u32> = BTreeMap::new();
+        let mut collective = None;
+        for m in &metrics {
+            if let PhaseMetric::BusBw {
+                node,
+                ranks,
+                collective: c,
+                ..
+            } = m
+            {
+                let e = top
+                    .entry(node.clone().unwrap_or_else(|| "job".into()))
+                    .or_default();
+                *e = (*e).max(*ranks);
+                collective.get_or_insert_with(|| c.clone());
+            }
+        }
+        let Some(collective) = collective else {
+            continue;
+        };
+        let mut rows: BTreeMap<String, BTreeMap<u64, f64>> = BTreeMap::new();
+        for m in &metrics {
+            if let PhaseMetric::BusBw {
+                node,
+                collective: c,
+                size_bytes,
+                busbw_gb_per_s,
+                ranks,
+                ..
+            } = m
+            {
+                let who = node.clone().unwrap_or_else(|| "job".into());
+                if *c == collective && top.get(&who) == Some(ranks) && *size_bytes > 0 {
+                    rows.entry(who)
+                        .or_default()
+                        .insert(*size_bytes, *busbw_gb_per_s);
+                }
+            }
+        }
+        let mut series: Vec<Series> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, (node, r))| Series {
+                label: node.clone(),
+                points: r.iter().map(|(s, b)| ((*s as f64).log2(), *b)).collect(),
+                color: PALETTE[i % PALETTE.len()],
+                dashed: false,
+                thin: rows.len() > PALETTE.len(),
+            })
+            .collect();
+        let figure = format!("busbw_{collective}");
+        let spec = plan.find(&phase);
+        let gates = spec.map(|s| s.gates.clone()).unwrap_or_default();
+        // The peers gate is relative: pct % of the nodes' median at each size.
+        for g in &gates {
+            match g {
+                crate::phases::plan::Gate::Peers { figure: f, pct } if *f == figure => {
+                    let mut sizes: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
+                    for r in rows.values() {
+                        for (s, b) in r {
+                            sizes.entry(*s).or_default().push(*b);
+                        }
+                    }
+                    let pts: Vec<(f64, f64)> = sizes
+                        .into_iter()
+                        .filter(|(_, v)| v.len() >= 2)
+                        .filter_map(|(s, v)| {
+                            crate::cluster::median(v.into_iter())
+                                .map(|m| ((s as f64).log2(), m * pct / 100.0))
+                        })
+                        .collect();
+                    if !pts.is_empty() {
+                        series.push(Series {
+                            label: format!("peers gate: {pct:.0} % of the node median"),
+                            points: pts,
+                            color: "#d62728",
+                            dashed: true,
+                            thin: false,
+                        });
+                    }
+                }
+                crate::phases::plan::Gate::Baseline { figure: f, pct } if *f == figure => {
+                    let base = baseline
+                        .and_then(|b| b.phases.get(&phase))
+                        .and_then(|p| p.get(&figure))
+                        .and_then(|v: &Vec<Sample>| {
+                            crate::cluster::median(v.iter().map(|s| s.value))
+                        });
+                    if let (Some(b), Some((lo, hi))) = (base, x_range(&series)) {
+                        series.push(Series {
+                            label: format!("baseline gate: {pct:.0} % of {b:.0} GB/s"),
+                            points: vec![(lo, b * pct / 100.0), (hi, b * pct / 100.0)],
+                            color: "#9467bd",
+                            dashed: true,
+                            thin: false,
+                        });
+                    }
+                }
+                _ => {}
+            }
+        }
+        let many = rows.len() > PALETTE.len();
+        out.push((
+            phase.clone(),
+            Chart {
+                title: format!(
+                    "{phase}: {collective} busbw vs message size (largest job per node)"
+                ),
+                x: Axis::Bytes,
+                x_label: "message size".into(),
+                y_label: "GB/s".into(),
+                series,
+                legend_note: many.then(|| format!("{} nodes, one line each", rows.len())),
+            },
+        ));
+    }
+    out
+}
+
+/// The plan the run used: its file when it can still be read, else the shipped one.
+fn plan_of(summary: &Summary) -> crate::phases::plan::Plan {
+    crate::phases::plan::Plan::load(Path::new(&summary.plan))
+        .unwrap_or_else(|_| crate::phases::plan::default_plan().clone())
+}
+
+fn x_range(series: &[Series]) -> Option<(f64, f64)> {
+    let xs = series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
+    let (lo, hi) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+        (lo.min(x), hi.max(x))
+    });
+    (lo.is_finite() && hi.is_finite()).then_some((lo, hi))
+}
+
+fn data_wait_charts(summary: &Summary, events: &[Recorded]) -> Vec<(String, Chart)> {
+    let plan = plan_of(summary);
+    let mut out = Vec::new();
+    for (phase, metrics) in last_run_metrics(events) {
+        // Per step: the median over the nodes of the wait's share of the step.
+        let mut steps: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
+        for m in &metrics {
+            if let PhaseMetric::Step {
+                step,
+                step_time_ms,
+                data_wait_ms: Some(w),
+                variant: None,
+                ..
+            } = m
+                && *step_time_ms > 0.0
+            {
+                steps
+                    .entry(*step)
+                    .or_default()
+                    .push(100.0 * w / step_time_ms);
+            }
+        }
+        if steps.is_empty() {
+            continue;
+        }
+        let pts: Vec<(f64, f64)> = steps
+            .into_iter()
+            .filter_map(|(s, v)| crate::cluster::median(v.into_iter()).map(|m| (s as f64, m)))
+            .collect();
+        let (lo, hi) = (
+            pts.first().map_or(0.0, |p| p.0),
+            pts.last().map_or(0.0, |p| p.0),
+        );
+        // The phase's own gate where it has one; else the line triage judges by.
+        let (gate, whose) = plan
+            .find(&phase)
+            .and_then(|spec| {
+                spec.gates.iter().find_map(|g| match g {
+                    crate::phases::plan::Gate::Max { figure, value }
+                        if figure == "data_wait_pct" =>
+                    {
+                        Some((*value, "gate"))
+                    }
+                    _ => None,
+                })
+            })
+            .unwrap_or((crate::triage::LOADER_WAIT_SHARE * 100.0, "triage default"));
+        out.push((
+            phase.clone(),
+            Chart {
+                title: format!(
+                    "{phase}: data wait per step (share of step time, median over nodes)"
+                ),
+                x: Axis::Plain,
+                x_label: "step".into(),
+                y_label: "% of step".into(),
+                series: vec![
+                    Series {
+                        label: "data wait".into(),
+                        points: plots::thin_out(&pts, MAX_POINTS),
+                        color: PALETTE[0],
+                        dashed: false,
+                        thin: false,
+                    },
+                    Series {
+                        label: format!("{whose} {gate:.0} %"),
+                        points: vec![(lo, gate), (hi, gate)],
+                        color: "#d62728",
+                        dashed: true,
+                        thin: false,
+                    },
+                ],
+                legend_note: None,
+            },
+        ));
+    }
+    out
+}

@@ -1,0 +1,336 @@
+//! Small SVG line charts for the report: no external assets, no scripts, readable when printed.
+
+use std::fmt::Write;
+
+/// How an axis labels its ticks.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Axis {
+    /// Seconds from the start, shown as m:ss or h:mm.
+    Elapsed,
+    /// Bytes on a log2 scale (message sizes).
+    Bytes,
+    /// Plain numbers.
+    Plain,
+}
+
+/// One line of a chart.
+#[derive(Debug, Clone)]
+pub struct Series {
+    /// Legend text.
+    pub label: String,
+    /// Points, x ascending.
+    pub points: Vec<(f64, f64)>,
+    /// Stroke colour.
+    pub color: &'static str,
+    /// Dashed (gate and limit lines).
+    pub dashed: bool,
+    /// Thin lines for many series (one per GPU).
+    pub thin: bool,
+}
+
+/// A chart: title, axes and lines.
+#[derive(Debug, Clone)]
+pub struct Chart {
+    /// Title above the plot.
+    pub title: String,
+    /// X axis.
+    pub x: Axis,
+    /// X axis caption.
+    pub x_label: String,
+    /// Y axis caption.
+    pub y_label: String,
+    /// The lines.
+    pub series: Vec<Series>,
+    /// Legend line shown instead of one entry per series (when there are many).
+    pub legend_note: Option<String>,
+}
+
+/// Colours for node lines, in order.
+pub const PALETTE: &[&str] = &[
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+    "#bcbd22", "#17becf", "#393b79", "#637939",
+];
+
+const W: f64 = 760.0;
+const H: f64 = 300.0;
+const LEFT: f64 = 64.0;
+const RIGHT: f64 = 16.0;
+const TOP: f64 = 30.0;
+const BOTTOM: f64 = 58.0;
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn tick_label(axis: Axis, v: f64) -> String {
+    match axis {
+        Axis::Elapsed => {
+            let s = v.max(0.0) as u64;
+            if s >= 3600 {
+                format!("{}:{:02}h", s / 3600, s / 60 % 60)
+            } else {
+                format!("{}:{:02}", s / 60, s % 60)
+            }
+        }
+        Axis::Bytes => {
+            let b = 2f64.powf(v);
+            let units = [(1u64 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")];
+            units.iter().find(|(u, _)| b >= *u as f64).map_or_else(
+                || format!("{b:.0}"),
+                |(u, n)| format!("{:.0}{n}", b / *u as f64),
+            )
+        }
+        Axis::Plain if v == 0.0 => "0".into(),
+        Axis::Plain if v.abs() >= 10.0 => format!("{v:.0}"),
+        Axis::Plain => format!("{v:.1}"),
+    }
+}
+
+/// Ticks at round steps covering `lo..=hi`.
+fn ticks(lo: f64, hi: f64, axis: Axis) -> Vec<f64> {
+    if axis == Axis::Bytes {
+        let step = ((hi - lo) / 8.0).ceil().max(1.0);
+        let mut v = lo.ceil();
+        let mut out = Vec::new();
+        while v <= hi + 1e-9 {
+            out.push(v);
+            v += step;
+        }
+        return out;
+    }
+    let span = (hi - lo).max(1e-9);
+    let raw = span / 5.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| span / s <= 6.0)
+        .unwrap_or(10.0 * mag);
+    let mut v = (lo / step).ceil() * step;
+    let mut out = Vec::new();
+    while v <= hi + step * 1e-9 {
+        out.push(v);
+        v += step;
+    }
+    out
+}
+
+/// The chart as an `<svg>` element.
+pub fn svg(chart: &Chart) -> String {
+    let pts = chart.series.iter().flat_map(|s| s.points.iter());
+    let (mut x0, mut x1, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY);
+    for (x, y) in pts {
+        if x.is_finite() && y.is_finite() {
+            x0 = x0.min(*x);
+            x1 = x1.max(*x);
+            y1 = y1.max(*y);
+        }
+    }
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" font-family="sans-serif" font-size="11"><title>{t}</title><text x="{LEFT}" y="18" font-size="13" font-weight="bold">{t}</text>"#,
+        t = esc(&chart.title)
+    );
+    if !x0.is_finite() {
+        let _ = write!(
+            out,
+            r##"<text x="{}" y="{}" fill="#666">no data recorded</text></svg>"##,
+            W / 2.0 - 50.0,
+            H / 2.0
+        );
+        return out;
+    }
+    if x1 <= x0 {
+        x1 = x0 + 1.0;
+    }
+    let y0 = 0.0;
+    let y1 = if y1 <= 0.0 { 1.0 } else { y1 * 1.08 };
+    let (pw, ph) = (W - LEFT - RIGHT, H - TOP - BOTTOM);
+    let sx = |x: f64| LEFT + (x - x0) / (x1 - x0) * pw;
+    let sy = |y: f64| TOP + ph - (y - y0) / (y1 - y0) * ph;
+    // Grid and ticks.
+    for t in ticks(y0, y1, Axis::Plain) {
+        let y = sy(t);
+        let _ = write!(
+            out,
+            r##"<line x1="{LEFT}" x2="{}" y1="{y:.1}" y2="{y:.1}" stroke="#e4e4e4"/><text x="{}" y="{:.1}" text-anchor="end">{}</text>"##,
+            W - RIGHT,
+            LEFT - 6.0,
+            y + 4.0,
+            tick_label(Axis::Plain, t)
+        );
+    }
+    for t in ticks(x0, x1, chart.x) {
+        let x = sx(t);
+        let _ = write!(
+            out,
+            r##"<line x1="{x:.1}" x2="{x:.1}" y1="{TOP}" y2="{}" stroke="#f0f0f0"/><text x="{x:.1}" y="{}" text-anchor="middle">{}</text>"##,
+            TOP + ph,
+            TOP + ph + 14.0,
+            tick_label(chart.x, t)
+        );
+    }
+    let _ = write!(
+        out,
+        r##"<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" stroke="#999"/><text x="{}" y="{}" text-anchor="middle">{}</text><text transform="translate(14 {}) rotate(-90)" text-anchor="middle">{}</text>"##,
+        LEFT + pw / 2.0,
+        TOP + ph + 30.0,
+        esc(&chart.x_label),
+        TOP + ph / 2.0,
+        esc(&chart.y_label)
+    );
+    for s in &chart.series {
+        if s.points.is_empty() {
+            continue;
+        }
+        let mut d = String::new();
+        for (i, (x, y)) in s
+            .points
+            .iter()
+            .filter(|(x, y)| x.is_finite() && y.is_finite())
+            .enumerate()
+        {
+            let _ = write!(
+                d,
+                "{}{:.1},{:.1}",
+                if i == 0 { "M" } else { " L" },
+                sx(*x),
+                sy(*y)
+            );
+        }
+        let _ = write!(
+            out,
+            r#"<path d="{d}" fill="none" stroke="{}" stroke-width="{}"{}{}/>"#,
+            s.color,
+            if s.thin { 0.7 } else { 1.8 },
+            if s.dashed {
+                r#" stroke-dasharray="6 4""#
+            } else {
+                ""
+            },
+            if s.thin {
+                r#" stroke-opacity="0.6""#
+            } else {
+                ""
+            }
+        );
+    }
+    // Legend under the plot.
+    let mut lx = LEFT;
+    let ly = H - 10.0;
+    let entries: Vec<(&str, &str, bool)> = match &chart.legend_note {
+        Some(note) => {
+            let mut v: Vec<(&str, &str, bool)> = chart
+                .series
+                .iter()
+                .filter(|s| !s.thin)
+                .map(|s| (s.label.as_str(), s.color, s.dashed))
+                .collect();
+            v.insert(0, (note.as_str(), "#777", false));
+            v
+        }
+        None => chart
+            .series
+            .iter()
+            .map(|s| (s.label.as_str(), s.color, s.dashed))
+            .collect(),
+    };
+    // Gate and limit lines first: they must not be the entries that fall off the end.
+    let mut entries = entries;
+    entries.sort_by_key(|e| !e.2);
+    for (label, color, dashed) in entries.into_iter().take(12) {
+        let _ = write!(
+            out,
+            r#"<line x1="{lx:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="{color}" stroke-width="2"{}/><text x="{:.1}" y="{ly:.1}">{}</text>"#,
+            lx + 16.0,
+            ly - 4.0,
+            ly - 4.0,
+            if dashed {
+                r#" stroke-dasharray="4 3""#
+            } else {
+                ""
+            },
+            lx + 20.0,
+            esc(label)
+        );
+        lx += 28.0 + 6.5 * label.chars().count() as f64;
+        if lx > W - 80.0 {
+            break;
+        }
+    }
+    out.push_str("</svg>");
+    out
+}
+
+/// At most `max` points: means over equal runs of consecutive points (long runs stay drawable).
+pub fn thin_out(points: &[(f64, f64)], max: usize) -> Vec<(f64, f64)> {
+    if points.len() <= max || max == 0 {
+        return points.to_vec();
+    }
+    let chunk = points.len().div_ceil(max);
+    points
+        .chunks(chunk)
+        .map(|c| {
+            let n = c.len() as f64;
+            (
+                c.iter().map(|p| p.0).sum::<f64>() / n,
+                c.iter().map(|p| p.1).sum::<f64>() / n,
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_chart_says_so() {
+        let s = svg(&Chart {
+            title: "t".into(),
+            x: Axis::Plain,
+            x_label: "x".into(),
+            y_label: "y".into(),
+            series: vec![],
+            legend_note: None,
+        });
+        assert!(s.contains("no data recorded") && s.ends_with("</svg>"));
+    }
+
+    #[test]
+    fn ticks_are_round() {
+        assert_eq!(
+            ticks(0.0, 1100.0, Axis::Plain),
+            [0.0, 200.0, 400.0, 600.0, 800.0, 1000.0]
+        );
+        assert_eq!(tick_label(Axis::Bytes, 30.0), "1G");
+        assert_eq!(tick_label(Axis::Elapsed, 3725.0), "1:02h");
+        assert_eq!(
+            thin_out(&[(0.0, 1.0), (1.0, 3.0), (2.0, 5.0)], 2),
+            [(0.5, 2.0), (2.0, 5.0)]
+        );
+    }
+
+    #[test]
+    fn labels_are_escaped() {
+        let s = svg(&Chart {
+            title: "<b>&".into(),
+            x: Axis::Plain,
+            x_label: "x".into(),
+            y_label: "y".into(),
+            series: vec![Series {
+                label: "a<b".into(),
+                points: vec![(0.0, 1.0), (1.0, 2.0)],
+                color: "#000",
+                dashed: false,
+                thin: false,
+            }],
+            legend_note: None,
+        });
+        assert!(s.contains("&lt;b&gt;&amp;") && s.contains("a&lt;b") && !s.contains("<b>"));
+    }
+}
