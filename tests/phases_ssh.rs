@@ -605,6 +605,25 @@ command = "sleep 8; echo done"
     let hello = &doc["nodes"][0]["hello"];
     assert_eq!(hello["gpus"].as_array().map(Vec::len), Some(2), "{doc}");
     assert!(!hello["topology"].is_null(), "{doc}");
+    // The run's telemetry is in the record, folded per second (200 ms samples: several a
+    // second), with the Xid in its second; the finding is an event of the run.
+    let dir = std::path::PathBuf::from(doc["run_dir"].as_str().expect("run_dir"));
+    let tele = burnin::record::telemetry::read_telemetry(&dir).expect("telemetry");
+    let mine: Vec<_> = tele.seconds.iter().filter(|s| s.node == "node01").collect();
+    assert!(mine.len() >= 5, "{} seconds", mine.len());
+    assert!(mine.iter().any(|s| s.n >= 3), "several samples folded into a second");
+    assert!(
+        mine.iter()
+            .any(|s| s.gpus.iter().any(|g| g.i == 1 && g.xid.contains(&79))),
+        "the Xid's second"
+    );
+    assert!(tele.torn.is_empty(), "{:?}", tele.torn);
+    let events = std::fs::read_to_string(dir.join("events.jsonl")).expect("events");
+    assert!(
+        events.lines().any(|l| l.contains(r#""event":"finding""#)
+            && l.contains(r#""rule":"xid","subject":"node01 GPU1""#)),
+        "{events}"
+    );
 }
 
 /// The console dies mid-phase (killed outright); the phase keeps running on the node; a new
