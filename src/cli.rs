@@ -270,6 +270,21 @@ pub enum Command {
     Replay {
         /// Run directory.
         run_dir: PathBuf,
+        /// Record seconds per wall second.
+        #[arg(long, default_value_t = 1.0)]
+        speed: f64,
+        /// Start this many seconds into the run (what came before is applied at once).
+        #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+        at: u64,
+        /// Leave after this many wall seconds.
+        #[arg(long, value_name = "SECONDS")]
+        duration: Option<u64>,
+        /// Draw into an off-screen buffer of WxH instead of the terminal.
+        #[arg(long, value_name = "WxH")]
+        headless: Option<String>,
+        /// Look.
+        #[command(flatten)]
+        look: LookArgs,
     },
     /// Keep a good run's figures as the gates' baseline.
     Baseline {

@@ -151,7 +151,14 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
                 Ok(2)
             }
         },
-        Some(Command::Replay { .. }) => not_yet("replay", "replaying run records is issue 7"),
+        Some(Command::Replay {
+            run_dir,
+            speed,
+            at,
+            duration,
+            headless,
+            look,
+        }) => replay(&run_dir, speed, at, duration, headless.as_deref(), &look).await,
         Some(Command::Baseline {
             action: BaselineAction::Save { run_dir, to },
         }) => {
@@ -528,9 +535,44 @@ fn emit(text: &str) -> Result<()> {
     }
 }
 
-fn not_yet(what: &str, why: &str) -> Result<i32> {
-    eprintln!("burnin {what}: not implemented yet: {why}.");
-    Ok(2)
+async fn replay(
+    run_dir: &std::path::Path,
+    speed: f64,
+    at: u64,
+    duration: Option<u64>,
+    headless: Option<&str>,
+    look: &LookArgs,
+) -> Result<i32> {
+    let timeline = match crate::replay::Timeline::load(run_dir) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("burnin replay: {e}");
+            return Ok(2);
+        }
+    };
+    let headless = headless.map(parse_size).transpose()?;
+    let label = format!(
+        "replay: {}{}",
+        run_dir.display(),
+        if speed != 1.0 {
+            format!(", {speed}× speed")
+        } else {
+            String::new()
+        }
+    );
+    let state = console_state(look, label);
+    let source = Box::new(crate::replay::ReplaySource::new(timeline, speed, at));
+    run_console(
+        source,
+        state,
+        RunOptions {
+            fps: look.fps,
+            duration: duration.map(Duration::from_secs),
+            headless,
+        },
+    )
+    .await?;
+    Ok(0)
 }
 
 /// Build the simulator's configuration from the command line.

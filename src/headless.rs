@@ -20,9 +20,9 @@ use crate::phases::runner::{PhaseOutcome, RunContext, RunnerNode, reattach_phase
 use crate::phases::session::{RunSession, SharedRecord, new_run_id, severity};
 use crate::phases::telemetry_log::TelemetryLog;
 use crate::phases::{PhaseEvent, Verdict};
-use crate::record::ChangeLog;
 use crate::record::SUMMARY_SCHEMA;
 use crate::record::telemetry::TelemetryRecorder;
+use crate::record::{ChangeLog, RecordEvent};
 use crate::telemetry::fleet::FleetSource;
 use crate::telemetry::{Source, SourceEvent};
 use crate::transport::Transport;
@@ -142,6 +142,9 @@ impl TelemetryRecording {
             SourceEvent::Link { node, link, .. } => {
                 events.extend(self.changes.link(at_ms, node, link));
             }
+            SourceEvent::Probe(window) => events.push(RecordEvent::Probe {
+                window: window.clone(),
+            }),
             _ => {}
         }
         if let Some(found) = findings {

@@ -49,6 +49,7 @@ pub mod parsers;
 pub mod phases;
 pub mod probes;
 pub mod record;
+pub mod replay;
 pub mod report;
 pub mod telemetry;
 pub mod transport;

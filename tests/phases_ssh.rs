@@ -611,7 +611,10 @@ command = "sleep 8; echo done"
     let tele = burnin::record::telemetry::read_telemetry(&dir).expect("telemetry");
     let mine: Vec<_> = tele.seconds.iter().filter(|s| s.node == "node01").collect();
     assert!(mine.len() >= 5, "{} seconds", mine.len());
-    assert!(mine.iter().any(|s| s.n >= 3), "several samples folded into a second");
+    assert!(
+        mine.iter().any(|s| s.n >= 3),
+        "several samples folded into a second"
+    );
     assert!(
         mine.iter()
             .any(|s| s.gpus.iter().any(|g| g.i == 1 && g.xid.contains(&79))),

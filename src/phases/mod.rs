@@ -257,6 +257,17 @@ impl PhaseEvent {
             | PhaseEvent::Finished { phase, .. } => phase,
         }
     }
+
+    /// When it happened.
+    pub fn at_ms(&self) -> crate::model::UnixMillis {
+        match self {
+            PhaseEvent::Started { at_ms, .. }
+            | PhaseEvent::Line { at_ms, .. }
+            | PhaseEvent::Note { at_ms, .. }
+            | PhaseEvent::Metric { at_ms, .. }
+            | PhaseEvent::Finished { at_ms, .. } => *at_ms,
+        }
+    }
 }
 
 /// What the console asks of a phase runner.

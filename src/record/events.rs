@@ -55,6 +55,11 @@ pub enum RecordEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         detail: Option<String>,
     },
+    /// One window of the AIStor probe the console showed (outside a phase's own metrics).
+    Probe {
+        /// The window.
+        window: crate::probes::ProbeWindow,
+    },
     /// The operator did something: started or aborted a phase, quit, detached.
     Operator {
         /// When.

@@ -110,8 +110,50 @@ pub struct NodeSecond {
     pub node: String,
     /// Samples folded into it.
     pub n: u32,
-    /// Its GPUs in index order.
+    /// The second's last frame as the node sent it: every field, NICs and interfaces included,
+    /// so a replay rebuilds the console exactly at a 1 s period.
+    pub last: NodeFrame,
+    /// Per GPU min/mean/max, when more than one sample fell into the second (at a 1 s period
+    /// the frame is the second, and this stays empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gpus: Vec<GpuSecond>,
+}
+
+impl NodeSecond {
+    /// The second's statistics per GPU: recorded ones, or the single frame's values.
+    pub fn stats(&self) -> Vec<GpuSecond> {
+        if !self.gpus.is_empty() {
+            return self.gpus.clone();
+        }
+        self.last
+            .gpus
+            .iter()
+            .map(|s| {
+                let mut g = GpuAcc::default();
+                g.add(s);
+                g.second(s.index)
+            })
+            .collect()
+    }
+
+    /// The frame a replay plays for this second: the last frame, carrying every Xid of the
+    /// second (earlier samples' Xids would otherwise be lost with them).
+    pub fn replay_frame(&self) -> NodeFrame {
+        let mut f = self.last.clone();
+        for st in &self.gpus {
+            if let Some(g) = f.gpus.iter_mut().find(|g| g.index == st.i) {
+                for code in &st.xid {
+                    if !g.xid_events.iter().any(|x| x.code == *code) {
+                        g.xid_events.push(crate::model::XidEvent {
+                            code: *code,
+                            at_ms: f.at_ms,
+                        });
+                    }
+                }
+            }
+        }
+        f
+    }
 }
 
 /// Running min/sum/max of one metric.
@@ -213,6 +255,7 @@ struct Pending {
     second: u64,
     frames: u32,
     gpus: BTreeMap<u32, GpuAcc>,
+    last: Option<NodeFrame>,
 }
 
 /// Writes one segment of a run's telemetry.
@@ -295,11 +338,19 @@ impl TelemetryRecorder {
     }
 
     fn write(&mut self, node: &str, p: &Pending) -> Result<(), String> {
+        let Some(last) = p.last.clone() else {
+            return Ok(());
+        };
         let line = NodeSecond {
             t: p.second * 1000,
             node: node.to_string(),
             n: p.frames,
-            gpus: p.gpus.iter().map(|(i, g)| g.second(*i)).collect(),
+            last,
+            gpus: if p.frames > 1 {
+                p.gpus.iter().map(|(i, g)| g.second(*i)).collect()
+            } else {
+                Vec::new()
+            },
         };
         let text = serde_json::to_string(&line).map_err(|e| e.to_string())?;
         let Some(out) = self.out.as_mut() else {
@@ -344,6 +395,7 @@ impl Pending {
         for g in &f.gpus {
             self.gpus.entry(g.index).or_default().add(g);
         }
+        self.last = Some(f.clone());
     }
 }
 
@@ -541,7 +593,7 @@ mod tests {
         assert!(read.torn.is_empty() && read.bad_lines == 0);
         let first = &read.seconds[0];
         assert_eq!((first.t, first.node.as_str(), first.n), (10_000, "n1", 3));
-        let g = &first.gpus[0];
+        let g = &first.stats()[0];
         assert_eq!(g.power, Some(Stat::Range([500.0, 600.0, 700.0])));
         assert_eq!(g.util, Some(Stat::One(100.0)));
         assert_eq!(g.nvlink_tx, Some(Stat::One(123_500_000.0)), "four digits");

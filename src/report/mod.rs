@@ -219,7 +219,7 @@ fn power_chart(summary: &Summary, t: &TelemetryRead, missing: &mut Vec<String>) 
     let start = summary.started_ms;
     let mut per_gpu: BTreeMap<(String, u32), Vec<(f64, f64)>> = BTreeMap::new();
     for s in &t.seconds {
-        for g in &s.gpus {
+        for g in &s.stats() {
             if let Some(p) = g.power {
                 per_gpu
                     .entry((s.node.clone(), g.i))

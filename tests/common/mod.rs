@@ -10,13 +10,11 @@ use burnin::ui::theme::{EMBEDDED as THEMES, Theme};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
-/// A console over the demo cluster (seed 1, all faults), stepped to `at_s` simulated seconds.
-pub fn demo_state(at_s: u64, size: (u16, u16)) -> State {
-    demo_state_with(SimConfig::demo(1), at_s, size)
-}
+/// The label of the demo's status line.
+pub const DEMO_LABEL: &str = "demo: simulated 12×8 B300, seed 1";
 
-/// Same with a chosen simulator configuration.
-pub fn demo_state_with(config: SimConfig, at_s: u64, size: (u16, u16)) -> State {
+/// A console state with the shipped themes and layouts and nothing fed yet.
+pub fn empty_state(label: &str, size: (u16, u16)) -> State {
     let themes = THEMES
         .iter()
         .map(|(n, t)| Theme::parse(n, t).expect("shipped theme"))
@@ -25,7 +23,18 @@ pub fn demo_state_with(config: SimConfig, at_s: u64, size: (u16, u16)) -> State 
         .iter()
         .map(|(n, t)| Layout::parse(n, t).expect("shipped layout"))
         .collect();
-    let mut state = State::new(themes, layouts, "demo: simulated 12×8 B300, seed 1", size);
+    State::new(themes, layouts, label, size)
+}
+
+/// A console over the demo cluster (seed 1, the demo's faults), stepped to `at_s` simulated
+/// seconds.
+pub fn demo_state(at_s: u64, size: (u16, u16)) -> State {
+    demo_state_with(SimConfig::demo(1), at_s, size)
+}
+
+/// Same with a chosen simulator configuration.
+pub fn demo_state_with(config: SimConfig, at_s: u64, size: (u16, u16)) -> State {
+    let mut state = empty_state(DEMO_LABEL, size);
     let mut sim = SimCluster::new(config);
     // Second by second, as the live loop would see it, so triage history matches.
     for s in 0..=at_s {
