@@ -53,6 +53,7 @@ impl Sampler for NoGpuSampler {
             cuda: None,
             gpus: Vec::new(),
             topology: None,
+            system: Some(Box::new(crate::telemetry::system::read_system())),
         }
     }
     fn sample(&mut self) -> NodeFrame {

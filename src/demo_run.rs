@@ -9,13 +9,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use color_eyre::eyre::{Result, eyre};
 
-use crate::headless::TelemetryRecording;
 use crate::inventory::Inventory;
 use crate::phases::plan::default_plan;
 use crate::phases::runner::PhaseOutcome;
 use crate::phases::session::{RunSession, new_run_id, severity};
 use crate::phases::telemetry_log::TelemetryLog;
 use crate::phases::{PhaseEvent, PhaseMetric, Verdict};
+use crate::record::recording::TelemetryRecording;
 use crate::telemetry::SourceEvent;
 use crate::telemetry::sim::{SIM_EPOCH_MS, SIM_PERIOD_MS, SIMULATED_PHASES, SimCluster, SimConfig};
 
@@ -57,7 +57,7 @@ pub async fn run(args: DemoRunArgs) -> Result<i32> {
     session
         .use_clock(Arc::clone(&clock))
         .map_err(|e| eyre!("{e}"))?;
-    let mut recording = TelemetryRecording::new(&session)?;
+    let mut recording = TelemetryRecording::new(&session).map_err(|e| eyre!("record: {e}"))?;
     let log = TelemetryLog::new(SIM_PERIOD_MS);
     let nodes: Vec<String> = inventory.nodes.iter().map(|n| n.name.clone()).collect();
     eprintln!(

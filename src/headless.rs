@@ -17,12 +17,11 @@ use crate::model::NodeLink;
 use crate::phases::gates::Baseline;
 use crate::phases::plan::{Plan, default_plan};
 use crate::phases::runner::{PhaseOutcome, RunContext, RunnerNode, reattach_phase, run_phase};
-use crate::phases::session::{RunSession, SharedRecord, new_run_id, severity};
+use crate::phases::session::{RunSession, new_run_id, severity};
 use crate::phases::telemetry_log::TelemetryLog;
 use crate::phases::{PhaseEvent, Verdict};
 use crate::record::SUMMARY_SCHEMA;
-use crate::record::telemetry::TelemetryRecorder;
-use crate::record::{ChangeLog, RecordEvent};
+use crate::record::recording::TelemetryRecording;
 use crate::telemetry::fleet::FleetSource;
 use crate::telemetry::{Source, SourceEvent};
 use crate::transport::Transport;
@@ -101,74 +100,6 @@ pub fn runner_nodes(inventory: &Inventory, ssh: &SshSettings) -> Vec<RunnerNode>
             }
         })
         .collect()
-}
-
-/// What the telemetry writes into the run's record: the per-second telemetry segment, and
-/// the findings and node states as they change.
-pub struct TelemetryRecording {
-    /// The record's `events.jsonl`.
-    pub record: SharedRecord,
-    /// This run's telemetry segment.
-    pub telemetry: Arc<std::sync::Mutex<TelemetryRecorder>>,
-    changes: ChangeLog,
-}
-
-impl TelemetryRecording {
-    /// Start the next telemetry segment of the run in `session`.
-    pub fn new(session: &RunSession) -> Result<Self> {
-        Ok(Self {
-            record: session.record(),
-            telemetry: Arc::new(std::sync::Mutex::new(
-                TelemetryRecorder::create(session.dir()).map_err(|e| eyre!("{e}"))?,
-            )),
-            changes: ChangeLog::new(),
-        })
-    }
-
-    /// Record what `ev` changes; `findings` are triage's findings when it just ran.
-    pub fn observe(
-        &mut self,
-        ev: &SourceEvent,
-        at_ms: crate::model::UnixMillis,
-        findings: Option<&[crate::triage::Finding]>,
-    ) -> Result<(), String> {
-        let mut events = Vec::new();
-        match ev {
-            SourceEvent::Frame(f) => {
-                if let Ok(mut t) = self.telemetry.lock() {
-                    t.frame(f)?;
-                }
-            }
-            SourceEvent::Link { node, link, .. } => {
-                events.extend(self.changes.link(at_ms, node, link));
-            }
-            SourceEvent::Probe(window) => events.push(RecordEvent::Probe {
-                window: window.clone(),
-            }),
-            _ => {}
-        }
-        if let Some(found) = findings {
-            events.extend(self.changes.findings(at_ms, found));
-        }
-        if !events.is_empty() {
-            let mut record = self
-                .record
-                .lock()
-                .map_err(|_| "run record: a writer panicked".to_string())?;
-            for e in &events {
-                record.record_event(e)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Close the telemetry segment.
-    pub fn finish(&self) -> Result<(), String> {
-        match self.telemetry.lock() {
-            Ok(mut t) => t.finish(),
-            Err(_) => Err("telemetry segment: a writer panicked".into()),
-        }
-    }
 }
 
 /// Stream every node's telemetry (as `watch` does) into a log the phases ask at their end, and
@@ -259,7 +190,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
         }
     };
     let run_id = session.summary.run_id.clone();
-    let recording = TelemetryRecording::new(&session)?;
+    let recording = TelemetryRecording::new(&session).map_err(|e| eyre!("record: {e}"))?;
     let segment = Arc::clone(&recording.telemetry);
     let telemetry = if args.telemetry {
         Some(watch_telemetry(&inventory, &ssh, recording)?)

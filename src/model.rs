@@ -389,6 +389,10 @@ pub struct NodeHello {
     /// Nearest NIC, NUMA node and CPUs of each GPU (from `nvidia-smi topo -m`), when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topology: Option<crate::telemetry::topology::Topology>,
+    /// Kernel, OS, fabric manager and NCCL versions, for the bill of materials (agents before
+    /// this field send none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<Box<crate::telemetry::system::SystemInfo>>,
 }
 
 /// A node's connection as the console sees it. A node that drops is state, never an error.

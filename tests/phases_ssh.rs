@@ -556,6 +556,26 @@ command = "echo started; sleep 300"
     );
     let summary = read();
     assert_eq!(summary["verdict"], "ABORTED");
+    // The operator's keys, and the GPUs' telemetry once the record opened, are in it too.
+    let events = std::fs::read_to_string(run.join("events.jsonl")).expect("events");
+    for (action, phase) in [("start", "T4"), ("start", "T5"), ("abort", "T5")] {
+        assert!(
+            events.lines().any(|l| l.contains(r#""event":"operator""#)
+                && l.contains(&format!(r#""action":"{action}","phase":"{phase}""#))),
+            "{action} {phase}: {events}"
+        );
+    }
+    wait_for(
+        "the console's telemetry in the record",
+        Duration::from_secs(40),
+        || {
+            burnin::record::telemetry::read_telemetry(&run).is_ok_and(|t| {
+                t.seconds
+                    .iter()
+                    .any(|s| s.node == "node01" && s.last.gpus.len() == 4)
+            })
+        },
+    );
 }
 
 /// The telemetry beside `burnin run`: an Xid on a node while a phase runs fails the phase's

@@ -287,3 +287,53 @@ fn the_html_renders_in_headless_chromium_with_its_plots() {
     assert!(banner > 10_000, "verdict banner: {banner} pixels");
     let _ = std::fs::remove_dir_all(root);
 }
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("dir");
+    for e in std::fs::read_dir(from).expect("read dir").flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            copy_dir(&p, &to.join(e.file_name()));
+        } else {
+            std::fs::copy(&p, to.join(e.file_name())).expect("copy");
+        }
+    }
+}
+
+/// A record left by `burnin run` on the real H200 (tests/fixtures/h200-run/README.md) reports
+/// with its real figures, its GPU's power over time, and what the node said it runs.
+#[test]
+fn a_real_h200_record_reports() {
+    let root = tmp("h200");
+    let dir = root.join("run5");
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/h200-run/run5-record"),
+        &dir,
+    );
+    let o = run(&["report", dir.to_str().expect("utf-8")], &root);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let md = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
+    assert!(md.contains("**Verdict: WARN**"), "{md}");
+    assert!(md.contains("| T2 | tflops_bf16 | 659 |"), "{md}");
+    assert!(
+        md.contains("driver 580.159.04, CUDA 13.0, 1 × NVIDIA H200, kernel 6.18.44-fc-v973-gpu, Ubuntu 24.04.3 LTS, fabric manager not installed, NCCL 2.28.3 (/usr/lib/x86_64-linux-gnu)"),
+        "{md}"
+    );
+    assert!(md.contains("| info | cluster | power-capped |"), "{md}");
+    let power = std::fs::read_to_string(dir.join("report-power.svg")).expect("power svg");
+    assert!(!power.contains("no data recorded") && power.contains("power limit 700 W"));
+    // The same record replays: 36 seconds of frames from the real agent.
+    let timeline = burnin::replay::Timeline::load(&dir).expect("timeline");
+    let frames = timeline
+        .events
+        .iter()
+        .filter(|(_, e)| matches!(e, burnin::telemetry::SourceEvent::Frame(_)))
+        .count();
+    assert_eq!(frames, 36);
+    let _ = std::fs::remove_dir_all(root);
+}

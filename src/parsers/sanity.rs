@@ -23,7 +23,7 @@ pub struct SanityParser {
 }
 
 /// The first thing in `text` shaped like a driver version (`580.95.05`).
-fn version_in(text: &str) -> Option<String> {
+pub(crate) fn version_in(text: &str) -> Option<String> {
     text.split(|c: char| !(c.is_ascii_digit() || c == '.'))
         .find(|t| {
             let parts: Vec<&str> = t.split('.').collect();

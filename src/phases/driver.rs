@@ -12,7 +12,11 @@ use super::runner::{RunContext, reattach_phase, run_phase};
 use super::session::{RunSession, new_run_id};
 use super::{PhaseCommand, PhaseEvent};
 use crate::inventory::Inventory;
+use crate::model::UnixMillis;
+use crate::record::RecordEvent;
+use crate::record::recording::TelemetryRecording;
 use crate::telemetry::SourceEvent;
+use crate::triage::Finding;
 
 /// What the console needs to run phases.
 pub struct PhaseDriver {
@@ -28,6 +32,9 @@ pub struct PhaseDriver {
     pending: Option<(String, BTreeMap<String, usize>)>,
     /// Attempts so far per phase (a retry runs in its own directory on the nodes).
     attempts: BTreeMap<String, u32>,
+    /// What the telemetry writes into the record, once the record is open.
+    recording: Option<TelemetryRecording>,
+    recording_failed: bool,
 }
 
 /// The running phase's id, its abort switch, and which start it was (so a finished phase can
@@ -74,6 +81,47 @@ impl PhaseDriver {
             starts: 0,
             pending: None,
             attempts: BTreeMap::new(),
+            recording: None,
+            recording_failed: false,
+        }
+    }
+
+    /// Write what a telemetry event changes into the record (once it is open): the
+    /// per-second telemetry, findings raised and cleared, node states, AIStor windows.
+    pub fn observe(&mut self, ev: &SourceEvent, at_ms: UnixMillis, findings: Option<&[Finding]>) {
+        if let Some(r) = self.recording.as_mut()
+            && let Err(e) = r.observe(ev, at_ms, findings)
+            && !std::mem::replace(&mut self.recording_failed, true)
+        {
+            tracing::warn!("run record: telemetry: {e}");
+        }
+    }
+
+    /// Start the record's telemetry segment and note the operator's key in it.
+    fn open_recording(&mut self) {
+        if self.recording.is_some() {
+            return;
+        }
+        let guard = match self.session.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        if let Some(s) = guard.as_ref() {
+            match TelemetryRecording::new(s) {
+                Ok(r) => self.recording = Some(r),
+                Err(e) => tracing::warn!("run record: telemetry: {e}"),
+            }
+        }
+    }
+
+    fn operator(&self, action: &str, phase: &str) {
+        let ev = RecordEvent::Operator {
+            at_ms: crate::model::now_ms(),
+            action: action.to_string(),
+            phase: Some(phase.to_string()),
+        };
+        if let Err(e) = record(&self.session, |s| s.record_event(&ev)) {
+            tracing::warn!("run record: {e}");
         }
     }
 
@@ -85,6 +133,7 @@ impl PhaseDriver {
                 let running = self.running.lock().ok().and_then(|r| r.clone());
                 match running {
                     Some((rid, stop, _)) if rid == id => {
+                        self.operator("abort", &id);
                         let _ = stop.send(true);
                     }
                     _ => {
@@ -133,6 +182,8 @@ impl PhaseDriver {
                 if let Some(text) = opened {
                     let _ = events.send(notice(text)).await;
                 }
+                self.open_recording();
+                self.operator("start", &id);
                 self.spawn(spec, events, None);
             }
         }
@@ -230,6 +281,7 @@ impl PhaseDriver {
         if let Ok(mut s) = self.session.lock() {
             *s = Some(session);
         }
+        self.open_recording();
         self.pending = pending;
         self.attempts = state.attempts.clone();
         Ok(())

@@ -17,6 +17,7 @@ use crate::phases::gates::Figures;
 use crate::phases::{PhaseEvent, Verdict};
 
 pub mod events;
+pub mod recording;
 pub mod telemetry;
 
 pub use events::{Change, ChangeLog, RecordEvent};

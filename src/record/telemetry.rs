@@ -22,7 +22,7 @@ use crate::model::{GpuSample, NodeFrame, UnixMillis};
 pub const TELEMETRY_DIR: &str = "telemetry";
 
 /// Data time between two sync flushes of the compressed stream.
-pub const FLUSH_EVERY_MS: u64 = 30_000;
+pub const FLUSH_EVERY_MS: u64 = 5_000;
 
 /// One metric over one second: a single value, or `[min, mean, max]`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -104,8 +104,22 @@ fn bom(s: &Summary) -> Vec<(String, String)> {
                     *models.entry(g.name.as_str()).or_default() += 1;
                 }
                 let gpus: Vec<String> = models.iter().map(|(m, c)| format!("{c} × {m}")).collect();
+                let system = match &h.system {
+                    None => "kernel, OS, fabric manager, NCCL: not reported by this agent".into(),
+                    Some(sys) => format!(
+                        "kernel {}, {}, fabric manager {}, NCCL {}",
+                        sys.kernel.as_deref().unwrap_or("n/a"),
+                        sys.os.as_deref().unwrap_or("OS n/a"),
+                        sys.fabric_manager.as_deref().unwrap_or("not installed"),
+                        if sys.nccl.is_empty() {
+                            "not found".to_string()
+                        } else {
+                            sys.nccl.join(" + ")
+                        }
+                    ),
+                };
                 format!(
-                    "driver {}, CUDA {}, {}, agent {}",
+                    "driver {}, CUDA {}, {}, {system}, agent {}",
                     h.driver.as_deref().unwrap_or("n/a"),
                     h.cuda.as_deref().unwrap_or("n/a"),
                     if gpus.is_empty() {
@@ -268,11 +282,7 @@ pub fn markdown(d: &ReportData) -> String {
     for (nodes, what) in bom(s) {
         let _ = writeln!(o, "| {} | {} |", cell(&nodes), cell(&what));
     }
-    let _ = writeln!(
-        o,
-        "\nburnin {}. Kernel, OS, fabric manager and NCCL versions are not collected by the agent yet.",
-        s.burnin_version
-    );
+    let _ = writeln!(o, "\nReport made by burnin {}.", env!("CARGO_PKG_VERSION"));
     o
 }
 
@@ -430,8 +440,8 @@ pub fn html(d: &ReportData) -> String {
     }
     let _ = writeln!(
         o,
-        "</table><p class=\"note\">burnin {}. Kernel, OS, fabric manager and NCCL versions are not collected by the agent yet.</p></body></html>",
-        esc(&s.burnin_version)
+        "</table><p class=\"note\">Report made by burnin {}.</p></body></html>",
+        env!("CARGO_PKG_VERSION")
     );
     o
 }

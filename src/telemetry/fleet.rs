@@ -214,9 +214,13 @@ impl Source for FleetSource {
             loop {
                 tokio::select! {
                     _ = tick.tick() => {
-                        let clock = SourceEvent::Clock { at_ms: now_ms() };
+                        let at_ms = now_ms();
+                        let clock = SourceEvent::Clock { at_ms };
                         if let Some(l) = &log {
-                            l.observe(&clock);
+                            let found = l.observe_at(&clock, at_ms);
+                            if let Some(d) = phases.as_mut() {
+                                d.observe(&clock, at_ms, found.as_deref());
+                            }
                         }
                         if events.send(clock).await.is_err() {
                             return;
@@ -229,7 +233,11 @@ impl Source for FleetSource {
                         }
                     } => {
                         if let Some(l) = &log {
-                            l.observe(&ev);
+                            let at_ms = now_ms();
+                            let found = l.observe_at(&ev, at_ms);
+                            if let Some(d) = phases.as_mut() {
+                                d.observe(&ev, at_ms, found.as_deref());
+                            }
                         }
                         if events.send(ev).await.is_err() {
                             return;

@@ -9,6 +9,7 @@ pub mod history;
 pub mod nvml;
 pub mod sim;
 pub mod smi;
+pub mod system;
 pub mod topology;
 pub mod wire;
 

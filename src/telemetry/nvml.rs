@@ -153,6 +153,7 @@ impl NvmlSampler {
             cuda,
             gpus,
             topology: read_topology(),
+            system: Some(Box::new(crate::telemetry::system::read_system())),
         };
         let n = devices.len();
         let shared = Arc::new(Mutex::new(Shared {

@@ -453,6 +453,12 @@ impl SimCluster {
                         })
                         .collect(),
                     topology: Some(self.topology()),
+                    system: Some(Box::new(crate::telemetry::system::SystemInfo {
+                        kernel: Some("6.8.0-60-generic (simulated)".into()),
+                        os: Some("Ubuntu 24.04.2 LTS (simulated)".into()),
+                        fabric_manager: Some("580.95.05".into()),
+                        nccl: vec!["2.27.3 (simulated)".into()],
+                    })),
                 }
             }
         }

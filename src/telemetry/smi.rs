@@ -269,6 +269,7 @@ impl SmiDecoder {
                 cuda: None,
                 gpus: rows.iter().map(|(_, i)| i.clone()).collect(),
                 topology: None,
+                system: None,
             }));
         }
         out.push(WireMessage::Frame(NodeFrame {

@@ -164,6 +164,12 @@ mod tests {
                 nvlink_links: None,
             }],
             topology: None,
+            system: Some(Box::new(crate::telemetry::system::SystemInfo {
+                kernel: Some("6.8.0-60-generic".into()),
+                os: Some("Ubuntu 24.04.2 LTS".into()),
+                fabric_manager: None,
+                nccl: vec!["2.27.3 (pip nvidia-nccl-cu12, /usr/lib/python3/dist-packages)".into()],
+            })),
         };
         let mut d = Decoder::new();
         for m in [
