@@ -891,7 +891,8 @@ impl ClusterStore {
             | PhaseMetric::PairBw { .. }
             | PhaseMetric::LinkBw { .. }
             | PhaseMetric::Check { .. }
-            | PhaseMetric::Problem { .. } => {}
+            | PhaseMetric::Problem { .. }
+            | PhaseMetric::LatencyCdf { .. } => {}
         }
     }
 

@@ -883,6 +883,25 @@ command = "AWS_SHARED_CREDENTIALS_FILE={{creds}} {{burnin}} probe s3 --endpoint 
         events.contains("\"storage\""),
         "no storage windows recorded"
     );
+    // The report plots each node's GET TTFB CDF per concurrency level, from the real probe.
+    let o = std::process::Command::new(BIN)
+        .args(["report", run_dir.to_str().expect("utf-8")])
+        .env("BURNIN_LOG", run_dir.join("report.log"))
+        .output()
+        .expect("burnin report");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let cdf = std::fs::read_to_string(run_dir.join("report-latency-S2.svg")).expect("cdf svg");
+    for label in ["node01 c1", "node01 c2", "node02 c1", "node02 c2"] {
+        assert!(cdf.contains(label), "{label} in the CDF legend");
+    }
+    assert!(!cdf.contains("no data recorded"));
+    let md = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
+    assert!(md.contains("![S2: GET TTFB CDF per node and concurrency](report-latency-S2.svg)"));
     for entry in walk(&run_dir) {
         let text = String::from_utf8_lossy(&std::fs::read(&entry).expect("read")).into_owned();
         assert!(

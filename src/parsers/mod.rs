@@ -272,6 +272,16 @@ impl OutputParser {
                     out.push(PhaseMetric::Storage { node, window })
                 }
                 Some(s3_probe::Record::S3Report { report }) => {
+                    for level in &report.levels {
+                        if let Some(cdf) = level.ttfb.map(|t| t.cdf()).filter(|c| !c.is_empty()) {
+                            out.push(PhaseMetric::LatencyCdf {
+                                node: node.clone(),
+                                what: "GET TTFB".into(),
+                                concurrency: Some(level.concurrency),
+                                points: cdf,
+                            });
+                        }
+                    }
                     for (name, value) in report.figures() {
                         out.push(PhaseMetric::Figure {
                             node: node.clone(),

@@ -70,6 +70,19 @@ pub enum PhaseMetric {
         /// Ranks taking part.
         ranks: u32,
     },
+    /// A latency distribution as points of its CDF (the S3 probe's GET TTFB per concurrency
+    /// level), for the report's plot.
+    LatencyCdf {
+        /// Node that measured it.
+        node: String,
+        /// What was timed, e.g. `GET TTFB`.
+        what: String,
+        /// Concurrency level, where the probe swept several.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        concurrency: Option<usize>,
+        /// (latency ms, share of requests at or under it), share ascending.
+        points: Vec<(f64, f64)>,
+    },
     /// Tensor throughput of one GPU (T2).
     Tflops {
         /// Node name.

@@ -2,8 +2,8 @@
 //! It writes `report.md` (with its plots beside it as SVG files) and `report.html` (one file,
 //! plots inline, no external assets): the phase table with verdicts and reasons, each phase's
 //! figures against its gates and the baseline, the plots (power per GPU over time, busbw vs
-//! message size with the gate line, data wait per step), the findings, and the bill of
-//! materials. A run that did not finish (its console killed) is reported as INCOMPLETE.
+//! message size with the gate line, data wait per step, AIStor GET latency CDF), the findings,
+//! and the bill of materials. A run that did not finish (its console killed) is reported as INCOMPLETE.
 
 pub mod plots;
 mod render;
@@ -125,10 +125,16 @@ pub fn gather(run_dir: &Path) -> Result<ReportData, String> {
     for (id, chart) in data_wait_charts(&summary, &events) {
         charts.push((format!("data-wait-{id}"), chart));
     }
-    missing.push(
-        "GET latency CDF: the record keeps AIStor p50/p99 per window, not the latency histogram a CDF needs"
-            .into(),
-    );
+    let cdfs = latency_charts(&events);
+    if cdfs.is_empty() {
+        missing.push(
+            "GET latency CDF: no phase of this run measured AIStor GETs (the S2 probe records it)"
+                .into(),
+        );
+    }
+    for (id, chart) in cdfs {
+        charts.push((format!("latency-{id}"), chart));
+    }
     Ok(ReportData {
         findings: finding_rows(&events),
         unfinished: started,
@@ -504,6 +510,50 @@ fn data_wait_charts(summary: &Summary, events: &[Recorded]) -> Vec<(String, Char
                         thin: false,
                     },
                 ],
+                legend_note: None,
+            },
+        ));
+    }
+    out
+}
+
+/// Per phase with probe latencies: the GET TTFB CDF of every node and concurrency level.
+fn latency_charts(events: &[Recorded]) -> Vec<(String, Chart)> {
+    let mut out = Vec::new();
+    for (phase, metrics) in last_run_metrics(events) {
+        let mut series = Vec::new();
+        let mut what_seen = None;
+        for m in &metrics {
+            if let PhaseMetric::LatencyCdf {
+                node,
+                what,
+                concurrency,
+                points,
+            } = m
+            {
+                what_seen.get_or_insert_with(|| what.clone());
+                let i = series.len();
+                series.push(Series {
+                    label: match concurrency {
+                        Some(c) => format!("{node} c{c}"),
+                        None => node.clone(),
+                    },
+                    points: points.iter().map(|(ms, q)| (*ms, q * 100.0)).collect(),
+                    color: PALETTE[i % PALETTE.len()],
+                    dashed: false,
+                    thin: false,
+                });
+            }
+        }
+        let Some(what) = what_seen else { continue };
+        out.push((
+            phase.clone(),
+            Chart {
+                title: format!("{phase}: {what} CDF per node and concurrency"),
+                x: Axis::Plain,
+                x_label: "latency, ms".into(),
+                y_label: "% of requests".into(),
+                series,
                 legend_note: None,
             },
         ));

@@ -84,7 +84,29 @@ impl LatencyHistogram {
             max_ms: ms(self.histogram.max()),
             mean_ms: self.histogram.mean() / 1000.0,
             clamped: self.clamped,
+            quantiles_ms: CDF_QUANTILES.map(|q| ms(self.histogram.value_at_quantile(q))),
         })
+    }
+}
+
+/// The quantiles a summary keeps for the report's latency CDF: dense at the tail, where
+/// storage trouble shows.
+pub const CDF_QUANTILES: [f64; 16] = [
+    0.01, 0.05, 0.10, 0.20, 0.30, 0.40, 0.50, 0.60, 0.70, 0.80, 0.90, 0.95, 0.99, 0.995, 0.999, 1.0,
+];
+
+impl LatencySummary {
+    /// (latency ms, share of requests at or under it) at [`CDF_QUANTILES`]; empty for a
+    /// summary written before they were kept.
+    pub fn cdf(&self) -> Vec<(f64, f64)> {
+        if self.quantiles_ms.iter().all(|v| *v == 0.0) {
+            return Vec::new();
+        }
+        self.quantiles_ms
+            .iter()
+            .zip(CDF_QUANTILES)
+            .map(|(ms, q)| (*ms, q))
+            .collect()
     }
 }
 
@@ -105,6 +127,9 @@ pub struct LatencySummary {
     pub mean_ms: f64,
     /// Values longer than an hour, recorded as an hour.
     pub clamped: u64,
+    /// Latency at each of [`CDF_QUANTILES`] (zeros in reports made before they were kept).
+    #[serde(default)]
+    pub quantiles_ms: [f64; 16],
 }
 
 #[cfg(test)]
@@ -129,6 +154,21 @@ mod tests {
         }
         assert!((s.max_ms - 1000.0).abs() <= 1.0, "{}", s.max_ms);
         assert!((s.mean_ms - 500.5).abs() <= 0.5, "{}", s.mean_ms);
+        // The CDF's points: each quantile's latency is that share of 1..1000 ms.
+        let cdf = s.cdf();
+        assert_eq!(cdf.len(), CDF_QUANTILES.len());
+        for (ms, q) in cdf {
+            assert!(
+                (ms - 1000.0 * q).abs() <= (1000.0 * q * 0.001).max(1.0),
+                "{ms} at {q}"
+            );
+        }
+        // A summary from a report made before the quantiles were kept has no CDF.
+        let old: LatencySummary = serde_json::from_str(
+            r#"{"count":1,"p50_ms":1.0,"p90_ms":1.0,"p99_ms":1.0,"max_ms":1.0,"mean_ms":1.0,"clamped":0}"#,
+        )
+        .expect("old summary");
+        assert!(old.cdf().is_empty());
     }
 
     #[test]
