@@ -550,21 +550,30 @@ async fn replay(
             return Ok(2);
         }
     };
-    let headless = headless.map(parse_size).transpose()?;
-    let label = format!(
-        "replay: {}{}",
-        run_dir.display(),
-        if speed != 1.0 {
-            format!(", {speed}× speed")
-        } else {
-            String::new()
-        }
-    );
-    let state = console_state(look, label);
     let source = Box::new(crate::replay::ReplaySource::new(timeline, speed, at));
+    let label = format!("replay: {}", run_dir.display());
+    play(source, look, label, speed, duration, headless).await
+}
+
+/// The console over `source` until the user quits (or `duration` wall seconds pass); the
+/// status line says `label`, and the speed when it is not 1×.
+async fn play(
+    source: Box<dyn crate::telemetry::Source>,
+    look: &LookArgs,
+    label: String,
+    speed: f64,
+    duration: Option<u64>,
+    headless: Option<&str>,
+) -> Result<i32> {
+    let headless = headless.map(parse_size).transpose()?;
+    let label = if speed != 1.0 {
+        format!("{label}, {speed}× speed")
+    } else {
+        label
+    };
     run_console(
         source,
-        state,
+        console_state(look, label),
         RunOptions {
             fps: look.fps,
             duration: duration.map(Duration::from_secs),
@@ -634,31 +643,12 @@ async fn demo(
     look: &LookArgs,
 ) -> Result<i32> {
     let config = sim_config(sim)?;
-    let headless = headless.map(parse_size).transpose()?;
     let label = format!(
-        "demo: simulated {}×{} B300, seed {}{}",
-        config.nodes,
-        config.gpus_per_node,
-        config.seed,
-        if speed != 1.0 {
-            format!(", {speed}× speed")
-        } else {
-            String::new()
-        }
+        "demo: simulated {}×{} B300, seed {}",
+        config.nodes, config.gpus_per_node, config.seed
     );
-    let state = console_state(look, label);
     let source = Box::new(SimSource::new(SimCluster::new(config), speed));
-    run_console(
-        source,
-        state,
-        RunOptions {
-            fps: look.fps,
-            duration: duration.map(Duration::from_secs),
-            headless,
-        },
-    )
-    .await?;
-    Ok(0)
+    play(source, look, label, speed, duration, headless).await
 }
 
 /// One GPU in the status document.
