@@ -42,6 +42,23 @@ pub struct LookArgs {
     pub fps: u32,
 }
 
+/// How a console over a simulation or a record runs: its pace, how long, where it draws.
+#[derive(Debug, Clone, Args)]
+pub struct PlayArgs {
+    /// Run seconds shown per wall second (the demo's plan takes about 6 simulated minutes).
+    #[arg(long, default_value_t = 1.0)]
+    pub speed: f64,
+    /// Leave after this many wall seconds.
+    #[arg(long, value_name = "SECONDS")]
+    pub duration: Option<u64>,
+    /// Draw into an off-screen buffer of WxH instead of the terminal (for measurements).
+    #[arg(long, value_name = "WxH")]
+    pub headless: Option<String>,
+    /// Look.
+    #[command(flatten)]
+    pub look: LookArgs,
+}
+
 /// The simulated cluster's knobs.
 #[derive(Debug, Clone, Args)]
 pub struct SimArgs {
@@ -156,18 +173,9 @@ pub enum Command {
         /// Simulation knobs.
         #[command(flatten)]
         sim: SimArgs,
-        /// Simulated seconds per wall second (the plan takes about 6 simulated minutes).
-        #[arg(long, default_value_t = 1.0)]
-        speed: f64,
-        /// Leave after this many wall seconds.
-        #[arg(long, value_name = "SECONDS")]
-        duration: Option<u64>,
-        /// Draw into an off-screen buffer of WxH instead of the terminal (for measurements).
-        #[arg(long, value_name = "WxH")]
-        headless: Option<String>,
-        /// Look.
+        /// Pace and screen.
         #[command(flatten)]
-        look: LookArgs,
+        play: PlayArgs,
     },
     /// Console over the cluster in burnin.toml (nodes over SSH, or local).
     Watch {
@@ -270,21 +278,12 @@ pub enum Command {
     Replay {
         /// Run directory.
         run_dir: PathBuf,
-        /// Record seconds per wall second.
-        #[arg(long, default_value_t = 1.0)]
-        speed: f64,
         /// Start this many seconds into the run (what came before is applied at once).
         #[arg(long, value_name = "SECONDS", default_value_t = 0)]
         at: u64,
-        /// Leave after this many wall seconds.
-        #[arg(long, value_name = "SECONDS")]
-        duration: Option<u64>,
-        /// Draw into an off-screen buffer of WxH instead of the terminal.
-        #[arg(long, value_name = "WxH")]
-        headless: Option<String>,
-        /// Look.
+        /// Pace and screen.
         #[command(flatten)]
-        look: LookArgs,
+        play: PlayArgs,
     },
     /// Keep a good run's figures as the gates' baseline.
     Baseline {

@@ -8,7 +8,9 @@ use serde::Serialize;
 
 use crate::app::run::{RunOptions, run_console};
 use crate::app::state::{State, Tone};
-use crate::cli::{BaselineAction, Cli, Command, LookArgs, ProbeKind, SimArgs, WorkloadAction};
+use crate::cli::{
+    BaselineAction, Cli, Command, LookArgs, PlayArgs, ProbeKind, SimArgs, WorkloadAction,
+};
 use crate::cluster::ClusterStore;
 use crate::inventory::Inventory;
 use crate::model::{GpuSample, NodeLink, UnixMillis};
@@ -31,13 +33,7 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
         ..
     } = cli;
     match command {
-        Some(Command::Demo {
-            sim,
-            speed,
-            duration,
-            headless,
-            look,
-        }) => demo(&sim, speed, duration, headless.as_deref(), &look).await,
+        Some(Command::Demo { sim, play }) => demo(&sim, &play).await,
         Some(Command::Status {
             json,
             demo: true,
@@ -77,18 +73,13 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
             crate::deploy::deploy(&config, ssh_config, dry_run).await
         }
         Some(Command::Run {
-            only,
+            demo: true,
             json,
             runs_dir,
-            baseline,
-            verbose,
-            no_telemetry,
-            resume,
-            demo: true,
             speed,
             sim,
+            ..
         }) => {
-            let _ = (verbose, no_telemetry, resume, only, baseline);
             crate::demo_run::run(crate::demo_run::DemoRunArgs {
                 config: sim_config(&sim)?,
                 runs_dir,
@@ -151,14 +142,7 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
                 Ok(2)
             }
         },
-        Some(Command::Replay {
-            run_dir,
-            speed,
-            at,
-            duration,
-            headless,
-            look,
-        }) => replay(&run_dir, speed, at, duration, headless.as_deref(), &look).await,
+        Some(Command::Replay { run_dir, at, play }) => replay(&run_dir, at, &play).await,
         Some(Command::Baseline {
             action: BaselineAction::Save { run_dir, to },
         }) => {
@@ -535,14 +519,7 @@ fn emit(text: &str) -> Result<()> {
     }
 }
 
-async fn replay(
-    run_dir: &std::path::Path,
-    speed: f64,
-    at: u64,
-    duration: Option<u64>,
-    headless: Option<&str>,
-    look: &LookArgs,
-) -> Result<i32> {
+async fn replay(run_dir: &std::path::Path, at: u64, args: &PlayArgs) -> Result<i32> {
     let timeline = match crate::replay::Timeline::load(run_dir) {
         Ok(t) => t,
         Err(e) => {
@@ -550,33 +527,29 @@ async fn replay(
             return Ok(2);
         }
     };
-    let source = Box::new(crate::replay::ReplaySource::new(timeline, speed, at));
-    let label = format!("replay: {}", run_dir.display());
-    play(source, look, label, speed, duration, headless).await
+    let source = Box::new(crate::replay::ReplaySource::new(timeline, args.speed, at));
+    play(source, args, format!("replay: {}", run_dir.display())).await
 }
 
-/// The console over `source` until the user quits (or `duration` wall seconds pass); the
+/// The console over `source` until the user quits (or `--duration` wall seconds pass); the
 /// status line says `label`, and the speed when it is not 1×.
 async fn play(
     source: Box<dyn crate::telemetry::Source>,
-    look: &LookArgs,
+    args: &PlayArgs,
     label: String,
-    speed: f64,
-    duration: Option<u64>,
-    headless: Option<&str>,
 ) -> Result<i32> {
-    let headless = headless.map(parse_size).transpose()?;
-    let label = if speed != 1.0 {
-        format!("{label}, {speed}× speed")
+    let headless = args.headless.as_deref().map(parse_size).transpose()?;
+    let label = if args.speed != 1.0 {
+        format!("{label}, {}× speed", args.speed)
     } else {
         label
     };
     run_console(
         source,
-        console_state(look, label),
+        console_state(&args.look, label),
         RunOptions {
-            fps: look.fps,
-            duration: duration.map(Duration::from_secs),
+            fps: args.look.fps,
+            duration: args.duration.map(Duration::from_secs),
             headless,
         },
     )
@@ -635,20 +608,14 @@ fn console_state(look: &LookArgs, label: String) -> State {
     state
 }
 
-async fn demo(
-    sim: &SimArgs,
-    speed: f64,
-    duration: Option<u64>,
-    headless: Option<&str>,
-    look: &LookArgs,
-) -> Result<i32> {
+async fn demo(sim: &SimArgs, args: &PlayArgs) -> Result<i32> {
     let config = sim_config(sim)?;
     let label = format!(
         "demo: simulated {}×{} B300, seed {}",
         config.nodes, config.gpus_per_node, config.seed
     );
-    let source = Box::new(SimSource::new(SimCluster::new(config), speed));
-    play(source, look, label, speed, duration, headless).await
+    let source = Box::new(SimSource::new(SimCluster::new(config), args.speed));
+    play(source, args, label).await
 }
 
 /// One GPU in the status document.

@@ -421,6 +421,17 @@ impl NodeLink {
     }
 }
 
+/// A duration in seconds the way a person reads it: `42s`, `3m05s`, `2h14m`.
+pub fn human_secs(s: u64) -> String {
+    if s < 60 {
+        format!("{s}s")
+    } else if s < 3600 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{}h{:02}m", s / 3600, s / 60 % 60)
+    }
+}
+
 /// Cut a string to `width` characters, marking the cut (tables, status lines, short reasons).
 pub fn fit(s: &str, width: usize) -> String {
     if s.chars().count() <= width {

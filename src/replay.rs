@@ -16,6 +16,9 @@ use crate::record::telemetry::read_telemetry;
 use crate::record::{RecordEvent, Recorded, read_events, read_summary};
 use crate::telemetry::{Source, SourceEvent, SourceTask};
 
+/// The longest record a replay takes: a month, well past any burn-in.
+pub const MAX_SPAN_S: u64 = 31 * 86_400;
+
 /// A run record laid out in time.
 #[derive(Debug, Clone)]
 pub struct Timeline {
@@ -29,15 +32,17 @@ pub struct Timeline {
     pub damage: Vec<String>,
 }
 
-/// Where an event sits within its second: the clock first (as a live source ticks), then phase
-/// starts and ends, frames, phase output, and the rest.
+/// Where an event sits within its second: what the nodes are, the clock (as a live source
+/// ticks), then phase starts and ends, frames, phase output, and the rest.
 fn rank(ev: &SourceEvent) -> u8 {
     match ev {
-        SourceEvent::Clock { .. } => 0,
-        SourceEvent::Phase(PhaseEvent::Started { .. } | PhaseEvent::Finished { .. }) => 1,
-        SourceEvent::Frame(_) => 2,
-        SourceEvent::Phase(_) => 3,
-        _ => 4,
+        // Who the nodes are comes before anything about them, as a live source says it.
+        SourceEvent::Expect { .. } | SourceEvent::Hello(_) => 0,
+        SourceEvent::Clock { .. } => 1,
+        SourceEvent::Phase(PhaseEvent::Started { .. } | PhaseEvent::Finished { .. }) => 2,
+        SourceEvent::Frame(_) => 3,
+        SourceEvent::Phase(_) => 4,
+        _ => 5,
     }
 }
 
@@ -59,18 +64,6 @@ impl Timeline {
         for n in &summary.nodes {
             if let Some(h) = &n.hello {
                 timed.push((start, SourceEvent::Hello(h.clone())));
-            }
-            // What the inventory expected, as a live console is told; the simulator tells
-            // nothing of the kind, so a replayed demo gets nothing either.
-            if n.mode != "sim" {
-                timed.push((
-                    start,
-                    SourceEvent::Expect {
-                        node: n.name.clone(),
-                        gpus: n.gpus,
-                        nic_rate_gbps: None,
-                    },
-                ));
             }
         }
         for r in recorded {
@@ -95,6 +88,21 @@ impl Timeline {
                 Recorded::Run(RecordEvent::Probe { window }) => {
                     timed.push((window.at_ms, SourceEvent::Probe(window)));
                 }
+                // Replayed only where the live console was told: a simulated cluster tells
+                // nothing of the kind, a fleet of real (or `sim`-mode) nodes does.
+                Recorded::Run(RecordEvent::Expect {
+                    at_ms,
+                    node,
+                    gpus,
+                    nic_rate_gbps,
+                }) => timed.push((
+                    at_ms,
+                    SourceEvent::Expect {
+                        node,
+                        gpus,
+                        nic_rate_gbps,
+                    },
+                )),
                 Recorded::Run(RecordEvent::Finding { .. } | RecordEvent::Operator { .. }) => {}
             }
         }
@@ -107,6 +115,17 @@ impl Timeline {
             .max()
             .unwrap_or(start)
             .max(summary.ended_ms.unwrap_or(start));
+        // A record whose times stray past any burn-in (a hand-edited file, a clock far off)
+        // would have the replay tick through years: say so instead.
+        let span_s = end.saturating_sub(start) / 1000;
+        if span_s > MAX_SPAN_S {
+            return Err(format!(
+                "{}: the record spans {} days from its start ({}); no run is that long, so its times are not believable",
+                run_dir.display(),
+                span_s / 86_400,
+                crate::record::utc_stamp(start / 1000)
+            ));
+        }
         // One clock tick per second, as the live sources send them.
         let mut t = start - start % 1000;
         while t <= end {

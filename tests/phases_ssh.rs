@@ -647,6 +647,16 @@ command = "sleep 8; echo done"
             && l.contains(r#""rule":"xid","subject":"node01 GPU1""#)),
         "{events}"
     );
+    // What the inventory expected is recorded, and a replay is told it as the console was.
+    assert!(
+        events.contains(r#""event":"expect""#) && events.contains(r#""node":"node01","gpus":2"#),
+        "{events}"
+    );
+    let timeline = burnin::replay::Timeline::load(&dir).expect("timeline");
+    assert!(timeline.events.iter().any(|(_, e)| matches!(
+        e,
+        burnin::telemetry::SourceEvent::Expect { node, gpus: 2, .. } if node == "node01"
+    )));
 }
 
 /// The console dies mid-phase (killed outright); the phase keeps running on the node; a new

@@ -102,3 +102,21 @@ fn replay_runs_headless_to_its_end() {
     assert!(String::from_utf8_lossy(&missing.stderr).contains("summary.json"));
     let _ = std::fs::remove_dir_all(root);
 }
+
+#[test]
+fn a_record_with_unbelievable_times_is_refused_with_its_reason() {
+    let (root, dir) = demo_record("span");
+    // One event stamped years after the run started (a hand-edited record, a clock far off).
+    let mut events = std::fs::read_to_string(dir.join("events.jsonl")).expect("events");
+    events.push_str(
+        r#"{"event":"node_state","at_ms":4102444800000,"node":"node01","state":"stale"}"#,
+    );
+    events.push('\n');
+    std::fs::write(dir.join("events.jsonl"), events).expect("write");
+    let err = Timeline::load(&dir).expect_err("refused");
+    assert!(
+        err.contains("the record spans") && err.contains("days") && err.contains("not believable"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(root);
+}

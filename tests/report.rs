@@ -25,6 +25,18 @@ fn run(args: &[&str], dir: &Path) -> Output {
         .expect("burnin")
 }
 
+/// `burnin report DIR`, which must succeed.
+fn report(dir: &Path, root: &Path) -> Output {
+    let o = run(&["report", dir.to_str().expect("utf-8")], root);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
+
 /// The one run directory under `runs`.
 fn run_dir(runs: &Path) -> PathBuf {
     let dirs: Vec<PathBuf> = std::fs::read_dir(runs)
@@ -79,13 +91,7 @@ fn demo_report(name: &str) -> (PathBuf, PathBuf) {
         String::from_utf8_lossy(&o.stderr)
     );
     let dir = run_dir(&runs);
-    let o = run(&["report", dir.to_str().expect("utf-8")], &root);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let o = report(&dir, &root);
     let printed = String::from_utf8_lossy(&o.stdout);
     assert!(
         printed.contains("report.md") && printed.contains("report.html"),
@@ -200,19 +206,27 @@ fn a_run_killed_mid_phase_still_reports_as_incomplete() {
     // SIGKILL: no chance to finish anything.
     child.kill().expect("kill");
     let _ = child.wait();
-    let o = run(&["report", dir.to_str().expect("utf-8")], &root);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    // And the last line torn inside a multi-byte character, as a crash mid-write can leave it.
+    {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(dir.join("events.jsonl"))
+            .expect("events");
+        f.write_all(b"{\"event\":\"line\",\"phase\":\"T3\",\"text\":\"12 \xc3")
+            .expect("tear");
+    }
+    let o = report(&dir, &root);
     assert!(String::from_utf8_lossy(&o.stderr).contains("INCOMPLETE"));
     let md = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
     assert!(md.contains("**Verdict: INCOMPLETE"), "{md}");
     assert!(md.contains("| T1 | GPU/CUDA sanity | **PASS** |"), "{md}");
     assert!(md.contains("| T3 | | **NO VERDICT** |"), "{md}");
     assert!(md.contains("| ended | — (no end recorded) |"));
+    assert!(
+        md.contains("> 1 line(s) of events.jsonl did not decode"),
+        "the torn line is named, not fatal: {md}"
+    );
     // The telemetry up to the last flush is there even though the segment was never closed.
     assert!(md.contains("![Power per GPU (1 s mean)](report-power.svg)"));
     let power = std::fs::read_to_string(dir.join("report-power.svg")).expect("svg");
@@ -310,13 +324,7 @@ fn a_real_h200_record_reports() {
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/h200-run/run5-record"),
         &dir,
     );
-    let o = run(&["report", dir.to_str().expect("utf-8")], &root);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    report(&dir, &root);
     let md = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
     assert!(md.contains("**Verdict: WARN**"), "{md}");
     assert!(md.contains("| T2 | tflops_bf16 | 659 |"), "{md}");

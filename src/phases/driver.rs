@@ -106,11 +106,25 @@ impl PhaseDriver {
             Ok(g) => g,
             Err(p) => p.into_inner(),
         };
-        if let Some(s) = guard.as_ref() {
-            match TelemetryRecording::new(s) {
-                Ok(r) => self.recording = Some(r),
-                Err(e) => tracing::warn!("run record: telemetry: {e}"),
+        let Some(s) = guard.as_ref() else { return };
+        match TelemetryRecording::new(s) {
+            Ok(mut r) => {
+                // The fleet told the console what to expect before the record opened; the
+                // record is told the same, so a replay shows the same.
+                let at_ms = crate::model::now_ms();
+                for n in &self.inventory.nodes {
+                    let ev = SourceEvent::Expect {
+                        node: n.name.clone(),
+                        gpus: n.gpus,
+                        nic_rate_gbps: n.nic_rate_gbps,
+                    };
+                    if let Err(e) = r.observe(&ev, at_ms, None) {
+                        tracing::warn!("run record: {e}");
+                    }
+                }
+                self.recording = Some(r);
             }
+            Err(e) => tracing::warn!("run record: telemetry: {e}"),
         }
     }
 

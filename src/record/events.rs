@@ -55,6 +55,19 @@ pub enum RecordEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         detail: Option<String>,
     },
+    /// What the inventory told the console to expect of a node (its GPUs, its NIC rate), so a
+    /// replay is told the same.
+    Expect {
+        /// When.
+        at_ms: UnixMillis,
+        /// Node.
+        node: String,
+        /// GPUs expected.
+        gpus: u32,
+        /// Rate its RDMA ports should train at, Gb/s.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        nic_rate_gbps: Option<f32>,
+    },
     /// One window of the AIStor probe the console showed (outside a phase's own metrics).
     Probe {
         /// The window.

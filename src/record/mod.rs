@@ -252,13 +252,10 @@ pub struct RecordState {
 
 /// Read `events.jsonl` and the logs of a run directory (a torn last line is skipped).
 pub fn read_state(run_dir: &Path) -> Result<RecordState, String> {
-    let p = run_dir.join("events.jsonl");
-    let text = std::fs::read_to_string(&p).map_err(|e| io_err(&p, e))?;
+    let (events, _) = read_events(run_dir)?;
     let mut st = RecordState::default();
-    for line in text.lines() {
-        let Ok(ev) = serde_json::from_str::<PhaseEvent>(line) else {
-            continue;
-        };
+    for ev in events {
+        let Recorded::Phase(ev) = ev else { continue };
         match ev {
             PhaseEvent::Started { phase, at_ms } => {
                 st.started_ms.insert(phase.clone(), at_ms);
@@ -297,7 +294,10 @@ pub enum Recorded {
 /// a crash among them).
 pub fn read_events(run_dir: &Path) -> Result<(Vec<Recorded>, u64), String> {
     let p = run_dir.join("events.jsonl");
-    let text = std::fs::read_to_string(&p).map_err(|e| io_err(&p, e))?;
+    // Bytes, not a string: a crash can tear the last line inside a multi-byte character, and
+    // that must cost the line, not the whole record.
+    let bytes = std::fs::read(&p).map_err(|e| io_err(&p, e))?;
+    let text = String::from_utf8_lossy(&bytes);
     let mut out = Vec::new();
     let mut bad = 0;
     for line in text.lines().filter(|l| !l.trim().is_empty()) {

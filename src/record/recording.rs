@@ -49,6 +49,16 @@ impl TelemetryRecording {
             SourceEvent::Probe(window) => events.push(RecordEvent::Probe {
                 window: window.clone(),
             }),
+            SourceEvent::Expect {
+                node,
+                gpus,
+                nic_rate_gbps,
+            } => events.push(RecordEvent::Expect {
+                at_ms,
+                node: node.clone(),
+                gpus: *gpus,
+                nic_rate_gbps: *nic_rate_gbps,
+            }),
             _ => {}
         }
         if let Some(found) = findings {

@@ -433,6 +433,18 @@ pub struct TelemetryRead {
 
 /// Read every segment of a run's telemetry; a torn segment gives what it holds up to the tear.
 pub fn read_telemetry(run_dir: &Path) -> Result<TelemetryRead, String> {
+    let mut seconds = Vec::new();
+    let mut out = visit_telemetry(run_dir, |s| seconds.push(s))?;
+    out.seconds = seconds;
+    Ok(out)
+}
+
+/// Hand every whole line of every segment to `f`, in order, without holding them; the result
+/// says which segments were torn and how many lines did not decode (its `seconds` is empty).
+pub fn visit_telemetry(
+    run_dir: &Path,
+    mut f: impl FnMut(NodeSecond),
+) -> Result<TelemetryRead, String> {
     let mut out = TelemetryRead::default();
     for path in segments(run_dir) {
         let file = File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -443,7 +455,7 @@ pub fn read_telemetry(run_dir: &Path) -> Result<TelemetryRead, String> {
             match reader.read_until(b'\n', &mut buf) {
                 Ok(0) => break,
                 Ok(_) if buf.ends_with(b"\n") => match serde_json::from_slice::<NodeSecond>(&buf) {
-                    Ok(s) => out.seconds.push(s),
+                    Ok(s) => f(s),
                     Err(_) => out.bad_lines += 1,
                 },
                 // A last line without its newline, or the stream cut mid-block: the tear.

@@ -12,8 +12,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::phases::gates::{Baseline, Sample};
+use crate::phases::plan::Plan;
 use crate::phases::{PhaseEvent, PhaseMetric};
-use crate::record::telemetry::{TelemetryRead, read_telemetry};
+use crate::record::telemetry::visit_telemetry;
 use crate::record::{Change, RecordEvent, Recorded, Summary, read_events, read_summary};
 use plots::{Axis, Chart, PALETTE, Series};
 
@@ -72,7 +73,20 @@ const MAX_POINTS: usize = 400;
 pub fn gather(run_dir: &Path) -> Result<ReportData, String> {
     let summary = read_summary(run_dir)?;
     let (events, bad) = read_events(run_dir)?;
-    let telemetry = read_telemetry(run_dir)?;
+    // Only each GPU's power over time is needed from the telemetry: folded while the segments
+    // stream past, so a 72-hour record is never held whole.
+    let mut power: BTreeMap<(String, u32), Vec<(f64, f64)>> = BTreeMap::new();
+    let telemetry = visit_telemetry(run_dir, |s| {
+        let at_s = s.t.saturating_sub(summary.started_ms) as f64 / 1000.0;
+        for g in s.stats() {
+            if let Some(p) = g.power {
+                power
+                    .entry((s.node.clone(), g.i))
+                    .or_default()
+                    .push((at_s, p.mean()));
+            }
+        }
+    })?;
     let mut damage = Vec::new();
     if bad > 0 {
         damage.push(format!(
@@ -117,15 +131,17 @@ pub fn gather(run_dir: &Path) -> Result<ReportData, String> {
     let mut charts = Vec::new();
     charts.push((
         "power".to_string(),
-        power_chart(&summary, &telemetry, &mut missing),
+        power_chart(&summary, power, &mut missing),
     ));
-    for (id, chart) in busbw_charts(&summary, &events, baseline.as_ref()) {
+    let plan = plan_of(&summary);
+    let runs = last_run_metrics(&events);
+    for (id, chart) in busbw_charts(&plan, &runs, baseline.as_ref()) {
         charts.push((format!("busbw-{id}"), chart));
     }
-    for (id, chart) in data_wait_charts(&summary, &events) {
+    for (id, chart) in data_wait_charts(&plan, &runs) {
         charts.push((format!("data-wait-{id}"), chart));
     }
-    let cdfs = latency_charts(&events);
+    let cdfs = latency_charts(&runs);
     if cdfs.is_empty() {
         missing.push(
             "GET latency CDF: no phase of this run measured AIStor GETs (the S2 probe records it)"
@@ -221,19 +237,12 @@ fn finding_rows(events: &[Recorded]) -> Vec<FindingRow> {
     rows
 }
 
-fn power_chart(summary: &Summary, t: &TelemetryRead, missing: &mut Vec<String>) -> Chart {
-    let start = summary.started_ms;
-    let mut per_gpu: BTreeMap<(String, u32), Vec<(f64, f64)>> = BTreeMap::new();
-    for s in &t.seconds {
-        for g in &s.stats() {
-            if let Some(p) = g.power {
-                per_gpu
-                    .entry((s.node.clone(), g.i))
-                    .or_default()
-                    .push((s.t.saturating_sub(start) as f64 / 1000.0, p.mean()));
-            }
-        }
-    }
+/// Power per GPU over time: `per_gpu` is (node, GPU) → (seconds since the start, mean W).
+fn power_chart(
+    summary: &Summary,
+    per_gpu: BTreeMap<(String, u32), Vec<(f64, f64)>>,
+    missing: &mut Vec<String>,
+) -> Chart {
     if per_gpu.is_empty() {
         missing.push("power per GPU: the record has no telemetry (run with telemetry on)".into());
     }
@@ -297,17 +306,17 @@ fn last_run_metrics(events: &[Recorded]) -> BTreeMap<String, Vec<PhaseMetric>> {
 }
 
 fn busbw_charts(
-    summary: &Summary,
-    events: &[Recorded],
+    plan: &Plan,
+    runs: &BTreeMap<String, Vec<PhaseMetric>>,
     baseline: Option<&Baseline>,
 ) -> Vec<(String, Chart)> {
-    let plan = plan_of(summary);
     let mut out = Vec::new();
-    for (phase, metrics) in last_run_metrics(events) {
+    for (phase, metrics) in runs {
+        let phase = phase.clone();
         // Per node: the largest job's rows, size → busbw.
         let mut top: BTreeMap<String, u32> = BTreeMap::new();
         let mut collective = None;
-        for m in &metrics {
+        for m in metrics {
             if let PhaseMetric::BusBw {
                 node,
                 ranks,
@@ -326,7 +335,7 @@ fn busbw_charts(
             continue;
         };
         let mut rows: BTreeMap<String, BTreeMap<u64, f64>> = BTreeMap::new();
-        for m in &metrics {
+        for m in metrics {
             if let PhaseMetric::BusBw {
                 node,
                 collective: c,
@@ -425,7 +434,7 @@ fn busbw_charts(
 }
 
 /// The plan the run used: its file when it can still be read, else the shipped one.
-fn plan_of(summary: &Summary) -> crate::phases::plan::Plan {
+fn plan_of(summary: &Summary) -> Plan {
     crate::phases::plan::Plan::load(Path::new(&summary.plan))
         .unwrap_or_else(|_| crate::phases::plan::default_plan().clone())
 }
@@ -438,13 +447,16 @@ fn x_range(series: &[Series]) -> Option<(f64, f64)> {
     (lo.is_finite() && hi.is_finite()).then_some((lo, hi))
 }
 
-fn data_wait_charts(summary: &Summary, events: &[Recorded]) -> Vec<(String, Chart)> {
-    let plan = plan_of(summary);
+fn data_wait_charts(
+    plan: &Plan,
+    runs: &BTreeMap<String, Vec<PhaseMetric>>,
+) -> Vec<(String, Chart)> {
     let mut out = Vec::new();
-    for (phase, metrics) in last_run_metrics(events) {
+    for (phase, metrics) in runs {
+        let phase = phase.clone();
         // Per step: the median over the nodes of the wait's share of the step.
         let mut steps: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
-        for m in &metrics {
+        for m in metrics {
             if let PhaseMetric::Step {
                 step,
                 step_time_ms,
@@ -518,12 +530,13 @@ fn data_wait_charts(summary: &Summary, events: &[Recorded]) -> Vec<(String, Char
 }
 
 /// Per phase with probe latencies: the GET TTFB CDF of every node and concurrency level.
-fn latency_charts(events: &[Recorded]) -> Vec<(String, Chart)> {
+fn latency_charts(runs: &BTreeMap<String, Vec<PhaseMetric>>) -> Vec<(String, Chart)> {
     let mut out = Vec::new();
-    for (phase, metrics) in last_run_metrics(events) {
+    for (phase, metrics) in runs {
+        let phase = phase.clone();
         let mut series = Vec::new();
         let mut what_seen = None;
-        for m in &metrics {
+        for m in metrics {
             if let PhaseMetric::LatencyCdf {
                 node,
                 what,

@@ -58,7 +58,8 @@ const RIGHT: f64 = 16.0;
 const TOP: f64 = 30.0;
 const BOTTOM: f64 = 58.0;
 
-fn esc(s: &str) -> String {
+/// `s` made safe inside XML/HTML text and attributes.
+pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::{ReportData, plots};
+use super::ReportData;
+use super::plots::{self, esc};
 use crate::phases::Verdict;
 use crate::phases::gates::{Sample, fmt_value};
 use crate::record::{RecordPhase, Summary, utc_stamp};
@@ -25,12 +26,7 @@ fn utc(ms: u64) -> String {
 }
 
 fn duration(ms: u64) -> String {
-    let s = ms / 1000;
-    match s {
-        0..60 => format!("{s} s"),
-        60..3600 => format!("{}m{:02}s", s / 60, s % 60),
-        _ => format!("{}h{:02}m", s / 3600, s / 60 % 60),
-    }
+    crate::model::human_secs(ms / 1000)
 }
 
 /// The run's verdict in one line.
@@ -284,13 +280,6 @@ pub fn markdown(d: &ReportData) -> String {
     }
     let _ = writeln!(o, "\nReport made by burnin {}.", env!("CARGO_PKG_VERSION"));
     o
-}
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 fn verdict_class(v: &str) -> &'static str {

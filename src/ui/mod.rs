@@ -105,18 +105,7 @@ pub fn clock(ms: UnixMillis) -> String {
     format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
 }
 
-/// A duration in seconds the way a person reads it: `42s`, `3m05s`, `2h14m`.
-pub fn human_secs(s: u64) -> String {
-    if s < 60 {
-        format!("{s}s")
-    } else if s < 3600 {
-        format!("{}m{:02}s", s / 60, s % 60)
-    } else {
-        format!("{}h{:02}m", s / 3600, s / 60 % 60)
-    }
-}
-
-pub use crate::model::fit;
+pub use crate::model::{fit, human_secs};
 
 fn status_bar(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
     let theme = ctx.theme;
