@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::cli::AgentArgs;
 use crate::model::{NodeFrame, NodeHello, now_ms};
+use crate::telemetry::cpu::{process_cpu, thread_cpu};
 use crate::telemetry::fabric::FabricThread;
 use crate::telemetry::nvml::NvmlSampler;
 use crate::telemetry::sim::{Fault, FaultKind, SimCluster, SimConfig, SimLoad};
@@ -155,21 +156,58 @@ pub struct AgentStats {
     pub frames: u64,
     /// GPU samples written (frames × GPUs).
     pub gpu_samples: u64,
-    /// CPU time of the sampling thread only (the tick path).
+    /// CPU time of the sampling thread only (the tick path: reads, encode and write).
     pub tick_cpu: Duration,
+    /// The part of `tick_cpu` spent reading the GPUs (`Sampler::sample`), which grows with the
+    /// GPU count; the rest (encode, write) is paid once per frame.
+    pub read_cpu: Duration,
+    /// The part of `tick_cpu` spent encoding and writing frames.
+    pub write_cpu: Duration,
     /// CPU time of the whole process (background threads included).
     pub process_cpu: Duration,
 }
 
-/// CPU time of this thread or process, from the scheduler's exact accounting
-/// (`CLOCK_*_CPUTIME_ID`; getrusage is tick-sampled on many kernels and too coarse here).
-fn cpu_time(clock: libc::clockid_t) -> Duration {
-    // SAFETY: clock_gettime writes into the zeroed struct we own.
-    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
-    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
-        return Duration::ZERO;
+impl AgentStats {
+    /// The `--stats` line: every figure per GPU-sample, and the per-frame part on its own so a
+    /// one-GPU measurement says what an eight-GPU node would pay.
+    pub fn summary(&self) -> String {
+        let per_sample = |d: Duration| {
+            if self.gpu_samples == 0 {
+                0.0
+            } else {
+                d.as_secs_f64() * 1e6 / self.gpu_samples as f64
+            }
+        };
+        let per_frame = |d: Duration| {
+            if self.frames == 0 {
+                0.0
+            } else {
+                d.as_secs_f64() * 1e6 / self.frames as f64
+            }
+        };
+        use crate::telemetry::cpu::{FABRIC_THREAD, NVML_SLOW_THREAD, XID_THREAD};
+        format!(
+            "burnin agent: {} frames, {} GPU-samples; CPU µs per GPU-sample: tick path {:.1} \
+             (GPU reads {:.1}; per frame: encode+write {:.1} µs, sleep and wake-up {:.1} µs), \
+             NVML background thread {:.1}, Xid thread {:.1}, fabric thread {:.1}, \
+             process {:.1} ({:.3} s total)",
+            self.frames,
+            self.gpu_samples,
+            per_sample(self.tick_cpu),
+            per_sample(self.read_cpu),
+            per_frame(self.write_cpu),
+            per_frame(
+                self.tick_cpu
+                    .saturating_sub(self.read_cpu)
+                    .saturating_sub(self.write_cpu)
+            ),
+            per_sample(NVML_SLOW_THREAD.total()),
+            per_sample(XID_THREAD.total()),
+            per_sample(FABRIC_THREAD.total()),
+            per_sample(self.process_cpu),
+            self.process_cpu.as_secs_f64()
+        )
     }
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 /// Write the hello, then frames every `interval`, until `max_frames` or a failed write.
@@ -181,7 +219,7 @@ pub fn run(
     out: &mut dyn Write,
 ) -> AgentStats {
     let mut stats = AgentStats::default();
-    let tick_cpu_start = cpu_time(libc::CLOCK_THREAD_CPUTIME_ID);
+    let tick_cpu_start = thread_cpu();
     if out
         .write_all(encode(&WireMessage::Hello(sampler.hello())).as_bytes())
         .and_then(|_| out.flush())
@@ -194,10 +232,13 @@ pub fn run(
         if max_frames.is_some_and(|m| stats.frames >= m) {
             break;
         }
+        let read_start = thread_cpu();
         let mut frame = sampler.sample();
+        stats.read_cpu += thread_cpu().saturating_sub(read_start);
         if let Some(f) = fabric {
             (frame.nics, frame.netdevs) = f.latest();
         }
+        let write_start = thread_cpu();
         let mut text = String::new();
         for note in sampler.notes() {
             text.push_str(&encode(&WireMessage::Error(note)));
@@ -213,6 +254,7 @@ pub fn run(
             // stdout closed: the SSH session is gone.
             break;
         }
+        stats.write_cpu += thread_cpu().saturating_sub(write_start);
         if max_frames.is_some_and(|m| stats.frames >= m) {
             break;
         }
@@ -225,8 +267,8 @@ pub fn run(
             next = now;
         }
     }
-    stats.tick_cpu = cpu_time(libc::CLOCK_THREAD_CPUTIME_ID).saturating_sub(tick_cpu_start);
-    stats.process_cpu = cpu_time(libc::CLOCK_PROCESS_CPUTIME_ID);
+    stats.tick_cpu = thread_cpu().saturating_sub(tick_cpu_start);
+    stats.process_cpu = process_cpu();
     stats
 }
 
@@ -273,7 +315,12 @@ pub fn main(args: &AgentArgs) -> i32 {
         }
     };
     // The simulator makes its own NICs; a real node's come from sysfs.
-    let fabric = (!args.sim).then(|| FabricThread::start(args.sysfs_root.clone(), args.interval));
+    let fabric = (!args.sim).then(|| {
+        FabricThread::start(
+            args.sysfs_root.clone(),
+            args.interval.max(crate::telemetry::fabric::MIN_PERIOD),
+        )
+    });
     let mut out = std::io::stdout().lock();
     let stats = run(
         sampler.as_mut(),
@@ -283,21 +330,7 @@ pub fn main(args: &AgentArgs) -> i32 {
         &mut out,
     );
     if args.stats {
-        let per = |d: Duration| {
-            if stats.gpu_samples == 0 {
-                0.0
-            } else {
-                d.as_secs_f64() * 1e6 / stats.gpu_samples as f64
-            }
-        };
-        eprintln!(
-            "burnin agent: {} frames, {} GPU-samples, tick-path CPU {:.1} µs/GPU-sample, process CPU {:.1} µs/GPU-sample ({:.3} s total)",
-            stats.frames,
-            stats.gpu_samples,
-            per(stats.tick_cpu),
-            per(stats.process_cpu),
-            stats.process_cpu.as_secs_f64()
-        );
+        eprintln!("{}", stats.summary());
     }
     0
 }

@@ -285,6 +285,11 @@ impl FabricReader {
 /// The newest fabric reading, shared between its thread and the sampling loop.
 type Latest = std::sync::Arc<std::sync::Mutex<(Vec<NicSample>, Vec<NetSample>)>>;
 
+/// The fabric thread reads no faster than this, whatever the agent's interval: mlx5's
+/// `hw_counters` are answered by the adapter's firmware, a sysfs read cost ~9 µs of CPU on the
+/// H200 VM, and a port's rate needs no finer grain than a second.
+pub const MIN_PERIOD: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Reads the fabric on a thread of its own every `period`, so sysfs reads (tens of µs each in a
 /// VM) stay out of the GPU tick path; frames take the newest reading.
 pub struct FabricThread {
@@ -313,6 +318,7 @@ impl FabricThread {
                     if let Ok(mut l) = shared.lock() {
                         *l = (nics, nets);
                     }
+                    crate::telemetry::cpu::FABRIC_THREAD.publish();
                 }
             });
         if let Err(e) = spawned {

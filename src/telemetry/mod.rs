@@ -3,6 +3,7 @@
 //! connections and sends owned [`SourceEvent`]s to the loop. Phase commands travel the other
 //! way: the simulator plays them, the fleet hands them to its phase driver.
 
+pub mod cpu;
 pub mod fabric;
 pub mod fleet;
 pub mod history;

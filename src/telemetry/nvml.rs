@@ -22,6 +22,9 @@ use crate::model::{GpuInfo, GpuSample, NodeFrame, NodeHello, UnixMillis, XidEven
 const SCOPE_ALL_LINKS: u32 = u32::MAX;
 /// How often the background thread refreshes the slow readings.
 const SLOW_PERIOD: Duration = Duration::from_secs(2);
+/// Every how many slow rounds the PCIe replay counter is read: one read costs ~190 µs of CPU in
+/// a VM (measured on the H200), and a cumulative error counter needs no 2 s resolution.
+const PCIE_REPLAY_EVERY: u32 = 5;
 /// Xid events kept per GPU until the next frame takes them.
 const XID_QUEUE: usize = 64;
 
@@ -141,7 +144,9 @@ impl NvmlSampler {
                 power_limit_watts: d.enforced_power_limit().ok().map(|mw| mw as f32 / 1000.0),
                 sm_clock_max_mhz: d.max_clock_info(Clock::SM).ok(),
                 memory_total_bytes: d.memory_info().ok().map(|m| m.total),
-                nvlink_links: None,
+                // Links that answer at all; the background thread asks only these GPUs again
+                // (18 calls cost ~115 µs in a VM even when every one says NotSupported).
+                nvlink_links: Some(nvlink_link_states(d).map_or(0, |s| s.len() as u32)),
             })
             .collect();
         let host = hostname();
@@ -214,6 +219,12 @@ impl NvmlSampler {
         let devices = self.reopen();
         let renumbered = self.renumbered;
         let shared = Arc::clone(&self.shared);
+        let has_links: Vec<bool> = self
+            .hello
+            .gpus
+            .iter()
+            .map(|g| g.nvlink_links.is_some_and(|n| n > 0))
+            .collect();
         let spawned = std::thread::Builder::new()
             .name("nvml-slow".into())
             .spawn(move || {
@@ -223,7 +234,8 @@ impl NvmlSampler {
                     .iter()
                     .map(|d| d.gpm_support().unwrap_or(false))
                     .collect();
-                loop {
+                let mut pcie_replay: Vec<Option<u64>> = vec![None; devices.len()];
+                for round in 0u32.. {
                     for (i, d) in devices.iter().enumerate() {
                         let mut r = SlowReadings::default();
                         if gpm_ok[i]
@@ -234,17 +246,34 @@ impl NvmlSampler {
                             }
                             gpm_prev[i] = Some(sample);
                         }
-                        let fields = raw_field_values(
-                            d,
-                            renumbered,
-                            &[(field_id::NVML_FI_DEV_PCIE_REPLAY_COUNTER, 0)],
-                        );
-                        r.pcie_replay_count = fields.first().copied().flatten().map(|v| v as u64);
-                        r.nvlink_link_up = nvlink_link_states(d);
-                        r.nvlink_links_active = r
-                            .nvlink_link_up
-                            .as_ref()
-                            .map(|s| s.iter().filter(|up| **up).count() as u32);
+                        if round % PCIE_REPLAY_EVERY == 0 {
+                            let fields = raw_field_values(
+                                d,
+                                renumbered,
+                                &[(field_id::NVML_FI_DEV_PCIE_REPLAY_COUNTER, 0)],
+                            );
+                            pcie_replay[i] = fields.first().copied().flatten().map(|v| v as u64);
+                        }
+                        r.pcie_replay_count = pcie_replay[i];
+                        if has_links[i] {
+                            r.nvlink_link_up = nvlink_link_states(d);
+                            r.nvlink_links_active = r
+                                .nvlink_link_up
+                                .as_ref()
+                                .map(|s| s.iter().filter(|up| **up).count() as u32);
+                            let errs = raw_field_values(
+                                d,
+                                renumbered,
+                                &[
+                                    (field_id::NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL, 0),
+                                    (field_id::NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL, 0),
+                                    (field_id::NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL, 0),
+                                ],
+                            );
+                            for (k, v) in errs.into_iter().take(3).enumerate() {
+                                r.nvlink_errors[k] = v.map(|v| v as u64);
+                            }
+                        }
                         r.memory = d.memory_info().ok().map(|m| (m.used, m.total));
                         r.mem_clock_mhz = d.clock_info(Clock::Memory).ok();
                         r.ecc = (
@@ -253,18 +282,6 @@ impl NvmlSampler {
                             d.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile)
                                 .ok(),
                         );
-                        let errs = raw_field_values(
-                            d,
-                            renumbered,
-                            &[
-                                (field_id::NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL, 0),
-                                (field_id::NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL, 0),
-                                (field_id::NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL, 0),
-                            ],
-                        );
-                        for (k, v) in errs.into_iter().take(3).enumerate() {
-                            r.nvlink_errors[k] = v.map(|v| v as u64);
-                        }
                         r.remapped = remapped_rows(d);
                         r.compute_pids = d
                             .running_compute_processes()
@@ -275,6 +292,7 @@ impl NvmlSampler {
                             *slot = r;
                         }
                     }
+                    crate::telemetry::cpu::NVML_SLOW_THREAD.publish();
                     std::thread::sleep(SLOW_PERIOD);
                 }
             });
@@ -307,7 +325,10 @@ impl NvmlSampler {
                     uuids.push(d.uuid().unwrap_or_default());
                 }
                 loop {
-                    match set.wait(1000) {
+                    crate::telemetry::cpu::XID_THREAD.publish();
+                    // The wait returns as soon as an event comes; the timeout only bounds how
+                    // stale the published CPU figure gets (each wake costs ~90 µs in a VM).
+                    match set.wait(10_000) {
                         Ok(ev) => {
                             let code = match ev.event_data {
                                 Some(XidError::Value(v)) => v as u32,
@@ -351,34 +372,35 @@ impl NvmlSampler {
         let mut gpus = Vec::with_capacity(self.devices.len());
         for (i, d) in self.devices.iter().enumerate() {
             let info = &self.hello.gpus[i];
-            // NVLink throughput is asked only of GPUs that have NVLink: the call costs ~8 µs
-            // even when it answers NotSupported.
+            // One field-values call carries both power readings (the 1 s average costs ~18 µs
+            // through nvmlDeviceGetPowerUsage in a VM, ~0.5 µs as a field). NVLink throughput
+            // is asked only of GPUs that have NVLink: it costs ~8 µs even when NotSupported.
+            const POWER: [(u32, u32); 2] = [
+                (field_id::NVML_FI_DEV_POWER_INSTANT, 0),
+                (field_id::NVML_FI_DEV_POWER_AVERAGE, 0),
+            ];
+            const NVLINK: [(u32, u32); 2] = [
+                (
+                    field_id::NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX,
+                    SCOPE_ALL_LINKS,
+                ),
+                (
+                    field_id::NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX,
+                    SCOPE_ALL_LINKS,
+                ),
+            ];
             let fields = if self.has_nvlink[i] {
                 raw_field_values(
                     d,
                     self.renumbered,
-                    &[
-                        (field_id::NVML_FI_DEV_POWER_INSTANT, 0),
-                        (
-                            field_id::NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX,
-                            SCOPE_ALL_LINKS,
-                        ),
-                        (
-                            field_id::NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX,
-                            SCOPE_ALL_LINKS,
-                        ),
-                    ],
+                    &[POWER[0], POWER[1], NVLINK[0], NVLINK[1]],
                 )
             } else {
-                raw_field_values(
-                    d,
-                    self.renumbered,
-                    &[(field_id::NVML_FI_DEV_POWER_INSTANT, 0)],
-                )
+                raw_field_values(d, self.renumbered, &POWER)
             };
             let f = |k: usize| fields.get(k).copied().flatten();
             // NVLink throughput counters are cumulative KiB; the rate needs two readings.
-            let (tx_rate, rx_rate) = match (f(1), f(2)) {
+            let (tx_rate, rx_rate) = match (f(2), f(3)) {
                 (Some(tx), Some(rx)) => {
                     let (tx, rx) = (tx as u64, rx as u64);
                     let rate = match self.prev_nvlink[i] {
@@ -398,12 +420,14 @@ impl NvmlSampler {
                 }
                 _ => (None, None),
             };
+            // Drivers without the average field answer through the classic call.
+            let power_avg_mw = f(1).or_else(|| d.power_usage().ok().map(f64::from));
             let sl = &slow[i];
             let util = d.utilization_rates().ok();
             let remapped = sl.remapped;
             gpus.push(GpuSample {
                 index: info.index,
-                power_avg_watts: d.power_usage().ok().map(|mw| mw as f32 / 1000.0),
+                power_avg_watts: power_avg_mw.map(|mw| (mw / 1000.0) as f32),
                 power_instant_watts: f(0).map(|mw| (mw / 1000.0) as f32),
                 power_limit_watts: info.power_limit_watts,
                 temperature_c: d.temperature(TemperatureSensor::Gpu).ok().map(|t| t as f32),
@@ -577,6 +601,73 @@ pub fn probe_costs(rounds: u32) -> Result<String, NvmlUnavailable> {
         time("nvlink is_active x18", &mut || {
             nvlink_links_active(&d).is_some()
         });
+        time("field POWER_AVERAGE", &mut || {
+            raw_field_values(&d, renumbered, &[(field_id::NVML_FI_DEV_POWER_AVERAGE, 0)])[0]
+                .is_some()
+        });
+        time("fields POWER_INSTANT+AVERAGE", &mut || {
+            raw_field_values(
+                &d,
+                renumbered,
+                &[
+                    (field_id::NVML_FI_DEV_POWER_INSTANT, 0),
+                    (field_id::NVML_FI_DEV_POWER_AVERAGE, 0),
+                ],
+            )[1]
+            .is_some()
+        });
+        time("gpm_sample", &mut || d.gpm_sample().is_ok());
+        // Is the field fresh? NVML may serve fields from a cache; its timestamp says when the
+        // value was taken. Compare with the classic call at the tick path's pace.
+        out.push_str(&format!(
+            "GPU{i} freshness, 12 reads 100 ms apart: power_usage mW | POWER_AVERAGE mW @ts µs | POWER_INSTANT mW @ts µs\n"
+        ));
+        for _ in 0..12 {
+            let classic = d.power_usage().ok();
+            let fields = raw_field_samples(
+                &d,
+                renumbered,
+                &[
+                    (field_id::NVML_FI_DEV_POWER_AVERAGE, 0),
+                    (field_id::NVML_FI_DEV_POWER_INSTANT, 0),
+                ],
+            );
+            let show = |v: Option<(f64, i64)>| {
+                v.map_or("n/a".to_string(), |(value, ts)| format!("{value:.0} @{ts}"))
+            };
+            out.push_str(&format!(
+                "GPU{i}   {} | {} | {}\n",
+                classic.map_or("n/a".to_string(), |v| v.to_string()),
+                show(fields[0]),
+                show(fields[1])
+            ));
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        // The units NVML gives each GPM metric the agent reads (the rates assume MiB/s).
+        if d.gpm_support().unwrap_or(false)
+            && let Ok(first) = d.gpm_sample()
+        {
+            std::thread::sleep(Duration::from_millis(200));
+            if let Ok(second) = d.gpm_sample() {
+                let ids = [
+                    GpmMetricId::SmUtil,
+                    GpmMetricId::AnyTensorUtil,
+                    GpmMetricId::DramBwUtil,
+                    GpmMetricId::PcieTxPerSec,
+                    GpmMetricId::PcieRxPerSec,
+                    GpmMetricId::NvlinkTotalTxPerSec,
+                    GpmMetricId::NvlinkTotalRxPerSec,
+                ];
+                match nvml_wrapper::gpm::gpm_metrics_get(d.nvml(), &first, &second, &ids) {
+                    Ok(results) => {
+                        for res in results {
+                            out.push_str(&format!("GPU{i} GPM {res:?}\n"));
+                        }
+                    }
+                    Err(e) => out.push_str(&format!("GPU{i} GPM metrics: {e}\n")),
+                }
+            }
+        }
     }
     Ok(out)
 }
@@ -667,6 +758,19 @@ fn remapped_rows(d: &Device<'_>) -> Option<(u32, u32, bool, bool)> {
 /// `field_values_for` cannot set `scopeId`, which NVLink throughput needs). Each value is `None`
 /// when NVML returned an error for it (NotSupported on GPUs without NVLink).
 fn raw_field_values(d: &Device<'_>, renumbered: bool, ids: &[(u32, u32)]) -> Vec<Option<f64>> {
+    raw_field_samples(d, renumbered, ids)
+        .into_iter()
+        .map(|v| v.map(|(value, _)| value))
+        .collect()
+}
+
+/// Like [`raw_field_values`], with the CPU timestamp (µs) NVML took each value at: how the
+/// cost probe tells a fresh reading from a cached one.
+fn raw_field_samples(
+    d: &Device<'_>,
+    renumbered: bool,
+    ids: &[(u32, u32)],
+) -> Vec<Option<(f64, i64)>> {
     use nvml_wrapper_sys::bindings::nvmlFieldValue_t;
     let Ok(sym) = d.nvml().lib().nvmlDeviceGetFieldValues.as_ref() else {
         return vec![None; ids.len()];
@@ -693,8 +797,8 @@ fn raw_field_values(d: &Device<'_>, renumbered: bool, ids: &[(u32, u32)]) -> Vec
                 return None;
             }
             // SAFETY: valueType says which union member NVML wrote.
-            unsafe {
-                Some(match v.valueType {
+            let value = unsafe {
+                match v.valueType {
                     0 => v.value.dVal,
                     1 => f64::from(v.value.uiVal),
                     2 => v.value.ulVal as f64,
@@ -703,8 +807,9 @@ fn raw_field_values(d: &Device<'_>, renumbered: bool, ids: &[(u32, u32)]) -> Vec
                     5 => f64::from(v.value.siVal),
                     6 => f64::from(v.value.usVal),
                     _ => return None,
-                })
-            }
+                }
+            };
+            Some((value, v.timestamp))
         })
         .collect()
 }

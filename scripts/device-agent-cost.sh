@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# One device call (release binary copied to device-bin/burnin, device-bin carried): where the
+# agent's CPU goes on a real H200, thread by thread, at 100 ms and 1 s, idle and under a bf16
+# GEMM, beside `nvidia-smi -lms`; NVML call costs, whether the power fields are fresh, and the
+# GPM units. Results go to $OUT.
+set -u
+B=./device-bin/burnin
+O=${OUT:-/tmp/out}
+mkdir -p "$O"
+nproc > "$O/nproc.txt"; ls -la /usr/sbin/sshd /usr/bin/ssh >> "$O/nproc.txt" 2>&1
+$B agent --probe-costs > "$O/probe-costs.txt" 2>&1
+MODERN=index,uuid,name,power.draw.average,power.draw.instant,enforced.power.limit,temperature.gpu,utilization.gpu,clocks.current.sm,clocks.max.sm,clocks.current.memory,memory.used,memory.total,clocks_event_reasons.active,ecc.errors.corrected.volatile.total,ecc.errors.uncorrected.volatile.total
+measure() { # $1 = label: agent at 100 ms and 1 s, nvidia-smi -lms 100, side by side for 30 s
+  TIMEFORMAT='%U %S'
+  ( time timeout 30 nvidia-smi --query-gpu=$MODERN --format=csv,noheader,nounits -lms 100 > /dev/null ) 2> "$O/smi-lms100-$1.cpu" &
+  $B agent --interval 100ms --frames 300 --stats > "$O/agent-100ms-$1.ndjson" 2> "$O/agent-100ms-$1.stats" &
+  $B agent --interval 1s --frames 30 --stats > /dev/null 2> "$O/agent-1s-$1.stats" &
+  wait
+}
+measure idle
+python3 - > "$O/gemm.txt" 2>&1 <<'PY' &
+import time, torch
+a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16); b = torch.randn_like(a)
+t0 = time.time(); n = 0
+while time.time() - t0 < 40:
+    for _ in range(20): c = a @ b
+    torch.cuda.synchronize(); n += 20
+dt = time.time() - t0
+print(f"{n} GEMMs in {dt:.1f} s: {n * 2 * 8192**3 / dt / 1e12:.0f} TFLOP/s")
+PY
+sleep 5
+measure load
+wait
+head -c 3000 "$O/agent-100ms-load.ndjson" > "$O/agent-100ms-load.head"; rm -f "$O"/agent-100ms-*.ndjson
+cat "$O/nproc.txt" "$O/probe-costs.txt" "$O"/*.stats "$O"/*.cpu "$O/gemm.txt"
