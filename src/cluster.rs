@@ -600,8 +600,13 @@ impl Default for ClusterStore {
 }
 
 fn phase_views(plan: &Plan) -> Vec<PhaseView> {
-    plan.phases
-        .iter()
+    fresh_views(plan.phases.iter())
+}
+
+fn fresh_views<'a>(
+    specs: impl Iterator<Item = &'a std::sync::Arc<crate::phases::plan::PhaseSpec>>,
+) -> Vec<PhaseView> {
+    specs
         .map(|spec| PhaseView {
             spec: spec.clone(),
             state: PhaseState::Pending,
@@ -622,6 +627,14 @@ impl ClusterStore {
     /// Show `plan`'s phases instead of the default ladder (their state starts afresh).
     pub fn set_plan(&mut self, plan: &Plan) {
         self.phases = phase_views(plan);
+    }
+
+    /// Forget everything the sources said, keeping the plan's phases (afresh) and the period:
+    /// a replay seeking backwards plays the record again from its start.
+    pub fn rewind(&mut self) {
+        let phases = fresh_views(self.phases.iter().map(|p| &p.spec));
+        *self = Self::with_period(self.period_ms);
+        self.phases = phases;
     }
 
     /// An empty store over the default plan, sampled every second.
@@ -733,6 +746,7 @@ impl ClusterStore {
             }
             SourceEvent::Note { node, text, .. } => self.node_mut(&node).note = Some(text),
             SourceEvent::Notice { .. } => {}
+            SourceEvent::Rewind => self.rewind(),
             SourceEvent::Phase(ev) => self.ingest_phase(ev),
             SourceEvent::Probe(window) => self.storage.ingest(window),
         }

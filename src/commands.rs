@@ -312,6 +312,7 @@ async fn watch(
             fps: look.fps,
             duration: None,
             headless: None,
+            playback: None,
         },
     )
     .await?;
@@ -527,30 +528,70 @@ async fn replay(run_dir: &std::path::Path, at: u64, args: &PlayArgs) -> Result<i
             return Ok(2);
         }
     };
-    let source = Box::new(crate::replay::ReplaySource::new(timeline, args.speed, at));
-    play(source, args, format!("replay: {}", run_dir.display())).await
+    // The console shows the phases of the plan the run used (the record keeps a copy).
+    let plan = crate::record::read_summary(run_dir)
+        .map(|summary| crate::record::recorded_plan(run_dir, &summary));
+    let playback = crate::app::state::Playback {
+        start_ms: timeline.start_ms,
+        end_ms: timeline.end_ms,
+        speed: args.speed,
+        paused: false,
+    };
+    let (source, keys) = crate::replay::ReplaySource::new(timeline, args.speed, at).controlled();
+    play(
+        Box::new(source),
+        args,
+        format!("replay: {}", run_dir.display()),
+        Some(Replay {
+            playback,
+            keys,
+            plan: plan.ok(),
+        }),
+    )
+    .await
+}
+
+/// What the console needs to play a record: its place and pace, the key channel, and the plan
+/// the run used (with a note when it is not the record's own copy).
+struct Replay {
+    playback: crate::app::state::Playback,
+    keys: tokio::sync::mpsc::UnboundedSender<crate::replay::PlaybackCommand>,
+    plan: Option<(crate::phases::plan::Plan, Option<String>)>,
 }
 
 /// The console over `source` until the user quits (or `--duration` wall seconds pass); the
-/// status line says `label`, and the speed when it is not 1×.
+/// status line says `label`, and the speed when it is not 1× (a replay shows its own).
 async fn play(
     source: Box<dyn crate::telemetry::Source>,
     args: &PlayArgs,
     label: String,
+    replay: Option<Replay>,
 ) -> Result<i32> {
     let headless = args.headless.as_deref().map(parse_size).transpose()?;
-    let label = if args.speed != 1.0 {
+    let label = if args.speed != 1.0 && replay.is_none() {
         format!("{label}, {}× speed", args.speed)
     } else {
         label
     };
+    let mut state = console_state(&args.look, label);
+    let playback = replay.map(|r| {
+        state.playback = Some(r.playback);
+        if let Some((plan, note)) = r.plan {
+            state.store.set_plan(&plan);
+            if let Some(note) = note {
+                state.say(Tone::Warn, note);
+            }
+        }
+        r.keys
+    });
     run_console(
         source,
-        console_state(&args.look, label),
+        state,
         RunOptions {
             fps: args.look.fps,
             duration: args.duration.map(Duration::from_secs),
             headless,
+            playback,
         },
     )
     .await?;
@@ -615,7 +656,7 @@ async fn demo(sim: &SimArgs, args: &PlayArgs) -> Result<i32> {
         config.nodes, config.gpus_per_node, config.seed
     );
     let source = Box::new(SimSource::new(SimCluster::new(config), args.speed));
-    play(source, args, label).await
+    play(source, args, label, None).await
 }
 
 /// One GPU in the status document.

@@ -2,8 +2,10 @@
 //! node states, AIStor windows) and its per-second telemetry (each second's last frame) are put
 //! back on one timeline, with a clock tick per second ahead of that second's events as a live
 //! source sends them, so the console shows what it showed live at the same instant (at a 1 s
-//! sampling period exactly; faster sampling replays one frame per second). The replay plays at
-//! `--speed`, starts at `--at`, and the console's pause key freezes it.
+//! sampling period exactly; faster sampling replays one frame per second). The replay starts at
+//! `--at` and plays at `--speed`; in the console `p` pauses it, `<`/`>` halve and double the
+//! speed, `[`/`]` and `{`/`}` seek a minute and ten minutes (backwards plays the record again
+//! from its start, at once).
 
 use std::path::Path;
 use std::time::Duration;
@@ -152,11 +154,36 @@ impl Timeline {
     }
 }
 
-/// Plays a timeline into the console.
+/// What the console's replay keys ask of a playing replay.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PlaybackCommand {
+    /// Stop the record's clock where it is.
+    Pause,
+    /// Go on from where it stopped.
+    Resume,
+    /// Play this many record seconds a second.
+    Speed(f64),
+    /// Jump to this many seconds after the record's start (backwards replays from the start).
+    Seek(u64),
+}
+
+/// The fastest a replay plays: a 72-hour record in about 4 minutes.
+pub const MAX_SPEED: f64 = 1024.0;
+
+fn sane_speed(speed: f64) -> f64 {
+    if speed.is_finite() && speed > 0.0 {
+        speed.clamp(1.0 / 16.0, MAX_SPEED)
+    } else {
+        1.0
+    }
+}
+
+/// Plays a timeline into the console, obeying [`PlaybackCommand`]s.
 pub struct ReplaySource {
     timeline: Timeline,
     speed: f64,
     at_s: u64,
+    control: Option<mpsc::UnboundedReceiver<PlaybackCommand>>,
 }
 
 impl ReplaySource {
@@ -164,13 +191,41 @@ impl ReplaySource {
     pub fn new(timeline: Timeline, speed: f64, at_s: u64) -> Self {
         Self {
             timeline,
-            speed: if speed.is_finite() && speed > 0.0 {
-                speed
-            } else {
-                1.0
-            },
+            speed: sane_speed(speed),
             at_s,
+            control: None,
         }
+    }
+
+    /// The same replay, steered through the returned sender (the console's replay keys).
+    pub fn controlled(mut self) -> (Self, mpsc::UnboundedSender<PlaybackCommand>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.control = Some(rx);
+        (self, tx)
+    }
+}
+
+/// Where a playing replay is: the record instant `pos_ms` was reached at wall time `wall`.
+#[derive(Debug, Clone, Copy)]
+struct Anchor {
+    pos_ms: UnixMillis,
+    wall: tokio::time::Instant,
+}
+
+impl Anchor {
+    /// When the record's clock reaches `t_ms` at `speed` (now, if it already has).
+    fn due(&self, t_ms: UnixMillis, speed: f64) -> tokio::time::Instant {
+        let ahead = t_ms.saturating_sub(self.pos_ms) as f64 / 1000.0 / speed;
+        self.wall + Duration::from_secs_f64(ahead)
+    }
+
+    /// The record instant now.
+    fn now(&self, speed: f64, paused: bool) -> UnixMillis {
+        if paused {
+            return self.pos_ms;
+        }
+        let wall = tokio::time::Instant::now().saturating_duration_since(self.wall);
+        self.pos_ms + (wall.as_secs_f64() * speed * 1000.0) as u64
     }
 }
 
@@ -183,8 +238,9 @@ impl Source for ReplaySource {
         Box::pin(async move {
             let ReplaySource {
                 timeline,
-                speed,
+                mut speed,
                 at_s,
+                mut control,
             } = *self;
             for d in &timeline.damage {
                 let _ = events
@@ -193,24 +249,217 @@ impl Source for ReplaySource {
                     })
                     .await;
             }
-            let from_ms = timeline.start_ms - timeline.start_ms % 1000 + at_s * 1000;
-            let started = tokio::time::Instant::now();
-            for (t, ev) in timeline.events {
-                if t >= from_ms + 1000 {
-                    let due = Duration::from_secs_f64((t - from_ms) as f64 / 1000.0 / speed);
-                    tokio::time::sleep_until(started + due).await;
+            let first_second = timeline.start_ms - timeline.start_ms % 1000;
+            let last_second = timeline.end_ms - timeline.end_ms % 1000;
+            // Events play by the second they belong to: a second's clock tick, frames and
+            // phase lines go out together, as the live sources send them.
+            let second_of = |t: UnixMillis| t - t % 1000;
+            let mut anchor = Anchor {
+                pos_ms: (first_second + at_s * 1000).min(last_second),
+                wall: tokio::time::Instant::now(),
+            };
+            let mut paused = false;
+            let mut next = 0usize;
+            let mut said_end = false;
+            loop {
+                // Everything due by the record's clock now goes out at once.
+                let now_pos = anchor.now(speed, paused);
+                while let Some((t, ev)) = timeline.events.get(next) {
+                    if second_of(*t) > now_pos {
+                        break;
+                    }
+                    if events.send(ev.clone()).await.is_err() {
+                        return;
+                    }
+                    next += 1;
                 }
-                if events.send(ev).await.is_err() {
-                    return;
+                let upcoming = timeline.events.get(next).map(|(t, _)| second_of(*t));
+                if upcoming.is_none() && !said_end {
+                    said_end = true;
+                    let _ = events
+                        .send(SourceEvent::Notice {
+                            text: "replay: end of the record ([ or { goes back)".into(),
+                        })
+                        .await;
                 }
+                let wake = match upcoming {
+                    Some(t) if !paused => Some(anchor.due(t, speed)),
+                    _ => None,
+                };
+                let command = tokio::select! {
+                    _ = async {
+                        match wake {
+                            Some(w) => tokio::time::sleep_until(w).await,
+                            None => std::future::pending().await,
+                        }
+                    } => None,
+                    c = async {
+                        match control.as_mut() {
+                            Some(c) => c.recv().await,
+                            None => std::future::pending().await,
+                        }
+                    } => match c {
+                        Some(c) => Some(c),
+                        // The console dropped its sender: play on without keys.
+                        None => {
+                            control = None;
+                            None
+                        }
+                    },
+                    _ = events.closed() => return,
+                };
+                let Some(command) = command else { continue };
+                let pos = anchor.now(speed, paused);
+                match command {
+                    PlaybackCommand::Pause => paused = true,
+                    PlaybackCommand::Resume => paused = false,
+                    PlaybackCommand::Speed(s) => speed = sane_speed(s),
+                    PlaybackCommand::Seek(to_s) => {
+                        let to = (first_second + to_s * 1000).min(last_second);
+                        if to < pos {
+                            if events.send(SourceEvent::Rewind).await.is_err() {
+                                return;
+                            }
+                            next = 0;
+                        }
+                        said_end = false;
+                        anchor = Anchor {
+                            pos_ms: to,
+                            wall: tokio::time::Instant::now(),
+                        };
+                        continue;
+                    }
+                }
+                anchor = Anchor {
+                    pos_ms: pos,
+                    wall: tokio::time::Instant::now(),
+                };
             }
-            let _ = events
-                .send(SourceEvent::Notice {
-                    text: "replay: end of the record".into(),
-                })
-                .await;
-            // Stay until the console quits, showing the end.
-            events.closed().await;
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const START: UnixMillis = 1_800_000_000_000;
+
+    /// A record of `len_s` seconds: its clock ticks only, which is all playback looks at.
+    fn clocks(len_s: u64) -> Timeline {
+        Timeline {
+            events: (0..=len_s)
+                .map(|s| {
+                    let at_ms = START + s * 1000;
+                    (at_ms, SourceEvent::Clock { at_ms })
+                })
+                .collect(),
+            start_ms: START,
+            end_ms: START + len_s * 1000,
+            damage: Vec::new(),
+        }
+    }
+
+    /// Seconds into the record of the clock ticks received so far ("R" for a rewind, "end" for
+    /// the end notice).
+    fn drain(rx: &mut mpsc::Receiver<SourceEvent>) -> Vec<String> {
+        let mut seen = Vec::new();
+        while let Ok(ev) = rx.try_recv() {
+            seen.push(match ev {
+                SourceEvent::Clock { at_ms } => ((at_ms - START) / 1000).to_string(),
+                SourceEvent::Rewind => "R".into(),
+                SourceEvent::Notice { text } if text.contains("end of the record") => "end".into(),
+                other => format!("{other:?}"),
+            });
+        }
+        seen
+    }
+
+    fn seconds(range: std::ops::RangeInclusive<u64>) -> Vec<String> {
+        range.map(|s| s.to_string()).collect()
+    }
+
+    async fn settle(secs: f64) {
+        tokio::time::sleep(Duration::from_secs_f64(secs)).await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn keys_pause_speed_up_and_seek_both_ways() {
+        let (source, keys) = ReplaySource::new(clocks(100), 1.0, 0).controlled();
+        let (tx, mut rx) = mpsc::channel(4096);
+        let (_cmd, cmd_rx) = mpsc::unbounded_channel();
+        let task = tokio::spawn(Box::new(source).run(tx, cmd_rx));
+
+        settle(10.5).await;
+        assert_eq!(
+            drain(&mut rx),
+            seconds(0..=10),
+            "one record second a second"
+        );
+
+        keys.send(PlaybackCommand::Pause).expect("send");
+        settle(30.0).await;
+        assert_eq!(
+            drain(&mut rx),
+            Vec::<String>::new(),
+            "paused: the clock stands"
+        );
+
+        keys.send(PlaybackCommand::Speed(4.0)).expect("send");
+        keys.send(PlaybackCommand::Resume).expect("send");
+        settle(2.6).await;
+        assert_eq!(drain(&mut rx), seconds(11..=20), "4x: ten seconds in 2.5 s");
+
+        // Back: the console forgets and the record plays again up to the new instant at once.
+        keys.send(PlaybackCommand::Seek(5)).expect("send");
+        settle(0.01).await;
+        let mut want = vec!["R".to_string()];
+        want.extend(seconds(0..=5));
+        assert_eq!(drain(&mut rx), want);
+
+        // Forward: what lies between goes out at once, nothing is forgotten.
+        keys.send(PlaybackCommand::Pause).expect("send");
+        keys.send(PlaybackCommand::Seek(90)).expect("send");
+        settle(5.0).await;
+        assert_eq!(
+            drain(&mut rx),
+            seconds(6..=90),
+            "seek while paused, then stand"
+        );
+
+        keys.send(PlaybackCommand::Resume).expect("send");
+        settle(10.0).await;
+        let mut want = seconds(91..=100);
+        want.push("end".into());
+        assert_eq!(drain(&mut rx), want);
+
+        // Past the end the keys still work: back ten minutes is back to the start.
+        keys.send(PlaybackCommand::Seek(0)).expect("send");
+        settle(0.01).await;
+        assert_eq!(drain(&mut rx), vec!["R".to_string(), "0".to_string()]);
+        task.abort();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn without_keys_it_plays_from_at_to_the_end() {
+        let source = ReplaySource::new(clocks(20), 2.0, 10);
+        let (tx, mut rx) = mpsc::channel(4096);
+        let (_cmd, cmd_rx) = mpsc::unbounded_channel();
+        let task = tokio::spawn(Box::new(source).run(tx, cmd_rx));
+        settle(0.01).await;
+        assert_eq!(drain(&mut rx), seconds(0..=10), "up to --at at once");
+        settle(5.0).await;
+        let mut want = seconds(11..=20);
+        want.push("end".into());
+        assert_eq!(drain(&mut rx), want);
+        task.abort();
+    }
+
+    #[test]
+    fn speeds_stay_sane() {
+        assert_eq!(sane_speed(f64::NAN), 1.0);
+        assert_eq!(sane_speed(-3.0), 1.0);
+        assert_eq!(sane_speed(1e9), MAX_SPEED);
+        assert_eq!(sane_speed(1e-9), 1.0 / 16.0);
     }
 }

@@ -885,6 +885,12 @@ command = "AWS_SHARED_CREDENTIALS_FILE={{creds}} {{burnin}} probe s3 --endpoint 
         );
     }
     let run_dir = PathBuf::from(doc["run_dir"].as_str().expect("run_dir"));
+    // The record keeps the plan it ran: the site's file may change (here: break) afterwards.
+    assert_eq!(
+        std::fs::read_to_string(run_dir.join("plan.toml")).expect("plan copy"),
+        std::fs::read_to_string(site.cluster.dir.join("plan.toml")).expect("plan")
+    );
+    std::fs::write(site.cluster.dir.join("plan.toml"), "[[phase]\nbroken").expect("plan");
     let log = std::fs::read_to_string(run_dir.join("logs/S2/node01.log")).expect("log");
     assert!(log.contains("S3 over HTTP (TCP; not RDMA)"), "{log}");
     // The live pane's windows are in the record, and no key is anywhere in it.
@@ -912,6 +918,10 @@ command = "AWS_SHARED_CREDENTIALS_FILE={{creds}} {{burnin}} probe s3 --endpoint 
     assert!(!cdf.contains("no data recorded"));
     let md = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
     assert!(md.contains("![S2: GET TTFB CDF per node and concurrency](report-latency-S2.svg)"));
+    assert!(
+        !md.contains("shipped plan"),
+        "the report read the record's plan:\n{md}"
+    );
     for entry in walk(&run_dir) {
         let text = String::from_utf8_lossy(&std::fs::read(&entry).expect("read")).into_owned();
         assert!(

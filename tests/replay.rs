@@ -120,3 +120,105 @@ fn a_record_with_unbelievable_times_is_refused_with_its_reason() {
     );
     let _ = std::fs::remove_dir_all(root);
 }
+
+fn key(c: char) -> Event {
+    Event::Key(crossterm::event::KeyEvent::new(
+        crossterm::event::KeyCode::Char(c),
+        crossterm::event::KeyModifiers::NONE,
+    ))
+}
+
+#[test]
+fn seeking_back_shows_what_the_live_console_showed_then() {
+    let (root, dir) = demo_record("seek");
+    let timeline = Timeline::load(&dir).expect("timeline");
+    // Play to 340 s, then go back to 125 s as the source does: a rewind, then the record
+    // from its start up to the new instant.
+    let mut replayed = empty_state(DEMO_LABEL, (160, 48));
+    for ev in timeline.until(340) {
+        replayed.update(Event::Source(ev.clone()));
+    }
+    replayed.update(Event::Source(burnin::telemetry::SourceEvent::Rewind));
+    for ev in timeline.until(125) {
+        replayed.update(Event::Source(ev.clone()));
+    }
+    let live = demo_state(125, (160, 48));
+    assert_eq!(
+        screen(&replayed).backend().to_string(),
+        screen(&live).backend().to_string(),
+        "after seeking back, the screen is the live one at 125 s"
+    );
+    let _ = std::fs::remove_dir_all(root);
+}
+
+#[test]
+fn replay_keys_steer_the_replay_and_the_status_bar_shows_where_it_is() {
+    use burnin::app::action::Effect;
+    use burnin::app::state::Playback;
+    use burnin::replay::PlaybackCommand;
+    let (root, dir) = demo_record("keys");
+    let timeline = Timeline::load(&dir).expect("timeline");
+    let mut state = empty_state(DEMO_LABEL, (160, 48));
+    // Live, the replay keys only say what they are for.
+    assert_eq!(state.update(key('>')), None);
+    assert!(format!("{:?}", state.ui.status).contains("only a replay"));
+    assert_eq!(state.update(key(']')), None);
+
+    state.playback = Some(Playback {
+        start_ms: timeline.start_ms,
+        end_ms: timeline.end_ms,
+        speed: 1.0,
+        paused: false,
+    });
+    for ev in timeline.until(125) {
+        state.update(Event::Source(ev.clone()));
+    }
+    assert_eq!(
+        state.update(key('>')),
+        Some(Effect::Playback(PlaybackCommand::Speed(2.0)))
+    );
+    assert_eq!(
+        state.update(key('>')),
+        Some(Effect::Playback(PlaybackCommand::Speed(4.0)))
+    );
+    assert_eq!(
+        state.update(key('<')),
+        Some(Effect::Playback(PlaybackCommand::Speed(2.0)))
+    );
+    assert_eq!(
+        state.update(key(']')),
+        Some(Effect::Playback(PlaybackCommand::Seek(185)))
+    );
+    assert_eq!(
+        state.update(key('{')),
+        Some(Effect::Playback(PlaybackCommand::Seek(0))),
+        "never before the start"
+    );
+    let len = (timeline.end_ms - timeline.start_ms) / 1000;
+    assert_eq!(
+        state.update(key('}')),
+        Some(Effect::Playback(PlaybackCommand::Seek(len))),
+        "never past the end"
+    );
+    assert_eq!(
+        state.update(key('p')),
+        Some(Effect::Playback(PlaybackCommand::Pause))
+    );
+    assert!(
+        state.frozen.is_none(),
+        "a replay pauses itself, not the display"
+    );
+    let status = screen(&state)
+        .backend()
+        .to_string()
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .to_string();
+    insta::assert_snapshot!("replay_status_bar_paused_at_125s", status);
+    assert_eq!(
+        state.update(key('p')),
+        Some(Effect::Playback(PlaybackCommand::Resume))
+    );
+    let _ = std::fs::remove_dir_all(root);
+}

@@ -42,14 +42,18 @@ pub enum Action {
     Layout(u8),
     /// Next theme.
     NextTheme,
-    /// Freeze or unfreeze the display.
+    /// Freeze or unfreeze the display (in a replay: pause or resume the replay).
     PauseDisplay,
+    /// Replay: double the speed (`true`) or half it.
+    ReplaySpeed(bool),
+    /// Replay: jump by this many seconds (negative: back).
+    ReplaySeek(i32),
     /// Close the overlay or clear the filter.
     Back,
 }
 
 /// Work the loop does after an update; state itself never performs I/O.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
     /// Send a command to the phase runner.
     Command(PhaseCommand),
@@ -57,4 +61,6 @@ pub enum Effect {
     Quit,
     /// Abort this phase, then leave.
     AbortAndQuit(PhaseCommand),
+    /// Steer the replay.
+    Playback(crate::replay::PlaybackCommand),
 }

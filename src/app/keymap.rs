@@ -180,8 +180,25 @@ pub const BINDINGS: &[Binding] = &[
     Binding {
         keys: &[Key::Char('p')],
         action: Action::PauseDisplay,
-        help: "freeze the display (data keeps being collected)",
+        help: "freeze the display (data keeps being collected); in a replay, pause it",
         hint: Some("pause"),
+    },
+    Binding {
+        keys: &[Key::Char('<'), Key::Char('>')],
+        action: Action::ReplaySpeed(false),
+        help: "replay: half or double the speed",
+        hint: None,
+    },
+    Binding {
+        keys: &[
+            Key::Char('['),
+            Key::Char(']'),
+            Key::Char('{'),
+            Key::Char('}'),
+        ],
+        action: Action::ReplaySeek(0),
+        help: "replay: back or forward a minute ([ ]) or ten minutes ({ })",
+        hint: None,
     },
     Binding {
         keys: &[Key::Esc],
@@ -222,6 +239,13 @@ pub fn action_for(event: &KeyEvent) -> Option<Action> {
     let binding = BINDINGS.iter().find(|b| b.keys.contains(&key))?;
     Some(match (binding.action, event.code) {
         (Action::Layout(_), KeyCode::Char(c)) => Action::Layout(c as u8 - b'0'),
+        (Action::ReplaySpeed(_), KeyCode::Char(c)) => Action::ReplaySpeed(c == '>'),
+        (Action::ReplaySeek(_), KeyCode::Char(c)) => Action::ReplaySeek(match c {
+            '[' => -60,
+            ']' => 60,
+            '{' => -600,
+            _ => 600,
+        }),
         (action, _) => action,
     })
 }

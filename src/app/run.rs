@@ -26,6 +26,8 @@ pub struct RunOptions {
     pub duration: Option<Duration>,
     /// Draw off-screen at this size instead of the terminal (measurements, soak runs).
     pub headless: Option<(u16, u16)>,
+    /// Where the replay keys go, when the console plays a run record.
+    pub playback: Option<mpsc::UnboundedSender<crate::replay::PlaybackCommand>>,
 }
 
 /// Where frames go.
@@ -169,6 +171,11 @@ async fn event_loop(
                 }
             }
             Some(Effect::Quit) => return Ok(()),
+            Some(Effect::Playback(c)) => {
+                if let Some(p) = &opts.playback {
+                    let _ = p.send(c);
+                }
+            }
             Some(Effect::AbortAndQuit(c)) => {
                 let phase = match &c {
                     PhaseCommand::Abort(p) | PhaseCommand::Start(p) => p.clone(),

@@ -9,6 +9,7 @@ use super::action::{Action, Effect};
 use super::keymap;
 use crate::cluster::{ClusterStore, PhaseState};
 use crate::phases::{PhaseCommand, PhaseEvent};
+use crate::replay::PlaybackCommand;
 use crate::telemetry::SourceEvent;
 use crate::triage::{Finding, Triage};
 use crate::ui::layout::{Layout, PaneKind};
@@ -51,6 +52,41 @@ pub enum Overlay {
     Logs,
     /// A question.
     Confirm(Confirm),
+}
+
+/// A replay's place and pace as the console steers it (the position itself is the store's
+/// clock: the record's instant the replay has reached).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Playback {
+    /// When the record starts.
+    pub start_ms: crate::model::UnixMillis,
+    /// The last instant the record knows.
+    pub end_ms: crate::model::UnixMillis,
+    /// Record seconds a second.
+    pub speed: f64,
+    /// The replay's clock stands still.
+    pub paused: bool,
+}
+
+impl Playback {
+    /// Seconds from the record's start to `now_ms`, within the record.
+    pub fn position_s(&self, now_ms: crate::model::UnixMillis) -> u64 {
+        now_ms.clamp(self.start_ms, self.end_ms.max(self.start_ms)) / 1000 - self.start_ms / 1000
+    }
+
+    /// The record's length in seconds.
+    pub fn length_s(&self) -> u64 {
+        self.end_ms.saturating_sub(self.start_ms) / 1000
+    }
+}
+
+/// `4×`, `0.5×`: a speed as the status bar writes it.
+pub fn speed_label(speed: f64) -> String {
+    if speed >= 1.0 {
+        format!("{}×", speed.round())
+    } else {
+        format!("{speed}×")
+    }
 }
 
 /// How a status-bar message should look.
@@ -115,6 +151,8 @@ pub struct State {
     pub source_label: String,
     /// Set when the loop should end.
     pub quitting: bool,
+    /// Set when the console plays a run record: the replay keys steer it.
+    pub playback: Option<Playback>,
 }
 
 impl State {
@@ -166,6 +204,7 @@ impl State {
             layouts,
             source_label: source_label.into(),
             quitting: false,
+            playback: None,
         }
     }
 
@@ -246,6 +285,12 @@ impl State {
     }
 
     fn ingest(&mut self, ev: SourceEvent) {
+        if ev == SourceEvent::Rewind {
+            // A replay going back: what was judged so far belongs to a later instant.
+            self.findings.clear();
+            self.frozen = None;
+            self.triage = Triage::with_thresholds(*self.triage.thresholds());
+        }
         let clock = matches!(ev, SourceEvent::Clock { .. });
         if let SourceEvent::Phase(PhaseEvent::Started { phase, .. }) = &ev
             && self.ui.follow_phase
@@ -427,6 +472,52 @@ impl State {
                 self.ui.theme = (self.ui.theme + 1) % self.themes.len();
                 let name = self.theme().name.clone();
                 self.say(Tone::Info, format!("theme: {name}"));
+            }
+            Action::PauseDisplay if self.playback.is_some() => {
+                let now = self.store.now_ms;
+                let p = self.playback.as_mut()?;
+                p.paused = !p.paused;
+                let at = crate::model::human_secs(p.position_s(now));
+                if p.paused {
+                    self.say(Tone::Info, format!("replay paused at +{at} (p plays on)"));
+                    return Some(Effect::Playback(PlaybackCommand::Pause));
+                }
+                self.say(Tone::Info, format!("replay playing from +{at}"));
+                return Some(Effect::Playback(PlaybackCommand::Resume));
+            }
+            Action::ReplaySpeed(faster) => {
+                let Some(p) = self.playback.as_mut() else {
+                    self.say(
+                        Tone::Warn,
+                        "only a replay has a speed (burnin replay RUN_DIR)",
+                    );
+                    return None;
+                };
+                let factor = if faster { 2.0 } else { 0.5 };
+                p.speed = (p.speed * factor).clamp(1.0 / 16.0, crate::replay::MAX_SPEED);
+                let speed = p.speed;
+                self.say(Tone::Info, format!("replay speed {}", speed_label(speed)));
+                return Some(Effect::Playback(PlaybackCommand::Speed(speed)));
+            }
+            Action::ReplaySeek(delta) => {
+                let now = self.store.now_ms;
+                let Some(p) = self.playback.as_ref() else {
+                    self.say(Tone::Warn, "only a replay can seek (burnin replay RUN_DIR)");
+                    return None;
+                };
+                let target = p
+                    .position_s(now)
+                    .saturating_add_signed(i64::from(delta))
+                    .min(p.length_s());
+                self.say(
+                    Tone::Info,
+                    format!(
+                        "replay: to +{} of {}",
+                        crate::model::human_secs(target),
+                        crate::model::human_secs(p.length_s())
+                    ),
+                );
+                return Some(Effect::Playback(PlaybackCommand::Seek(target)));
             }
             Action::PauseDisplay => {
                 if self.frozen.take().is_some() {

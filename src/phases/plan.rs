@@ -220,6 +220,9 @@ pub struct Plan {
     pub remote_dir: String,
     /// TERM → KILL grace when stopping a phase.
     pub grace: Duration,
+    /// The file's text as parsed: the run record keeps a copy, so a report or a replay
+    /// elsewhere reads the plan the run used.
+    pub text: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -492,6 +495,7 @@ impl Plan {
         }
         Ok(Plan {
             file: file.to_string(),
+            text: text.to_string(),
             phases,
             vars: shape
                 .vars

@@ -90,6 +90,10 @@ impl RunSession {
             interrupted: false,
         };
         record.write_summary(&summary)?;
+        // The plan travels with the record: a report or replay made elsewhere, or after the
+        // file changed, reads what this run ran.
+        let copy = record.dir().join(crate::record::PLAN_COPY);
+        std::fs::write(&copy, &plan.text).map_err(|e| format!("{}: {e}", copy.display()))?;
         Ok(Self {
             dir: record.dir().to_path_buf(),
             record: Arc::new(Mutex::new(record)),

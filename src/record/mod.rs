@@ -319,6 +319,49 @@ pub fn read_summary(run_dir: &Path) -> Result<Summary, String> {
     serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))
 }
 
+/// The copy of the plan a run record keeps beside its summary.
+pub const PLAN_COPY: &str = "plan.toml";
+
+/// The plan a recorded run used: the record's own copy, else the file the summary names (records
+/// from before the copy), else the shipped plan. The second value says which, in words, when it
+/// is not the record's copy.
+pub fn recorded_plan(
+    run_dir: &Path,
+    summary: &Summary,
+) -> (crate::phases::plan::Plan, Option<String>) {
+    use crate::phases::plan::{Plan, default_plan};
+    let copy = run_dir.join(PLAN_COPY);
+    if let Ok(text) = std::fs::read_to_string(&copy) {
+        match Plan::parse(&summary.plan, &text) {
+            Ok(plan) => return (plan, None),
+            Err(e) => {
+                return (
+                    default_plan().clone(),
+                    Some(format!("{}: {e}; showing the shipped plan", copy.display())),
+                );
+            }
+        }
+    }
+    if summary.plan.starts_with("<embedded>") {
+        return (default_plan().clone(), None);
+    }
+    match Plan::load(Path::new(&summary.plan)) {
+        Ok(plan) => (
+            plan,
+            Some(format!(
+                "the record has no {PLAN_COPY}; read the plan from {} as it is now",
+                summary.plan
+            )),
+        ),
+        Err(e) => (
+            default_plan().clone(),
+            Some(format!(
+                "the record has no {PLAN_COPY} and {e}; showing the shipped plan"
+            )),
+        ),
+    }
+}
+
 /// `YYYYMMDD-HHMMSS` (UTC) of a Unix time, for run ids that sort by time.
 pub fn utc_stamp(unix_s: u64) -> String {
     let days = (unix_s / 86_400) as i64;
@@ -344,6 +387,48 @@ pub fn utc_stamp(unix_s: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_record_reads_its_own_copy_of_the_plan_first() {
+        let dir = std::env::temp_dir().join(format!("burnin-plan-copy-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let site_plan = dir.join("site-plan.toml");
+        let mut summary: Summary = serde_json::from_value(serde_json::json!({
+            "schema": 1, "run_id": "r", "run_dir": "r", "inventory": "i",
+            "plan": site_plan.display().to_string(), "baseline": null,
+            "burnin_version": "0", "started_ms": 0, "ended_ms": null, "nodes": [],
+            "phases": [], "verdict": null, "interrupted": false
+        }))
+        .expect("summary");
+        let text = "[[phase]]\nid = \"X1\"\ntitle = \"only phase\"\nscope = \"each-node\"\nparser = \"workload\"\ncommand = \"true\"\n";
+        // No copy, the site's file gone: the shipped plan, and the report says so.
+        let (plan, note) = recorded_plan(&dir, &summary);
+        assert_eq!(
+            plan.phases.len(),
+            crate::phases::plan::default_plan().phases.len()
+        );
+        assert!(note.is_some_and(|n| n.contains("shipped plan")));
+        // No copy, the site's file there: read, and said to be read as it is now.
+        std::fs::write(&site_plan, text).expect("plan");
+        let (plan, note) = recorded_plan(&dir, &summary);
+        assert_eq!(plan.phases[0].id.as_str(), "X1");
+        assert!(note.is_some_and(|n| n.contains("as it is now")));
+        // The copy wins over a file changed since.
+        std::fs::write(dir.join(PLAN_COPY), text).expect("copy");
+        std::fs::write(&site_plan, "garbage [").expect("plan");
+        let (plan, note) = recorded_plan(&dir, &summary);
+        assert_eq!((plan.phases[0].id.as_str(), note), ("X1", None));
+        // A broken copy is said, never a crash.
+        std::fs::write(dir.join(PLAN_COPY), "[[phase]\n").expect("copy");
+        let (_, note) = recorded_plan(&dir, &summary);
+        assert!(note.is_some_and(|n| n.contains(PLAN_COPY)));
+        // The shipped plan needs no file.
+        std::fs::remove_file(dir.join(PLAN_COPY)).expect("rm");
+        summary.plan = "<embedded>/default.toml".into();
+        assert!(recorded_plan(&dir, &summary).1.is_none());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn stamps() {

@@ -133,7 +133,8 @@ pub fn gather(run_dir: &Path) -> Result<ReportData, String> {
         "power".to_string(),
         power_chart(&summary, power, &mut missing),
     ));
-    let plan = plan_of(&summary);
+    let (plan, plan_note) = crate::record::recorded_plan(run_dir, &summary);
+    missing.extend(plan_note);
     let runs = last_run_metrics(&events);
     for (id, chart) in busbw_charts(&plan, &runs, baseline.as_ref()) {
         charts.push((format!("busbw-{id}"), chart));
@@ -431,12 +432,6 @@ fn busbw_charts(
         ));
     }
     out
-}
-
-/// The plan the run used: its file when it can still be read, else the shipped one.
-fn plan_of(summary: &Summary) -> Plan {
-    crate::phases::plan::Plan::load(Path::new(&summary.plan))
-        .unwrap_or_else(|_| crate::phases::plan::default_plan().clone())
 }
 
 fn x_range(series: &[Series]) -> Option<(f64, f64)> {

@@ -77,6 +77,9 @@ pub enum SourceEvent {
         /// The text.
         text: String,
     },
+    /// Forget what was said so far: a replay seeking backwards starts over (the events up to
+    /// the new instant follow at once).
+    Rewind,
     /// A phase runner's report.
     Phase(PhaseEvent),
     /// A storage probe's report.

@@ -116,7 +116,32 @@ fn status_bar(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
         format!("{} {} ", clock(ctx.store.now_ms), state.source_label),
         theme.status,
     ));
-    if state.frozen.is_some() {
+    if let Some(p) = &state.playback {
+        // The replay's time cursor: where in the record, how fast, and whether it plays.
+        let (pos, len) = (p.position_s(ctx.store.now_ms), p.length_s());
+        const CELLS: u64 = 12;
+        let filled = (pos * CELLS).checked_div(len).unwrap_or(CELLS).min(CELLS);
+        left.push(Span::styled(
+            format!(
+                "{} +{}/{} {} ",
+                if p.paused { "⏸" } else { "▶" },
+                human_secs(pos),
+                human_secs(len),
+                crate::app::state::speed_label(p.speed)
+            ),
+            theme.status.patch(theme.accent),
+        ));
+        left.push(Span::styled(
+            "━".repeat(filled as usize),
+            theme.status.patch(theme.accent),
+        ));
+        left.push(Span::styled(
+            "─".repeat((CELLS - filled) as usize),
+            theme.status.patch(theme.muted),
+        ));
+        left.push(Span::raw(" "));
+    }
+    if state.frozen.is_some() || state.playback.as_ref().is_some_and(|p| p.paused) {
         left.push(Span::styled(" PAUSED ", theme.warn));
         left.push(Span::raw(" "));
     }
