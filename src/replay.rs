@@ -14,24 +14,30 @@ use tokio::sync::mpsc;
 
 use crate::model::UnixMillis;
 use crate::phases::{PhaseCommand, PhaseEvent};
-use crate::record::telemetry::read_telemetry;
+use crate::record::telemetry::TelemetryStream;
 use crate::record::{RecordEvent, Recorded, read_events, read_summary};
 use crate::telemetry::{Source, SourceEvent, SourceTask};
 
 /// The longest record a replay takes: a month, well past any burn-in.
 pub const MAX_SPAN_S: u64 = 31 * 86_400;
 
-/// A run record laid out in time.
+/// A run record laid out in time. The record's events (sparse: phases, node states, AIStor
+/// windows) are held; its telemetry (a line per node per second, gigabytes over a long
+/// burn-in) is streamed from the segments while playing, and the clock ticks are made on the
+/// way (see [`Timeline::play`]).
 #[derive(Debug, Clone)]
 pub struct Timeline {
-    /// Events with the instant they belong to, in the order the console takes them.
+    /// The record's own events with the instant they belong to, in the order the console
+    /// takes them (no frames, no clock ticks).
     pub events: Vec<(UnixMillis, SourceEvent)>,
     /// When the run started.
     pub start_ms: UnixMillis,
     /// The last instant the record knows.
     pub end_ms: UnixMillis,
-    /// Lines that did not decode and telemetry segments torn by a crash, in words.
+    /// Lines of events.jsonl that did not decode, in words (a torn telemetry segment is said
+    /// when the playing reaches it).
     pub damage: Vec<String>,
+    run_dir: std::path::PathBuf,
 }
 
 /// Where an event sits within its second: what the nodes are, the clock (as a live source
@@ -49,17 +55,13 @@ fn rank(ev: &SourceEvent) -> u8 {
 }
 
 impl Timeline {
-    /// Read `run_dir` into a timeline.
+    /// Read `run_dir`'s events into a timeline (the telemetry stays on disk).
     pub fn load(run_dir: &Path) -> Result<Self, String> {
         let summary = read_summary(run_dir)?;
         let (recorded, bad) = read_events(run_dir)?;
-        let tele = read_telemetry(run_dir)?;
         let mut damage = Vec::new();
         if bad > 0 {
             damage.push(format!("{bad} line(s) of events.jsonl did not decode"));
-        }
-        for t in &tele.torn {
-            damage.push(format!("telemetry segment {t} ends torn"));
         }
         let start = summary.started_ms;
         let mut timed: Vec<(UnixMillis, SourceEvent)> = Vec::new();
@@ -108,15 +110,15 @@ impl Timeline {
                 Recorded::Run(RecordEvent::Finding { .. } | RecordEvent::Operator { .. }) => {}
             }
         }
-        for s in &tele.seconds {
-            timed.push((s.last.at_ms, SourceEvent::Frame(s.replay_frame())));
-        }
+        // The end as the summary and the events know it; telemetry written after the last
+        // event of a crashed run still plays, the cursor just stops at this end.
         let end = timed
             .iter()
             .map(|(t, _)| *t)
             .max()
             .unwrap_or(start)
-            .max(summary.ended_ms.unwrap_or(start));
+            .max(summary.ended_ms.unwrap_or(start))
+            .max(start);
         // A record whose times stray past any burn-in (a hand-edited file, a clock far off)
         // would have the replay tick through years: say so instead.
         let span_s = end.saturating_sub(start) / 1000;
@@ -128,12 +130,6 @@ impl Timeline {
                 crate::record::utc_stamp(start / 1000)
             ));
         }
-        // One clock tick per second, as the live sources send them.
-        let mut t = start - start % 1000;
-        while t <= end {
-            timed.push((t, SourceEvent::Clock { at_ms: t }));
-            t += 1000;
-        }
         // Stable: within a second and rank, the record's own order stands.
         timed.sort_by_key(|(t, ev)| (t / 1000, rank(ev)));
         Ok(Self {
@@ -141,16 +137,169 @@ impl Timeline {
             start_ms: start,
             end_ms: end,
             damage,
+            run_dir: run_dir.to_path_buf(),
         })
     }
 
+    /// The whole record from its start, in the order the console takes it: the events, a clock
+    /// tick ahead of each second, and the telemetry streamed from disk.
+    pub fn play(&self) -> Playthrough<'_> {
+        Playthrough {
+            timeline: self,
+            next_event: 0,
+            next_clock: self.start_ms / 1000,
+            stream: TelemetryStream::open(&self.run_dir),
+            stream_done: false,
+            ahead: std::collections::BinaryHeap::new(),
+            newest_read: 0,
+            seq: 0,
+            notices: std::collections::VecDeque::new(),
+        }
+    }
+
     /// Everything up to and including the second `start + at_s`.
-    pub fn until(&self, at_s: u64) -> impl Iterator<Item = &SourceEvent> {
+    pub fn until(&self, at_s: u64) -> impl Iterator<Item = SourceEvent> + '_ {
         let until = self.start_ms / 1000 + at_s;
-        self.events
-            .iter()
+        self.play()
             .take_while(move |(t, _)| t / 1000 <= until)
             .map(|(_, e)| e)
+    }
+}
+
+/// How many seconds of telemetry the replay reads ahead to put lines in time order: a node's
+/// second is written when its next frame comes, so lines of a segment can lag others by a
+/// second or two.
+const REORDER_S: u64 = 5;
+
+/// Frames a replay never plays: dated outside the record's believable span.
+fn out_of_span(timeline: &Timeline, t: UnixMillis) -> bool {
+    t < timeline.start_ms - timeline.start_ms % 1000
+        || t / 1000 > timeline.start_ms / 1000 + MAX_SPAN_S
+}
+
+/// One pass over a [`Timeline`] (see [`Timeline::play`]).
+pub struct Playthrough<'a> {
+    timeline: &'a Timeline,
+    next_event: usize,
+    /// The next second to tick, in Unix seconds.
+    next_clock: u64,
+    stream: TelemetryStream,
+    stream_done: bool,
+    /// Frames read ahead, smallest (second, read order) first.
+    ahead: std::collections::BinaryHeap<std::cmp::Reverse<(u64, u64, FrameAt)>>,
+    /// The newest second read from the stream so far.
+    newest_read: u64,
+    seq: u64,
+    notices: std::collections::VecDeque<String>,
+}
+
+/// A frame (or the notice of a tear) in the read-ahead heap, ordered by its key only.
+struct FrameAt(UnixMillis, SourceEvent);
+
+impl PartialEq for FrameAt {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+impl Eq for FrameAt {}
+impl PartialOrd for FrameAt {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for FrameAt {
+    fn cmp(&self, _: &Self) -> std::cmp::Ordering {
+        std::cmp::Ordering::Equal
+    }
+}
+
+impl Playthrough<'_> {
+    /// Read the stream until the heap's earliest frame is safe to play (nothing earlier can
+    /// still come) or the stream ends.
+    fn fill(&mut self) {
+        while !self.stream_done {
+            if let Some(std::cmp::Reverse((second, _, _))) = self.ahead.peek()
+                && self.newest_read > second + REORDER_S
+            {
+                return;
+            }
+            match self.stream.next() {
+                Some(Ok(s)) => {
+                    let t = s.last.at_ms;
+                    if out_of_span(self.timeline, t) {
+                        continue;
+                    }
+                    self.newest_read = self.newest_read.max(t / 1000);
+                    self.seq += 1;
+                    self.ahead.push(std::cmp::Reverse((
+                        t / 1000,
+                        self.seq,
+                        FrameAt(t, SourceEvent::Frame(s.replay_frame())),
+                    )));
+                }
+                // Said where the playing reaches the tear, after the segment's last whole line.
+                Some(Err(torn)) => {
+                    self.seq += 1;
+                    let t = self.newest_read * 1000;
+                    let text = format!("replay: telemetry segment {torn} ends torn");
+                    self.ahead.push(std::cmp::Reverse((
+                        self.newest_read,
+                        self.seq,
+                        FrameAt(t, SourceEvent::Notice { text }),
+                    )));
+                }
+                None => {
+                    self.stream_done = true;
+                    if let Some(e) = self.stream.failed.take() {
+                        self.notices.push_back(format!("replay: {e}"));
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Iterator for Playthrough<'_> {
+    type Item = (UnixMillis, SourceEvent);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.fill();
+        if let Some(text) = self.notices.pop_front() {
+            let at = self.next_clock.saturating_sub(1) * 1000;
+            return Some((at, SourceEvent::Notice { text }));
+        }
+        let event = self.timeline.events.get(self.next_event);
+        let frame = self.ahead.peek().map(|std::cmp::Reverse((s, _, _))| *s);
+        // Tick while anything is left at or after this second, or the record's end is ahead.
+        let last = [
+            event.map(|(t, _)| t / 1000),
+            frame,
+            Some(self.timeline.end_ms / 1000),
+        ]
+        .into_iter()
+        .flatten()
+        .max()?;
+        let clock = (self.next_clock <= last).then_some(self.next_clock);
+        // The smallest (second, rank) goes first; on a tie the event list comes before frames,
+        // the clock before both (its rank is the lowest after who-the-nodes-are).
+        let key_event = event.map(|(t, ev)| (t / 1000, rank(ev)));
+        let key_clock = clock.map(|s| (s, 1u8));
+        let key_frame = frame.map(|s| (s, 3u8));
+        let best = [key_event, key_clock, key_frame]
+            .into_iter()
+            .flatten()
+            .min()?;
+        if key_event == Some(best) {
+            self.next_event += 1;
+            return event.cloned();
+        }
+        if key_clock == Some(best) {
+            self.next_clock += 1;
+            let at_ms = best.0 * 1000;
+            return Some((at_ms, SourceEvent::Clock { at_ms }));
+        }
+        let std::cmp::Reverse((_, _, FrameAt(t, ev))) = self.ahead.pop()?;
+        Some((t, ev))
     }
 }
 
@@ -259,21 +408,21 @@ impl Source for ReplaySource {
                 wall: tokio::time::Instant::now(),
             };
             let mut paused = false;
-            let mut next = 0usize;
+            let mut feed = timeline.play().peekable();
             let mut said_end = false;
             loop {
                 // Everything due by the record's clock now goes out at once.
                 let now_pos = anchor.now(speed, paused);
-                while let Some((t, ev)) = timeline.events.get(next) {
+                while let Some((t, _)) = feed.peek() {
                     if second_of(*t) > now_pos {
                         break;
                     }
-                    if events.send(ev.clone()).await.is_err() {
+                    let Some((_, ev)) = feed.next() else { break };
+                    if events.send(ev).await.is_err() {
                         return;
                     }
-                    next += 1;
                 }
-                let upcoming = timeline.events.get(next).map(|(t, _)| second_of(*t));
+                let upcoming = feed.peek().map(|(t, _)| second_of(*t));
                 if upcoming.is_none() && !said_end {
                     said_end = true;
                     let _ = events
@@ -320,7 +469,7 @@ impl Source for ReplaySource {
                             if events.send(SourceEvent::Rewind).await.is_err() {
                                 return;
                             }
-                            next = 0;
+                            feed = timeline.play().peekable();
                         }
                         said_end = false;
                         anchor = Anchor {
@@ -345,18 +494,15 @@ mod tests {
 
     const START: UnixMillis = 1_800_000_000_000;
 
-    /// A record of `len_s` seconds: its clock ticks only, which is all playback looks at.
+    /// A record of `len_s` seconds with nothing in it: the replay's clock ticks are all it
+    /// plays, which is all playback looks at.
     fn clocks(len_s: u64) -> Timeline {
         Timeline {
-            events: (0..=len_s)
-                .map(|s| {
-                    let at_ms = START + s * 1000;
-                    (at_ms, SourceEvent::Clock { at_ms })
-                })
-                .collect(),
+            events: Vec::new(),
             start_ms: START,
             end_ms: START + len_s * 1000,
             damage: Vec::new(),
+            run_dir: std::env::temp_dir().join("burnin-replay-no-such-record"),
         }
     }
 
@@ -453,6 +599,88 @@ mod tests {
         want.push("end".into());
         assert_eq!(drain(&mut rx), want);
         task.abort();
+    }
+
+    #[test]
+    fn telemetry_streams_in_time_order_behind_each_clock_tick_and_a_tear_is_said() {
+        use crate::record::telemetry::NodeSecond;
+        use std::io::Write;
+        let dir = std::env::temp_dir().join(format!("burnin-replay-stream-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("telemetry")).expect("dir");
+        let line = |s: u64, node: &str| {
+            let at = START + s * 1000 + 400;
+            let last = crate::model::NodeFrame {
+                node: node.into(),
+                at_ms: at,
+                gpus: Vec::new(),
+                nics: Vec::new(),
+                netdevs: Vec::new(),
+            };
+            let sec = NodeSecond {
+                t: at - at % 1000,
+                node: node.into(),
+                n: 1,
+                last,
+                gpus: Vec::new(),
+            };
+            serde_json::to_string(&sec).expect("json") + "\n"
+        };
+        // Written as a recorder does: a node's second when its next frame came, so b's second 1
+        // lands after a's second 2. The second segment (a restarted console) ends torn.
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        for l in [
+            line(0, "a"),
+            line(0, "b"),
+            line(1, "a"),
+            line(2, "a"),
+            line(1, "b"),
+        ] {
+            gz.write_all(l.as_bytes()).expect("gz");
+        }
+        std::fs::write(dir.join("telemetry/000.jsonl.gz"), gz.finish().expect("gz")).expect("w");
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(line(3, "a").as_bytes()).expect("gz");
+        let whole = gz.finish().expect("gz");
+        std::fs::write(
+            dir.join("telemetry/001.jsonl.gz"),
+            &whole[..whole.len() - 6],
+        )
+        .expect("w");
+        let timeline = Timeline {
+            events: Vec::new(),
+            start_ms: START,
+            end_ms: START + 2000,
+            damage: Vec::new(),
+            run_dir: dir.clone(),
+        };
+        let played: Vec<String> = timeline
+            .play()
+            .map(|(_, ev)| match ev {
+                SourceEvent::Clock { at_ms } => format!("tick {}", (at_ms - START) / 1000),
+                SourceEvent::Frame(f) => format!("{} {}", f.node, (f.at_ms - START) / 1000),
+                SourceEvent::Notice { text } => text,
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            played,
+            [
+                "tick 0",
+                "a 0",
+                "b 0",
+                "tick 1",
+                "a 1",
+                "b 1",
+                "tick 2",
+                "a 2",
+                "tick 3",
+                "a 3",
+                "replay: telemetry segment 001.jsonl.gz ends torn",
+            ],
+            "a torn segment's lines before the tear still play, and the tear is said"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

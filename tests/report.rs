@@ -338,8 +338,7 @@ fn a_real_h200_record_reports() {
     // The same record replays: 36 seconds of frames from the real agent.
     let timeline = burnin::replay::Timeline::load(&dir).expect("timeline");
     let frames = timeline
-        .events
-        .iter()
+        .play()
         .filter(|(_, e)| matches!(e, burnin::telemetry::SourceEvent::Frame(_)))
         .count();
     assert_eq!(frames, 36);

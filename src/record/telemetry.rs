@@ -445,32 +445,96 @@ pub fn visit_telemetry(
     run_dir: &Path,
     mut f: impl FnMut(NodeSecond),
 ) -> Result<TelemetryRead, String> {
-    let mut out = TelemetryRead::default();
-    for path in segments(run_dir) {
-        let file = File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let mut reader = BufReader::new(MultiGzDecoder::new(file));
-        let mut buf = Vec::new();
+    let mut stream = TelemetryStream::open(run_dir);
+    // A torn segment is kept in `stream.torn`; its whole lines came before the tear.
+    for second in stream.by_ref().flatten() {
+        f(second);
+    }
+    if let Some(e) = stream.failed {
+        return Err(e);
+    }
+    Ok(TelemetryRead {
+        seconds: Vec::new(),
+        torn: stream.torn,
+        bad_lines: stream.bad_lines,
+    })
+}
+
+/// The run's telemetry line by line, segment after segment, pulled as needed: a replay of a
+/// 72-hour record holds a few seconds of it, not gigabytes. A line that does not decode is
+/// counted and skipped; a torn segment yields what it holds up to the tear and an `Err` naming
+/// it, then the next segment goes on.
+pub struct TelemetryStream {
+    pending: std::collections::VecDeque<PathBuf>,
+    reader: Option<(String, BufReader<MultiGzDecoder<File>>)>,
+    buf: Vec<u8>,
+    /// Segments that ended torn, by file name.
+    pub torn: Vec<String>,
+    /// Lines that did not decode.
+    pub bad_lines: u64,
+    /// A segment that could not be opened (the stream stops there).
+    pub failed: Option<String>,
+}
+
+impl TelemetryStream {
+    /// From the first segment of `run_dir` (none: an empty stream).
+    pub fn open(run_dir: &Path) -> Self {
+        Self {
+            pending: segments(run_dir).into(),
+            reader: None,
+            buf: Vec::new(),
+            torn: Vec::new(),
+            bad_lines: 0,
+            failed: None,
+        }
+    }
+}
+
+impl Iterator for TelemetryStream {
+    /// A second, or the name of a segment found torn.
+    type Item = Result<NodeSecond, String>;
+
+    fn next(&mut self) -> Option<Self::Item> {
         loop {
-            buf.clear();
-            match reader.read_until(b'\n', &mut buf) {
-                Ok(0) => break,
-                Ok(_) if buf.ends_with(b"\n") => match serde_json::from_slice::<NodeSecond>(&buf) {
-                    Ok(s) => f(s),
-                    Err(_) => out.bad_lines += 1,
-                },
+            if self.reader.is_none() {
+                if self.failed.is_some() {
+                    return None;
+                }
+                let path = self.pending.pop_front()?;
+                let name = path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                match File::open(&path) {
+                    Ok(file) => {
+                        self.reader = Some((name, BufReader::new(MultiGzDecoder::new(file))));
+                    }
+                    Err(e) => {
+                        self.failed = Some(format!("{}: {e}", path.display()));
+                        return None;
+                    }
+                }
+            }
+            let (name, reader) = self.reader.as_mut()?;
+            self.buf.clear();
+            match reader.read_until(b'\n', &mut self.buf) {
+                Ok(0) => self.reader = None,
+                Ok(_) if self.buf.ends_with(b"\n") => {
+                    match serde_json::from_slice::<NodeSecond>(&self.buf) {
+                        Ok(s) => return Some(Ok(s)),
+                        Err(_) => self.bad_lines += 1,
+                    }
+                }
                 // A last line without its newline, or the stream cut mid-block: the tear.
                 Ok(_) | Err(_) => {
-                    out.torn.push(
-                        path.file_name()
-                            .map(|n| n.to_string_lossy().into_owned())
-                            .unwrap_or_default(),
-                    );
-                    break;
+                    let name = name.clone();
+                    self.reader = None;
+                    self.torn.push(name.clone());
+                    return Some(Err(name));
                 }
             }
         }
     }
-    Ok(out)
 }
 
 /// `burnin bench record`: write `hours` of a simulated cluster under full load (`nodes` ×
