@@ -649,16 +649,7 @@ pub fn probe_costs(rounds: u32) -> Result<String, NvmlUnavailable> {
         {
             std::thread::sleep(Duration::from_millis(200));
             if let Ok(second) = d.gpm_sample() {
-                let ids = [
-                    GpmMetricId::SmUtil,
-                    GpmMetricId::AnyTensorUtil,
-                    GpmMetricId::DramBwUtil,
-                    GpmMetricId::PcieTxPerSec,
-                    GpmMetricId::PcieRxPerSec,
-                    GpmMetricId::NvlinkTotalTxPerSec,
-                    GpmMetricId::NvlinkTotalRxPerSec,
-                ];
-                match nvml_wrapper::gpm::gpm_metrics_get(d.nvml(), &first, &second, &ids) {
+                match nvml_wrapper::gpm::gpm_metrics_get(d.nvml(), &first, &second, &GPM_METRICS) {
                     Ok(results) => {
                         for res in results {
                             out.push_str(&format!("GPU{i} GPM {res:?}\n"));
@@ -672,6 +663,17 @@ pub fn probe_costs(rounds: u32) -> Result<String, NvmlUnavailable> {
     Ok(out)
 }
 
+/// The GPM metrics the agent reads (the cost probe prints their units).
+const GPM_METRICS: [GpmMetricId; 7] = [
+    GpmMetricId::SmUtil,
+    GpmMetricId::AnyTensorUtil,
+    GpmMetricId::DramBwUtil,
+    GpmMetricId::PcieTxPerSec,
+    GpmMetricId::PcieRxPerSec,
+    GpmMetricId::NvlinkTotalTxPerSec,
+    GpmMetricId::NvlinkTotalRxPerSec,
+];
+
 /// GPM rates between two samples. PCIe and NVLink GPM rates are in MiB/s (NVML's unit string
 /// says so; the agent logs it once).
 fn read_gpm(
@@ -680,16 +682,7 @@ fn read_gpm(
     cur: &GpmSample<'static>,
     r: &mut SlowReadings,
 ) {
-    let ids = [
-        GpmMetricId::SmUtil,
-        GpmMetricId::AnyTensorUtil,
-        GpmMetricId::DramBwUtil,
-        GpmMetricId::PcieTxPerSec,
-        GpmMetricId::PcieRxPerSec,
-        GpmMetricId::NvlinkTotalTxPerSec,
-        GpmMetricId::NvlinkTotalRxPerSec,
-    ];
-    let Ok(results) = nvml_wrapper::gpm::gpm_metrics_get(nvml, prev, cur, &ids) else {
+    let Ok(results) = nvml_wrapper::gpm::gpm_metrics_get(nvml, prev, cur, &GPM_METRICS) else {
         return;
     };
     const MIB: f64 = 1024.0 * 1024.0;
