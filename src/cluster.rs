@@ -61,9 +61,61 @@ pub struct GpuView {
     pub sm_active_pct: History,
     /// Xid events seen, newest last.
     pub xids: VecDeque<XidEvent>,
+    /// Each link's error counters, a snapshot whenever they changed (newest last, bounded).
+    pub link_errors: VecDeque<(UnixMillis, Vec<crate::model::NvlinkLinkErrors>)>,
+}
+
+/// Snapshots of per-link error counters kept per GPU: a minute of change every second.
+const LINK_ERROR_SNAPSHOTS: usize = 64;
+
+/// How much one link's counters rose over a window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkRise {
+    /// Link number.
+    pub link: u32,
+    /// CRC errors added.
+    pub crc: u64,
+    /// Replays added.
+    pub replay: u64,
+    /// Recoveries added.
+    pub recovery: u64,
 }
 
 impl GpuView {
+    /// Which links' error counters rose over the `window_ms` before the newest snapshot (since
+    /// the first one seen, when that is younger): counts from before the console watched are
+    /// history, not news.
+    pub fn link_error_rises(&self, now_ms: UnixMillis, window_ms: u64) -> Vec<LinkRise> {
+        let Some((_, newest)) = self.link_errors.back() else {
+            return Vec::new();
+        };
+        let since = now_ms.saturating_sub(window_ms);
+        let base = self
+            .link_errors
+            .iter()
+            .rev()
+            .find(|(t, _)| *t <= since)
+            .or(self.link_errors.front())
+            .map(|(_, v)| v.as_slice())
+            .unwrap_or_default();
+        newest
+            .iter()
+            .filter_map(|now| {
+                let then = base.iter().find(|b| b.link == now.link);
+                let rise = |f: fn(&crate::model::NvlinkLinkErrors) -> u64| {
+                    f(now).saturating_sub(then.map_or(0, f))
+                };
+                let r = LinkRise {
+                    link: now.link,
+                    crc: rise(|e| e.crc),
+                    replay: rise(|e| e.replay),
+                    recovery: rise(|e| e.recovery),
+                };
+                (r.crc + r.replay + r.recovery > 0).then_some(r)
+            })
+            .collect()
+    }
+
     fn new(index: u32, period_ms: u64) -> Self {
         let h = || History::new(period_ms, HISTORY_SLOTS);
         Self {
@@ -82,6 +134,7 @@ impl GpuView {
             pcie_replay: h(),
             sm_active_pct: h(),
             xids: VecDeque::new(),
+            link_errors: VecDeque::new(),
         }
     }
 
@@ -126,6 +179,13 @@ impl GpuView {
         self.pcie_replay
             .push(at_ms, count(sample.pcie_replay_count));
         self.sm_active_pct.push(at_ms, f(sample.sm_active_pct));
+        if self.link_errors.back().map(|(_, v)| v) != Some(&sample.nvlink_link_errors) {
+            if self.link_errors.len() == LINK_ERROR_SNAPSHOTS {
+                self.link_errors.pop_front();
+            }
+            self.link_errors
+                .push_back((at_ms, sample.nvlink_link_errors.clone()));
+        }
         for x in &sample.xid_events {
             if self.xids.len() == XIDS_KEPT {
                 self.xids.pop_front();
@@ -932,6 +992,59 @@ mod tests {
             store.ingest(e);
         }
         store
+    }
+
+    #[test]
+    fn link_error_rises_count_only_what_came_within_the_window() {
+        use crate::model::NvlinkLinkErrors;
+        let mut gpu = GpuView::new(0, 1000);
+        let at = |s: u64| 1_800_000_000_000 + s * 1000;
+        let sample = |links: Vec<NvlinkLinkErrors>| GpuSample {
+            nvlink_link_errors: links,
+            ..GpuSample::default()
+        };
+        let link = |link, crc, replay| NvlinkLinkErrors {
+            link,
+            crc,
+            replay,
+            recovery: 0,
+        };
+        // Link 3 had 40 CRC errors before the console watched: history, not news.
+        gpu.ingest(at(0), sample(vec![link(3, 40, 0)]));
+        for s in 1..30 {
+            gpu.ingest(at(s), sample(vec![link(3, 40, 0)]));
+        }
+        assert_eq!(
+            gpu.link_errors.len(),
+            1,
+            "a snapshot only when something changed"
+        );
+        assert!(gpu.link_error_rises(at(29), 10_000).is_empty());
+        // Link 3 gets 5 more and link 11 starts replaying.
+        gpu.ingest(at(30), sample(vec![link(3, 45, 0), link(11, 0, 2)]));
+        gpu.ingest(at(31), sample(vec![link(3, 45, 0), link(11, 0, 7)]));
+        assert_eq!(
+            gpu.link_error_rises(at(31), 10_000),
+            vec![
+                LinkRise {
+                    link: 3,
+                    crc: 5,
+                    replay: 0,
+                    recovery: 0
+                },
+                LinkRise {
+                    link: 11,
+                    crc: 0,
+                    replay: 7,
+                    recovery: 0
+                },
+            ]
+        );
+        // Quiet for longer than the window: nothing rose lately.
+        for s in 32..50 {
+            gpu.ingest(at(s), sample(vec![link(3, 45, 0), link(11, 0, 7)]));
+        }
+        assert!(gpu.link_error_rises(at(49), 10_000).is_empty());
     }
 
     #[test]

@@ -202,6 +202,31 @@ pub struct GpuSample {
     /// Xid events seen since the previous sample.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub xid_events: Vec<XidEvent>,
+    /// NVLink error counters of each link that has any (links with none are left out, so a
+    /// healthy GPU adds nothing to the frame); the totals above are their sums.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nvlink_link_errors: Vec<NvlinkLinkErrors>,
+}
+
+/// One NVLink link's cumulative error counters, since the driver loaded.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct NvlinkLinkErrors {
+    /// Link number, as `nvidia-smi nvlink -e` numbers it.
+    pub link: u32,
+    /// Data CRC errors.
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub crc: u64,
+    /// Replays (a flit resent after an error).
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub replay: u64,
+    /// Recoveries (the link retrained).
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub recovery: u64,
+}
+
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
 }
 
 /// Byte rates go on the wire as whole numbers: fractions of a byte per second are noise, and

@@ -35,9 +35,9 @@ fn agent_streams_ports_from_sysfs() {
         .args([
             "agent",
             "--frames",
-            "6",
+            "8",
             "--interval",
-            "50ms",
+            "250ms",
             "--sysfs-root",
         ])
         .arg(&root)
@@ -67,9 +67,10 @@ fn agent_streams_ports_from_sysfs() {
             _ => None,
         })
         .collect();
-    assert_eq!(frames.len(), 6, "{text}");
-    // Ports are read on their own thread each period; the last frame has a later reading.
-    let nic = &frames[5].nics[0];
+    assert_eq!(frames.len(), 8, "{text}");
+    // Ports are read on their own thread, no faster than once a second (fabric::MIN_PERIOD);
+    // the last frame, 1.75 s in, has a later reading than the first.
+    let nic = &frames[7].nics[0];
     assert_eq!(nic.label(), "mlx5_0/1");
     assert_eq!(nic.rate_gbps, Some(200.0));
     assert!(nic.is_up());
@@ -83,7 +84,7 @@ fn agent_streams_ports_from_sysfs() {
         frames[0].nics[0].tx_bytes_per_sec, None,
         "no rate from one read"
     );
-    assert_eq!(frames[5].netdevs[0].iface, "bond0");
+    assert_eq!(frames[7].netdevs[0].iface, "bond0");
     // Without an NVIDIA driver the agent says so once and streams with no GPUs.
     if !Path::new("/proc/driver/nvidia/version").exists() {
         assert!(

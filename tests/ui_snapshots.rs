@@ -164,6 +164,25 @@ fn details_of_the_stalled_gpu_from_triage() {
 }
 
 #[test]
+fn details_of_a_gpu_with_nvlink_errors_name_the_link() {
+    let mut state = demo_state(125, (120, 40));
+    state.ui.focus = PaneKind::Triage;
+    let idx = state
+        .findings
+        .iter()
+        .position(|f| f.rule == "nvlink-errors" && f.gpu == Some(1))
+        .expect("nvlink finding");
+    state.ui.finding = idx;
+    key(&mut state, KeyCode::Enter);
+    let text = screen(&state).backend().to_string();
+    assert!(
+        text.contains("NVLink errors since driver load · link 8: CRC"),
+        "{text}"
+    );
+    assert_snapshot!(text);
+}
+
+#[test]
 fn phase_details_and_full_log() {
     let mut state = demo_state(125, (100, 30));
     state.ui.focus = PaneKind::Phases;

@@ -734,6 +734,15 @@ impl SimCluster {
                 nvlink_crc_errors: Some(self.crc_counters[crc_idx]),
                 nvlink_replay_errors: Some(0),
                 nvlink_recovery_errors: Some(0),
+                // A bad cable or tray sits on one link: all of a GPU's CRC errors are there.
+                nvlink_link_errors: match self.crc_counters[crc_idx] {
+                    0 => Vec::new(),
+                    crc => vec![crate::model::NvlinkLinkErrors {
+                        link: sim_faulty_link(g),
+                        crc,
+                        ..Default::default()
+                    }],
+                },
                 pcie_replay_count: Some(self.pcie_replays[crc_idx]),
                 xid_events: match ecc {
                     Some(from) if from == s => vec![XidEvent {
@@ -1297,6 +1306,11 @@ impl Source for SimSource {
             }
         })
     }
+}
+
+/// The NVLink link a simulated GPU's CRC errors land on (B300: 18 links a GPU).
+pub fn sim_faulty_link(gpu: u32) -> u32 {
+    (gpu * 5 + 3) % 18
 }
 
 #[cfg(test)]

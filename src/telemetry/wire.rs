@@ -113,6 +113,41 @@ mod tests {
     use crate::model::{GpuInfo, GpuSample, XidEvent};
     use proptest::prelude::*;
 
+    #[test]
+    fn per_link_nvlink_errors_travel_and_zeros_stay_off_the_wire() {
+        let sample = GpuSample {
+            index: 2,
+            nvlink_crc_errors: Some(1200),
+            nvlink_link_errors: vec![crate::model::NvlinkLinkErrors {
+                link: 13,
+                crc: 1200,
+                replay: 0,
+                recovery: 0,
+            }],
+            ..GpuSample::default()
+        };
+        let line = encode(&WireMessage::Frame(NodeFrame {
+            node: "n".into(),
+            at_ms: 1,
+            gpus: vec![sample.clone(), GpuSample::default()],
+            nics: Vec::new(),
+            netdevs: Vec::new(),
+        }));
+        assert!(
+            line.contains(r#""nvlink_link_errors":[{"link":13,"crc":1200}]"#),
+            "{line}"
+        );
+        assert_eq!(
+            line.matches("nvlink_link_errors").count(),
+            1,
+            "healthy GPUs add nothing"
+        );
+        let Ok(Decoded::Message(WireMessage::Frame(f))) = Decoder::new().decode(&line) else {
+            panic!("{line}");
+        };
+        assert_eq!(f.gpus[0], sample);
+    }
+
     fn frame() -> NodeFrame {
         NodeFrame {
             node: "gpu07".into(),

@@ -316,12 +316,34 @@ fn link_counter_rules(node: &NodeView, gpu: &GpuView, ctx: &Ctx, out: &mut Vec<R
     })
     .collect();
     if !rises.is_empty() {
+        // Name the links when the agent says which: the cable or tray to reseat.
+        let links: Vec<String> = gpu
+            .link_error_rises(node.last_frame_ms.unwrap_or(0), super::COUNTER_WINDOW_MS)
+            .iter()
+            .map(|r| {
+                let parts: Vec<String> = [
+                    ("CRC", r.crc),
+                    ("replay", r.replay),
+                    ("recovery", r.recovery),
+                ]
+                .into_iter()
+                .filter(|(_, v)| *v > 0)
+                .map(|(what, v)| format!("{what} +{v}"))
+                .collect();
+                format!("link {} ({})", r.link, parts.join(", "))
+            })
+            .collect();
+        let on = if links.is_empty() {
+            String::new()
+        } else {
+            format!(", on {}", links.join("; "))
+        };
         out.push(raw(
             Severity::Warn,
             "nvlink-errors",
             Some(node.name.clone()),
             Some(gpu.index),
-            format!("NVLink {} in the last {secs} s", rises.join(", ")),
+            format!("NVLink {} in the last {secs} s{on}", rises.join(", ")),
             "nvidia-smi nvlink -e on the node; reseat or replace the link's tray/cable",
         ));
     }

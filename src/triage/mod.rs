@@ -416,11 +416,21 @@ mod tests {
             "throttling",
             "node03 GPU5"
         ));
-        assert!(has(
-            &findings_at(only(FaultKind::NvlinkCrc), 70),
-            "nvlink-errors",
-            "node02 GPU1"
-        ));
+        let crc = findings_at(only(FaultKind::NvlinkCrc), 70);
+        assert!(has(&crc, "nvlink-errors", "node02 GPU1"));
+        // The finding names the link the errors are on (the simulator puts GPU1's on link 8).
+        let why = crc
+            .iter()
+            .find(|f| f.rule == "nvlink-errors")
+            .map(|f| f.why.clone())
+            .unwrap_or_default();
+        assert!(
+            why.contains(&format!(
+                "on link {} (CRC +",
+                crate::telemetry::sim::sim_faulty_link(1)
+            )),
+            "{why}"
+        );
         let stall = findings_at(only(FaultKind::Stall), 125);
         assert!(has(&stall, "stalled", "node07 GPU3"), "{stall:?}");
         assert_eq!(stall.iter().filter(|f| f.rule == "stalled").count(), 1);

@@ -231,6 +231,29 @@ fn gpu_details(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
             .latest()
             .map_or("n/a".into(), crate::model::format_rate),
     ));
+    // Links with errors since the driver loaded, worst first: the cable or tray to look at.
+    if let Some((_, links)) = gpu.link_errors.back()
+        && !links.is_empty()
+    {
+        let mut links = links.clone();
+        links.sort_by_key(|l| std::cmp::Reverse(l.crc + l.replay + l.recovery));
+        let text: Vec<String> = links
+            .iter()
+            .map(|l| {
+                format!(
+                    "link {}: CRC {} replay {} recovery {}",
+                    l.link, l.crc, l.replay, l.recovery
+                )
+            })
+            .collect();
+        lines.push(Line::styled(
+            fit(
+                &format!(" NVLink errors since driver load · {}", text.join(" · ")),
+                width as usize - 2,
+            ),
+            t.warn,
+        ));
+    }
     for x in &gpu.xids {
         lines.push(Line::styled(
             format!(
