@@ -455,6 +455,10 @@ pub enum BenchKind {
         /// Samples per second per node (the agent's interval is 1 s by default).
         #[arg(long, default_value_t = 1)]
         per_second: u32,
+        /// Keep the record in this new directory (replayable and reportable) instead of
+        /// deleting it.
+        #[arg(long, value_name = "DIR")]
+        keep: Option<std::path::PathBuf>,
     },
 }
 

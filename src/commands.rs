@@ -121,8 +121,9 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
                     nodes,
                     gpus,
                     per_second,
+                    keep,
                 },
-        }) => crate::record::telemetry::bench(hours, nodes, gpus, per_second)
+        }) => crate::record::telemetry::bench(hours, nodes, gpus, per_second, keep.as_deref())
             .map(|_| 0)
             .map_err(|e| eyre!("burnin bench record: {e}")),
         Some(Command::Report { run_dir }) => match crate::report::write(&run_dir) {

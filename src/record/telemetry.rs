@@ -540,11 +540,31 @@ impl Iterator for TelemetryStream {
 /// `burnin bench record`: write `hours` of a simulated cluster under full load (`nodes` ×
 /// `gpus`, `per_second` frames per node per second) through the recorder into a temporary run
 /// directory, then print the segment's size, the size scaled to 24 h, and the CPU per frame.
-pub fn bench(hours: f64, nodes: usize, gpus: u32, per_second: u32) -> Result<(), String> {
-    use crate::telemetry::sim::{SimCluster, SimConfig, SimLoad};
-    let dir = std::env::temp_dir().join(format!("burnin-bench-record-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+///
+/// With `keep`, the run directory is written there (it must not exist) and kept with a summary
+/// and an empty event log, so `burnin replay` and `burnin report` can be measured on a long
+/// record.
+pub fn bench(
+    hours: f64,
+    nodes: usize,
+    gpus: u32,
+    per_second: u32,
+    keep: Option<&Path>,
+) -> Result<(), String> {
+    use crate::telemetry::sim::{SIM_EPOCH_MS, SimCluster, SimConfig, SimLoad};
+    let dir = match keep {
+        Some(d) => {
+            std::fs::create_dir(d).map_err(|e| format!("{}: {e}", d.display()))?;
+            d.to_path_buf()
+        }
+        None => {
+            let d =
+                std::env::temp_dir().join(format!("burnin-bench-record-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&d);
+            std::fs::create_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
+            d
+        }
+    };
     let mut config = SimConfig::demo(1);
     config.faults.clear();
     config.nodes = nodes;
@@ -622,7 +642,30 @@ pub fn bench(hours: f64, nodes: usize, gpus: u32, per_second: u32) -> Result<(),
         recorder_cpu * 1e6 / frames.max(1) as f64,
         recorder_cpu * 1e6 / (frames.max(1) as f64 * f64::from(gpus.max(1)))
     );
-    let _ = std::fs::remove_dir_all(&dir);
+    if keep.is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+        return Ok(());
+    }
+    let summary = super::Summary {
+        schema: super::SUMMARY_SCHEMA,
+        run_id: "bench-record".into(),
+        run_dir: dir.display().to_string(),
+        inventory: "<simulated>".into(),
+        plan: "<embedded>/default.toml".into(),
+        baseline: None,
+        burnin_version: env!("CARGO_PKG_VERSION").into(),
+        started_ms: SIM_EPOCH_MS,
+        ended_ms: Some(SIM_EPOCH_MS + secs * 1000),
+        nodes: Vec::new(),
+        phases: Vec::new(),
+        verdict: None,
+        interrupted: false,
+    };
+    let text = serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?;
+    std::fs::write(dir.join("summary.json"), text + "\n")
+        .and_then(|_| std::fs::write(dir.join("events.jsonl"), ""))
+        .map_err(|e| format!("{}: {e}", dir.display()))?;
+    println!("  kept in {}", dir.display());
     Ok(())
 }
 
