@@ -508,6 +508,21 @@ pub struct PhaseView {
     pub figure_metrics: Vec<PhaseMetric>,
     /// Bumped whenever `figure_metrics` changes, so readers can cache what they derive.
     pub metrics_version: u64,
+    /// The current run's checks (T0, T1): node, check, outcome, the line it read.
+    pub checks: Vec<CheckRow>,
+}
+
+/// One check of one node, as the phase's checklist shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckRow {
+    /// Node.
+    pub node: String,
+    /// Check name (`driver-branch`, `xid`, …).
+    pub name: String,
+    /// Outcome.
+    pub status: crate::phases::CheckStatus,
+    /// What it read.
+    pub detail: String,
 }
 
 /// Figure-bearing metrics a phase view keeps; past this, the older half of the steps is dropped.
@@ -679,6 +694,7 @@ fn fresh_views<'a>(
             collective: None,
             figure_metrics: Vec::new(),
             metrics_version: 0,
+            checks: Vec::new(),
         })
         .collect()
 }
@@ -840,6 +856,7 @@ impl ClusterStore {
                 view.busbw.clear();
                 view.collective = None;
                 view.figure_metrics.clear();
+                view.checks.clear();
                 view.metrics_version += 1;
                 if !view.log.is_empty() {
                     view.log.push_back(String::from("── restarted ──"));
@@ -871,6 +888,20 @@ impl ClusterStore {
                         | PhaseMetric::Step { .. }
                 ) {
                     view.keep_metric(metric.clone());
+                }
+                if let PhaseMetric::Check {
+                    node,
+                    name,
+                    status,
+                    detail,
+                } = &metric
+                {
+                    view.checks.push(CheckRow {
+                        node: node.clone(),
+                        name: name.clone(),
+                        status: *status,
+                        detail: detail.clone(),
+                    });
                 }
                 self.ingest_metric(phase, metric)
             }

@@ -310,3 +310,61 @@ fn storage_pane_follows_the_probe_of_a_plan_phase() {
     );
     assert_snapshot!(term.backend());
 }
+
+#[test]
+fn t0_checklist_shows_what_failed_warned_or_was_unknown_with_the_line_read() {
+    use burnin::parsers::preflight::PreflightParser;
+    use burnin::phases::{PhaseEvent, PhaseMetric};
+    use burnin::telemetry::SourceEvent;
+    let mut state = common::empty_state("test", (110, 36));
+    let t = 1_800_000_000_000u64;
+    let phase = |ev| state_event(SourceEvent::Phase(ev));
+    let mut events = vec![
+        state_event(SourceEvent::Clock { at_ms: t }),
+        phase(PhaseEvent::Started {
+            phase: "T0".into(),
+            at_ms: t,
+        }),
+    ];
+    // The real H200 VM's answers and this container's, through the T0 parser.
+    for (node, file, gpus) in [
+        ("h200", "h200-vm-ubuntu24.txt", 1),
+        ("devbox", "no-driver-container-debian12.txt", 8),
+    ] {
+        let text = std::fs::read_to_string(format!(
+            "{}/tests/fixtures/preflight/{file}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .expect("fixture");
+        let mut p = PreflightParser::new();
+        for l in text.lines() {
+            p.push(l);
+        }
+        for metric in p.finish(node, gpus) {
+            assert!(matches!(metric, PhaseMetric::Check { .. }));
+            events.push(phase(PhaseEvent::Metric {
+                phase: "T0".into(),
+                at_ms: t,
+                metric,
+            }));
+        }
+    }
+    for e in events {
+        state.update(e);
+    }
+    state.ui.focus = PaneKind::Phases;
+    state.ui.phase = 0;
+    key(&mut state, KeyCode::Enter);
+    let text = screen(&state).backend().to_string();
+    assert!(text.contains("checks  "), "{text}");
+    assert!(
+        text.contains("FAIL devbox driver-branch: no NVIDIA driver loaded"),
+        "{text}"
+    );
+    assert!(text.contains("FAIL h200 rdma-userspace"), "{text}");
+    assert_snapshot!(text);
+}
+
+fn state_event(ev: burnin::telemetry::SourceEvent) -> Event {
+    Event::Source(ev)
+}

@@ -736,7 +736,7 @@ mod tests {
         let mut idle = State::new(vec![], vec![], "test", (80, 24));
         assert_eq!(
             idle.update(key('s')),
-            Some(Effect::Command(PhaseCommand::Start("T1".into())))
+            Some(Effect::Command(PhaseCommand::Start("T0".into())))
         );
         assert_eq!(
             idle.update(key('r')),

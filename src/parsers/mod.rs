@@ -5,6 +5,7 @@
 pub mod nccl_tests;
 pub mod nvbandwidth;
 pub mod perftest;
+pub mod preflight;
 pub mod prometheus;
 pub mod s3_probe;
 pub mod sanity;
@@ -64,6 +65,8 @@ pub enum ParserKind {
     Trainlog,
     /// The T1 sanity sections.
     Sanity,
+    /// The T0 preflight sections (install checks, read-only).
+    Preflight,
     /// `burnin probe s3 --json-lines` (windows for the storage pane, figures for the gates).
     S3Probe,
     /// Nothing to parse: the exit status alone decides.
@@ -105,6 +108,7 @@ enum Inner {
     Workload,
     Trainlog(trainlog::TrainLogParser),
     Sanity(sanity::SanityParser),
+    Preflight(preflight::PreflightParser),
     S3Probe,
     None,
 }
@@ -151,6 +155,7 @@ impl OutputParser {
             ParserKind::Workload => Inner::Workload,
             ParserKind::Trainlog => Inner::Trainlog(trainlog::TrainLogParser::new()),
             ParserKind::Sanity => Inner::Sanity(sanity::SanityParser::new()),
+            ParserKind::Preflight => Inner::Preflight(preflight::PreflightParser::new()),
             ParserKind::S3Probe => Inner::S3Probe,
             ParserKind::None => Inner::None,
         };
@@ -267,6 +272,7 @@ impl OutputParser {
                 out.extend(p.push(line).into_iter().map(|s| step_metric(&node, s)));
             }
             Inner::Sanity(p) => p.push(line),
+            Inner::Preflight(p) => p.push(line),
             Inner::S3Probe => match s3_probe::parse_line(self.line_no, line)? {
                 Some(s3_probe::Record::S3Window(window)) => {
                     out.push(PhaseMetric::Storage { node, window })
@@ -319,6 +325,7 @@ impl OutputParser {
                 .into_iter()
                 .collect(),
             Inner::Sanity(p) => p.finish(&node, self.ctx.expected_gpus),
+            Inner::Preflight(p) => p.finish(&node, self.ctx.expected_gpus),
             _ => Vec::new(),
         }
     }

@@ -15,11 +15,41 @@ use std::collections::BTreeMap;
 
 use crate::phases::{CheckStatus, PhaseMetric};
 
+/// A tool's output split at `== NAME` lines (T0 and T1 print their tools' answers that way).
+#[derive(Debug, Default)]
+pub(crate) struct Sections {
+    current: Option<String>,
+    sections: BTreeMap<String, Vec<String>>,
+}
+
+impl Sections {
+    /// Read one line.
+    pub(crate) fn push(&mut self, line: &str) {
+        let t = line.trim();
+        if let Some(name) = t.strip_prefix("== ") {
+            let name = name.trim().to_string();
+            self.sections.entry(name.clone()).or_default();
+            self.current = Some(name);
+            return;
+        }
+        if let Some(cur) = self.current.as_ref().filter(|_| !t.is_empty()) {
+            self.sections
+                .entry(cur.clone())
+                .or_default()
+                .push(t.to_string());
+        }
+    }
+
+    /// The non-empty lines of section `name` (`None`: the output has no such section).
+    pub(crate) fn get(&self, name: &str) -> Option<&[String]> {
+        self.sections.get(name).map(Vec::as_slice)
+    }
+}
+
 /// Collects the sections of one node's T1 output.
 #[derive(Debug, Default)]
 pub struct SanityParser {
-    current: Option<String>,
-    sections: BTreeMap<String, Vec<String>>,
+    sections: Sections,
 }
 
 /// The first thing in `text` shaped like a driver version (`580.95.05`).
@@ -40,23 +70,11 @@ impl SanityParser {
 
     /// Read one line.
     pub fn push(&mut self, line: &str) {
-        let t = line.trim();
-        if let Some(name) = t.strip_prefix("== ") {
-            let name = name.trim().to_string();
-            self.sections.entry(name.clone()).or_default();
-            self.current = Some(name);
-            return;
-        }
-        if let Some(cur) = self.current.as_ref().filter(|_| !t.is_empty()) {
-            self.sections
-                .entry(cur.clone())
-                .or_default()
-                .push(t.to_string());
-        }
+        self.sections.push(line);
     }
 
     fn section(&self, name: &str) -> Option<&[String]> {
-        self.sections.get(name).map(Vec::as_slice)
+        self.sections.get(name)
     }
 
     /// Every GPU registered with the NVLink fabric (`n` NVSwitches seen).
@@ -221,38 +239,37 @@ impl SanityParser {
             }
         }
         // Xid in the kernel log.
-        match self.section("xid") {
-            None => out.push(check(
-                "xid",
-                CheckStatus::Unknown,
-                "kernel log not read".into(),
-            )),
-            Some(lines) => {
-                let denied = lines.iter().find(|l| {
-                    let l = l.to_ascii_lowercase();
-                    l.contains("not permitted") || l.contains("permission denied")
-                });
-                let xids: Vec<&String> = lines.iter().filter(|l| l.contains("Xid")).collect();
-                match (denied, xids.first()) {
-                    (_, Some(first)) => out.push(check(
-                        "xid",
-                        CheckStatus::Failed,
-                        format!("{} Xid lines in the kernel log, first: {first}", xids.len()),
-                    )),
-                    (Some(why), None) => out.push(check(
-                        "xid",
-                        CheckStatus::Unknown,
-                        format!("kernel log not readable here: {why}"),
-                    )),
-                    (None, None) => out.push(check(
-                        "xid",
-                        CheckStatus::Ok,
-                        "no Xid in the kernel log".into(),
-                    )),
-                }
-            }
-        }
+        out.push(xid_check(node, self.section("xid")));
         out
+    }
+}
+
+/// The `xid` section judged: kernel log lines with `NVRM: Xid`, or why the log was unreadable.
+pub(crate) fn xid_check(node: &str, lines: Option<&[String]>) -> PhaseMetric {
+    let check = |status, detail: String| PhaseMetric::Check {
+        node: node.to_string(),
+        name: "xid".into(),
+        status,
+        detail,
+    };
+    let Some(lines) = lines else {
+        return check(CheckStatus::Unknown, "kernel log not read".into());
+    };
+    let denied = lines.iter().find(|l| {
+        let l = l.to_ascii_lowercase();
+        l.contains("not permitted") || l.contains("permission denied")
+    });
+    let xids: Vec<&String> = lines.iter().filter(|l| l.contains("Xid")).collect();
+    match (denied, xids.first()) {
+        (_, Some(first)) => check(
+            CheckStatus::Failed,
+            format!("{} Xid lines in the kernel log, first: {first}", xids.len()),
+        ),
+        (Some(why), None) => check(
+            CheckStatus::Unknown,
+            format!("kernel log not readable here: {why}"),
+        ),
+        (None, None) => check(CheckStatus::Ok, "no Xid in the kernel log".into()),
     }
 }
 

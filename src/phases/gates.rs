@@ -418,6 +418,11 @@ pub fn judge(
                     .filter(|c| c.2 == CheckStatus::Unknown)
                     .map(|c| format!("{} {}: {}", c.0, c.1, c.3))
                     .collect();
+                let warned: Vec<String> = checks
+                    .iter()
+                    .filter(|c| c.2 == CheckStatus::Warn)
+                    .map(|c| format!("{} {}: {}", c.0, c.1, c.3))
+                    .collect();
                 if checks.is_empty() {
                     findings.push((Level::Fail, "no checks in the output".into()));
                 } else if let Some(first) = bad.first() {
@@ -432,6 +437,14 @@ pub fn judge(
                             "{} check(s) could not be made, first {first}",
                             unknown.len()
                         ),
+                    ));
+                }
+                if bad.is_empty()
+                    && let Some(first) = warned.first()
+                {
+                    findings.push((
+                        Level::Warn,
+                        format!("{} check(s) warn, first {first}", warned.len()),
                     ));
                 }
                 summary.push(format!(

@@ -199,6 +199,9 @@ pub enum CheckStatus {
     Failed,
     /// It could not be checked here (tool missing, no permission): says so instead of passing.
     Unknown,
+    /// It held with a caveat the operator should read (a vendor kernel assumed backported, a
+    /// setting that can block GPU↔NIC peer-to-peer).
+    Warn,
 }
 
 /// What a phase runner reports to the loop.

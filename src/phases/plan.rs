@@ -539,7 +539,7 @@ mod tests {
         assert_eq!(
             ids,
             [
-                "T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8", "S1", "S2", "S3"
+                "T0", "T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8", "S1", "S2", "S3"
             ]
         );
         assert!(
@@ -601,6 +601,32 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn t0_ships_the_command_that_ran_on_the_h200() {
+        let t0 = default_plan()
+            .phases
+            .iter()
+            .find(|p| p.id == "T0")
+            .expect("T0 in the shipped plan");
+        assert_eq!(t0.parser, ParserKind::Preflight);
+        let rendered = render(&t0.command, &BTreeMap::new()).expect("render");
+        assert_eq!(
+            rendered.trim(),
+            crate::fixtures::tool_output("preflight/t0-command.sh").trim(),
+            "the fixtures in tests/fixtures/preflight/ come from this command"
+        );
+        // And it is plain POSIX sh.
+        let out = std::process::Command::new("sh")
+            .args(["-n", "-c", &rendered])
+            .output()
+            .expect("sh");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
     #[test]

@@ -309,6 +309,53 @@ fn gpu_details(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
     );
 }
 
+/// The phase's checks (T0, T1): what failed, warned or could not be checked, node by node
+/// with the line it read, then how many held. Worst first, so a 12-node checklist fits.
+fn checklist(ctx: &Ctx, p: &crate::cluster::PhaseView, lines: &mut Vec<Line<'static>>) {
+    use crate::phases::CheckStatus;
+    let t = ctx.theme;
+    if p.checks.is_empty() {
+        return;
+    }
+    let rank = |s: CheckStatus| match s {
+        CheckStatus::Failed => 0,
+        CheckStatus::Warn => 1,
+        CheckStatus::Unknown => 2,
+        CheckStatus::Ok => 3,
+    };
+    let mut rows: Vec<&crate::cluster::CheckRow> = p.checks.iter().collect();
+    rows.sort_by_key(|r| rank(r.status));
+    let ok = rows.iter().filter(|r| r.status == CheckStatus::Ok).count();
+    let nodes: std::collections::BTreeSet<&str> = rows.iter().map(|r| r.node.as_str()).collect();
+    lines.push(Line::styled(
+        format!(" checks  {ok}/{} ok on {} node(s)", rows.len(), nodes.len()),
+        t.accent,
+    ));
+    for r in rows.iter().filter(|r| r.status != CheckStatus::Ok) {
+        let (mark, style) = match r.status {
+            CheckStatus::Failed => ("FAIL", t.crit),
+            CheckStatus::Warn => ("warn", t.warn),
+            _ => ("  ? ", t.muted),
+        };
+        lines.push(Line::styled(
+            fit(&format!(" {mark} {} {}: {}", r.node, r.name, r.detail), 98),
+            style,
+        ));
+    }
+    // The checks that held, by name, with how many nodes passed each.
+    let mut held: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for r in rows.iter().filter(|r| r.status == CheckStatus::Ok) {
+        *held.entry(r.name.as_str()).or_default() += 1;
+    }
+    if !held.is_empty() {
+        let text: Vec<String> = held.iter().map(|(n, c)| format!("{n} ×{c}")).collect();
+        lines.push(Line::styled(
+            fit(&format!("  ok  {}", text.join(" · ")), 98),
+            t.ok,
+        ));
+    }
+}
+
 fn phase_details(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
     let t = ctx.theme;
     let Some(p) = ctx.store.phases.get(ctx.state.ui.phase) else {
@@ -342,6 +389,7 @@ fn phase_details(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
         ),
         t.muted,
     ));
+    checklist(ctx, p, &mut lines);
     boxed(
         ctx,
         format!(" {} {} (Esc closes) ", p.spec.id, p.spec.title),
