@@ -275,11 +275,23 @@ impl NvmlSampler {
                             for (k, v) in errs.into_iter().take(3).enumerate() {
                                 r.nvlink_errors[k] = v.map(|v| v as u64);
                             }
-                            // Only when a total shows errors: which links they are on.
-                            if r.nvlink_errors.iter().flatten().any(|v| *v > 0) {
+                            // Which links the errors are on: asked when a total shows errors,
+                            // and every round where the totals are not answered at all (a
+                            // driver that keeps only per-link counters), whose sums then stand
+                            // in for the totals.
+                            let totals_known = r.nvlink_errors.iter().any(Option::is_some);
+                            if !totals_known || r.nvlink_errors.iter().flatten().any(|v| *v > 0) {
                                 let links = r.nvlink_link_up.as_ref().map_or(0, Vec::len);
                                 r.nvlink_link_errors =
                                     link_errors(d, renumbered, links as u32, &mut link_source[i]);
+                                if !totals_known
+                                    && matches!(
+                                        link_source[i],
+                                        LinkErrorSource::Fields | LinkErrorSource::Calls
+                                    )
+                                {
+                                    r.nvlink_errors = link_totals(&r.nvlink_link_errors);
+                                }
                             }
                         }
                         r.memory = d.memory_info().ok().map(|m| (m.used, m.total));
@@ -742,6 +754,12 @@ fn nvlink_link_states(d: &Device<'_>) -> Option<Vec<bool>> {
     any.then_some(states)
 }
 
+/// CRC, replay and recovery totals over the links (the links left out had none).
+fn link_totals(links: &[crate::model::NvlinkLinkErrors]) -> [Option<u64>; 3] {
+    let sum = |f: fn(&crate::model::NvlinkLinkErrors) -> u64| Some(links.iter().map(f).sum());
+    [sum(|l| l.crc), sum(|l| l.replay), sum(|l| l.recovery)]
+}
+
 /// How a GPU answers for its links' error counters, learnt on the first read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum LinkErrorSource {
@@ -890,6 +908,27 @@ fn raw_field_samples(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn link_sums_stand_in_for_missing_totals() {
+        use crate::model::NvlinkLinkErrors;
+        let links = [
+            NvlinkLinkErrors {
+                link: 3,
+                crc: 5,
+                replay: 1,
+                recovery: 0,
+            },
+            NvlinkLinkErrors {
+                link: 9,
+                crc: 2,
+                replay: 0,
+                recovery: 4,
+            },
+        ];
+        assert_eq!(link_totals(&links), [Some(7), Some(1), Some(4)]);
+        assert_eq!(link_totals(&[]), [Some(0), Some(0), Some(0)]);
+    }
 
     #[test]
     fn renumbering_follows_the_driver() {
