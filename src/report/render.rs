@@ -153,132 +153,284 @@ fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
 
+/// One table cell as both formats write it: bold in Markdown, a coloured badge in HTML.
+struct Cell {
+    text: String,
+    strong: bool,
+    badge: Option<&'static str>,
+}
+
+impl Cell {
+    fn plain(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            strong: false,
+            badge: None,
+        }
+    }
+
+    /// A verdict: bold, and a badge of its colour.
+    fn verdict(text: &str) -> Self {
+        Self {
+            text: text.to_string(),
+            strong: true,
+            badge: Some(verdict_class(text)),
+        }
+    }
+}
+
+/// The report's content in order; [`markdown`] and [`html`] only choose how it looks, so the
+/// two cannot say different things.
+enum Block<'a> {
+    /// The verdict line.
+    Banner(String),
+    /// The run's facts (started, ended, nodes, …).
+    Facts(Vec<(&'static str, String)>),
+    /// A remark about the record (damage, the baseline).
+    Note(&'a str),
+    /// A section title.
+    Heading(&'static str),
+    /// A sentence standing for an empty section.
+    Empty(&'static str),
+    Table {
+        header: &'static [&'static str],
+        rows: Vec<Vec<Cell>>,
+    },
+    /// Each phase's gate, as the plan words it.
+    Gates(Vec<(&'a str, &'a str)>),
+    /// A plot (a file beside the Markdown, inline in the HTML).
+    Plot(&'a str, &'a plots::Chart),
+    /// What could not be plotted, and why.
+    NotPlotted(&'a [String]),
+}
+
+fn document(d: &ReportData) -> Vec<Block<'_>> {
+    let s = &d.summary;
+    let mut doc = vec![Block::Banner(headline(d))];
+    let gpus: u32 = s.nodes.iter().map(|n| n.gpus).sum();
+    doc.push(Block::Facts(vec![
+        ("started", utc(s.started_ms)),
+        (
+            "ended",
+            s.ended_ms.map_or_else(
+                || "— (no end recorded)".into(),
+                |e| format!("{} ({})", utc(e), duration(e.saturating_sub(s.started_ms))),
+            ),
+        ),
+        ("nodes", format!("{} ({gpus} GPUs expected)", s.nodes.len())),
+        ("inventory", s.inventory.clone()),
+        ("plan", s.plan.clone()),
+        (
+            "baseline",
+            s.baseline.clone().unwrap_or_else(|| "none".into()),
+        ),
+        ("burnin", s.burnin_version.clone()),
+    ]));
+    for note in d.damage.iter().chain(&d.baseline_note) {
+        doc.push(Block::Note(note));
+    }
+
+    doc.push(Block::Heading("Phases"));
+    let mut rows: Vec<Vec<Cell>> = s
+        .phases
+        .iter()
+        .map(|p| {
+            vec![
+                Cell::plain(&p.id),
+                Cell::plain(&p.title),
+                Cell::verdict(p.verdict.label()),
+                Cell::plain(phase_duration(p)),
+                Cell::plain(&p.reason),
+            ]
+        })
+        .collect();
+    for u in &d.unfinished {
+        rows.push(vec![
+            Cell::plain(u),
+            Cell::plain(""),
+            Cell {
+                text: "NO VERDICT".into(),
+                strong: true,
+                badge: Some("fail"),
+            },
+            Cell::plain(""),
+            Cell::plain("started; the run stopped before it ended"),
+        ]);
+    }
+    doc.push(Block::Table {
+        header: &["phase", "title", "verdict", "took", "why"],
+        rows,
+    });
+
+    doc.push(Block::Heading("Figures against gates"));
+    let figures = figure_rows(d);
+    if figures.is_empty() {
+        doc.push(Block::Empty("No phase recorded figures."));
+    } else {
+        doc.push(Block::Table {
+            header: &[
+                "phase",
+                "figure",
+                "median",
+                "min",
+                "max",
+                "n",
+                "baseline median",
+            ],
+            rows: figures
+                .iter()
+                .map(|r| {
+                    vec![
+                        Cell::plain(&r.phase),
+                        Cell::plain(&r.name),
+                        Cell::plain(fmt_value(r.median)),
+                        Cell::plain(fmt_value(r.min)),
+                        Cell::plain(fmt_value(r.max)),
+                        Cell::plain(r.n.to_string()),
+                        Cell::plain(r.baseline.map_or_else(|| "—".into(), fmt_value)),
+                    ]
+                })
+                .collect(),
+        });
+        doc.push(Block::Gates(
+            s.phases
+                .iter()
+                .map(|p| (p.id.as_str(), p.gate.as_str()))
+                .collect(),
+        ));
+    }
+
+    doc.push(Block::Heading("Plots"));
+    for (name, chart) in &d.charts {
+        doc.push(Block::Plot(name, chart));
+    }
+    doc.push(Block::NotPlotted(&d.missing));
+
+    doc.push(Block::Heading("Findings"));
+    if d.findings.is_empty() {
+        doc.push(Block::Empty("No triage finding was raised during the run."));
+    } else {
+        doc.push(Block::Table {
+            header: &[
+                "severity",
+                "subject",
+                "rule",
+                "raised",
+                "cleared",
+                "why",
+                "next step",
+            ],
+            rows: d
+                .findings
+                .iter()
+                .map(|f| {
+                    vec![
+                        Cell {
+                            text: f.severity.clone(),
+                            strong: false,
+                            badge: Some(match f.severity.as_str() {
+                                "crit" => "fail",
+                                "warn" => "warn",
+                                _ => "skip",
+                            }),
+                        },
+                        Cell::plain(&f.subject),
+                        Cell::plain(&f.rule),
+                        Cell::plain(format!(
+                            "+{}",
+                            duration(f.raised_ms.saturating_sub(s.started_ms))
+                        )),
+                        Cell::plain(f.cleared_ms.map_or_else(
+                            || "still at the end".into(),
+                            |c| format!("+{}", duration(c.saturating_sub(s.started_ms))),
+                        )),
+                        Cell::plain(&f.why),
+                        Cell::plain(&f.next),
+                    ]
+                })
+                .collect(),
+        });
+    }
+
+    doc.push(Block::Heading("Bill of materials"));
+    doc.push(Block::Table {
+        header: &["nodes", "as they reported"],
+        rows: bom(s)
+            .into_iter()
+            .map(|(nodes, what)| vec![Cell::plain(nodes), Cell::plain(what)])
+            .collect(),
+    });
+    doc
+}
+
 /// The Markdown report.
 pub fn markdown(d: &ReportData) -> String {
-    let s = &d.summary;
     let mut o = String::new();
-    let _ = writeln!(o, "# burnin acceptance report — run {}\n", s.run_id);
-    let _ = writeln!(o, "**Verdict: {}**\n", headline(d));
-    let _ = writeln!(o, "| | |\n|---|---|");
-    let _ = writeln!(o, "| started | {} |", utc(s.started_ms));
-    let _ = writeln!(
-        o,
-        "| ended | {} |",
-        s.ended_ms.map_or_else(
-            || "— (no end recorded)".into(),
-            |e| format!("{} ({})", utc(e), duration(e.saturating_sub(s.started_ms)))
-        )
-    );
-    let gpus: u32 = s.nodes.iter().map(|n| n.gpus).sum();
-    let _ = writeln!(o, "| nodes | {} ({gpus} GPUs expected) |", s.nodes.len());
-    let _ = writeln!(o, "| inventory | {} |", cell(&s.inventory));
-    let _ = writeln!(o, "| plan | {} |", cell(&s.plan));
-    let _ = writeln!(
-        o,
-        "| baseline | {} |",
-        cell(s.baseline.as_deref().unwrap_or("none"))
-    );
-    let _ = writeln!(o, "| burnin | {} |\n", s.burnin_version);
-    for note in d.damage.iter().chain(&d.baseline_note) {
-        let _ = writeln!(o, "> {note}\n");
-    }
-
-    let _ = writeln!(o, "## Phases\n");
-    let _ = writeln!(
-        o,
-        "| phase | title | verdict | took | why |\n|---|---|---|---|---|"
-    );
-    for p in &s.phases {
-        let _ = writeln!(
-            o,
-            "| {} | {} | **{}** | {} | {} |",
-            p.id,
-            cell(&p.title),
-            p.verdict.label(),
-            phase_duration(p),
-            cell(&p.reason)
-        );
-    }
-    for u in &d.unfinished {
-        let _ = writeln!(
-            o,
-            "| {u} | | **NO VERDICT** | | started; the run stopped before it ended |"
-        );
-    }
-    let _ = writeln!(o);
-
-    let _ = writeln!(o, "## Figures against gates\n");
-    let rows = figure_rows(d);
-    if rows.is_empty() {
-        let _ = writeln!(o, "No phase recorded figures.\n");
-    } else {
-        let _ = writeln!(
-            o,
-            "| phase | figure | median | min | max | n | baseline median |\n|---|---|---|---|---|---|---|"
-        );
-        for r in &rows {
-            let _ = writeln!(
-                o,
-                "| {} | {} | {} | {} | {} | {} | {} |",
-                r.phase,
-                r.name,
-                fmt_value(r.median),
-                fmt_value(r.min),
-                fmt_value(r.max),
-                r.n,
-                r.baseline.map_or_else(|| "—".into(), fmt_value)
-            );
+    let _ = writeln!(o, "# burnin acceptance report — run {}\n", d.summary.run_id);
+    for block in document(d) {
+        match block {
+            Block::Banner(v) => {
+                let _ = writeln!(o, "**Verdict: {v}**\n");
+            }
+            Block::Facts(facts) => {
+                let _ = writeln!(o, "| | |\n|---|---|");
+                for (k, v) in facts {
+                    let _ = writeln!(o, "| {k} | {} |", cell(&v));
+                }
+                o.push('\n');
+            }
+            Block::Note(n) => {
+                let _ = writeln!(o, "> {n}\n");
+            }
+            Block::Heading(h) => {
+                let _ = writeln!(o, "## {h}\n");
+            }
+            Block::Empty(text) => {
+                let _ = writeln!(o, "{text}\n");
+            }
+            Block::Table { header, rows } => {
+                let _ = writeln!(
+                    o,
+                    "| {} |\n|{}",
+                    header.join(" | "),
+                    "---|".repeat(header.len())
+                );
+                for row in rows {
+                    o.push('|');
+                    for c in row {
+                        match (c.text.is_empty(), c.strong) {
+                            (true, _) => o.push_str(" |"),
+                            (false, true) => {
+                                let _ = write!(o, " **{}** |", cell(&c.text));
+                            }
+                            (false, false) => {
+                                let _ = write!(o, " {} |", cell(&c.text));
+                            }
+                        }
+                    }
+                    o.push('\n');
+                }
+                o.push('\n');
+            }
+            Block::Gates(gates) => {
+                let _ = writeln!(o, "Gates, as the plan states them:\n");
+                for (id, gate) in gates {
+                    let _ = writeln!(o, "- **{id}**: {gate}");
+                }
+                o.push('\n');
+            }
+            Block::Plot(name, chart) => {
+                let _ = writeln!(o, "![{}](report-{name}.svg)\n", chart.title);
+            }
+            Block::NotPlotted(missing) => {
+                for m in missing {
+                    let _ = writeln!(o, "- not plotted: {m}");
+                }
+                o.push('\n');
+            }
         }
-        let _ = writeln!(o);
-        let _ = writeln!(o, "Gates, as the plan states them:\n");
-        for p in &s.phases {
-            let _ = writeln!(o, "- **{}**: {}", p.id, p.gate);
-        }
-        let _ = writeln!(o);
     }
-
-    let _ = writeln!(o, "## Plots\n");
-    for (name, chart) in &d.charts {
-        let _ = writeln!(o, "![{}](report-{name}.svg)\n", chart.title);
-    }
-    for m in &d.missing {
-        let _ = writeln!(o, "- not plotted: {m}");
-    }
-    let _ = writeln!(o);
-
-    let _ = writeln!(o, "## Findings\n");
-    if d.findings.is_empty() {
-        let _ = writeln!(o, "No triage finding was raised during the run.\n");
-    } else {
-        let _ = writeln!(
-            o,
-            "| severity | subject | rule | raised | cleared | why | next step |\n|---|---|---|---|---|---|---|"
-        );
-        for f in &d.findings {
-            let _ = writeln!(
-                o,
-                "| {} | {} | {} | +{} | {} | {} | {} |",
-                f.severity,
-                cell(&f.subject),
-                f.rule,
-                duration(f.raised_ms.saturating_sub(s.started_ms)),
-                f.cleared_ms.map_or_else(
-                    || "still at the end".into(),
-                    |c| format!("+{}", duration(c.saturating_sub(s.started_ms)))
-                ),
-                cell(&f.why),
-                cell(&f.next)
-            );
-        }
-        let _ = writeln!(o);
-    }
-
-    let _ = writeln!(o, "## Bill of materials\n");
-    let _ = writeln!(o, "| nodes | as they reported |\n|---|---|");
-    for (nodes, what) in bom(s) {
-        let _ = writeln!(o, "| {} | {} |", cell(&nodes), cell(&what));
-    }
-    let _ = writeln!(o, "\nReport made by burnin {}.", env!("CARGO_PKG_VERSION"));
+    let _ = writeln!(o, "Report made by burnin {}.", env!("CARGO_PKG_VERSION"));
     o
 }
 
@@ -299,137 +451,86 @@ th{background:#f3f3f3}.v{font-weight:bold;padding:2px 6px;border-radius:3px}.pas
 
 /// The HTML report: one file.
 pub fn html(d: &ReportData) -> String {
-    let s = &d.summary;
-    let mut o = String::new();
-    let head = headline(d);
-    let class = if head.starts_with("INCOMPLETE") {
-        "fail"
-    } else {
-        verdict_class(head.split(' ').next().unwrap_or(""))
-    };
-    let _ = write!(
-        o,
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>burnin report {id}</title><style>{STYLE}</style></head><body><h1>burnin acceptance report — run {id}</h1><p class=\"banner {class}\">Verdict: {}</p>",
-        esc(&head),
-        id = esc(&s.run_id)
+    let id = esc(&d.summary.run_id);
+    let mut o = format!(
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>burnin report {id}</title><style>{STYLE}</style></head><body><h1>burnin acceptance report — run {id}</h1>"
     );
-    let gpus: u32 = s.nodes.iter().map(|n| n.gpus).sum();
-    let _ = write!(
-        o,
-        "<table><tr><th>started</th><td>{}</td></tr><tr><th>ended</th><td>{}</td></tr><tr><th>nodes</th><td>{} ({gpus} GPUs expected)</td></tr><tr><th>inventory</th><td>{}</td></tr><tr><th>plan</th><td>{}</td></tr><tr><th>baseline</th><td>{}</td></tr><tr><th>burnin</th><td>{}</td></tr></table>",
-        utc(s.started_ms),
-        s.ended_ms.map_or_else(
-            || "— (no end recorded)".into(),
-            |e| format!("{} ({})", utc(e), duration(e.saturating_sub(s.started_ms)))
-        ),
-        s.nodes.len(),
-        esc(&s.inventory),
-        esc(&s.plan),
-        esc(s.baseline.as_deref().unwrap_or("none")),
-        esc(&s.burnin_version)
-    );
-    for note in d.damage.iter().chain(&d.baseline_note) {
-        let _ = write!(o, "<p class=\"note\">{}</p>", esc(note));
-    }
-    let _ = write!(
-        o,
-        "<h2>Phases</h2><table><tr><th>phase</th><th>title</th><th>verdict</th><th>took</th><th>why</th></tr>"
-    );
-    for p in &s.phases {
-        let v = p.verdict.label();
-        let _ = write!(
-            o,
-            "<tr><td>{}</td><td>{}</td><td><span class=\"v {}\">{v}</span></td><td>{}</td><td>{}</td></tr>",
-            esc(&p.id),
-            esc(&p.title),
-            verdict_class(v),
-            phase_duration(p),
-            esc(&p.reason)
-        );
-    }
-    for u in &d.unfinished {
-        let _ = write!(
-            o,
-            "<tr><td>{}</td><td></td><td><span class=\"v fail\">NO VERDICT</span></td><td></td><td>started; the run stopped before it ended</td></tr>",
-            esc(u)
-        );
-    }
-    o.push_str("</table><h2>Figures against gates</h2>");
-    let rows = figure_rows(d);
-    if rows.is_empty() {
-        o.push_str("<p>No phase recorded figures.</p>");
-    } else {
-        o.push_str("<table><tr><th>phase</th><th>figure</th><th>median</th><th>min</th><th>max</th><th>n</th><th>baseline median</th></tr>");
-        for r in &rows {
-            let _ = write!(
-                o,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                esc(&r.phase),
-                esc(&r.name),
-                fmt_value(r.median),
-                fmt_value(r.min),
-                fmt_value(r.max),
-                r.n,
-                r.baseline.map_or_else(|| "—".into(), fmt_value)
-            );
+    for block in document(d) {
+        match block {
+            Block::Banner(v) => {
+                let class = if v.starts_with("INCOMPLETE") {
+                    "fail"
+                } else {
+                    verdict_class(v.split(' ').next().unwrap_or(""))
+                };
+                let _ = write!(o, "<p class=\"banner {class}\">Verdict: {}</p>", esc(&v));
+            }
+            Block::Facts(facts) => {
+                o.push_str("<table>");
+                for (k, v) in facts {
+                    let _ = write!(o, "<tr><th>{k}</th><td>{}</td></tr>", esc(&v));
+                }
+                o.push_str("</table>");
+            }
+            Block::Note(n) => {
+                let _ = write!(o, "<p class=\"note\">{}</p>", esc(n));
+            }
+            Block::Heading(h) => {
+                let _ = write!(o, "<h2>{h}</h2>");
+            }
+            Block::Empty(text) => {
+                let _ = write!(o, "<p>{text}</p>");
+            }
+            Block::Table { header, rows } => {
+                o.push_str("<table><tr>");
+                for h in header {
+                    let _ = write!(o, "<th>{h}</th>");
+                }
+                o.push_str("</tr>");
+                for row in rows {
+                    o.push_str("<tr>");
+                    for c in row {
+                        match c.badge {
+                            Some(class) => {
+                                let _ = write!(
+                                    o,
+                                    "<td><span class=\"v {class}\">{}</span></td>",
+                                    esc(&c.text)
+                                );
+                            }
+                            None => {
+                                let _ = write!(o, "<td>{}</td>", esc(&c.text));
+                            }
+                        }
+                    }
+                    o.push_str("</tr>");
+                }
+                o.push_str("</table>");
+            }
+            Block::Gates(gates) => {
+                o.push_str("<ul>");
+                for (id, gate) in gates {
+                    let _ = write!(o, "<li><b>{}</b>: {}</li>", esc(id), esc(gate));
+                }
+                o.push_str("</ul>");
+            }
+            Block::Plot(_, chart) => {
+                let _ = write!(o, "<figure>{}</figure>", plots::svg(chart));
+            }
+            Block::NotPlotted(missing) => {
+                if !missing.is_empty() {
+                    o.push_str("<ul>");
+                    for m in missing {
+                        let _ = write!(o, "<li class=\"note\">not plotted: {}</li>", esc(m));
+                    }
+                    o.push_str("</ul>");
+                }
+            }
         }
-        o.push_str("</table><ul>");
-        for p in &s.phases {
-            let _ = write!(o, "<li><b>{}</b>: {}</li>", esc(&p.id), esc(&p.gate));
-        }
-        o.push_str("</ul>");
-    }
-    o.push_str("<h2>Plots</h2>");
-    for (_, chart) in &d.charts {
-        let _ = write!(o, "<figure>{}</figure>", plots::svg(chart));
-    }
-    if !d.missing.is_empty() {
-        o.push_str("<ul>");
-        for m in &d.missing {
-            let _ = write!(o, "<li class=\"note\">not plotted: {}</li>", esc(m));
-        }
-        o.push_str("</ul>");
-    }
-    o.push_str("<h2>Findings</h2>");
-    if d.findings.is_empty() {
-        o.push_str("<p>No triage finding was raised during the run.</p>");
-    } else {
-        o.push_str("<table><tr><th>severity</th><th>subject</th><th>rule</th><th>raised</th><th>cleared</th><th>why</th><th>next step</th></tr>");
-        for f in &d.findings {
-            let class = match f.severity.as_str() {
-                "crit" => "fail",
-                "warn" => "warn",
-                _ => "skip",
-            };
-            let _ = write!(
-                o,
-                "<tr><td><span class=\"v {class}\">{}</span></td><td>{}</td><td>{}</td><td>+{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                esc(&f.severity),
-                esc(&f.subject),
-                esc(&f.rule),
-                duration(f.raised_ms.saturating_sub(s.started_ms)),
-                f.cleared_ms.map_or_else(
-                    || "still at the end".into(),
-                    |c| format!("+{}", duration(c.saturating_sub(s.started_ms)))
-                ),
-                esc(&f.why),
-                esc(&f.next)
-            );
-        }
-        o.push_str("</table>");
-    }
-    o.push_str("<h2>Bill of materials</h2><table><tr><th>nodes</th><th>as they reported</th></tr>");
-    for (nodes, what) in bom(s) {
-        let _ = write!(
-            o,
-            "<tr><td>{}</td><td>{}</td></tr>",
-            esc(&nodes),
-            esc(&what)
-        );
     }
     let _ = writeln!(
         o,
-        "</table><p class=\"note\">Report made by burnin {}.</p></body></html>",
+        "<p class=\"note\">Report made by burnin {}.</p></body></html>",
         env!("CARGO_PKG_VERSION")
     );
     o
