@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call (release binary copied to device-bin/burnin, device-bin carried): where the
+# One device call (scripts/device-bin.sh first, then carry device-bin): where the
 # agent's CPU goes on a real H200, thread by thread, at 100 ms and 1 s, idle and under a bf16
 # GEMM, beside `nvidia-smi -lms`; NVML call costs, whether the power fields are fresh, and the
 # GPM units. Results go to $OUT.
