@@ -556,18 +556,7 @@ mod tests {
         for l in text.lines() {
             p.push(l);
         }
-        p.finish("n1", expected)
-            .into_iter()
-            .filter_map(|m| match m {
-                PhaseMetric::Check {
-                    name,
-                    status,
-                    detail,
-                    ..
-                } => Some((name, status, detail)),
-                _ => None,
-            })
-            .collect()
+        crate::parsers::sanity::check_rows(p.finish("n1", expected))
     }
 
     fn status_of(checks: &[(String, CheckStatus, String)], name: &str) -> (CheckStatus, String) {

@@ -273,6 +273,23 @@ pub(crate) fn xid_check(node: &str, lines: Option<&[String]>) -> PhaseMetric {
     }
 }
 
+/// Test helper: each check as (name, outcome, detail); anything else is a test failure.
+#[cfg(test)]
+pub(crate) fn check_rows(metrics: Vec<PhaseMetric>) -> Vec<(String, CheckStatus, String)> {
+    metrics
+        .into_iter()
+        .map(|m| match m {
+            PhaseMetric::Check {
+                name,
+                status,
+                detail,
+                ..
+            } => (name, status, detail),
+            other => panic!("not a check: {other:?}"),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -283,18 +300,7 @@ mod tests {
         for l in text.lines() {
             p.push(l);
         }
-        p.finish("n1", expected)
-            .into_iter()
-            .map(|m| match m {
-                PhaseMetric::Check {
-                    name,
-                    status,
-                    detail,
-                    ..
-                } => (name, status, detail),
-                other => panic!("{other:?}"),
-            })
-            .collect()
+        check_rows(p.finish("n1", expected))
     }
 
     #[test]
