@@ -150,10 +150,9 @@ impl Timeline {
             next_clock: self.start_ms / 1000,
             stream: TelemetryStream::open(&self.run_dir),
             stream_done: false,
-            ahead: std::collections::BinaryHeap::new(),
+            ahead: std::collections::BTreeMap::new(),
             newest_read: 0,
             seq: 0,
-            notices: std::collections::VecDeque::new(),
         }
     }
 
@@ -185,40 +184,32 @@ pub struct Playthrough<'a> {
     next_clock: u64,
     stream: TelemetryStream,
     stream_done: bool,
-    /// Frames read ahead, smallest (second, read order) first.
-    ahead: std::collections::BinaryHeap<std::cmp::Reverse<(u64, u64, FrameAt)>>,
+    /// Frames read ahead (and notices about the stream), by (second, read order).
+    ahead: std::collections::BTreeMap<(u64, u64), (UnixMillis, SourceEvent)>,
     /// The newest second read from the stream so far.
     newest_read: u64,
     seq: u64,
-    notices: std::collections::VecDeque<String>,
-}
-
-/// A frame (or the notice of a tear) in the read-ahead heap, ordered by its key only.
-struct FrameAt(UnixMillis, SourceEvent);
-
-impl PartialEq for FrameAt {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-impl Eq for FrameAt {}
-impl PartialOrd for FrameAt {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for FrameAt {
-    fn cmp(&self, _: &Self) -> std::cmp::Ordering {
-        std::cmp::Ordering::Equal
-    }
 }
 
 impl Playthrough<'_> {
-    /// Read the stream until the heap's earliest frame is safe to play (nothing earlier can
-    /// still come) or the stream ends.
+    /// Queue `ev` to play in `second`, after whatever was read before it for that second.
+    fn queue(&mut self, second: u64, t: UnixMillis, ev: SourceEvent) {
+        self.seq += 1;
+        self.ahead.insert((second, self.seq), (t, ev));
+    }
+
+    /// Say something about the stream where the playing has reached: after the newest line
+    /// read.
+    fn say(&mut self, text: String) {
+        let second = self.newest_read.max(self.next_clock.saturating_sub(1));
+        self.queue(second, second * 1000, SourceEvent::Notice { text });
+    }
+
+    /// Read the stream until the earliest frame read ahead is safe to play (nothing earlier
+    /// can still come) or the stream ends.
     fn fill(&mut self) {
         while !self.stream_done {
-            if let Some(std::cmp::Reverse((second, _, _))) = self.ahead.peek()
+            if let Some(((second, _), _)) = self.ahead.first_key_value()
                 && self.newest_read > second + REORDER_S
             {
                 return;
@@ -230,28 +221,20 @@ impl Playthrough<'_> {
                         continue;
                     }
                     self.newest_read = self.newest_read.max(t / 1000);
-                    self.seq += 1;
-                    self.ahead.push(std::cmp::Reverse((
-                        t / 1000,
-                        self.seq,
-                        FrameAt(t, SourceEvent::Frame(s.replay_frame())),
-                    )));
+                    self.queue(t / 1000, t, SourceEvent::Frame(s.replay_frame()));
                 }
                 // Said where the playing reaches the tear, after the segment's last whole line.
-                Some(Err(torn)) => {
-                    self.seq += 1;
-                    let t = self.newest_read * 1000;
-                    let text = format!("replay: telemetry segment {torn} ends torn");
-                    self.ahead.push(std::cmp::Reverse((
-                        self.newest_read,
-                        self.seq,
-                        FrameAt(t, SourceEvent::Notice { text }),
-                    )));
-                }
+                Some(Err(torn)) => self.say(format!("replay: telemetry segment {torn} ends torn")),
                 None => {
                     self.stream_done = true;
                     if let Some(e) = self.stream.failed.take() {
-                        self.notices.push_back(format!("replay: {e}"));
+                        self.say(format!("replay: {e}"));
+                    }
+                    if self.stream.bad_lines > 0 {
+                        self.say(format!(
+                            "replay: {} telemetry line(s) did not decode and were skipped",
+                            self.stream.bad_lines
+                        ));
                     }
                 }
             }
@@ -264,12 +247,8 @@ impl Iterator for Playthrough<'_> {
 
     fn next(&mut self) -> Option<Self::Item> {
         self.fill();
-        if let Some(text) = self.notices.pop_front() {
-            let at = self.next_clock.saturating_sub(1) * 1000;
-            return Some((at, SourceEvent::Notice { text }));
-        }
         let event = self.timeline.events.get(self.next_event);
-        let frame = self.ahead.peek().map(|std::cmp::Reverse((s, _, _))| *s);
+        let frame = self.ahead.first_key_value().map(|((s, _), _)| *s);
         // Tick while anything is left at or after this second, or the record's end is ahead.
         let last = [
             event.map(|(t, _)| t / 1000),
@@ -298,8 +277,7 @@ impl Iterator for Playthrough<'_> {
             let at_ms = best.0 * 1000;
             return Some((at_ms, SourceEvent::Clock { at_ms }));
         }
-        let std::cmp::Reverse((_, _, FrameAt(t, ev))) = self.ahead.pop()?;
-        Some((t, ev))
+        self.ahead.pop_first().map(|(_, frame)| frame)
     }
 }
 
@@ -602,7 +580,7 @@ mod tests {
     }
 
     #[test]
-    fn telemetry_streams_in_time_order_behind_each_clock_tick_and_a_tear_is_said() {
+    fn telemetry_streams_in_time_order_behind_each_clock_tick_and_damage_is_said() {
         use crate::record::telemetry::NodeSecond;
         use std::io::Write;
         let dir = std::env::temp_dir().join(format!("burnin-replay-stream-{}", std::process::id()));
@@ -633,6 +611,7 @@ mod tests {
             line(0, "a"),
             line(0, "b"),
             line(1, "a"),
+            "{\"t\": not json\n".to_string(),
             line(2, "a"),
             line(1, "b"),
         ] {
@@ -677,8 +656,9 @@ mod tests {
                 "tick 3",
                 "a 3",
                 "replay: telemetry segment 001.jsonl.gz ends torn",
+                "replay: 1 telemetry line(s) did not decode and were skipped",
             ],
-            "a torn segment's lines before the tear still play, and the tear is said"
+            "a torn segment's lines before the tear still play; the tear and the bad line are said"
         );
         let _ = std::fs::remove_dir_all(&dir);
     }
