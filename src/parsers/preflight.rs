@@ -12,7 +12,7 @@
 //! `numa` (`nodes N`, then `BDF numa_node` per GPU), `acs` (`lspci -vvv` bridge lines and their
 //! `ACSCtl`), `xid` (as T1).
 
-use super::sanity::{Sections, version_in, xid_check};
+use super::sanity::{Sections, fabric_manager_checks, version_in, xid_check};
 use crate::phases::{CheckStatus, PhaseMetric};
 
 /// The oldest driver branch the site's Blackwell procedure accepts.
@@ -54,14 +54,20 @@ impl PreflightParser {
             .map(String::as_str)
     }
 
+    /// What `systemctl is-active UNIT` printed (`None`: not asked).
+    fn service_answer(&self, unit: &str) -> Option<&str> {
+        let line = self
+            .sections
+            .get("services")?
+            .iter()
+            .find(|l| l.split_whitespace().next() == Some(unit))?;
+        Some(line[unit.len()..].trim())
+    }
+
     fn service(&self, unit: &str) -> ServiceState {
-        let Some(line) = self.sections.get("services").and_then(|ls| {
-            ls.iter()
-                .find(|l| l.split_whitespace().next() == Some(unit))
-        }) else {
+        let Some(answer) = self.service_answer(unit) else {
             return ServiceState::Unknown("not asked".into());
         };
-        let answer = line[unit.len()..].trim();
         match answer {
             "active" => ServiceState::Active,
             "inactive" | "failed" | "activating" | "deactivating" | "reloading" => {
@@ -209,56 +215,24 @@ impl PreflightParser {
                 .iter()
                 .any(|k| name.contains(k))
         });
-        let nvswitches: u32 = self
-            .first("nvswitches")
-            .and_then(|l| l.trim().parse().ok())
-            .unwrap_or(0);
+        let nvswitches: Option<u32> = self.first("nvswitches").and_then(|l| l.trim().parse().ok());
 
         // Kernel: 5.17 or later, or a vendor kernel whose backports the operator confirms.
         out.push(self.kernel_check(node));
 
-        // Fabric manager: needed where NVSwitches are; its version must equal the driver's.
+        // Fabric manager: judged as T1 judges it (version = driver, active).
         let fm_version = self
             .first("fabricmanager-version")
             .filter(|l| !l.contains("not installed"))
             .and_then(version_in);
-        if nvswitches == 0 {
-            out.push(check(
-                "fabric-manager",
-                CheckStatus::Ok,
-                format!(
-                    "no NVSwitch seen: not needed ({})",
-                    self.first("fabricmanager-version").unwrap_or("not asked")
-                ),
-            ));
-        } else {
-            let state = self.service("nvidia-fabricmanager");
-            let (status, detail) = match (&fm_version, &driver, &state) {
-                (None, _, _) => (
-                    CheckStatus::Failed,
-                    format!(
-                        "{nvswitches} NVSwitches but no fabric manager: {}",
-                        self.first("fabricmanager-version").unwrap_or("not asked")
-                    ),
-                ),
-                (Some(fm), Some(d), _) if fm != d => (
-                    CheckStatus::Failed,
-                    format!("fabric manager {fm} ≠ driver {d}"),
-                ),
-                (Some(fm), _, ServiceState::Active) => {
-                    (CheckStatus::Ok, format!("fabric manager {fm} active"))
-                }
-                (Some(fm), _, ServiceState::Not(w)) => (
-                    CheckStatus::Failed,
-                    format!("fabric manager {fm} installed but {w}"),
-                ),
-                (Some(fm), _, ServiceState::Unknown(why)) => (
-                    CheckStatus::Unknown,
-                    format!("fabric manager {fm}; whether it runs is unknown: {why}"),
-                ),
-            };
-            out.push(check("fabric-manager", status, detail));
-        }
+        out.extend(fabric_manager_checks(
+            node,
+            nvswitches,
+            driver.as_deref(),
+            fm_version.as_deref(),
+            self.service_answer("nvidia-fabricmanager"),
+        ));
+        let nvswitches = nvswitches.unwrap_or(0);
 
         // NVLSM and the NVLink5 package: Blackwell with NVSwitches only.
         let packages = self.packages();
@@ -658,7 +632,7 @@ ACSCtl:\tSrcValid- TransBlk- ReqRedir- CmpltRedir- UpstreamFwd- EgressCtrl- Dire
         for (name, status, detail) in &c {
             assert_eq!(*status, CheckStatus::Ok, "{name}: {detail}");
         }
-        assert_eq!(c.len(), 12, "{c:?}");
+        assert_eq!(c.len(), 13, "{c:?}");
     }
 
     #[test]
@@ -672,15 +646,19 @@ ACSCtl:\tSrcValid- TransBlk- ReqRedir- CmpltRedir- UpstreamFwd- EgressCtrl- Dire
         let c = broken("580.95.05  Release", "565.57.01  Release");
         assert_eq!(status_of(&c, "driver-branch").0, CheckStatus::Failed);
         assert_eq!(
-            status_of(&c, "fabric-manager").0,
+            status_of(&c, "fabric-manager-version").0,
             CheckStatus::Failed,
             "FM ≠ driver"
         );
         let c = broken("nvidia-fabricmanager active", "nvidia-fabricmanager failed");
-        assert!(
-            status_of(&c, "fabric-manager")
-                .1
-                .contains("installed but failed")
+        assert_eq!(
+            status_of(&c, "fabric-manager-active"),
+            (CheckStatus::Failed, "nvidia-fabricmanager is failed".into())
+        );
+        let c = broken("Fabric Manager version is : 580.95.05\n", "");
+        assert_eq!(
+            status_of(&c, "fabric-manager-version").0,
+            CheckStatus::Failed
         );
         let c = broken("nvidia-nvlsm active", "nvidia-nvlsm inactive");
         assert_eq!(status_of(&c, "nvlsm").0, CheckStatus::Failed);

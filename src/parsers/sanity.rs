@@ -187,61 +187,92 @@ impl SanityParser {
         let fm_version = self
             .section("fabricmanager-version")
             .and_then(|l| l.iter().find_map(|x| version_in(x)));
-        match nvswitches {
-            Some(0) => out.push(check(
-                "fabric-manager",
-                CheckStatus::Ok,
-                "no NVSwitch on this node: fabric manager not needed".into(),
-            )),
-            None => out.push(check(
-                "fabric-manager",
-                CheckStatus::Unknown,
-                "could not count NVSwitch devices".into(),
-            )),
-            Some(n) => {
-                match (&driver, &fm_version) {
-                    (Some(d), Some(f)) if d == f => out.push(check(
-                        "fabric-manager-version",
-                        CheckStatus::Ok,
-                        format!("driver {d} == fabric manager {f}"),
-                    )),
-                    (Some(d), Some(f)) => out.push(check(
-                        "fabric-manager-version",
-                        CheckStatus::Failed,
-                        format!("driver {d} != fabric manager {f}"),
-                    )),
-                    (_, None) => out.push(check(
-                        "fabric-manager-version",
-                        CheckStatus::Failed,
-                        format!("{n} NVSwitches but no fabric manager version (not installed?)"),
-                    )),
-                    (None, Some(f)) => out.push(check(
-                        "fabric-manager-version",
-                        CheckStatus::Unknown,
-                        format!("fabric manager {f}; driver version unknown"),
-                    )),
-                }
-                out.push(self.fabric_registration(node, n));
-                let state = self
-                    .section("fabricmanager-active")
-                    .and_then(|l| l.first())
-                    .map_or("no answer", String::as_str);
-                let status = if state == "active" {
-                    CheckStatus::Ok
-                } else {
-                    CheckStatus::Failed
-                };
-                out.push(check(
-                    "fabric-manager-active",
-                    status,
-                    format!("nvidia-fabricmanager is {state}"),
-                ));
-            }
+        let active = self
+            .section("fabricmanager-active")
+            .and_then(|l| l.first())
+            .map(String::as_str);
+        out.extend(fabric_manager_checks(
+            node,
+            nvswitches,
+            driver.as_deref(),
+            fm_version.as_deref(),
+            active,
+        ));
+        if let Some(n @ 1..) = nvswitches {
+            out.push(self.fabric_registration(node, n));
         }
         // Xid in the kernel log.
         out.push(xid_check(node, self.section("xid")));
         out
     }
+}
+
+/// The fabric manager, which matters only where the driver sees NVSwitches: its version must be
+/// the driver's, and `systemctl is-active nvidia-fabricmanager` must say `active` (anything else,
+/// no answer included, fails). T0 and T1 both judge it this way.
+pub(crate) fn fabric_manager_checks(
+    node: &str,
+    nvswitches: Option<u32>,
+    driver: Option<&str>,
+    fm_version: Option<&str>,
+    active: Option<&str>,
+) -> Vec<PhaseMetric> {
+    let check = |name: &str, status, detail: String| PhaseMetric::Check {
+        node: node.to_string(),
+        name: name.to_string(),
+        status,
+        detail,
+    };
+    let n = match nvswitches {
+        Some(0) => {
+            return vec![check(
+                "fabric-manager",
+                CheckStatus::Ok,
+                "no NVSwitch on this node: fabric manager not needed".into(),
+            )];
+        }
+        None => {
+            return vec![check(
+                "fabric-manager",
+                CheckStatus::Unknown,
+                "could not count NVSwitch devices".into(),
+            )];
+        }
+        Some(n) => n,
+    };
+    let version = match (driver, fm_version) {
+        (Some(d), Some(f)) if d == f => check(
+            "fabric-manager-version",
+            CheckStatus::Ok,
+            format!("driver {d} == fabric manager {f}"),
+        ),
+        (Some(d), Some(f)) => check(
+            "fabric-manager-version",
+            CheckStatus::Failed,
+            format!("driver {d} != fabric manager {f}"),
+        ),
+        (_, None) => check(
+            "fabric-manager-version",
+            CheckStatus::Failed,
+            format!("{n} NVSwitches but no fabric manager version (not installed?)"),
+        ),
+        (None, Some(f)) => check(
+            "fabric-manager-version",
+            CheckStatus::Unknown,
+            format!("fabric manager {f}; driver version unknown"),
+        ),
+    };
+    let state = active.unwrap_or("no answer");
+    let active = check(
+        "fabric-manager-active",
+        if state == "active" {
+            CheckStatus::Ok
+        } else {
+            CheckStatus::Failed
+        },
+        format!("nvidia-fabricmanager is {state}"),
+    );
+    vec![version, active]
 }
 
 /// The `xid` section judged: kernel log lines with `NVRM: Xid`, or why the log was unreadable.
