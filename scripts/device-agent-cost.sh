@@ -4,6 +4,7 @@
 # GEMM, beside `nvidia-smi -lms`; NVML call costs, whether the power fields are fresh, and the
 # GPM units. Results go to $OUT.
 set -u
+. "$PWD/scripts/device-lib.sh"
 B=./device-bin/burnin
 O=${OUT:-/tmp/out}
 mkdir -p "$O"
@@ -18,16 +19,7 @@ measure() { # $1 = label: agent at 100 ms and 1 s, nvidia-smi -lms 100, side by 
   wait
 }
 measure idle
-python3 - > "$O/gemm.txt" 2>&1 <<'PY' &
-import time, torch
-a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16); b = torch.randn_like(a)
-t0 = time.time(); n = 0
-while time.time() - t0 < 40:
-    for _ in range(20): c = a @ b
-    torch.cuda.synchronize(); n += 20
-dt = time.time() - t0
-print(f"{n} GEMMs in {dt:.1f} s: {n * 2 * 8192**3 / dt / 1e12:.0f} TFLOP/s")
-PY
+gemm_load 40 > "$O/gemm.txt" 2>&1 &
 sleep 5
 measure load
 wait

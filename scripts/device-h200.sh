@@ -4,6 +4,7 @@
 # its CPU per GPU-sample beside nvidia-smi -lms, status --json with a local node, and the
 # nvidia-smi queries our smi mode sends.
 set -u
+. "$PWD/scripts/device-lib.sh"
 B=./device-bin/burnin
 O=/tmp/burnin-out
 rm -rf "$O"; mkdir -p "$O"
@@ -30,16 +31,7 @@ wait
 $B status --json -c "$O/burnin.toml" --log-file "$O/status.log" > "$O/status-idle.json" 2> "$O/status-idle.err"; echo "rc=$?" >> "$O/status-idle.err"
 
 # Load: bf16 8192^3 GEMM loop for ~45 s.
-python3 - > "$O/gemm.txt" 2>&1 <<'PY' &
-import time, torch
-a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16); b = torch.randn_like(a)
-t0 = time.time(); n = 0
-while time.time() - t0 < 45:
-    for _ in range(20): c = a @ b
-    torch.cuda.synchronize(); n += 20
-dt = time.time() - t0
-print(f"{n} GEMMs in {dt:.1f} s: {n * 2 * 8192**3 / dt / 1e12:.0f} TFLOP/s")
-PY
+gemm_load 45 > "$O/gemm.txt" 2>&1 &
 GEMM=$!
 sleep 6
 $B agent --interval 1s --frames 30 --stats --log-file "$O/agent-load.log" > "$O/agent-load.ndjson" 2> "$O/agent-load.stats" &

@@ -17,3 +17,18 @@ for i in range(48):
     rng.integers(0, 32000, size=4 << 20, dtype=np.uint16).tofile(f"shards/shard-{i:03d}.bin")
 PY
 }
+
+# A bf16 8192^3 GEMM loop for $1 seconds on GPU 0; its TFLOP/s on stdout at the end.
+gemm_load() {
+  python3 - "$1" <<'PY'
+import sys, time, torch
+secs = float(sys.argv[1])
+a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16); b = torch.randn_like(a)
+t0 = time.time(); n = 0
+while time.time() - t0 < secs:
+    for _ in range(20): c = a @ b
+    torch.cuda.synchronize(); n += 20
+dt = time.time() - t0
+print(f"{n} GEMMs in {dt:.1f} s: {n * 2 * 8192**3 / dt / 1e12:.0f} TFLOP/s")
+PY
+}
