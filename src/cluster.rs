@@ -510,6 +510,8 @@ pub struct PhaseView {
     pub metrics_version: u64,
     /// The current run's checks (T0, T1): node, check, outcome, the line it read.
     pub checks: Vec<CheckRow>,
+    /// A `together` phase's figures beside each member's run alone (sent as it ends).
+    pub together: Vec<crate::phases::gates::FigureChange>,
 }
 
 /// One check of one node, as the phase's checklist shows it.
@@ -695,6 +697,7 @@ fn fresh_views<'a>(
             figure_metrics: Vec::new(),
             metrics_version: 0,
             checks: Vec::new(),
+            together: Vec::new(),
         })
         .collect()
 }
@@ -857,6 +860,7 @@ impl ClusterStore {
                 view.collective = None;
                 view.figure_metrics.clear();
                 view.checks.clear();
+                view.together.clear();
                 view.metrics_version += 1;
                 if !view.log.is_empty() {
                     view.log.push_back(String::from("── restarted ──"));
@@ -888,6 +892,9 @@ impl ClusterStore {
                         | PhaseMetric::Step { .. }
                 ) {
                     view.keep_metric(metric.clone());
+                }
+                if let PhaseMetric::Together { change } = &metric {
+                    view.together.push(change.clone());
                 }
                 if let PhaseMetric::Check {
                     node,
@@ -997,6 +1004,7 @@ impl ClusterStore {
             | PhaseMetric::LinkBw { .. }
             | PhaseMetric::Check { .. }
             | PhaseMetric::Problem { .. }
+            | PhaseMetric::Together { .. }
             | PhaseMetric::LatencyCdf { .. } => {}
         }
     }

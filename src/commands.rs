@@ -285,6 +285,7 @@ async fn watch(
         crate::phases::runner::RunContext {
             run_id: String::new(),
             attempt: 1,
+            earlier: Default::default(),
             plan,
             nodes: crate::headless::runner_nodes(&inventory, &ssh),
             baseline,

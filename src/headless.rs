@@ -201,6 +201,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
     let ctx = RunContext {
         run_id: run_id.clone(),
         attempt: 1,
+        earlier: Default::default(),
         plan: Arc::clone(&plan),
         nodes: runner_nodes(&inventory, &ssh),
         baseline,
@@ -234,8 +235,15 @@ pub async fn run(args: RunArgs) -> Result<i32> {
         });
     }
 
+    // `--only` a together phase runs its members alone first: its figures compare with theirs.
+    let mut only = args.only.clone();
     for spec in &plan.phases {
-        if !args.only.is_empty() && !args.only.contains(&spec.id) {
+        if only.contains(&spec.id) {
+            only.extend(spec.together.iter().cloned());
+        }
+    }
+    for spec in &plan.phases {
+        if !only.is_empty() && !only.contains(&spec.id) {
             continue;
         }
         // Taking over a run: what it finished stays; what was running is re-attached.
@@ -309,6 +317,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
                 } else {
                     before + 1
                 };
+                ctx.earlier = session.earlier_figures();
                 let spec = Arc::clone(spec);
                 let abort = abort_rx.clone();
                 let reattach = reattach.clone();

@@ -171,6 +171,7 @@ impl Console {
             burnin::phases::runner::RunContext {
                 run_id: String::new(),
                 attempt: 1,
+                earlier: Default::default(),
                 plan: Arc::clone(&plan),
                 nodes: burnin::headless::runner_nodes(&inventory, &ssh),
                 baseline: None,
@@ -578,6 +579,80 @@ command = "echo started; sleep 300"
     );
 }
 
+/// The console's `s` on a `together` phase whose members have not run: they run alone first,
+/// then at once; the group's comparison reaches the store, and abort reaches the chain.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_runs_a_together_phase_after_its_members_alone() {
+    use burnin::cluster::PhaseState;
+    use burnin::phases::{PhaseCommand, Verdict};
+
+    let plan_text = r#"
+[[phase]]
+id = "N"
+title = "NCCL"
+scope = "each-node"
+parser = "nccl-tests"
+gates = [{ kind = "zero-wrong" }]
+command = "all_reduce_perf"
+[[phase]]
+id = "L"
+title = "beside it"
+scope = "each-node"
+parser = "none"
+command = "echo beside; sleep 1"
+[[phase]]
+id = "G"
+title = "both"
+together = ["N", "L"]
+gates = [{ kind = "together", figure = "busbw_all_reduce", worse_pct = 5 }]
+"#;
+    let Some(site) = Site::new(1, 4, plan_text) else {
+        return;
+    };
+    site.cluster.install_tool(
+        "all_reduce_perf",
+        &replay_tool("nccl-tests/h100-2node-16rank-allreduce.txt"),
+    );
+    let mut console = Console::start(&site, 4, None);
+    let cmd = console.commands.clone();
+    cmd.send(PhaseCommand::Start("G".into())).expect("send");
+    console
+        .until("G to end", &|s| {
+            matches!(s.phase("G").map(|p| p.state), Some(PhaseState::Done(_)))
+        })
+        .await;
+    for id in ["N", "L"] {
+        let p = console.store.phase(id).expect("member");
+        assert_eq!(
+            p.state,
+            PhaseState::Done(Verdict::Pass),
+            "{id}: {:?}",
+            p.reason
+        );
+    }
+    let g = console.store.phase("G").expect("G");
+    assert_eq!(g.state, PhaseState::Done(Verdict::Pass), "{:?}", g.reason);
+    // The same capture twice: no change, and the table says so.
+    let row = g
+        .together
+        .iter()
+        .find(|c| c.figure == "busbw_all_reduce" && c.subject == "node01")
+        .unwrap_or_else(|| panic!("{:?}", g.together));
+    assert_eq!((row.alone, row.together), (338.82, 338.82));
+    assert!(
+        g.log.iter().any(|l| l.starts_with("L@node01| beside")),
+        "{:?}",
+        g.log
+    );
+    assert!(
+        site.phase_dir("G-N", "node01")
+            .is_some_and(|d| d.join("rc").exists())
+            && site
+                .phase_dir("G-L", "node01")
+                .is_some_and(|d| d.join("rc").exists())
+    );
+}
+
 /// The telemetry beside `burnin run`: an Xid on a node while a phase runs fails the phase's
 /// `no-xid` gate and the record says which GPU, even though the phase itself exited 0.
 #[test]
@@ -930,6 +1005,186 @@ command = "AWS_SHARED_CREDENTIALS_FILE={{creds}} {{burnin}} probe s3 --endpoint 
             entry.display()
         );
     }
+}
+
+/// "NCCL and AIStor at once" with real parts where they exist: the real S3 probe against a
+/// real SeaweedFS, and a stand-in all_reduce_perf that replays a real capture, a quarter
+/// slower while the probe runs on its node (it looks for the probe's marker): the together
+/// run must see it, which it can only if the two truly ran at the same time.
+#[test]
+fn a_together_phase_runs_its_members_at_once_and_compares_each_with_its_run_alone() {
+    use common::seaweed::{ACCESS_KEY, SECRET_KEY, Seaweed};
+    let Some(s3) = Seaweed::start() else {
+        return;
+    };
+    let Some(site) = Site::new(2, 8, "") else {
+        return;
+    };
+    let creds = site.cluster.dir.join("aws-credentials");
+    std::fs::write(
+        &creds,
+        format!(
+            "[aistor]\naws_access_key_id = {ACCESS_KEY}\naws_secret_access_key = {SECRET_KEY}\n"
+        ),
+    )
+    .expect("credentials");
+    let marks = site.cluster.dir.join("marks");
+    std::fs::create_dir_all(&marks).expect("marks");
+    // The capture, and the same capture with every bandwidth a quarter lower.
+    let capture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/nccl-tests/h100-2node-16rank-allreduce.txt");
+    let text = std::fs::read_to_string(&capture).expect("capture");
+    let shared: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            if cols.len() == 13 && cols[0].bytes().all(|b| b.is_ascii_digit()) {
+                let mut cols: Vec<String> = cols.iter().map(|c| c.to_string()).collect();
+                for i in [6, 7, 10, 11] {
+                    let v: f64 = cols[i].parse().expect("bandwidth");
+                    cols[i] = format!("{:.2}", v * 0.75);
+                }
+                cols.join("  ")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    let shared_path = site.cluster.dir.join("allreduce-shared.txt");
+    std::fs::write(&shared_path, shared.join("\n") + "\n").expect("shared capture");
+    site.cluster.install_tool(
+        "all_reduce_perf",
+        &format!(
+            "#!/bin/sh\nsleep 2\nif [ -e \"$1\" ]; then f='{shared}'; else f='{alone}'; fi\ntail -n +2 \"$f\"\n",
+            shared = shared_path.display(),
+            alone = capture.display(),
+        ),
+    );
+    let plan = format!(
+        r#"[settings]
+remote_dir = "{remote}"
+grace_s = 1
+[vars]
+aistor_endpoint = "{ep}"
+aistor_bucket = "burnin-together"
+creds = "{creds}"
+marks = "{marks}"
+[[phase]]
+id = "N"
+title = "NCCL"
+scope = "each-node"
+parser = "nccl-tests"
+gates = [{{ kind = "zero-wrong" }}, {{ kind = "min", figure = "busbw_all_reduce", value = 300 }}]
+command = "all_reduce_perf {{marks}}/s3-{{node}}"
+[[phase]]
+id = "S2"
+title = "AIStor GET"
+scope = "each-node"
+parser = "s3-probe"
+requires = ["aistor_endpoint"]
+gates = [{{ kind = "max", figure = "s3_errors", value = 0 }}]
+command = "touch {{marks}}/s3-{{node}}; AWS_SHARED_CREDENTIALS_FILE={{creds}} {{burnin}} probe s3 --endpoint {{aistor_endpoint}} --bucket {{aistor_bucket}} --prefix p/{{node}}/ --profile aistor --create-bucket --prepare 2 --object-size 4MiB --concurrency 1,2 --duration 2s --metrics off --json-lines; rc=$?; rm -f {{marks}}/s3-{{node}}; exit $rc"
+[[phase]]
+id = "C1"
+title = "NCCL and AIStor at once"
+together = ["N", "S2"]
+gates = [{{ kind = "together", figure = "busbw_all_reduce", worse_pct = 20 }}, {{ kind = "together", figure = "s3_errors", worse_pct = 0 }}]
+compare = ["s3_gb_per_s"]
+"#,
+        remote = site.remote.display(),
+        ep = s3.endpoint,
+        creds = creds.display(),
+        marks = marks.display(),
+    );
+    std::fs::write(site.cluster.dir.join("plan.toml"), plan).expect("plan");
+    let inventory = std::fs::read_to_string(&site.config).expect("inventory");
+    std::fs::write(
+        &site.config,
+        inventory.replace("gpus = 8\n", &format!("gpus = 8\nagent_path = \"{BIN}\"\n")),
+    )
+    .expect("inventory");
+
+    // Only the group is asked for: its members run alone first.
+    let (code, doc, stderr) =
+        finish(site.spawn(&["run", "--json", "--no-telemetry", "--only", "C1"]));
+    let ids: Vec<&str> = doc["phases"]
+        .as_array()
+        .expect("phases")
+        .iter()
+        .filter_map(|p| p["id"].as_str())
+        .collect();
+    assert_eq!(ids, ["N", "S2", "C1"], "{stderr}");
+    assert_eq!(phase(&doc, "N")["verdict"], "PASS", "{stderr}\n{doc}");
+    assert_eq!(phase(&doc, "S2")["verdict"], "PASS", "{stderr}\n{doc}");
+    for node in ["node01", "node02"] {
+        assert_eq!(figure(&doc, "N", "busbw_all_reduce", node), Some(338.82));
+    }
+    let c1 = phase(&doc, "C1");
+    assert_eq!(c1["verdict"], "FAIL", "{doc}");
+    assert_eq!(code, Some(1));
+    let reason = c1["reason"].as_str().expect("reason");
+    assert!(
+        reason.contains("busbw_all_reduce more than 20 % worse together on 2 subject(s), worst N node01 339 -> 254 (-25.0 %)"),
+        "{reason}"
+    );
+    // The members' own gates that read no figure held beside each other; the min gate on
+    // busbw (254 < 300) is not theirs to judge together.
+    assert!(
+        !reason.contains("N FAIL") && !reason.contains("S2 FAIL"),
+        "{reason}"
+    );
+    assert!(reason.contains("s3_errors together: worst S2"), "{reason}");
+    let rows = c1["together"].as_array().expect("together rows");
+    let row = |member: &str, figure: &str, subject: &str| {
+        rows.iter()
+            .find(|r| r["member"] == member && r["figure"] == figure && r["subject"] == subject)
+            .unwrap_or_else(|| panic!("no {member} {figure} {subject} in {rows:?}"))
+    };
+    for node in ["node01", "node02"] {
+        let b = row("N", "busbw_all_reduce", node);
+        // 338.82 × 0.75, as the stand-in printed it.
+        assert_eq!(
+            (b["alone"].as_f64(), b["together"].as_f64()),
+            (Some(338.82), Some(254.12))
+        );
+        let g = row("S2", "s3_gb_per_s", node);
+        // Both are the real probe's measurements: alone from S2, together from C1.
+        assert_eq!(g["alone"].as_f64(), figure(&doc, "S2", "s3_gb_per_s", node));
+        assert!(g["together"].as_f64().is_some_and(|v| v > 0.0), "{g}");
+        assert_eq!(row("S2", "s3_errors", node)["together"].as_f64(), Some(0.0));
+    }
+    // They truly overlapped: each member's log in the group says so in its own directory.
+    let run_dir = PathBuf::from(doc["run_dir"].as_str().expect("run_dir"));
+    for (member, node) in [("N", "node01"), ("S2", "node02")] {
+        let log = run_dir.join(format!("logs/C1/{member}@{node}.log"));
+        assert!(log.exists(), "{}", log.display());
+    }
+    let run = std::fs::read_dir(&site.remote)
+        .expect("remote")
+        .flatten()
+        .next()
+        .expect("run dir")
+        .path();
+    assert!(run.join("C1-N/node01").is_dir() && run.join("C1-S2/node02").is_dir());
+    // The report sets alone, together and the change side by side.
+    let o = std::process::Command::new(BIN)
+        .args(["report", run_dir.to_str().expect("utf-8")])
+        .env("BURNIN_LOG", run_dir.join("report.log"))
+        .output()
+        .expect("burnin report");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let md = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
+    assert!(
+        md.contains(
+            "| C1 | N | busbw_all_reduce | node01 | 339 | 254 | -25.0 % | worse | **over 20 %** |"
+        ),
+        "{md}"
+    );
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {

@@ -365,6 +365,80 @@ fn t0_checklist_shows_what_failed_warned_or_was_unknown_with_the_line_read() {
     assert_snapshot!(text);
 }
 
+#[test]
+fn a_together_phase_shows_each_figure_alone_and_together_worst_first() {
+    use burnin::phases::gates::FigureChange;
+    use burnin::phases::{PhaseEvent, PhaseMetric, Verdict};
+    use burnin::telemetry::SourceEvent;
+    let mut state = common::empty_state("test", (110, 30));
+    let t = 1_800_000_000_000u64;
+    let phase = |ev| state_event(SourceEvent::Phase(ev));
+    let change = |member: &str, figure: &str, subject: &str, alone: f64, together: f64| {
+        phase(PhaseEvent::Metric {
+            phase: "C1".into(),
+            at_ms: t + 600_000,
+            metric: PhaseMetric::Together {
+                change: FigureChange {
+                    member: member.into(),
+                    figure: figure.into(),
+                    subject: subject.into(),
+                    alone,
+                    together,
+                },
+            },
+        })
+    };
+    let mut events = vec![
+        state_event(SourceEvent::Clock { at_ms: t }),
+        phase(PhaseEvent::Started {
+            phase: "C1".into(),
+            at_ms: t,
+        }),
+        phase(PhaseEvent::Line {
+            phase: "C1".into(),
+            at_ms: t + 1000,
+            node: Some("T7@gpu01".into()),
+            text: "#  Rank  0 Group  0 Pid 6899 on gpu01 device 0".into(),
+        }),
+    ];
+    events.push(change("T7", "busbw_all_reduce", "job", 391.0, 362.5));
+    for (node, alone, together) in [("gpu01", 11.8, 16.1), ("gpu02", 12.4, 21.9)] {
+        events.push(change("S2", "s3_ttfb_p99_ms_c32", node, alone, together));
+    }
+    events.push(change("S2", "s3_errors", "gpu01", 0.0, 0.0));
+    events.push(change("S2", "s3_gb_per_s", "gpu01", 9.8, 8.1));
+    events.push(phase(PhaseEvent::Finished {
+        phase: "C1".into(),
+        at_ms: t + 600_000,
+        verdict: Verdict::Fail,
+        reason: "s3_ttfb_p99_ms_c32 more than 50 % worse together on 1 subject(s), worst S2 gpu02 12.4 -> 21.9 (+76.6 %)".into(),
+    }));
+    for e in events {
+        state.update(e);
+    }
+    state.ui.focus = PaneKind::Phases;
+    state.ui.phase = state
+        .store
+        .phases
+        .iter()
+        .position(|p| p.spec.id == "C1")
+        .expect("C1 in the shipped plan");
+    key(&mut state, KeyCode::Enter);
+    let text = screen(&state).backend().to_string();
+    assert!(text.contains("runs    T7 + S2 at once"), "{text}");
+    assert!(text.contains("scope   together"), "{text}");
+    // Worst first: gpu02's TTFB (+76.6 %, over the 50 % gate) heads the table.
+    let first = text.find("gpu02").expect("gpu02 row");
+    let second = text.find("gpu01").expect("gpu01 row");
+    assert!(first < second, "{text}");
+    assert!(text.contains("+76.6 %"), "{text}");
+    assert!(
+        text.contains("over 50 %") && text.contains("within 10 %"),
+        "{text}"
+    );
+    assert_snapshot!(text);
+}
+
 fn state_event(ev: burnin::telemetry::SourceEvent) -> Event {
     Event::Source(ev)
 }

@@ -37,9 +37,10 @@ pub struct PhaseDriver {
     recording_failed: bool,
 }
 
-/// The running phase's id, its abort switch, and which start it was (so a finished phase can
-/// only ever clear its own entry, never the next phase's).
-type Running = (String, watch::Sender<bool>, u64);
+/// The running phase's id (a `together` phase also runs its members alone first: their ids
+/// follow), its abort switch, and which start it was (so a finished phase can only ever clear
+/// its own entry, never the next phase's).
+type Running = (Vec<String>, watch::Sender<bool>, u64);
 
 /// Do `f` with the session's record, if one is open (the lock is not held across an await).
 fn record(
@@ -51,6 +52,18 @@ fn record(
         Err(p) => p.into_inner(),
     };
     guard.as_mut().map_or(Ok(()), f)
+}
+
+/// Read from the session's record, if one is open.
+fn record_read<T>(
+    session: &Mutex<Option<RunSession>>,
+    f: impl FnOnce(&RunSession) -> T,
+) -> Option<T> {
+    let guard = match session.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    };
+    guard.as_ref().map(f)
 }
 
 /// Clear `running` if it still belongs to start number `generation`.
@@ -146,7 +159,7 @@ impl PhaseDriver {
             PhaseCommand::Abort(id) => {
                 let running = self.running.lock().ok().and_then(|r| r.clone());
                 match running {
-                    Some((rid, stop, _)) if rid == id => {
+                    Some((ids, stop, _)) if ids.contains(&id) => {
                         self.operator("abort", &id);
                         let _ = stop.send(true);
                     }
@@ -162,7 +175,8 @@ impl PhaseDriver {
                         .await;
                     return;
                 };
-                if let Some((rid, _, _)) = self.running.lock().ok().and_then(|r| r.clone()) {
+                if let Some((ids, _, _)) = self.running.lock().ok().and_then(|r| r.clone()) {
+                    let rid = ids.join(" with ");
                     let _ = events
                         .send(notice(format!("{rid} is running; abort it first (a)")))
                         .await;
@@ -204,74 +218,110 @@ impl PhaseDriver {
     }
 
     /// Run (or re-attach to) `spec` in the background, recording and forwarding its events.
+    /// A `together` phase first runs, alone, those of its members with no result in this
+    /// run: its figures are compared with theirs.
     fn spawn(
         &mut self,
         spec: Arc<super::plan::PhaseSpec>,
         events: &mpsc::Sender<SourceEvent>,
         reattach: Option<BTreeMap<String, usize>>,
     ) {
-        let id = spec.id.clone();
-        // A new start is the next attempt; a re-attach continues the last one.
-        let attempt = self.attempts.entry(id.clone()).or_insert(0);
-        if reattach.is_none() || *attempt == 0 {
-            *attempt += 1;
+        let mut chain: Vec<Arc<super::plan::PhaseSpec>> = Vec::new();
+        if reattach.is_none() {
+            let done: Vec<String> = record_read(&self.session, |s| {
+                s.summary.phases.iter().map(|p| p.id.clone()).collect()
+            })
+            .unwrap_or_default();
+            for m in &spec.together {
+                if !done.contains(m)
+                    && let Some(member) = self.ctx.plan.find(m)
+                {
+                    chain.push(Arc::clone(member));
+                }
+            }
         }
-        let attempt = *attempt;
+        chain.push(Arc::clone(&spec));
+        // A new start is the next attempt; a re-attach continues the last one.
+        let mut attempts = Vec::new();
+        for s in &chain {
+            let attempt = self.attempts.entry(s.id.clone()).or_insert(0);
+            if reattach.is_none() || *attempt == 0 {
+                *attempt += 1;
+            }
+            attempts.push(*attempt);
+        }
         let (stop_tx, stop_rx) = watch::channel(false);
         self.starts += 1;
         let generation = self.starts;
+        let ids: Vec<String> = std::iter::once(spec.id.clone())
+            .chain(spec.together.iter().cloned())
+            .collect();
         if let Ok(mut r) = self.running.lock() {
-            *r = Some((id, stop_tx, generation));
+            *r = Some((ids, stop_tx, generation));
         }
-        let mut ctx = self.ctx.clone();
-        ctx.attempt = attempt;
+        let ctx = self.ctx.clone();
         let telemetry = ctx.telemetry.clone();
         let session = Arc::clone(&self.session);
         let running = Arc::clone(&self.running);
         let events = events.clone();
         tokio::spawn(async move {
-            let (tx, mut rx) = mpsc::channel::<PhaseEvent>(1024);
-            let task = {
-                let spec = Arc::clone(&spec);
-                tokio::spawn(async move {
-                    match reattach {
-                        Some(recorded) => reattach_phase(&ctx, spec, stop_rx, tx, recorded).await,
-                        None => run_phase(&ctx, spec, stop_rx, tx).await,
-                    }
-                })
-            };
-            // A record that cannot be written is said once on the console; the phase goes on.
-            let mut record_failed = false;
-            let mut started = None;
-            while let Some(ev) = rx.recv().await {
-                match &ev {
-                    PhaseEvent::Started { at_ms, .. } => started = Some(*at_ms),
-                    // Free before the console hears of the end, so its next `s` works.
-                    PhaseEvent::Finished { .. } => release(&running, generation),
-                    _ => {}
-                }
-                let written = record(&session, |s| s.event(&ev));
-                if let Err(e) = written
-                    && !std::mem::replace(&mut record_failed, true)
-                {
-                    tracing::warn!("run record: {e}");
-                    let text =
-                        format!("run record: {e} (the phase goes on; the record is not whole)");
-                    let _ = events.send(SourceEvent::Notice { text }).await;
-                }
-                if events.send(SourceEvent::Phase(ev)).await.is_err() {
+            let mut reattach = reattach;
+            let last = chain.len().saturating_sub(1);
+            for (i, (spec, attempt)) in chain.into_iter().zip(attempts).enumerate() {
+                if i > 0 && *stop_rx.borrow() {
                     break;
                 }
-            }
-            if let Ok(outcome) = task.await {
-                let done = record(&session, |s| {
-                    s.phase_done(&spec, started, &outcome, telemetry.as_deref())?;
-                    s.finish(false).map(|_| ())
-                });
-                if let Err(e) = done {
-                    tracing::warn!("run record: {e}");
-                    let text = format!("run record: {e}");
-                    let _ = events.send(SourceEvent::Notice { text }).await;
+                let mut ctx = ctx.clone();
+                ctx.attempt = attempt;
+                ctx.earlier = record_read(&session, |s| s.earlier_figures()).unwrap_or_default();
+                let (tx, mut rx) = mpsc::channel::<PhaseEvent>(1024);
+                let task = {
+                    let spec = Arc::clone(&spec);
+                    let stop_rx = stop_rx.clone();
+                    let reattach = reattach.take();
+                    tokio::spawn(async move {
+                        match reattach {
+                            Some(recorded) => {
+                                reattach_phase(&ctx, spec, stop_rx, tx, recorded).await
+                            }
+                            None => run_phase(&ctx, spec, stop_rx, tx).await,
+                        }
+                    })
+                };
+                // A record that cannot be written is said once on the console; the phase
+                // goes on.
+                let mut record_failed = false;
+                let mut started = None;
+                while let Some(ev) = rx.recv().await {
+                    match &ev {
+                        PhaseEvent::Started { at_ms, .. } => started = Some(*at_ms),
+                        // Free before the console hears of the end, so its next `s` works.
+                        PhaseEvent::Finished { .. } if i == last => release(&running, generation),
+                        _ => {}
+                    }
+                    let written = record(&session, |s| s.event(&ev));
+                    if let Err(e) = written
+                        && !std::mem::replace(&mut record_failed, true)
+                    {
+                        tracing::warn!("run record: {e}");
+                        let text =
+                            format!("run record: {e} (the phase goes on; the record is not whole)");
+                        let _ = events.send(SourceEvent::Notice { text }).await;
+                    }
+                    if events.send(SourceEvent::Phase(ev)).await.is_err() {
+                        break;
+                    }
+                }
+                if let Ok(outcome) = task.await {
+                    let done = record(&session, |s| {
+                        s.phase_done(&spec, started, &outcome, telemetry.as_deref())?;
+                        s.finish(false).map(|_| ())
+                    });
+                    if let Err(e) = done {
+                        tracing::warn!("run record: {e}");
+                        let text = format!("run record: {e}");
+                        let _ = events.send(SourceEvent::Notice { text }).await;
+                    }
                 }
             }
             release(&running, generation);

@@ -315,6 +315,101 @@ pub struct Observed {
     pub unparsed: (u64, Option<String>),
     /// What the telemetry saw meanwhile (`None`: no telemetry was watched).
     pub telemetry: Option<super::telemetry_log::Window>,
+    /// A `together` phase: how each member ended within it (id, verdict, reason).
+    pub members: Vec<(String, Verdict, String)>,
+    /// A `together` phase: its figures beside the same members' runs alone.
+    pub changes: Vec<FigureChange>,
+}
+
+/// One figure of one subject of a `together` phase's member: alone, and beside the others.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FigureChange {
+    /// The member phase, e.g. `T7`.
+    pub member: String,
+    /// Figure name.
+    pub figure: String,
+    /// Whose figure (as in [`Sample::subject`]).
+    pub subject: String,
+    /// The member's run alone, earlier in this run.
+    pub alone: f64,
+    /// Beside the other members.
+    pub together: f64,
+}
+
+impl FigureChange {
+    /// Signed change together against alone, percent (`None` when alone is 0).
+    pub fn change_pct(&self) -> Option<f64> {
+        (self.alone != 0.0).then(|| 100.0 * (self.together - self.alone) / self.alone.abs())
+    }
+
+    /// How much worse together is, percent: positive is worse, whichever way the figure
+    /// counts ([`super::plan::lower_is_better`]). From an alone value of 0, any worsening is
+    /// infinite.
+    pub fn worse_pct(&self) -> f64 {
+        let lower = super::plan::lower_is_better(&self.figure);
+        match self.change_pct() {
+            Some(c) if lower => c,
+            Some(c) => -c,
+            None => {
+                let worse = if lower {
+                    self.together > 0.0
+                } else {
+                    self.together < 0.0
+                };
+                if worse { f64::INFINITY } else { 0.0 }
+            }
+        }
+    }
+
+    /// The change in words: `-25.0 %`, or `from 0`, or `no change` (both 0).
+    pub fn change_words(&self) -> String {
+        match self.change_pct() {
+            Some(c) => format!("{c:+.1} %"),
+            None if self.together == self.alone => "no change".into(),
+            None => "from 0".into(),
+        }
+    }
+
+    /// `400 -> 300 (-25.0 %)` for reasons and tables.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} -> {} ({})",
+            fmt_value(self.alone),
+            fmt_value(self.together),
+            self.change_words()
+        )
+    }
+}
+
+/// The figures of `member` alone and together, subject by subject: those named in `wanted`,
+/// or every figure both runs have when `wanted` is empty.
+pub fn compare(
+    member: &str,
+    alone: &Figures,
+    together: &Figures,
+    wanted: &[String],
+) -> Vec<FigureChange> {
+    let mut out = Vec::new();
+    for (figure, samples) in together {
+        if !wanted.is_empty() && !wanted.contains(figure) {
+            continue;
+        }
+        let Some(before) = alone.get(figure) else {
+            continue;
+        };
+        for s in samples {
+            if let Some(b) = before.iter().find(|b| b.subject == s.subject) {
+                out.push(FigureChange {
+                    member: member.to_string(),
+                    figure: figure.clone(),
+                    subject: s.subject.clone(),
+                    alone: b.value,
+                    together: s.value,
+                });
+            }
+        }
+    }
+    out
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -372,6 +467,14 @@ pub fn judge(
                 observed.unparsed.1.as_deref().unwrap_or("")
             ),
         ));
+    }
+    for (member, verdict, why) in &observed.members {
+        let level = match verdict {
+            Verdict::Pass | Verdict::Skipped => continue,
+            Verdict::Warn => Level::Warn,
+            Verdict::Fail | Verdict::Timeout | Verdict::Aborted => Level::Fail,
+        };
+        findings.push((level, format!("{member} {}: {why}", verdict.label())));
     }
     let figs = figures(metrics);
     let mut summary: Vec<String> = Vec::new();
@@ -621,6 +724,45 @@ pub fn judge(
                     }
                 }
             }
+            Gate::Together { figure, worse_pct } => {
+                let rows: Vec<&FigureChange> = observed
+                    .changes
+                    .iter()
+                    .filter(|c| c.figure == *figure)
+                    .collect();
+                // The first of equals (max_by keeps the last).
+                let worst = rows
+                    .iter()
+                    .rev()
+                    .max_by(|a, b| a.worse_pct().total_cmp(&b.worse_pct()));
+                match worst {
+                    None => findings.push((
+                        Level::Warn,
+                        format!("{figure} not compared: no member gave it both alone and together"),
+                    )),
+                    Some(w) => {
+                        let over = rows.iter().filter(|c| c.worse_pct() > *worse_pct).count();
+                        if over > 0 {
+                            findings.push((
+                                Level::Fail,
+                                format!(
+                                    "{figure} more than {worse_pct} % worse together on {over} subject(s), worst {} {} {}",
+                                    w.member,
+                                    w.subject,
+                                    w.describe()
+                                ),
+                            ));
+                        } else {
+                            summary.push(format!(
+                                "{figure} together: worst {} {} {}",
+                                w.member,
+                                w.subject,
+                                w.describe()
+                            ));
+                        }
+                    }
+                }
+            }
             Gate::Min { figure, value } | Gate::Max { figure, value } => {
                 let is_min = matches!(gate, Gate::Min { .. });
                 let Some(samples) = figs.get(figure) else {
@@ -729,8 +871,14 @@ pub fn judge(
             }
         }
     }
-    // The headline numbers, so a PASS says what passed.
-    for (name, samples) in &figs {
+    // The headline numbers, so a PASS says what passed (a `together` phase's are its changes,
+    // said by its gates and in its comparison table).
+    let headline = if spec.together.is_empty() {
+        &figs
+    } else {
+        &Figures::new()
+    };
+    for (name, samples) in headline {
         let mut v: Vec<f64> = samples.iter().map(|s| s.value).collect();
         let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
         if let Some(med) = median(&mut v) {
@@ -1095,5 +1243,88 @@ mod tests {
         let t2 = &summary["phases"][1]["figures"];
         assert_eq!(t2["tflops_bf16"][0]["value"], 664.9);
         assert_eq!(t2["tflops_fp8"][0]["value"], 1221.0);
+    }
+
+    #[test]
+    fn a_together_phase_is_judged_by_how_much_worse_each_figure_got() {
+        let c1 = default_plan().find("C1").expect("C1");
+        let fig = |name: &str, rows: &[(&str, f64)]| -> Figures {
+            let mut f = Figures::new();
+            for (subject, value) in rows {
+                put(&mut f, name.into(), (*subject).into(), "", *value, false);
+            }
+            f
+        };
+        // T7's busbw alone and together; S2's p99 TTFB alone and together.
+        let mut changes = compare(
+            "T7",
+            &fig("busbw_all_reduce", &[("job", 400.0)]),
+            &fig("busbw_all_reduce", &[("job", 376.0)]),
+            &["busbw_all_reduce".into()],
+        );
+        changes.extend(compare(
+            "S2",
+            &fig("s3_ttfb_p99_ms_c32", &[("gpu01", 10.0), ("gpu02", 12.0)]),
+            &fig(
+                "s3_ttfb_p99_ms_c32",
+                &[("gpu01", 14.0), ("gpu02", 19.0), ("gpu03", 1.0)],
+            ),
+            &[],
+        ));
+        // gpu03 has nothing alone: not compared.
+        assert_eq!(changes.len(), 3);
+        assert!(
+            (changes[0].worse_pct() - 6.0).abs() < 1e-9,
+            "busbw 6 % lower"
+        );
+        assert!(
+            (changes[2].worse_pct() - 100.0 * 7.0 / 12.0).abs() < 1e-9,
+            "p99 58 % higher"
+        );
+        assert_eq!(changes[0].describe(), "400 -> 376 (-6.0 %)");
+        let observed = |changes: Vec<FigureChange>| Observed {
+            members: vec![
+                ("T7".into(), Verdict::Pass, "ok".into()),
+                ("S2".into(), Verdict::Pass, "ok".into()),
+            ],
+            changes,
+            telemetry: Some(Default::default()),
+            ..Observed::default()
+        };
+        let (v, why) = judge(c1, &[], &observed(changes.clone()), None);
+        assert_eq!(v, Verdict::Fail, "{why}");
+        assert!(
+            why.contains("s3_ttfb_p99_ms_c32 more than 50 % worse together on 1 subject(s), worst S2 gpu02 12.0 -> 19.0 (+58.3 %)"),
+            "{why}"
+        );
+        assert!(
+            why.contains("busbw_all_reduce together: worst T7 job 400 -> 376 (-6.0 %)"),
+            "{why}"
+        );
+        // Within the contract: PASS, and the reason says the changes, not the raw figures.
+        changes[2].together = 17.0;
+        let (v, why) = judge(c1, &[], &observed(changes.clone()), None);
+        assert_eq!(v, Verdict::Pass, "{why}");
+        assert!(!why.contains("median"), "{why}");
+        // A figure nobody gave both ways is not judged: WARN, saying which.
+        let (v, why) = judge(c1, &[], &observed(changes[..1].to_vec()), None);
+        assert_eq!(v, Verdict::Warn, "{why}");
+        assert!(why.contains("s3_ttfb_p99_ms_c32 not compared"), "{why}");
+        // A member that failed beside the other fails the group, whatever the figures.
+        let mut o = observed(changes.clone());
+        o.members[0] = ("T7".into(), Verdict::Fail, "node01 exited 1".into());
+        let (v, why) = judge(c1, &[], &o, None);
+        assert_eq!(v, Verdict::Fail, "{why}");
+        assert!(why.starts_with("T7 FAIL: node01 exited 1"), "{why}");
+        // From zero: errors appearing only together are infinitely worse.
+        let errors = FigureChange {
+            member: "S2".into(),
+            figure: "s3_errors".into(),
+            subject: "gpu01".into(),
+            alone: 0.0,
+            together: 3.0,
+        };
+        assert!(errors.worse_pct().is_infinite() && errors.change_pct().is_none());
+        assert_eq!(errors.describe(), "0.00 -> 3.00 (from 0)");
     }
 }

@@ -180,6 +180,12 @@ pub enum PhaseMetric {
         /// Value.
         value: f64,
     },
+    /// A `together` phase's figure beside the same member's run alone (sent as the phase ends).
+    Together {
+        /// The comparison.
+        #[serde(flatten)]
+        change: gates::FigureChange,
+    },
     /// A failure the tool printed (NCCL/CUDA failure, ASSERT, Python traceback, OOM).
     Problem {
         /// Node name.

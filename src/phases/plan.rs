@@ -28,6 +28,9 @@ pub enum Scope {
     /// Node pairs in a ring: a `server` on every node, then on every node a client of the next
     /// one (`{peer}`), e.g. perftest per link.
     Pairs,
+    /// Earlier phases of the plan run at the same time (`together = [...]`), compared with each
+    /// of them alone. Given by `together`, never written as a scope.
+    Together,
 }
 
 impl Scope {
@@ -39,6 +42,7 @@ impl Scope {
             Scope::Launcher => "launcher",
             Scope::Mpirun => "all nodes",
             Scope::Pairs => "node pairs",
+            Scope::Together => "together",
         }
     }
 }
@@ -95,6 +99,43 @@ pub enum Gate {
         /// Percent.
         pct: f64,
     },
+    /// In a `together` phase: run beside the others, the figure is at most `worse_pct` % worse
+    /// than the same member's run alone, for every subject (a bandwidth lower, a latency
+    /// higher: [`lower_is_better`] says which way is worse).
+    Together {
+        /// Figure name.
+        figure: String,
+        /// Percent it may worsen.
+        worse_pct: f64,
+    },
+}
+
+/// Whether a smaller value of `figure` is the better one (times, waits, latencies, errors);
+/// every other figure is a rate where more is better.
+pub fn lower_is_better(figure: &str) -> bool {
+    const LOWER: &[&str] = &[
+        "step_time_ms",
+        "data_wait_pct",
+        "first_batch_ms",
+        "s3_errors",
+        "s3_ttfb_p50_ms_c",
+        "s3_ttfb_p99_ms_c",
+        "s3_total_p99_ms_c",
+        "loader_data_wait_pct",
+        "loader_steps_waited_pct",
+        "loader_first_batch_ms",
+        "loader_wait_p99_ms",
+        "checkpoint_save_s",
+        "checkpoint_restore_s",
+    ];
+    LOWER.iter().any(|l| {
+        (figure == *l && !l.ends_with("_c"))
+            || (l.ends_with("_c")
+                && figure
+                    .strip_prefix(l)
+                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())))
+    }) || figure.starts_with("data_wait_pct_")
+        || figure.starts_with("step_time_ms_")
 }
 
 /// Figure names gates may use (`busbw_` takes a collective after it).
@@ -154,6 +195,9 @@ impl Gate {
             Gate::LossFinite => "loss finite".into(),
             Gate::NoXid => "no Xid during the phase".into(),
             Gate::Scaling { pct } => format!("1 -> N GPU scaling >= {pct} %"),
+            Gate::Together { figure, worse_pct } => {
+                format!("{figure} at most {worse_pct} % worse together than alone")
+            }
         }
     }
 
@@ -162,9 +206,24 @@ impl Gate {
             Gate::Min { figure, .. }
             | Gate::Max { figure, .. }
             | Gate::Baseline { figure, .. }
-            | Gate::Peers { figure, .. } => Some(figure),
+            | Gate::Peers { figure, .. }
+            | Gate::Together { figure, .. } => Some(figure),
             _ => None,
         }
+    }
+
+    /// Whether the gate reads figures (the members of a `together` phase keep only the gates
+    /// that do not: their figures are judged against their own run alone instead).
+    pub fn reads_figures(&self) -> bool {
+        matches!(
+            self,
+            Gate::Min { .. }
+                | Gate::Max { .. }
+                | Gate::Baseline { .. }
+                | Gate::Peers { .. }
+                | Gate::Scaling { .. }
+                | Gate::Together { .. }
+        )
     }
 }
 
@@ -196,6 +255,10 @@ pub struct PhaseSpec {
     pub requires: Vec<String>,
     /// The gates.
     pub gates: Vec<Gate>,
+    /// For scope `together`: the earlier phases run at the same time.
+    pub together: Vec<String>,
+    /// For scope `together`: figures shown alone / together / change beside the gated ones.
+    pub compare: Vec<String>,
 }
 
 mod secs {
@@ -248,12 +311,12 @@ struct SettingsFile {
 struct PhaseFile {
     id: toml::Spanned<String>,
     title: String,
-    scope: Scope,
+    scope: Option<toml::Spanned<Scope>>,
     #[serde(default)]
     proves: String,
     /// The gates in words for the console and reports (default: made from `gates`).
     gate: Option<String>,
-    parser: ParserKind,
+    parser: Option<ParserKind>,
     timeout: Option<toml::Spanned<String>>,
     #[serde(default)]
     needs: Vec<toml::Spanned<String>>,
@@ -261,8 +324,14 @@ struct PhaseFile {
     requires: Vec<toml::Spanned<String>>,
     #[serde(default)]
     gates: Vec<toml::Spanned<Gate>>,
-    command: toml::Spanned<String>,
+    command: Option<toml::Spanned<String>>,
     server: Option<toml::Spanned<String>>,
+    /// Earlier phases to run at the same time (this phase then has no command of its own).
+    #[serde(default)]
+    together: Vec<toml::Spanned<String>>,
+    /// With `together`: more figures to show alone / together / change.
+    #[serde(default)]
+    compare: Vec<toml::Spanned<String>>,
 }
 
 /// Placeholders the runner fills in for every command.
@@ -357,6 +426,161 @@ pub fn default_plan() -> &'static Plan {
     &DEFAULT
 }
 
+/// The gate's figure must be one burnin knows.
+fn check_gate_figure(
+    file: &str,
+    text: &str,
+    gate: &toml::Spanned<Gate>,
+) -> Result<(), ConfigError> {
+    match gate.get_ref().figure() {
+        Some(figure) if !known_figure(figure) => Err(ConfigError::at(
+            file,
+            text,
+            Some(gate.span()),
+            format!("unknown figure {figure:?}; known: {}", FIGURES.join(", ")),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// A phase of earlier phases run at the same time: no command, scope or parser of its own;
+/// it needs its members (they give the "alone" figures) and is judged by `together` gates
+/// (and `no-xid`).
+fn together_phase(
+    file: &str,
+    text: &str,
+    id: String,
+    p: &PhaseFile,
+    earlier: &[Arc<PhaseSpec>],
+) -> Result<PhaseSpec, ConfigError> {
+    let at = |span: std::ops::Range<usize>, m: String| ConfigError::at(file, text, Some(span), m);
+    for (given, what) in [
+        (p.command.as_ref().map(|c| c.span()), "command"),
+        (p.server.as_ref().map(|c| c.span()), "server"),
+        (p.scope.as_ref().map(|c| c.span()), "scope"),
+    ] {
+        if let Some(span) = given {
+            return Err(at(
+                span,
+                format!("{id}: a `together` phase runs its members' commands; it has no `{what}`"),
+            ));
+        }
+    }
+    if p.parser.is_some() {
+        return Err(at(
+            p.id.span(),
+            format!("{id}: a `together` phase reads with its members' parsers; it has no `parser`"),
+        ));
+    }
+    if let Some(r) = p.requires.first() {
+        return Err(at(
+            r.span(),
+            format!("{id}: `requires` belongs to the members of a `together` phase"),
+        ));
+    }
+    let mut members: Vec<String> = Vec::new();
+    for m in &p.together {
+        let name = m.get_ref().trim().to_string();
+        match earlier.iter().find(|q| q.id == name) {
+            None => {
+                return Err(at(
+                    m.span(),
+                    format!("{id}: together with {name:?}, which is not an earlier phase"),
+                ));
+            }
+            Some(q) if q.scope == Scope::Together => {
+                return Err(at(
+                    m.span(),
+                    format!("{id}: {name} is itself a `together` phase"),
+                ));
+            }
+            Some(_) if members.contains(&name) => {
+                return Err(at(m.span(), format!("{id}: {name} is listed twice")));
+            }
+            Some(_) => members.push(name),
+        }
+    }
+    if members.len() < 2 {
+        return Err(at(
+            p.id.span(),
+            format!("{id}: `together` names at least two phases"),
+        ));
+    }
+    for gate in &p.gates {
+        check_gate_figure(file, text, gate)?;
+        if !matches!(gate.get_ref(), Gate::Together { .. } | Gate::NoXid) {
+            return Err(at(
+                gate.span(),
+                format!(
+                    "{id}: a `together` phase is judged by `together` and `no-xid` gates (its members' own gates that read no figure apply to them as well)"
+                ),
+            ));
+        }
+    }
+    for c in &p.compare {
+        if !known_figure(c.get_ref()) {
+            return Err(at(
+                c.span(),
+                format!(
+                    "unknown figure {:?}; known: {}",
+                    c.get_ref(),
+                    FIGURES.join(", ")
+                ),
+            ));
+        }
+    }
+    let gates: Vec<Gate> = p.gates.iter().map(|g| g.get_ref().clone()).collect();
+    let gate = p.gate.clone().unwrap_or_else(|| {
+        if gates.is_empty() {
+            format!(
+                "{} each pass beside the others (figures compared, not gated)",
+                members.join(", ")
+            )
+        } else {
+            gates
+                .iter()
+                .map(Gate::describe)
+                .collect::<Vec<_>>()
+                .join("; ")
+        }
+    });
+    if let Some(t) = &p.timeout {
+        return Err(at(
+            t.span(),
+            format!("{id}: each member of a `together` phase keeps its own `timeout`"),
+        ));
+    }
+    // What the console shows: the slowest member's limit.
+    let timeout = earlier
+        .iter()
+        .filter(|q| members.contains(&q.id))
+        .map(|q| q.timeout)
+        .max()
+        .unwrap_or(Duration::from_secs(3600));
+    let mut needs: Vec<String> = p.needs.iter().map(|n| n.get_ref().clone()).collect();
+    for m in &members {
+        if !needs.contains(m) {
+            needs.push(m.clone());
+        }
+    }
+    Ok(PhaseSpec {
+        id,
+        title: p.title.clone(),
+        scope: Scope::Together,
+        proves: p.proves.clone(),
+        gate,
+        command: String::new(),
+        server: String::new(),
+        parser: ParserKind::None,
+        timeout,
+        needs,
+        requires: Vec::new(),
+        gates,
+        together: members,
+        compare: p.compare.iter().map(|c| c.get_ref().clone()).collect(),
+    })
+}
+
 impl Plan {
     /// Parse and check a plan file.
     pub fn parse(file: &str, text: &str) -> Result<Plan, ConfigError> {
@@ -415,8 +639,33 @@ impl Plan {
                     ));
                 }
             }
-            let mut templates = vec![&p.command];
-            match (&p.server, p.scope) {
+            if !p.together.is_empty() {
+                phases.push(Arc::new(together_phase(file, text, id, p, &phases)?));
+                continue;
+            }
+            let Some(scope) = p.scope.as_ref().map(|s| *s.get_ref()) else {
+                return Err(at(p.id.span(), format!("{id}: no `scope`")));
+            };
+            if scope == Scope::Together {
+                return Err(at(
+                    p.scope.as_ref().map_or(p.id.span(), |s| s.span()),
+                    format!("{id}: scope \"together\" is written as `together = [\"T4\", \"S2\"]`"),
+                ));
+            }
+            let Some(parser) = p.parser else {
+                return Err(at(p.id.span(), format!("{id}: no `parser`")));
+            };
+            let Some(command) = &p.command else {
+                return Err(at(p.id.span(), format!("{id}: no `command`")));
+            };
+            if let Some(c) = p.compare.first() {
+                return Err(at(
+                    c.span(),
+                    format!("{id}: `compare` is for `together` phases"),
+                ));
+            }
+            let mut templates = vec![command];
+            match (&p.server, scope) {
                 (Some(server), Scope::Pairs) => templates.push(server),
                 (None, Scope::Pairs) => {
                     return Err(at(
@@ -448,12 +697,13 @@ impl Plan {
                 }
             }
             for gate in &p.gates {
-                if let Some(figure) = gate.get_ref().figure()
-                    && !known_figure(figure)
-                {
+                check_gate_figure(file, text, gate)?;
+                if matches!(gate.get_ref(), Gate::Together { .. }) {
                     return Err(at(
                         gate.span(),
-                        format!("unknown figure {figure:?}; known: {}", FIGURES.join(", ")),
+                        format!(
+                            "{id}: a `together` gate belongs to a phase with `together = [...]`"
+                        ),
                     ));
                 }
             }
@@ -474,20 +724,22 @@ impl Plan {
             phases.push(Arc::new(PhaseSpec {
                 id,
                 title: p.title.clone(),
-                scope: p.scope,
+                scope,
                 proves: p.proves.clone(),
                 gate,
-                command: p.command.get_ref().trim().to_string(),
+                command: command.get_ref().trim().to_string(),
                 server: p
                     .server
                     .as_ref()
                     .map(|s| s.get_ref().trim().to_string())
                     .unwrap_or_default(),
-                parser: p.parser,
+                parser,
                 timeout,
                 needs: p.needs.iter().map(|n| n.get_ref().clone()).collect(),
                 requires: p.requires.iter().map(|n| n.get_ref().clone()).collect(),
                 gates,
+                together: Vec::new(),
+                compare: Vec::new(),
             }));
         }
         if phases.is_empty() {
@@ -539,7 +791,7 @@ mod tests {
         assert_eq!(
             ids,
             [
-                "T0", "T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8", "S1", "S2", "S3"
+                "T0", "T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8", "S1", "S2", "S3", "C1"
             ]
         );
         assert!(
@@ -692,5 +944,80 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.message.contains("for scope \"pairs\" only"), "{e}");
+    }
+
+    #[test]
+    fn together_phases_name_earlier_phases_and_are_judged_by_together_gates() {
+        let c1 = default_plan().find("C1").expect("C1 in the shipped plan");
+        assert_eq!(c1.scope, Scope::Together);
+        assert_eq!(c1.together, ["T7", "S2"]);
+        assert!(c1.command.is_empty());
+        assert!(c1.needs.contains(&"T7".to_string()) && c1.needs.contains(&"S2".to_string()));
+        // The slowest member's limit is what the console shows.
+        assert_eq!(c1.timeout, Duration::from_secs(30 * 60));
+        assert!(
+            c1.gate
+                .contains("busbw_all_reduce at most 10 % worse together than alone")
+        );
+
+        let base = "[[phase]]\nid = \"A\"\ntitle = \"a\"\nscope = \"each-node\"\nparser = \"none\"\ncommand = \"x\"\n[[phase]]\nid = \"B\"\ntitle = \"b\"\nscope = \"each-node\"\nparser = \"none\"\ncommand = \"y\"\n[[phase]]\nid = \"G\"\ntitle = \"g\"\n";
+        let ok = Plan::parse("p.toml", &format!("{base}together = [\"A\", \"B\"]\ngates = [{{ kind = \"together\", figure = \"step_time_ms\", worse_pct = 5 }}]\n")).expect("parses");
+        let g = ok.find("G").expect("G");
+        assert_eq!(
+            (g.scope, g.together.len(), g.needs.len()),
+            (Scope::Together, 2, 2)
+        );
+        for (extra, says, line) in [
+            ("together = [\"A\"]\n", "at least two", 14),
+            ("together = [\"A\", \"Z\"]\n", "not an earlier phase", 16),
+            ("together = [\"A\", \"A\"]\n", "listed twice", 16),
+            (
+                "together = [\"A\", \"B\"]\ncommand = \"z\"\n",
+                "no `command`",
+                17,
+            ),
+            (
+                "together = [\"A\", \"B\"]\nscope = \"each-node\"\n",
+                "no `scope`",
+                17,
+            ),
+            (
+                "together = [\"A\", \"B\"]\ntimeout = \"5m\"\n",
+                "own `timeout`",
+                17,
+            ),
+            (
+                "together = [\"A\", \"B\"]\ngates = [{ kind = \"min\", figure = \"step_time_ms\", value = 1 }]\n",
+                "judged by `together` and `no-xid`",
+                17,
+            ),
+            (
+                "together = [\"A\", \"B\"]\ncompare = [\"nope\"]\n",
+                "unknown figure",
+                17,
+            ),
+            (
+                "scope = \"together\"\nparser = \"none\"\ncommand = \"x\"\n",
+                "written as `together",
+                16,
+            ),
+        ] {
+            let e = Plan::parse("p.toml", &format!("{base}{extra}")).unwrap_err();
+            assert!(e.message.contains(says), "{extra}: {e}");
+            assert_eq!(e.line, Some(line), "{extra}: {e}");
+        }
+        // A together gate on an ordinary phase is a mistake, and so is `compare`.
+        let e = Plan::parse(
+            "p.toml",
+            &base.replace("command = \"y\"", "command = \"y\"\ngates = [{ kind = \"together\", figure = \"step_time_ms\", worse_pct = 5 }]"),
+        )
+        .unwrap_err();
+        assert!(
+            e.message.contains("belongs to a phase with `together"),
+            "{e}"
+        );
+        assert!(lower_is_better("s3_ttfb_p99_ms_c32") && lower_is_better("data_wait_pct"));
+        assert!(!lower_is_better("busbw_all_reduce") && !lower_is_better("s3_gb_per_s"));
+        assert!(!lower_is_better("s3_ttfb_p99_ms_c"));
     }
 }

@@ -54,6 +54,9 @@ pub struct RunContext {
     /// Which attempt at the phase this is (1 = first; a retry gets its own directory on the
     /// node, `T4.2`).
     pub attempt: u32,
+    /// Figures of the phases that passed or warned earlier in this run: a `together` phase
+    /// compares its members with them.
+    pub earlier: BTreeMap<String, gates::Figures>,
 }
 
 impl RunContext {
@@ -147,6 +150,10 @@ struct NodeResult {
 
 struct NodeJob {
     phase: Arc<PhaseSpec>,
+    /// The phase id its events carry (a `together` phase's members speak as the group).
+    event_phase: String,
+    /// The node as its lines and notes name it (`T7@node01` for a member of a group).
+    label: String,
     node: RunnerNode,
     dir: PhaseDir,
     command: String,
@@ -168,9 +175,9 @@ impl NodeJob {
         let _ = self
             .events
             .send(PhaseEvent::Note {
-                phase: self.phase.id.clone(),
+                phase: self.event_phase.clone(),
                 at_ms: now_ms(),
-                node: Some(self.node.spec.name.clone()),
+                node: Some(self.label.clone()),
                 text,
             })
             .await;
@@ -399,8 +406,8 @@ impl NodeJob {
         let t = Arc::clone(&self.node.transport);
         let cmd = remote::stop(&self.dir, self.grace_s, why);
         let events = self.events.clone();
-        let phase = self.phase.id.clone();
-        let node = self.node.spec.name.clone();
+        let phase = self.event_phase.clone();
+        let node = self.label.clone();
         tokio::spawn(async move {
             // A stop must get through: retry while the link is down.
             for attempt in 0..10u32 {
@@ -446,9 +453,9 @@ impl NodeJob {
             let _ = self
                 .events
                 .send(PhaseEvent::Line {
-                    phase: self.phase.id.clone(),
+                    phase: self.event_phase.clone(),
                     at_ms,
-                    node: Some(self.node.spec.name.clone()),
+                    node: Some(self.label.clone()),
                     text: text.to_string(),
                 })
                 .await;
@@ -459,7 +466,7 @@ impl NodeJob {
                     let _ = self
                         .events
                         .send(PhaseEvent::Metric {
-                            phase: self.phase.id.clone(),
+                            phase: self.event_phase.clone(),
                             at_ms,
                             metric: m.clone(),
                         })
@@ -481,6 +488,8 @@ impl NodeJob {
 struct JobSetup<'a> {
     ctx: &'a RunContext,
     spec: &'a Arc<PhaseSpec>,
+    /// Which run of the spec this is: alone, or a member of a group.
+    part: &'a Part,
     hostfile: &'a str,
     events: &'a mpsc::Sender<PhaseEvent>,
     recorded: Option<&'a BTreeMap<String, usize>>,
@@ -500,14 +509,19 @@ fn job_for(
     let dir = PhaseDir::new(
         &ctx.plan.remote_dir,
         &ctx.run_id,
-        &ctx.phase_component(&setup.spec.id),
+        &ctx.phase_component(&setup.part.component),
         &name,
     )
     .ok_or_else(|| format!("node name {name:?} cannot be a directory name on the node"))?;
     let command = render(template, &template_values(ctx, &node, &dir, peer))
         .map_err(|e| format!("command template: {e}"))?;
+    let label = match &setup.part.member {
+        Some(m) => format!("{m}@{name}"),
+        None => name.clone(),
+    };
     Ok(NodeJob {
         phase: Arc::clone(setup.spec),
+        event_phase: setup.part.event_phase.clone(),
         node,
         dir,
         command,
@@ -515,7 +529,8 @@ fn job_for(
         grace_s: ctx.plan.grace.as_secs(),
         events: setup.events.clone(),
         abort,
-        reattach: setup.recorded.map(|r| r.get(&name).copied().unwrap_or(0)),
+        reattach: setup.recorded.map(|r| r.get(&label).copied().unwrap_or(0)),
+        label,
         lines_seen: 0,
         parser,
     })
@@ -624,6 +639,51 @@ pub async fn reattach_phase(
     drive_phase(ctx, spec, abort, events, Some(recorded)).await
 }
 
+/// Which run of a spec the runner is making: the phase alone, or one member of a `together`
+/// phase (its own directory on the nodes, its events under the group's id).
+struct Part {
+    /// The directory component on the nodes (before the attempt suffix).
+    component: String,
+    /// The phase id the events carry.
+    event_phase: String,
+    /// The member's id when it runs inside a group.
+    member: Option<String>,
+}
+
+impl Part {
+    fn alone(id: &str) -> Part {
+        Part {
+            component: id.to_string(),
+            event_phase: id.to_string(),
+            member: None,
+        }
+    }
+}
+
+/// What running a spec on its nodes left, before the gates.
+struct Executed {
+    /// It ended before there was anything to judge: skipped, could not start, stopped.
+    early: Option<(Verdict, String)>,
+    metrics: Vec<PhaseMetric>,
+    observed: Observed,
+    /// Nodes (or `pairs` servers) that could not run it, in words.
+    failures: Vec<String>,
+    /// Nodes whose telemetry speaks for it (an mpirun job reaches all of them).
+    watched: Vec<String>,
+}
+
+impl Executed {
+    fn early(verdict: Verdict, reason: String) -> Executed {
+        Executed {
+            early: Some((verdict, reason)),
+            metrics: Vec::new(),
+            observed: Observed::default(),
+            failures: Vec::new(),
+            watched: Vec::new(),
+        }
+    }
+}
+
 async fn drive_phase(
     ctx: &RunContext,
     spec: Arc<PhaseSpec>,
@@ -661,20 +721,85 @@ async fn drive_phase(
             }
         }
     };
-    if let Some(why) = skip_reason(&ctx.plan, &spec) {
-        return finish(Verdict::Skipped, why, Vec::new()).await;
+    if spec.scope == Scope::Together {
+        let (verdict, reason, metrics, found) =
+            drive_together(ctx, &spec, abort, &events, recorded.as_ref(), started_ms).await;
+        let secs = started.elapsed().as_secs();
+        let mut outcome = finish(verdict, format!("{reason} ({secs} s)"), metrics).await;
+        outcome.findings = found;
+        return outcome;
+    }
+    let part = Part::alone(&spec.id);
+    let mut ran = execute(ctx, &spec, &part, abort, &events, recorded.as_ref()).await;
+    let secs = started.elapsed().as_secs();
+    if let Some((verdict, reason)) = ran.early.take() {
+        let reason = if matches!(verdict, Verdict::Aborted | Verdict::Timeout) {
+            reason.replace("{secs}", &secs.to_string())
+        } else {
+            reason
+        };
+        return finish(verdict, reason, ran.metrics).await;
+    }
+    ran.observed.telemetry = ctx
+        .telemetry
+        .as_ref()
+        .map(|t| t.window(&ran.watched, started_ms, now_ms()));
+    let found = found_in(&ran.observed);
+    let (verdict, reason) = verdict_of(ctx, &spec, &ran);
+    let mut outcome = finish(verdict, format!("{reason} ({secs} s)"), ran.metrics).await;
+    outcome.findings = found;
+    outcome
+}
+
+/// The telemetry findings of a phase's window, in words.
+fn found_in(observed: &Observed) -> Vec<String> {
+    observed
+        .telemetry
+        .as_ref()
+        .map(|t| t.findings.iter().map(|f| f.text.clone()).collect())
+        .unwrap_or_default()
+}
+
+/// The gates' verdict on what ran; nodes that could not run it fail it.
+fn verdict_of(ctx: &RunContext, spec: &PhaseSpec, ran: &Executed) -> (Verdict, String) {
+    let (verdict, reason) =
+        gates::judge(spec, &ran.metrics, &ran.observed, ctx.baseline.as_deref());
+    if ran.failures.is_empty() {
+        (verdict, reason)
+    } else {
+        (
+            Verdict::Fail,
+            format!("{}; {reason}", ran.failures.join("; ")),
+        )
+    }
+}
+
+/// Run `spec` on its nodes as `part` says, until it ends, is aborted or times out; the gates
+/// are the caller's. An abort or timeout comes back early, its reason with `{secs}` left for
+/// the caller to fill in.
+async fn execute(
+    ctx: &RunContext,
+    spec: &Arc<PhaseSpec>,
+    part: &Part,
+    abort: watch::Receiver<bool>,
+    events: &mpsc::Sender<PhaseEvent>,
+    recorded: Option<&BTreeMap<String, usize>>,
+) -> Executed {
+    if let Some(why) = skip_reason(&ctx.plan, spec) {
+        return Executed::early(Verdict::Skipped, why);
     }
     let targets: Vec<RunnerNode> = match spec.scope {
         Scope::EachNode | Scope::EachGpu | Scope::Pairs => ctx.nodes.clone(),
         Scope::Launcher | Scope::Mpirun => ctx.nodes.iter().take(1).cloned().collect(),
+        Scope::Together => {
+            return Executed::early(
+                Verdict::Fail,
+                format!("{} is a group of phases, not one to run on nodes", spec.id),
+            );
+        }
     };
     if targets.is_empty() {
-        return finish(
-            Verdict::Skipped,
-            "no nodes in the inventory".into(),
-            Vec::new(),
-        )
-        .await;
+        return Executed::early(Verdict::Skipped, "no nodes in the inventory".into());
     }
     let hostfile = if spec.scope == Scope::Mpirun {
         ctx.nodes
@@ -686,12 +811,10 @@ async fn drive_phase(
         String::new()
     };
     if spec.scope == Scope::Pairs && targets.len() < 2 {
-        return finish(
+        return Executed::early(
             Verdict::Skipped,
             "node pairs need two nodes in the inventory".into(),
-            Vec::new(),
-        )
-        .await;
+        );
     }
     // In a ring, node i's client reaches node i+1's server.
     let peer_of = |i: usize, step: usize| {
@@ -703,10 +826,11 @@ async fn drive_phase(
     };
     let setup = JobSetup {
         ctx,
-        spec: &spec,
+        spec,
+        part,
         hostfile: &hostfile,
-        events: &events,
-        recorded: recorded.as_ref(),
+        events,
+        recorded,
     };
     // Pairs: servers first, on every node, stopped when the clients are done.
     let (servers_stop, servers_abort) = watch::channel(false);
@@ -726,7 +850,7 @@ async fn drive_phase(
                 servers_abort.clone(),
             ) {
                 Ok(j) => j,
-                Err(why) => return finish(Verdict::Fail, why, Vec::new()).await,
+                Err(why) => return Executed::early(Verdict::Fail, why),
             };
             let name = job.node.spec.name.clone();
             servers.spawn(async move { (name, job.run().await) });
@@ -746,7 +870,7 @@ async fn drive_phase(
             abort.clone(),
         ) {
             Ok(j) => j,
-            Err(why) => return finish(Verdict::Fail, why, Vec::new()).await,
+            Err(why) => return Executed::early(Verdict::Fail, why),
         };
         let name = job.node.spec.name.clone();
         order.push(name.clone());
@@ -820,45 +944,197 @@ async fn drive_phase(
         }
         metrics.extend(r.metrics);
     }
-    let secs = started.elapsed().as_secs();
-    if let Some(nodes) = stopped.get(&StopReason::Aborted) {
-        let reason = format!(
-            "aborted by the operator after {secs} s; process group stopped (TERM, KILL after {} s) on {}",
-            ctx.plan.grace.as_secs(),
-            nodes.join(", ")
-        );
-        return finish(Verdict::Aborted, reason, metrics).await;
-    }
-    if let Some(nodes) = stopped.get(&StopReason::Timeout) {
-        let reason = format!(
-            "ran past its {} s limit on {}; process group stopped",
-            spec.timeout.as_secs(),
-            nodes.join(", ")
-        );
-        return finish(Verdict::Timeout, reason, metrics).await;
-    }
-    // The telemetry of every node the phase touched (an mpirun job reaches all of them).
+    let early = if let Some(nodes) = stopped.get(&StopReason::Aborted) {
+        Some((
+            Verdict::Aborted,
+            format!(
+                "aborted by the operator after {{secs}} s; process group stopped (TERM, KILL after {} s) on {}",
+                ctx.plan.grace.as_secs(),
+                nodes.join(", ")
+            ),
+        ))
+    } else {
+        stopped.get(&StopReason::Timeout).map(|nodes| {
+            (
+                Verdict::Timeout,
+                format!(
+                    "ran past its {} s limit on {}; process group stopped",
+                    spec.timeout.as_secs(),
+                    nodes.join(", ")
+                ),
+            )
+        })
+    };
     let watched: Vec<String> = match spec.scope {
         Scope::Mpirun => ctx.nodes.iter().map(|n| n.spec.name.clone()).collect(),
         _ => order.clone(),
     };
-    observed.telemetry = ctx
+    Executed {
+        early,
+        metrics,
+        observed,
+        failures,
+        watched,
+    }
+}
+
+/// A `together` phase: its members launched at once, each on its nodes as it would run
+/// alone (its own directory, parser and time limit), their events under the group's id;
+/// then each member's figures beside its run alone earlier in this run. Members keep their
+/// gates that read no figure (exit status, #wrong, NET/IB, loss, Xid); their figures are
+/// judged by the group's `together` gates instead.
+async fn drive_together(
+    ctx: &RunContext,
+    spec: &Arc<PhaseSpec>,
+    abort: watch::Receiver<bool>,
+    events: &mpsc::Sender<PhaseEvent>,
+    recorded: Option<&BTreeMap<String, usize>>,
+    started_ms: u64,
+) -> (Verdict, String, Vec<PhaseMetric>, Vec<String>) {
+    let mut members: Vec<Arc<PhaseSpec>> = Vec::new();
+    for id in &spec.together {
+        let Some(m) = ctx.plan.find(id) else {
+            return (
+                Verdict::Fail,
+                format!("{id} is not in the plan"),
+                Vec::new(),
+                Vec::new(),
+            );
+        };
+        if let Some(why) = skip_reason(&ctx.plan, m) {
+            return (
+                Verdict::Skipped,
+                format!("{id}: {why}"),
+                Vec::new(),
+                Vec::new(),
+            );
+        }
+        if !ctx.earlier.contains_key(id) {
+            return (
+                Verdict::Skipped,
+                format!(
+                    "{id} has not passed alone in this run, and its figures alone are what this compares with: run {id} first"
+                ),
+                Vec::new(),
+                Vec::new(),
+            );
+        }
+        let mut own = (**m).clone();
+        own.gates.retain(|g| !g.reads_figures());
+        members.push(Arc::new(own));
+    }
+    let mut set = tokio::task::JoinSet::new();
+    for (i, m) in members.iter().enumerate() {
+        let ctx = ctx.clone();
+        let m = Arc::clone(m);
+        let part = Part {
+            component: format!("{}-{}", spec.id, m.id),
+            event_phase: spec.id.clone(),
+            member: Some(m.id.clone()),
+        };
+        let abort = abort.clone();
+        let events = events.clone();
+        let recorded = recorded.cloned();
+        set.spawn(async move {
+            let ran = execute(&ctx, &m, &part, abort, &events, recorded.as_ref()).await;
+            (i, ran)
+        });
+    }
+    let mut runs: Vec<Option<Executed>> = members.iter().map(|_| None).collect();
+    while let Some(done) = set.join_next().await {
+        if let Ok((i, ran)) = done
+            && let Some(slot) = runs.get_mut(i)
+        {
+            *slot = Some(ran);
+        }
+    }
+    let ended_ms = now_ms();
+    let mut watched: BTreeSet<String> = BTreeSet::new();
+    let mut stopped: Vec<(Verdict, String)> = Vec::new();
+    for (m, ran) in members.iter().zip(&mut runs) {
+        match ran {
+            None => stopped.push((Verdict::Fail, format!("{}: its runner task died", m.id))),
+            Some(r) => {
+                if let Some((v, why)) = r.early.take() {
+                    let secs = ended_ms.saturating_sub(started_ms) / 1000;
+                    stopped.push((
+                        v,
+                        format!("{}: {}", m.id, why.replace("{secs}", &secs.to_string())),
+                    ));
+                }
+                watched.extend(r.watched.iter().cloned());
+            }
+        }
+    }
+    let mut metrics: Vec<PhaseMetric> = Vec::new();
+    if let Some(v) = [
+        Verdict::Aborted,
+        Verdict::Timeout,
+        Verdict::Fail,
+        Verdict::Skipped,
+    ]
+    .into_iter()
+    .find(|v| stopped.iter().any(|s| s.0 == *v))
+    {
+        for r in runs.iter_mut().flatten() {
+            metrics.append(&mut r.metrics);
+        }
+        let reason = stopped
+            .iter()
+            .map(|s| s.1.clone())
+            .collect::<Vec<_>>()
+            .join("; ");
+        return (v, reason, metrics, Vec::new());
+    }
+    let watched: Vec<String> = watched.into_iter().collect();
+    let window = ctx
         .telemetry
         .as_ref()
-        .map(|t| t.window(&watched, started_ms, now_ms()));
-    let found: Vec<String> = observed
-        .telemetry
-        .as_ref()
-        .map(|t| t.findings.iter().map(|f| f.text.clone()).collect())
-        .unwrap_or_default();
-    let (verdict, mut reason) = gates::judge(&spec, &metrics, &observed, ctx.baseline.as_deref());
-    let verdict = if failures.is_empty() {
-        verdict
-    } else {
-        reason = format!("{}; {reason}", failures.join("; "));
-        Verdict::Fail
+        .map(|t| t.window(&watched, started_ms, ended_ms));
+    let mut observed = Observed {
+        nodes: watched.clone(),
+        telemetry: window.clone(),
+        ..Observed::default()
     };
-    let mut outcome = finish(verdict, format!("{reason} ({secs} s)"), metrics).await;
-    outcome.findings = found;
-    outcome
+    // Figures compared: those the gates read and those the plan asks to see; every figure
+    // both runs have when the plan names none.
+    let mut wanted: Vec<String> = spec
+        .gates
+        .iter()
+        .filter_map(|g| match g {
+            Gate::Together { figure, .. } => Some(figure.clone()),
+            _ => None,
+        })
+        .collect();
+    wanted.extend(spec.compare.iter().cloned());
+    for (m, ran) in members.iter().zip(runs.iter_mut()) {
+        let Some(ran) = ran else { continue };
+        ran.observed.telemetry = window.clone();
+        let (verdict, reason) = verdict_of(ctx, m, ran);
+        observed.members.push((m.id.clone(), verdict, reason));
+        if let Some(alone) = ctx.earlier.get(&m.id) {
+            let together = gates::figures(&ran.metrics);
+            observed
+                .changes
+                .extend(gates::compare(&m.id, alone, &together, &wanted));
+        }
+        metrics.append(&mut ran.metrics);
+    }
+    let at_ms = now_ms();
+    for change in &observed.changes {
+        let metric = PhaseMetric::Together {
+            change: change.clone(),
+        };
+        let _ = events
+            .send(PhaseEvent::Metric {
+                phase: spec.id.clone(),
+                at_ms,
+                metric: metric.clone(),
+            })
+            .await;
+        metrics.push(metric);
+    }
+    let found = found_in(&observed);
+    let (verdict, reason) = gates::judge(spec, &metrics, &observed, ctx.baseline.as_deref());
+    (verdict, reason, metrics, found)
 }

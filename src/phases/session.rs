@@ -163,6 +163,17 @@ impl RunSession {
         locked(&self.record)?.event(ev)
     }
 
+    /// Figures of the phases that passed or warned in this run so far (a `together` phase
+    /// compares with them).
+    pub fn earlier_figures(&self) -> BTreeMap<String, gates::Figures> {
+        self.summary
+            .phases
+            .iter()
+            .filter(|p| matches!(p.verdict, Verdict::Pass | Verdict::Warn))
+            .map(|p| (p.id.clone(), p.figures.clone()))
+            .collect()
+    }
+
     /// The phases `spec` needs that ended badly in this run, in words (`None`: free to run).
     pub fn blocked_by(&self, spec: &PhaseSpec) -> Option<String> {
         let blocked: Vec<String> = spec
@@ -203,6 +214,14 @@ impl RunSession {
             ended_ms: self.now_ms(),
             figures: gates::figures(&outcome.metrics),
             findings: outcome.findings.clone(),
+            together: outcome
+                .metrics
+                .iter()
+                .filter_map(|m| match m {
+                    super::PhaseMetric::Together { change } => Some(change.clone()),
+                    _ => None,
+                })
+                .collect(),
         });
         self.summary.verdict = Some(self.worst());
         let mut record = locked(&self.record)?;

@@ -64,6 +64,9 @@ pub struct RecordPhase {
     /// Telemetry findings (warn and worse) that came up while it ran.
     #[serde(default)]
     pub findings: Vec<String>,
+    /// A `together` phase: its members' figures alone and beside each other.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub together: Vec<crate::phases::gates::FigureChange>,
 }
 
 /// `summary.json`.

@@ -36,6 +36,8 @@ pub struct ReportData {
     pub damage: Vec<String>,
     /// What could not be shown, and why.
     pub missing: Vec<String>,
+    /// The plan's `together` gates: (phase, figure) → how many percent worse it may get.
+    pub together_limits: BTreeMap<(String, String), f64>,
 }
 
 /// One finding of the run.
@@ -152,7 +154,20 @@ pub fn gather(run_dir: &Path) -> Result<ReportData, String> {
     for (id, chart) in cdfs {
         charts.push((format!("latency-{id}"), chart));
     }
+    let together_limits = plan
+        .phases
+        .iter()
+        .flat_map(|p| {
+            p.gates.iter().filter_map(|g| match g {
+                crate::phases::plan::Gate::Together { figure, worse_pct } => {
+                    Some(((p.id.clone(), figure.clone()), *worse_pct))
+                }
+                _ => None,
+            })
+        })
+        .collect();
     Ok(ReportData {
+        together_limits,
         findings: finding_rows(&events),
         unfinished: started,
         baseline,

@@ -300,6 +300,52 @@ fn document(d: &ReportData) -> Vec<Block<'_>> {
         ));
     }
 
+    let together: Vec<Vec<Cell>> = s
+        .phases
+        .iter()
+        .flat_map(|p| p.together.iter().map(move |c| (p, c)))
+        .map(|(p, c)| {
+            let worse = c.worse_pct();
+            let way = if worse > 0.0 {
+                "worse"
+            } else if worse < 0.0 {
+                "better"
+            } else {
+                "same"
+            };
+            let gate = match d.together_limits.get(&(p.id.clone(), c.figure.clone())) {
+                Some(limit) if worse > *limit => Cell {
+                    text: format!("over {limit} %"),
+                    strong: true,
+                    badge: Some("fail"),
+                },
+                Some(limit) => Cell::plain(format!("within {limit} %")),
+                None => Cell::plain("shown only"),
+            };
+            vec![
+                Cell::plain(&p.id),
+                Cell::plain(&c.member),
+                Cell::plain(&c.figure),
+                Cell::plain(&c.subject),
+                Cell::plain(fmt_value(c.alone)),
+                Cell::plain(fmt_value(c.together)),
+                Cell::plain(c.change_words()),
+                Cell::plain(way),
+                gate,
+            ]
+        })
+        .collect();
+    if !together.is_empty() {
+        doc.push(Block::Heading("Phases run together"));
+        doc.push(Block::Table {
+            header: &[
+                "phase", "member", "figure", "subject", "alone", "together", "change", "way",
+                "gate",
+            ],
+            rows: together,
+        });
+    }
+
     doc.push(Block::Heading("Plots"));
     for (name, chart) in &d.charts {
         doc.push(Block::Plot(name, chart));

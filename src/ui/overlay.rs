@@ -356,6 +356,78 @@ fn checklist(ctx: &Ctx, p: &crate::cluster::PhaseView, lines: &mut Vec<Line<'sta
     }
 }
 
+/// Most comparison rows the phase details show; the report has them all.
+const TOGETHER_ROWS: usize = 12;
+
+/// A `together` phase's figures beside each member's run alone: worst first, those over
+/// their gate marked.
+fn together_table(ctx: &Ctx, p: &crate::cluster::PhaseView, lines: &mut Vec<Line<'static>>) {
+    use crate::phases::plan::Gate;
+    let t = ctx.theme;
+    if p.spec.together.is_empty() {
+        return;
+    }
+    lines.push(Line::styled(
+        format!(
+            " runs    {} at once, each set beside its own run alone",
+            p.spec.together.join(" + ")
+        ),
+        t.text,
+    ));
+    if p.together.is_empty() {
+        return;
+    }
+    let limit = |figure: &str| {
+        p.spec.gates.iter().find_map(|g| match g {
+            Gate::Together {
+                figure: f,
+                worse_pct,
+            } if f == figure => Some(*worse_pct),
+            _ => None,
+        })
+    };
+    let mut rows: Vec<&crate::phases::gates::FigureChange> = p.together.iter().collect();
+    rows.sort_by(|a, b| b.worse_pct().total_cmp(&a.worse_pct()));
+    lines.push(Line::styled(
+        format!(
+            " {:<6} {:<22} {:<12} {:>9} {:>9}  {:<11} gate",
+            "member", "figure", "subject", "alone", "together", "change"
+        ),
+        t.accent,
+    ));
+    for c in rows.iter().take(TOGETHER_ROWS) {
+        let (gate, style) = match limit(&c.figure) {
+            Some(l) if c.worse_pct() > l => (format!("over {l} %"), t.crit),
+            Some(l) => (format!("within {l} %"), t.ok),
+            None => ("shown".to_string(), t.text),
+        };
+        lines.push(Line::styled(
+            fit(
+                &format!(
+                    " {:<6} {:<22} {:<12} {:>9} {:>9}  {:<11} {gate}",
+                    c.member,
+                    c.figure,
+                    c.subject,
+                    crate::phases::gates::fmt_value(c.alone),
+                    crate::phases::gates::fmt_value(c.together),
+                    c.change_words()
+                ),
+                98,
+            ),
+            style,
+        ));
+    }
+    if rows.len() > TOGETHER_ROWS {
+        lines.push(Line::styled(
+            format!(
+                " … {} more rows in the report (burnin report)",
+                rows.len() - TOGETHER_ROWS
+            ),
+            t.muted,
+        ));
+    }
+}
+
 fn phase_details(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
     let t = ctx.theme;
     let Some(p) = ctx.store.phases.get(ctx.state.ui.phase) else {
@@ -390,6 +462,7 @@ fn phase_details(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
         t.muted,
     ));
     checklist(ctx, p, &mut lines);
+    together_table(ctx, p, &mut lines);
     boxed(
         ctx,
         format!(" {} {} (Esc closes) ", p.spec.id, p.spec.title),
