@@ -512,6 +512,10 @@ pub struct PhaseView {
     pub checks: Vec<CheckRow>,
     /// A `together` phase's figures beside each member's run alone (sent as it ends).
     pub together: Vec<crate::phases::gates::FigureChange>,
+    /// A drill's outcomes so far, step by step.
+    pub drill: Vec<crate::phases::drill::SeriesOutcome>,
+    /// What a drill asks the operator now.
+    pub prompt: Option<String>,
 }
 
 /// One check of one node, as the phase's checklist shows it.
@@ -698,6 +702,8 @@ fn fresh_views<'a>(
             metrics_version: 0,
             checks: Vec::new(),
             together: Vec::new(),
+            drill: Vec::new(),
+            prompt: None,
         })
         .collect()
 }
@@ -861,6 +867,8 @@ impl ClusterStore {
                 view.figure_metrics.clear();
                 view.checks.clear();
                 view.together.clear();
+                view.drill.clear();
+                view.prompt = None;
                 view.metrics_version += 1;
                 if !view.log.is_empty() {
                     view.log.push_back(String::from("── restarted ──"));
@@ -896,6 +904,9 @@ impl ClusterStore {
                 if let PhaseMetric::Together { change } = &metric {
                     view.together.push(change.clone());
                 }
+                if let PhaseMetric::Drill { outcome } = &metric {
+                    view.drill.push(outcome.clone());
+                }
                 if let PhaseMetric::Check {
                     node,
                     name,
@@ -912,12 +923,14 @@ impl ClusterStore {
                 }
                 self.ingest_metric(phase, metric)
             }
+            PhaseEvent::Prompt { text, .. } => view.prompt = text,
             PhaseEvent::Finished {
                 at_ms,
                 verdict,
                 reason,
                 ..
             } => {
+                view.prompt = None;
                 view.state = PhaseState::Done(verdict);
                 view.finished_ms = Some(at_ms);
                 view.reason = Some(reason);
@@ -1005,8 +1018,16 @@ impl ClusterStore {
             | PhaseMetric::Check { .. }
             | PhaseMetric::Problem { .. }
             | PhaseMetric::Together { .. }
+            | PhaseMetric::Drill { .. }
             | PhaseMetric::LatencyCdf { .. } => {}
         }
+    }
+
+    /// The drill asking the operator something now: (phase, words).
+    pub fn drill_prompt(&self) -> Option<(&str, &str)> {
+        self.phases
+            .iter()
+            .find_map(|p| p.prompt.as_deref().map(|t| (p.spec.id.as_str(), t)))
     }
 
     /// The phase whose bus-bandwidth sweep the NCCL pane shows: the running one if it has rows,

@@ -286,6 +286,7 @@ async fn watch(
             run_id: String::new(),
             attempt: 1,
             earlier: Default::default(),
+            confirm: None,
             plan,
             nodes: crate::headless::runner_nodes(&inventory, &ssh),
             baseline,

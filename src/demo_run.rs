@@ -92,6 +92,7 @@ pub async fn run(args: DemoRunArgs) -> Result<i32> {
                                 eprintln!("{phase:<4} {} ...", spec.title);
                             }
                         }
+                        PhaseEvent::Prompt { .. } => {}
                         PhaseEvent::Metric { metric, .. } => {
                             if let Some((_, _, m)) = running.as_mut() {
                                 m.push(metric.clone());

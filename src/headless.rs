@@ -198,10 +198,29 @@ pub async fn run(args: RunArgs) -> Result<i32> {
         eprintln!("burnin run: --no-telemetry: Xid and stalled GPUs during phases are not judged");
         None
     };
+    // A drill in the run: the operator confirms each step with Enter on this terminal.
+    let drills = plan
+        .phases
+        .iter()
+        .any(|p| p.drill.is_some() && (args.only.is_empty() || args.only.contains(&p.id)));
+    let confirm = drills.then(|| {
+        let (tx, rx) = watch::channel(0u64);
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::stdin().lock().lines() {
+                if line.is_err() || tx.is_closed() {
+                    break;
+                }
+                tx.send_modify(|n| *n += 1);
+            }
+        });
+        rx
+    });
     let ctx = RunContext {
         run_id: run_id.clone(),
         attempt: 1,
         earlier: Default::default(),
+        confirm,
         plan: Arc::clone(&plan),
         nodes: runner_nodes(&inventory, &ssh),
         baseline,
@@ -352,7 +371,12 @@ pub async fn run(args: RunArgs) -> Result<i32> {
                     } => {
                         eprintln!("{:<4} {:<8} {reason}", spec.id, verdict.label());
                     }
-                    PhaseEvent::Metric { .. } => {}
+                    PhaseEvent::Prompt {
+                        text: Some(text), ..
+                    } => {
+                        eprintln!("{:<4} ASKS     {text} — press Enter when done", spec.id);
+                    }
+                    PhaseEvent::Prompt { text: None, .. } | PhaseEvent::Metric { .. } => {}
                 }
                 if let Err(e) = session.event(&ev) {
                     eprintln!("burnin run: record: {e}");

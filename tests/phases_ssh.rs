@@ -172,6 +172,7 @@ impl Console {
                 run_id: String::new(),
                 attempt: 1,
                 earlier: Default::default(),
+                confirm: None,
                 plan: Arc::clone(&plan),
                 nodes: burnin::headless::runner_nodes(&inventory, &ssh),
                 baseline: None,
@@ -650,6 +651,161 @@ gates = [{ kind = "together", figure = "busbw_all_reduce", worse_pct = 5 }]
             && site
                 .phase_dir("G-L", "node01")
                 .is_some_and(|d| d.join("rc").exists())
+    );
+}
+
+/// An operator drill under `burnin run`: the load (a stand-in all_reduce_perf printing the
+/// real capture's header, then one 1 GiB row every 0.1 s at the busbw a file says, or nothing
+/// while "stalled") runs; burnin asks, the test "pulls the cable" (stalls the load, then lets
+/// it limp, then restores it) and confirms with Enter on stdin, as an engineer would.
+#[test]
+fn a_drill_asks_the_operator_and_times_the_recovery_after_each_confirmation() {
+    use std::io::{BufRead, Write};
+    let plan = r#"
+[[phase]]
+id = "D"
+title = "Drill: pull a cable"
+scope = "each-node"
+parser = "nccl-tests"
+timeout = "2m"
+command = "all_reduce_perf"
+[phase.drill]
+watch = ["busbw_all_reduce"]
+steady = "1s"
+settle = "1s"
+recover_pct = 90
+[[phase.drill.steps]]
+ask = "Pull the cable"
+within = "20s"
+[[phase.drill.steps]]
+ask = "Put it back"
+within = "20s"
+"#;
+    let Some(site) = Site::new(1, 8, plan) else {
+        return;
+    };
+    let capture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/nccl-tests/h100-2node-16rank-allreduce.txt");
+    let level = site.cluster.dir.join("level");
+    let warned = site.cluster.dir.join("warned");
+    std::fs::write(&level, "380.00").expect("level");
+    site.cluster.install_tool(
+        "all_reduce_perf",
+        &format!(
+            "#!/bin/sh\nsed -n 2,24p '{capture}'\nwhile :; do\n  l=$(cat '{level}')\n  case \"$l\" in\n    stall) [ -e '{warned}' ] || {{ echo 'node01:77:77 [0] NCCL WARN NET/IB : Got completion from peer 10.0.0.2 with status=12 error, retrying'; touch '{warned}'; }} ;;\n    *) printf '  1073741824   268435456  float  sum  -1  2800.0  200.00  %s  0  2800.0  200.00  %s  0\\n' \"$l\" \"$l\" ;;\n  esac\n  sleep 0.1\ndone\n",
+            capture = capture.display(),
+            level = level.display(),
+            warned = warned.display(),
+        ),
+    );
+    let mut child = site
+        .command(&["run", "--json", "--no-telemetry", "--only", "D"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("burnin run");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let mut said = Vec::new();
+    let mut wait_line = |what: &str| {
+        let deadline = Instant::now() + Duration::from_secs(40);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(l) => {
+                    let hit = l.contains(what);
+                    said.push(l);
+                    if hit {
+                        return;
+                    }
+                }
+                Err(_) => panic!("no {what:?} on stderr:\n{}", said.join("\n")),
+            }
+        }
+    };
+    wait_line("ASKS     step 1/2: Pull the cable — press Enter when done");
+    // The cable is out: the collective hangs and NCCL complains; then it limps; then it is back.
+    std::fs::write(&level, "stall").expect("level");
+    stdin.write_all(b"\n").expect("confirm");
+    stdin.flush().expect("flush");
+    std::thread::sleep(Duration::from_millis(1500));
+    std::fs::write(&level, "150.00").expect("level");
+    std::thread::sleep(Duration::from_millis(1000));
+    std::fs::write(&level, "380.00").expect("level");
+    wait_line("ASKS     step 2/2: Put it back");
+    stdin.write_all(b"\n").expect("confirm");
+    stdin.flush().expect("flush");
+    let out = child.wait_with_output().expect("wait");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("run --json");
+    let d = phase(&doc, "D");
+    assert_eq!(d["verdict"], "PASS", "{d}");
+    assert_eq!(out.status.code(), Some(0));
+    let rows = d["drill"].as_array().expect("drill rows");
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    let (pull, back) = (&rows[0], &rows[1]);
+    assert_eq!(
+        (pull["step"].as_u64(), pull["dipped"].as_bool()),
+        (Some(1), Some(true))
+    );
+    assert_eq!(pull["steady"].as_f64(), Some(380.0));
+    // The stall counts as zero.
+    assert_eq!(pull["low"].as_f64(), Some(0.0));
+    // It was down for at least the 2.5 s the test held it down after confirming.
+    assert!(
+        pull["recovered_after_s"].as_f64().is_some_and(|s| s >= 2.0),
+        "{pull}"
+    );
+    assert_eq!(pull["error_lines"].as_u64(), Some(1));
+    assert!(
+        pull["first_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("NCCL WARN NET/IB"))
+    );
+    assert_eq!(
+        (back["step"].as_u64(), back["dipped"].as_bool()),
+        (Some(2), Some(false))
+    );
+    let reason = d["reason"].as_str().expect("reason");
+    assert!(
+        reason.contains("step 1: busbw_all_reduce node01 recovered in"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("step 2: busbw_all_reduce node01 not affected"),
+        "{reason}"
+    );
+    assert!(reason.contains("step 1: 1 error/retry line(s)"), "{reason}");
+    // The load was stopped as finished, not aborted, and nothing of it is left running.
+    let dir = site.phase_dir("D", "node01").expect("phase dir");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("stopped"))
+            .map(|s| s.trim().to_string())
+            .ok(),
+        Some("finished".into())
+    );
+    // The report lists both steps.
+    let run_dir = PathBuf::from(doc["run_dir"].as_str().expect("run_dir"));
+    let o = std::process::Command::new(BIN)
+        .args(["report", run_dir.to_str().expect("utf-8")])
+        .env("BURNIN_LOG", run_dir.join("report.log"))
+        .output()
+        .expect("burnin report");
+    assert_eq!(o.status.code(), Some(0));
+    let md = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
+    assert!(md.contains("## Drills"), "{md}");
+    assert!(
+        md.contains("| D | 2. Put it back | busbw_all_reduce | node01 | 380 |"),
+        "{md}"
     );
 }
 

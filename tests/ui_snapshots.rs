@@ -439,6 +439,120 @@ fn a_together_phase_shows_each_figure_alone_and_together_worst_first() {
     assert_snapshot!(text);
 }
 
+/// A drill asks: the status bar says so over everything else, `c` confirms it (the runner
+/// hears `Confirm`), the ask goes away, and the phase details show each step's outcome.
+#[test]
+fn a_drill_asks_in_the_status_bar_and_c_confirms_it() {
+    use burnin::app::action::Effect;
+    use burnin::phases::drill::SeriesOutcome;
+    use burnin::phases::{PhaseCommand, PhaseEvent, PhaseMetric};
+    use burnin::telemetry::SourceEvent;
+    let mut state = common::empty_state("test", (110, 34));
+    let t = 1_800_000_000_000u64;
+    let phase = |ev| state_event(SourceEvent::Phase(ev));
+    for e in [
+        state_event(SourceEvent::Clock { at_ms: t }),
+        phase(PhaseEvent::Started {
+            phase: "D1".into(),
+            at_ms: t,
+        }),
+        phase(PhaseEvent::Prompt {
+            phase: "D1".into(),
+            at_ms: t + 60_000,
+            text: Some("step 1/2: Pull one leaf-spine cable now".into()),
+        }),
+    ] {
+        state.update(e);
+    }
+    let text = screen(&state).backend().to_string();
+    assert!(
+        text.contains("D1 ASKS: step 1/2: Pull one leaf-spine cable now — c when done"),
+        "{text}"
+    );
+    let effect = state.update(Event::Key(KeyEvent::new(
+        KeyCode::Char('c'),
+        KeyModifiers::NONE,
+    )));
+    assert_eq!(
+        effect,
+        Some(Effect::Command(PhaseCommand::Confirm("D1".into())))
+    );
+    // The runner takes the ask back, then reports the step.
+    let outcome = |step: usize, ask: &str, low: f64, after: Option<f64>, errors: u64| {
+        phase(PhaseEvent::Metric {
+            phase: "D1".into(),
+            at_ms: t + 120_000,
+            metric: PhaseMetric::Drill {
+                outcome: SeriesOutcome {
+                    step,
+                    ask: ask.into(),
+                    figure: "busbw_all_reduce".into(),
+                    subject: "job".into(),
+                    steady: 391.0,
+                    low: Some(low),
+                    dipped: low < 391.0 * 0.9,
+                    recovered_after_s: after,
+                    error_lines: errors,
+                    first_error: (errors > 0).then(|| {
+                        "gpu03:5531:5620 [2] NCCL WARN NET/IB : Got completion from peer 10.1.2.4 with status=12 error".into()
+                    }),
+                },
+            },
+        })
+    };
+    for e in [
+        phase(PhaseEvent::Prompt {
+            phase: "D1".into(),
+            at_ms: t + 61_000,
+            text: None,
+        }),
+        outcome(1, "Pull one leaf-spine cable now", 0.0, Some(14.2), 6),
+        phase(PhaseEvent::Prompt {
+            phase: "D1".into(),
+            at_ms: t + 121_000,
+            text: Some("step 2/2: Put the cable back".into()),
+        }),
+    ] {
+        state.update(e);
+    }
+    // Step 2 is asked now; the details show step 1's outcome and the ask.
+    state.ui.focus = PaneKind::Phases;
+    state.ui.phase = state
+        .store
+        .phases
+        .iter()
+        .position(|p| p.spec.id == "D1")
+        .expect("D1 in the shipped plan");
+    key(&mut state, KeyCode::Enter);
+    let text = screen(&state).backend().to_string();
+    assert!(
+        text.contains("busbw_all_reduce job recovered in 14.2 s (low 0.00 of steady 391)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("6 error/retry line(s), first: gpu03"),
+        "{text}"
+    );
+    assert!(
+        text.contains("ASKS    step 2/2: Put the cable back"),
+        "{text}"
+    );
+    assert_snapshot!(text);
+    state.update(phase(PhaseEvent::Prompt {
+        phase: "D1".into(),
+        at_ms: t + 122_000,
+        text: None,
+    }));
+    key(&mut state, KeyCode::Esc);
+    let effect = state.update(Event::Key(KeyEvent::new(
+        KeyCode::Char('c'),
+        KeyModifiers::NONE,
+    )));
+    assert_eq!(effect, None, "nothing is asked now");
+    let text = screen(&state).backend().to_string();
+    assert!(text.contains("no drill is asking anything"), "{text}");
+}
+
 fn state_event(ev: burnin::telemetry::SourceEvent) -> Event {
     Event::Source(ev)
 }

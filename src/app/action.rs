@@ -34,6 +34,8 @@ pub enum Action {
     AbortPhase,
     /// Run a finished phase again.
     RetryPhase,
+    /// Tell a drill the operator did what it asked.
+    ConfirmDrill,
     /// Full-screen log.
     Logs,
     /// Edit the node filter.

@@ -148,6 +148,12 @@ pub const BINDINGS: &[Binding] = &[
         hint: Some("abort"),
     },
     Binding {
+        keys: &[Key::Char('c')],
+        action: Action::ConfirmDrill,
+        help: "a drill asks (status bar): say it is done",
+        hint: None,
+    },
+    Binding {
         keys: &[Key::Char('r')],
         action: Action::RetryPhase,
         help: "run the selected finished phase again",

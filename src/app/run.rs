@@ -178,7 +178,9 @@ async fn event_loop(
             }
             Some(Effect::AbortAndQuit(c)) => {
                 let phase = match &c {
-                    PhaseCommand::Abort(p) | PhaseCommand::Start(p) => p.clone(),
+                    PhaseCommand::Abort(p) | PhaseCommand::Start(p) | PhaseCommand::Confirm(p) => {
+                        p.clone()
+                    }
                 };
                 tracing::info!(phase, "abort and quit");
                 if commands.send(c).is_err() {

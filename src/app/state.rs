@@ -440,6 +440,25 @@ impl State {
             Action::Details => self.details(),
             Action::StartPhase => return self.start_selected(false),
             Action::RetryPhase => return self.start_selected(true),
+            Action::ConfirmDrill => {
+                let asked = self
+                    .store
+                    .drill_prompt()
+                    .map(|(id, text)| (id.to_string(), text.to_string()));
+                return match asked {
+                    Some((id, text)) => {
+                        self.say(
+                            Tone::Info,
+                            format!("{id}: done — {text}; timing the recovery"),
+                        );
+                        Some(Effect::Command(PhaseCommand::Confirm(id)))
+                    }
+                    None => {
+                        self.say(Tone::Warn, "no drill is asking anything");
+                        None
+                    }
+                };
+            }
             Action::AbortPhase => match self.running_phase_id() {
                 Some(id) => self.ui.overlay = Overlay::Confirm(Confirm::Abort(id)),
                 None => self.say(Tone::Warn, "no phase is running"),

@@ -35,6 +35,8 @@ pub struct PhaseDriver {
     /// What the telemetry writes into the record, once the record is open.
     recording: Option<TelemetryRecording>,
     recording_failed: bool,
+    /// Counts the operator's confirmations for a drill (`c`).
+    confirm: watch::Sender<u64>,
 }
 
 /// The running phase's id (a `together` phase also runs its members alone first: their ids
@@ -84,7 +86,10 @@ impl PhaseDriver {
         baseline_path: Option<PathBuf>,
     ) -> Self {
         ctx.run_id = new_run_id();
+        let (confirm, confirm_rx) = watch::channel(0u64);
+        ctx.confirm = Some(confirm_rx);
         Self {
+            confirm,
             ctx,
             inventory,
             runs_dir,
@@ -156,6 +161,18 @@ impl PhaseDriver {
     pub async fn command(&mut self, cmd: PhaseCommand, events: &mpsc::Sender<SourceEvent>) {
         let notice = |text: String| SourceEvent::Notice { text };
         match cmd {
+            PhaseCommand::Confirm(id) => {
+                let running = self.running.lock().ok().and_then(|r| r.clone());
+                match running {
+                    Some((ids, _, _)) if ids.contains(&id) => {
+                        self.operator("confirm", &id);
+                        self.confirm.send_modify(|n| *n += 1);
+                    }
+                    _ => {
+                        let _ = events.send(notice(format!("{id} is not running"))).await;
+                    }
+                }
+            }
             PhaseCommand::Abort(id) => {
                 let running = self.running.lock().ok().and_then(|r| r.clone());
                 match running {

@@ -2,6 +2,7 @@
 //! a phase out on the nodes, and the events it sends while it runs (the simulator speaks the
 //! same events).
 
+pub mod drill;
 pub mod driver;
 pub mod gates;
 pub mod plan;
@@ -186,6 +187,12 @@ pub enum PhaseMetric {
         #[serde(flatten)]
         change: gates::FigureChange,
     },
+    /// How one watched series came through one step of a drill.
+    Drill {
+        /// The outcome.
+        #[serde(flatten)]
+        outcome: drill::SeriesOutcome,
+    },
     /// A failure the tool printed (NCCL/CUDA failure, ASSERT, Python traceback, OOM).
     Problem {
         /// Node name.
@@ -255,6 +262,16 @@ pub enum PhaseEvent {
         /// The figure.
         metric: PhaseMetric,
     },
+    /// A drill asks the operator to do something and confirm (`text` `None`: the ask is over).
+    Prompt {
+        /// Which phase.
+        phase: PhaseId,
+        /// When.
+        at_ms: UnixMillis,
+        /// What to do, in words.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+    },
     /// The phase ended.
     Finished {
         /// Which phase.
@@ -276,6 +293,7 @@ impl PhaseEvent {
             | PhaseEvent::Line { phase, .. }
             | PhaseEvent::Note { phase, .. }
             | PhaseEvent::Metric { phase, .. }
+            | PhaseEvent::Prompt { phase, .. }
             | PhaseEvent::Finished { phase, .. } => phase,
         }
     }
@@ -287,6 +305,7 @@ impl PhaseEvent {
             | PhaseEvent::Line { at_ms, .. }
             | PhaseEvent::Note { at_ms, .. }
             | PhaseEvent::Metric { at_ms, .. }
+            | PhaseEvent::Prompt { at_ms, .. }
             | PhaseEvent::Finished { at_ms, .. } => *at_ms,
         }
     }
@@ -299,4 +318,6 @@ pub enum PhaseCommand {
     Start(PhaseId),
     /// Abort a running phase: TERM its process group, then KILL after a grace period.
     Abort(PhaseId),
+    /// The operator did what a drill asked.
+    Confirm(PhaseId),
 }

@@ -259,6 +259,8 @@ pub struct PhaseSpec {
     pub together: Vec<String>,
     /// For scope `together`: figures shown alone / together / change beside the gated ones.
     pub compare: Vec<String>,
+    /// An operator drill around the load this phase runs (the load runs until burnin stops it).
+    pub drill: Option<super::drill::Drill>,
 }
 
 mod secs {
@@ -332,6 +334,25 @@ struct PhaseFile {
     /// With `together`: more figures to show alone / together / change.
     #[serde(default)]
     compare: Vec<toml::Spanned<String>>,
+    /// An operator drill around this phase's load.
+    drill: Option<toml::Spanned<DrillFile>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DrillFile {
+    watch: Vec<toml::Spanned<String>>,
+    steady: Option<toml::Spanned<String>>,
+    settle: Option<toml::Spanned<String>>,
+    recover_pct: Option<f64>,
+    steps: Vec<DrillStepFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DrillStepFile {
+    ask: String,
+    within: Option<toml::Spanned<String>>,
 }
 
 /// Placeholders the runner fills in for every command.
@@ -426,6 +447,70 @@ pub fn default_plan() -> &'static Plan {
     &DEFAULT
 }
 
+/// A phase's drill, checked: series it can watch, at least one step, sane percentages.
+fn drill_of(
+    file: &str,
+    text: &str,
+    id: &str,
+    d: Option<&toml::Spanned<DrillFile>>,
+) -> Result<Option<super::drill::Drill>, ConfigError> {
+    use super::drill::{Drill, DrillStep, WATCHABLE, watchable};
+    let Some(spanned) = d else { return Ok(None) };
+    let at = |span: std::ops::Range<usize>, m: String| ConfigError::at(file, text, Some(span), m);
+    let d = spanned.get_ref();
+    if d.watch.is_empty() {
+        return Err(at(
+            spanned.span(),
+            format!("{id}: a drill watches at least one series"),
+        ));
+    }
+    for w in &d.watch {
+        if !watchable(w.get_ref()) {
+            return Err(at(
+                w.span(),
+                format!(
+                    "{id}: a drill cannot time {:?}; it watches series that arrive while the load runs: {} (busbw_ + collective)",
+                    w.get_ref(),
+                    WATCHABLE.join(", ")
+                ),
+            ));
+        }
+    }
+    if d.steps.is_empty() {
+        return Err(at(
+            spanned.span(),
+            format!("{id}: a drill has at least one step"),
+        ));
+    }
+    let pct = d.recover_pct.unwrap_or(90.0);
+    if !(pct > 0.0 && pct <= 100.0) {
+        return Err(at(
+            spanned.span(),
+            format!("{id}: recover_pct {pct} is not in (0, 100]"),
+        ));
+    }
+    let mut steps = Vec::new();
+    for s in &d.steps {
+        if s.ask.trim().is_empty() {
+            return Err(at(
+                spanned.span(),
+                format!("{id}: a drill step asks something"),
+            ));
+        }
+        steps.push(DrillStep {
+            ask: s.ask.trim().to_string(),
+            within: crate::inventory::duration(file, text, &s.within, Duration::from_secs(300))?,
+        });
+    }
+    Ok(Some(Drill {
+        watch: d.watch.iter().map(|w| w.get_ref().clone()).collect(),
+        steady: crate::inventory::duration(file, text, &d.steady, Duration::from_secs(60))?,
+        settle: crate::inventory::duration(file, text, &d.settle, Duration::from_secs(30))?,
+        recover_pct: pct,
+        steps,
+    }))
+}
+
 /// The gate's figure must be one burnin knows.
 fn check_gate_figure(
     file: &str,
@@ -470,6 +555,12 @@ fn together_phase(
         return Err(at(
             p.id.span(),
             format!("{id}: a `together` phase reads with its members' parsers; it has no `parser`"),
+        ));
+    }
+    if let Some(d) = &p.drill {
+        return Err(at(
+            d.span(),
+            format!("{id}: a drill runs around one phase's load, not a `together` phase"),
         ));
     }
     if let Some(r) = p.requires.first() {
@@ -578,6 +669,7 @@ fn together_phase(
         gates,
         together: members,
         compare: p.compare.iter().map(|c| c.get_ref().clone()).collect(),
+        drill: None,
     })
 }
 
@@ -721,6 +813,7 @@ impl Plan {
                     .collect::<Vec<_>>()
                     .join("; ")
             };
+            let drill = drill_of(file, text, &id, p.drill.as_ref())?;
             phases.push(Arc::new(PhaseSpec {
                 id,
                 title: p.title.clone(),
@@ -740,6 +833,7 @@ impl Plan {
                 gates,
                 together: Vec::new(),
                 compare: Vec::new(),
+                drill,
             }));
         }
         if phases.is_empty() {
@@ -791,7 +885,7 @@ mod tests {
         assert_eq!(
             ids,
             [
-                "T0", "T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8", "S1", "S2", "S3", "C1"
+                "T0", "T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8", "S1", "S2", "S3", "C1", "D1"
             ]
         );
         assert!(
@@ -1019,5 +1113,54 @@ mod tests {
         assert!(lower_is_better("s3_ttfb_p99_ms_c32") && lower_is_better("data_wait_pct"));
         assert!(!lower_is_better("busbw_all_reduce") && !lower_is_better("s3_gb_per_s"));
         assert!(!lower_is_better("s3_ttfb_p99_ms_c"));
+    }
+
+    #[test]
+    fn drills_watch_live_series_and_ask_at_least_once() {
+        let d1 = default_plan().find("D1").expect("D1 in the shipped plan");
+        let drill = d1.drill.as_ref().expect("a drill");
+        assert_eq!(drill.watch, ["busbw_all_reduce"]);
+        assert_eq!(drill.steps.len(), 2);
+        assert_eq!(drill.steps[0].ask, "Pull one leaf-spine cable now");
+        assert_eq!(drill.steps[1].within, Duration::from_secs(300));
+        assert_eq!(
+            (drill.steady, drill.recover_pct),
+            (Duration::from_secs(60), 90.0)
+        );
+        let base = "[[phase]]\nid = \"D\"\ntitle = \"d\"\nscope = \"each-node\"\nparser = \"nccl-tests\"\ncommand = \"x\"\n[phase.drill]\n";
+        let step = "[[phase.drill.steps]]\nask = \"pull it\"\n";
+        let ok = Plan::parse(
+            "p.toml",
+            &format!("{base}watch = [\"busbw_all_gather\"]\n{step}"),
+        )
+        .expect("parses");
+        let d = ok.find("D").and_then(|p| p.drill.clone()).expect("drill");
+        assert_eq!(
+            (d.settle, d.steps[0].within),
+            (Duration::from_secs(30), Duration::from_secs(300))
+        );
+        for (text, says) in [
+            (
+                format!("{base}watch = [\"tflops_bf16\"]\n{step}"),
+                "cannot time \"tflops_bf16\"",
+            ),
+            (format!("{base}watch = []\n{step}"), "at least one series"),
+            (
+                format!("{base}watch = [\"s3_gb_per_s\"]\nsteps = []\n"),
+                "at least one step",
+            ),
+            (
+                format!("{base}watch = [\"s3_gb_per_s\"]\nrecover_pct = 150\n{step}"),
+                "not in (0, 100]",
+            ),
+            (
+                format!("{base}watch = [\"s3_gb_per_s\"]\nsteady = \"soon\"\n{step}"),
+                "",
+            ),
+        ] {
+            let e = Plan::parse("p.toml", &text).unwrap_err();
+            assert!(e.message.contains(says), "{text}: {e}");
+            assert!(e.line.is_some(), "{e}");
+        }
     }
 }

@@ -11,7 +11,7 @@
 //!   wrapper is gone and the last bytes are read; after a dropped link the runner attaches
 //!   again at the offset of the last whole line it has, so no line is lost or doubled.
 //! - **status** says running / exited with rc / ended without rc, and whether it was stopped.
-//! - **stop** writes `stopped` (why: aborted or timeout), sends TERM to the process group,
+//! - **stop** writes `stopped` (why: aborted, timeout, or finished: a drill's load), sends TERM to the process group,
 //!   waits up to the grace period, then KILL.
 //!
 //! Layout on the node: `<remote_dir>/<run>/<phase>/<node>/{pid,started,log,rc,stopped,command}`
@@ -163,6 +163,8 @@ pub enum StopReason {
     Aborted,
     /// It ran past its time limit.
     Timeout,
+    /// Its work was done: a drill's load, which runs until burnin stops it.
+    Finished,
 }
 
 impl StopReason {
@@ -170,6 +172,7 @@ impl StopReason {
         match self {
             StopReason::Aborted => "aborted",
             StopReason::Timeout => "timeout",
+            StopReason::Finished => "finished",
         }
     }
 }
@@ -222,6 +225,7 @@ pub fn parse_status(line: &str) -> Option<Status> {
                 stopped = match v {
                     "aborted" => Some(StopReason::Aborted),
                     "timeout" => Some(StopReason::Timeout),
+                    "finished" => Some(StopReason::Finished),
                     _ => None,
                 }
             }

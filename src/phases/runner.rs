@@ -57,6 +57,9 @@ pub struct RunContext {
     /// Figures of the phases that passed or warned earlier in this run: a `together` phase
     /// compares its members with them.
     pub earlier: BTreeMap<String, gates::Figures>,
+    /// Counts the operator's confirmations (a drill's "done": `c` in the console, Enter on
+    /// `burnin run`'s terminal); `None` where nobody can confirm.
+    pub confirm: Option<watch::Receiver<u64>>,
 }
 
 impl RunContext {
@@ -161,6 +164,8 @@ struct NodeJob {
     grace_s: u64,
     events: mpsc::Sender<PhaseEvent>,
     abort: watch::Receiver<bool>,
+    /// Turns true when a drill is done with this load (it runs until stopped).
+    finish: watch::Receiver<bool>,
     /// Re-attaching to a phase launched by an earlier console: how many of its output lines
     /// the record already holds (they are parsed again, not sent again).
     reattach: Option<usize>,
@@ -261,6 +266,7 @@ impl NodeJob {
         let mut offset: u64 = 0;
         let mut stop_task: Option<tokio::task::JoinHandle<()>> = None;
         let mut abort_live = true;
+        let mut finish_live = true;
         let mut backoff = Duration::from_millis(500);
         let mut line = Vec::new();
         'attach: loop {
@@ -320,6 +326,16 @@ impl NodeJob {
                             Err(_) => abort_live = false,
                         }
                     }
+                    changed = self.finish.changed(), if stop_task.is_none() && finish_live => {
+                        match changed {
+                            Ok(()) if *self.finish.borrow() => {
+                                self.say("the drill is done: stopping its load".into()).await;
+                                stop_task = Some(self.spawn_stop(StopReason::Finished));
+                            }
+                            Ok(()) => {}
+                            Err(_) => finish_live = false,
+                        }
+                    }
                 }
             }
             let status = child.wait().await.ok();
@@ -354,6 +370,15 @@ impl NodeJob {
                                     }
                                     Ok(()) => {}
                                     Err(_) => abort_live = false,
+                                }
+                            }
+                            changed = self.finish.changed(), if stop_task.is_none() && finish_live => {
+                                match changed {
+                                    Ok(()) if *self.finish.borrow() => {
+                                        stop_task = Some(self.spawn_stop(StopReason::Finished));
+                                    }
+                                    Ok(()) => {}
+                                    Err(_) => finish_live = false,
                                 }
                             }
                         }
@@ -490,6 +515,8 @@ struct JobSetup<'a> {
     spec: &'a Arc<PhaseSpec>,
     /// Which run of the spec this is: alone, or a member of a group.
     part: &'a Part,
+    /// A drill's "done with the load" switch (a closed one for every other phase).
+    finish: &'a watch::Receiver<bool>,
     hostfile: &'a str,
     events: &'a mpsc::Sender<PhaseEvent>,
     recorded: Option<&'a BTreeMap<String, usize>>,
@@ -529,6 +556,7 @@ fn job_for(
         grace_s: ctx.plan.grace.as_secs(),
         events: setup.events.clone(),
         abort,
+        finish: setup.finish.clone(),
         reattach: setup.recorded.map(|r| r.get(&label).copied().unwrap_or(0)),
         label,
         lines_seen: 0,
@@ -729,8 +757,17 @@ async fn drive_phase(
         outcome.findings = found;
         return outcome;
     }
+    if spec.drill.is_some() {
+        let (verdict, reason, metrics, found) =
+            drive_drill(ctx, &spec, abort, &events, recorded.as_ref(), started_ms).await;
+        let secs = started.elapsed().as_secs();
+        let reason = reason.replace("{secs}", &secs.to_string());
+        let mut outcome = finish(verdict, format!("{reason} ({secs} s)"), metrics).await;
+        outcome.findings = found;
+        return outcome;
+    }
     let part = Part::alone(&spec.id);
-    let mut ran = execute(ctx, &spec, &part, abort, &events, recorded.as_ref()).await;
+    let mut ran = execute(ctx, &spec, &part, abort, &events, recorded.as_ref(), None).await;
     let secs = started.elapsed().as_secs();
     if let Some((verdict, reason)) = ran.early.take() {
         let reason = if matches!(verdict, Verdict::Aborted | Verdict::Timeout) {
@@ -784,7 +821,10 @@ async fn execute(
     abort: watch::Receiver<bool>,
     events: &mpsc::Sender<PhaseEvent>,
     recorded: Option<&BTreeMap<String, usize>>,
+    finish: Option<watch::Receiver<bool>>,
 ) -> Executed {
+    // Without a drill nobody ends the load early: a switch whose sender is gone.
+    let finish = finish.unwrap_or_else(|| watch::channel(false).1);
     if let Some(why) = skip_reason(&ctx.plan, spec) {
         return Executed::early(Verdict::Skipped, why);
     }
@@ -828,6 +868,7 @@ async fn execute(
         ctx,
         spec,
         part,
+        finish: &finish,
         hostfile: &hostfile,
         events,
         recorded,
@@ -930,7 +971,9 @@ async fn execute(
         if let Some(f) = &r.failed {
             failures.push(format!("{name}: {f}"));
         }
-        if let Some(why) = r.stopped {
+        if r.stopped == Some(StopReason::Finished) {
+            // A drill's load, stopped because the drill was done: no exit status to judge.
+        } else if let Some(why) = r.stopped {
             stopped.entry(why).or_default().push(name.clone());
         } else if r.failed.is_none() {
             observed.exit.insert(name.clone(), r.exit);
@@ -1036,7 +1079,7 @@ async fn drive_together(
         let events = events.clone();
         let recorded = recorded.cloned();
         set.spawn(async move {
-            let ran = execute(&ctx, &m, &part, abort, &events, recorded.as_ref()).await;
+            let ran = execute(&ctx, &m, &part, abort, &events, recorded.as_ref(), None).await;
             (i, ran)
         });
     }
@@ -1137,4 +1180,191 @@ async fn drive_together(
     let found = found_in(&observed);
     let (verdict, reason) = gates::judge(spec, &metrics, &observed, ctx.baseline.as_deref());
     (verdict, reason, metrics, found)
+}
+
+/// The operator's next confirmation; `false` when nobody can confirm any more.
+async fn next_confirm(c: &mut Option<watch::Receiver<u64>>) -> bool {
+    match c {
+        Some(rx) => rx.changed().await.is_ok(),
+        None => std::future::pending().await,
+    }
+}
+
+/// An operator drill: the phase's load runs (until stopped) while [`DrillTracker`] learns each
+/// watched series' steady level, asks the operator each step (a `Prompt` event), and times
+/// the recovery after each confirmation; when the last step is done the load is stopped
+/// (`finished`, not aborted). A step whose series did not recover within its limit, a load
+/// that ended by itself before the drill did, or a load that never showed a watched series
+/// fails the drill; the load's gates judge the rest.
+async fn drive_drill(
+    ctx: &RunContext,
+    spec: &Arc<PhaseSpec>,
+    abort: watch::Receiver<bool>,
+    events: &mpsc::Sender<PhaseEvent>,
+    recorded: Option<&BTreeMap<String, usize>>,
+    started_ms: u64,
+) -> (Verdict, String, Vec<PhaseMetric>, Vec<String>) {
+    use super::drill::{DrillAction, DrillTracker, sample_of};
+    let Some(drill) = spec.drill.clone() else {
+        return (
+            Verdict::Fail,
+            "no drill in the plan".into(),
+            Vec::new(),
+            Vec::new(),
+        );
+    };
+    let steps = drill.steps.len();
+    let mut tracker = DrillTracker::new(drill, now_ms());
+    let (tap_tx, mut tap_rx) = mpsc::channel::<PhaseEvent>(1024);
+    let (finish_tx, finish_rx) = watch::channel(false);
+    let mut confirm = ctx.confirm.clone();
+    // Confirmations from before this drill started are not for it.
+    if let Some(c) = confirm.as_mut() {
+        c.borrow_and_update();
+    }
+    let mut outcomes: Vec<super::drill::SeriesOutcome> = Vec::new();
+    let mut problems: Vec<String> = Vec::new();
+    let mut done = false;
+    let part = Part::alone(&spec.id);
+    let say = |text: String| PhaseEvent::Note {
+        phase: spec.id.clone(),
+        at_ms: now_ms(),
+        node: None,
+        text,
+    };
+    let mut ran = {
+        let exec = execute(ctx, spec, &part, abort, &tap_tx, recorded, Some(finish_rx));
+        tokio::pin!(exec);
+        let mut ticker = tokio::time::interval(Duration::from_millis(250));
+        loop {
+            let mut actions = Vec::new();
+            tokio::select! {
+                r = &mut exec => break r,
+                Some(ev) = tap_rx.recv() => {
+                    match &ev {
+                        PhaseEvent::Metric { metric, at_ms, .. } => {
+                            if let Some((f, who, v)) = sample_of(metric) {
+                                tracker.sample(*at_ms, &f, &who, v);
+                            }
+                        }
+                        PhaseEvent::Line { text, .. } => tracker.line(text),
+                        _ => {}
+                    }
+                    let _ = events.send(ev).await;
+                }
+                _ = ticker.tick() => actions = tracker.tick(now_ms()),
+                ok = next_confirm(&mut confirm) => {
+                    if !ok {
+                        confirm = None;
+                    } else if let Some(step) = tracker.asking() {
+                        tracker.confirm(now_ms());
+                        let _ = events.send(PhaseEvent::Prompt { phase: spec.id.clone(), at_ms: now_ms(), text: None }).await;
+                        let _ = events.send(say(format!("the operator confirmed step {}/{steps}: timing the recovery", step + 1))).await;
+                    } else {
+                        let _ = events.send(say("a confirmation while nothing was asked: ignored".into())).await;
+                    }
+                }
+            }
+            for a in actions {
+                match a {
+                    DrillAction::Ask(step, text) => {
+                        let text = format!("step {}/{steps}: {text}", step + 1);
+                        let _ = events.send(say(format!("asks the operator: {text}"))).await;
+                        let _ = events
+                            .send(PhaseEvent::Prompt {
+                                phase: spec.id.clone(),
+                                at_ms: now_ms(),
+                                text: Some(text),
+                            })
+                            .await;
+                    }
+                    DrillAction::StepDone(rows) => {
+                        for row in rows {
+                            let _ = events
+                                .send(PhaseEvent::Metric {
+                                    phase: spec.id.clone(),
+                                    at_ms: now_ms(),
+                                    metric: PhaseMetric::Drill {
+                                        outcome: row.clone(),
+                                    },
+                                })
+                                .await;
+                            outcomes.push(row);
+                        }
+                    }
+                    DrillAction::NoSteady(why) => problems.push(why),
+                    DrillAction::Done => {
+                        done = true;
+                        let _ = finish_tx.send(true);
+                    }
+                }
+            }
+        }
+    };
+    while let Ok(ev) = tap_rx.try_recv() {
+        let _ = events.send(ev).await;
+    }
+    if tracker.asking().is_some() {
+        let _ = events
+            .send(PhaseEvent::Prompt {
+                phase: spec.id.clone(),
+                at_ms: now_ms(),
+                text: None,
+            })
+            .await;
+    }
+    let mut metrics = std::mem::take(&mut ran.metrics);
+    metrics.extend(
+        outcomes
+            .iter()
+            .map(|o| PhaseMetric::Drill { outcome: o.clone() }),
+    );
+    if let Some((verdict, reason)) = ran.early.take() {
+        return (verdict, reason, metrics, Vec::new());
+    }
+    if !done {
+        problems.push(format!(
+            "the load ended by itself before the drill did ({} of {steps} step(s) done)",
+            outcomes.iter().map(|o| o.step).max().unwrap_or(0)
+        ));
+    }
+    for o in outcomes.iter().filter(|o| o.failed()) {
+        problems.push(format!("step {} ({}): {}", o.step, o.ask, o.describe()));
+    }
+    ran.observed.telemetry = ctx
+        .telemetry
+        .as_ref()
+        .map(|t| t.window(&ran.watched, started_ms, now_ms()));
+    let found = found_in(&ran.observed);
+    ran.metrics = metrics;
+    let (verdict, reason) = verdict_of(ctx, spec, &ran);
+    // Every step in numbers, and what the load printed about errors and retries meanwhile.
+    let mut told: Vec<String> = Vec::new();
+    for o in outcomes.iter().filter(|o| !o.failed()) {
+        told.push(format!("step {}: {}", o.step, o.describe()));
+    }
+    let mut by_step: BTreeMap<usize, (u64, Option<String>)> = BTreeMap::new();
+    for o in &outcomes {
+        by_step.insert(o.step, (o.error_lines, o.first_error.clone()));
+    }
+    for (step, (n, first)) in by_step {
+        if n > 0 {
+            told.push(format!(
+                "step {step}: {n} error/retry line(s), first {:?}",
+                first.unwrap_or_default()
+            ));
+        }
+    }
+    let verdict = if problems.is_empty() {
+        verdict
+    } else {
+        Verdict::Fail
+    };
+    let reason = problems
+        .into_iter()
+        .chain(told)
+        .chain(std::iter::once(reason))
+        .collect::<Vec<_>>()
+        .join("; ");
+    (verdict, reason, ran.metrics, found)
 }

@@ -222,6 +222,14 @@ impl RunSession {
                     _ => None,
                 })
                 .collect(),
+            drill: outcome
+                .metrics
+                .iter()
+                .filter_map(|m| match m {
+                    super::PhaseMetric::Drill { outcome } => Some(outcome.clone()),
+                    _ => None,
+                })
+                .collect(),
         });
         self.summary.verdict = Some(self.worst());
         let mut record = locked(&self.record)?;

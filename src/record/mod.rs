@@ -67,6 +67,9 @@ pub struct RecordPhase {
     /// A `together` phase: its members' figures alone and beside each other.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub together: Vec<crate::phases::gates::FigureChange>,
+    /// A drill: how each watched series came through each step.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drill: Vec<crate::phases::drill::SeriesOutcome>,
 }
 
 /// `summary.json`.

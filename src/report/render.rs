@@ -346,6 +346,58 @@ fn document(d: &ReportData) -> Vec<Block<'_>> {
         });
     }
 
+    let drills: Vec<Vec<Cell>> = s
+        .phases
+        .iter()
+        .flat_map(|p| p.drill.iter().map(move |o| (p, o)))
+        .map(|(p, o)| {
+            let outcome = match (o.dipped, o.recovered_after_s) {
+                _ if o.low.is_none() => Cell {
+                    text: "no sample".into(),
+                    strong: true,
+                    badge: Some("fail"),
+                },
+                (false, _) => Cell::plain("not affected"),
+                (true, Some(s)) => Cell::plain(format!("recovered in {s:.1} s")),
+                (true, None) => Cell {
+                    text: "did not recover".into(),
+                    strong: true,
+                    badge: Some("fail"),
+                },
+            };
+            vec![
+                Cell::plain(&p.id),
+                Cell::plain(format!("{}. {}", o.step, o.ask)),
+                Cell::plain(&o.figure),
+                Cell::plain(&o.subject),
+                Cell::plain(fmt_value(o.steady)),
+                Cell::plain(o.low.map_or_else(|| "—".into(), fmt_value)),
+                outcome,
+                Cell::plain(match (o.error_lines, &o.first_error) {
+                    (0, _) => "none".to_string(),
+                    (n, Some(first)) => format!("{n}, first: {first}"),
+                    (n, None) => n.to_string(),
+                }),
+            ]
+        })
+        .collect();
+    if !drills.is_empty() {
+        doc.push(Block::Heading("Drills"));
+        doc.push(Block::Table {
+            header: &[
+                "phase",
+                "step",
+                "series",
+                "subject",
+                "steady",
+                "low",
+                "outcome",
+                "error/retry lines",
+            ],
+            rows: drills,
+        });
+    }
+
     doc.push(Block::Heading("Plots"));
     for (name, chart) in &d.charts {
         doc.push(Block::Plot(name, chart));

@@ -397,6 +397,9 @@ impl SimCluster {
                 self.autorun = true;
                 self.start(id, s, &mut out);
             }
+            PhaseCommand::Confirm(id) => out.push(SourceEvent::Notice {
+                text: format!("{id}: the demo simulates no drill"),
+            }),
             PhaseCommand::Abort(id) => {
                 if let Some(r) = self.running.take_if(|r| r.id == id) {
                     self.autorun = false;

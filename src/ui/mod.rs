@@ -145,7 +145,14 @@ fn status_bar(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
         left.push(Span::styled(" PAUSED ", theme.warn));
         left.push(Span::raw(" "));
     }
-    if state.ui.editing_filter {
+    if let Some((id, ask)) = ctx.store.drill_prompt() {
+        // The drill waits for the operator: this outranks every other message.
+        left.push(Span::styled(
+            format!(" {id} ASKS: {ask} — c when done "),
+            theme.status.patch(theme.crit),
+        ));
+        left.push(Span::raw(" "));
+    } else if state.ui.editing_filter {
         left.push(Span::styled(
             format!("filter: {}█ ", state.ui.filter),
             theme.status.patch(theme.accent),

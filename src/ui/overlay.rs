@@ -428,6 +428,62 @@ fn together_table(ctx: &Ctx, p: &crate::cluster::PhaseView, lines: &mut Vec<Line
     }
 }
 
+/// A drill's steps: what was asked, and how each watched series came through.
+fn drill_table(ctx: &Ctx, p: &crate::cluster::PhaseView, lines: &mut Vec<Line<'static>>) {
+    let t = ctx.theme;
+    let Some(drill) = &p.spec.drill else { return };
+    lines.push(Line::styled(
+        format!(
+            " drill   watches {}; steady level over {} s; recovered at {} % of it",
+            drill.watch.join(", "),
+            drill.steady.as_secs(),
+            drill.recover_pct
+        ),
+        t.text,
+    ));
+    if let Some(ask) = &p.prompt {
+        lines.push(Line::styled(
+            format!(" ASKS    {ask} — c when done"),
+            t.crit,
+        ));
+    }
+    for (i, step) in drill.steps.iter().enumerate() {
+        lines.push(Line::styled(
+            format!(
+                " step {} {} (recover within {} s)",
+                i + 1,
+                step.ask,
+                step.within.as_secs()
+            ),
+            t.accent,
+        ));
+        for o in p.drill.iter().filter(|o| o.step == i + 1) {
+            let style = if o.failed() { t.crit } else { t.ok };
+            lines.push(Line::styled(
+                fit(&format!("   {}", o.describe()), 98),
+                style,
+            ));
+        }
+        if let Some(o) = p
+            .drill
+            .iter()
+            .find(|o| o.step == i + 1 && o.error_lines > 0)
+        {
+            lines.push(Line::styled(
+                fit(
+                    &format!(
+                        "   {} error/retry line(s), first: {}",
+                        o.error_lines,
+                        o.first_error.as_deref().unwrap_or("")
+                    ),
+                    98,
+                ),
+                t.warn,
+            ));
+        }
+    }
+}
+
 fn phase_details(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
     let t = ctx.theme;
     let Some(p) = ctx.store.phases.get(ctx.state.ui.phase) else {
@@ -463,6 +519,7 @@ fn phase_details(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
     ));
     checklist(ctx, p, &mut lines);
     together_table(ctx, p, &mut lines);
+    drill_table(ctx, p, &mut lines);
     boxed(
         ctx,
         format!(" {} {} (Esc closes) ", p.spec.id, p.spec.title),

@@ -1,0 +1,586 @@
+//! Operator drills: a phase whose command is a load that runs until burnin stops it, and whose
+//! plan entry asks the operator to do something physical ("pull one leaf-spine cable now").
+//! burnin first learns each watched series' steady level, then asks; the operator confirms
+//! with a key (`c` in the console, Enter on `burnin run`'s terminal); burnin times how long
+//! each series takes to come back to `recover_pct` % of its steady level, counts the error and
+//! retry lines the load printed meanwhile, and asks the next step. [`DrillTracker`] is the
+//! pure part: samples and confirmations in, prompts and results out; the runner feeds it.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::PhaseMetric;
+use crate::model::UnixMillis;
+
+/// A drill as the plan gives it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Drill {
+    /// Series to watch: `busbw_<collective>`, `s3_gb_per_s`, `tokens_per_sec`.
+    pub watch: Vec<String>,
+    /// How long the load runs before the first ask: the steady level is the median over it.
+    #[serde(with = "secs")]
+    pub steady: Duration,
+    /// A series that has not dipped this long after the operator confirmed was not affected.
+    #[serde(with = "secs")]
+    pub settle: Duration,
+    /// Recovered: back to at least this percent of the steady level (three samples running).
+    pub recover_pct: f64,
+    /// What the operator is asked to do, in order.
+    pub steps: Vec<DrillStep>,
+}
+
+/// One thing the operator is asked to do.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DrillStep {
+    /// The words on the screen.
+    pub ask: String,
+    /// Longest a series may take to recover after the operator confirmed (else FAIL).
+    #[serde(with = "secs")]
+    pub within: Duration,
+}
+
+mod secs {
+    pub fn serialize<S: serde::Serializer>(
+        d: &std::time::Duration,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+}
+
+/// Series a drill can watch (they arrive while the load runs, not only at its end).
+pub const WATCHABLE: &[&str] = &["busbw_", "s3_gb_per_s", "tokens_per_sec"];
+
+/// Whether `figure` is a series a drill can time.
+pub fn watchable(figure: &str) -> bool {
+    figure == "s3_gb_per_s"
+        || figure == "tokens_per_sec"
+        || figure.strip_prefix("busbw_").is_some_and(|c| !c.is_empty())
+}
+
+/// Samples in a row at or above the recovery level that count as recovered.
+pub const HOLD_SAMPLES: usize = 3;
+
+/// One watched series' point from a live metric: (figure, subject, value).
+pub fn sample_of(metric: &PhaseMetric) -> Option<(String, String, f64)> {
+    match metric {
+        PhaseMetric::BusBw {
+            node,
+            collective,
+            busbw_gb_per_s,
+            ..
+        } => Some((
+            format!("busbw_{collective}"),
+            node.clone().unwrap_or_else(|| "job".into()),
+            *busbw_gb_per_s,
+        )),
+        PhaseMetric::Storage { node, window } => Some((
+            "s3_gb_per_s".into(),
+            node.clone(),
+            window.throughput_bytes_per_sec / 1e9,
+        )),
+        PhaseMetric::Step {
+            node,
+            tokens_per_sec: Some(t),
+            ..
+        } => Some((
+            "tokens_per_sec".into(),
+            node.clone().unwrap_or_else(|| "job".into()),
+            *t,
+        )),
+        _ => None,
+    }
+    .filter(|(_, _, v)| v.is_finite())
+}
+
+/// Whether a load's output line reports an error or a retry (counted per step).
+pub fn is_error_line(line: &str) -> bool {
+    let l = line.to_ascii_lowercase();
+    [
+        "error",
+        "retry",
+        "retries",
+        "retrying",
+        "timeout",
+        "timed out",
+        "failed",
+    ]
+    .iter()
+    .any(|w| l.contains(w))
+}
+
+/// How one series came through one step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SeriesOutcome {
+    /// Which step (1-based).
+    pub step: usize,
+    /// What was asked.
+    pub ask: String,
+    /// Figure.
+    pub figure: String,
+    /// Whose.
+    pub subject: String,
+    /// Median before the first ask.
+    pub steady: f64,
+    /// Lowest value after the operator confirmed (`None`: no sample came).
+    pub low: Option<f64>,
+    /// It went below the recovery level.
+    pub dipped: bool,
+    /// Seconds from the confirmation to the first of the samples back at the level (`None`:
+    /// it dipped and did not come back within the step's limit).
+    pub recovered_after_s: Option<f64>,
+    /// Error and retry lines the load printed during the step.
+    pub error_lines: u64,
+    /// The first of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_error: Option<String>,
+}
+
+impl SeriesOutcome {
+    /// The outcome in words, for reasons and tables.
+    pub fn describe(&self) -> String {
+        let fmt = super::gates::fmt_value;
+        let low = self.low.map_or("no sample".into(), fmt);
+        match (self.dipped, self.recovered_after_s) {
+            (false, _) if self.low.is_none() => format!(
+                "{} {}: no sample after the confirmation",
+                self.figure, self.subject
+            ),
+            (false, _) => format!(
+                "{} {} not affected (low {low} of steady {})",
+                self.figure,
+                self.subject,
+                fmt(self.steady)
+            ),
+            (true, Some(s)) => format!(
+                "{} {} recovered in {s:.1} s (low {low} of steady {})",
+                self.figure,
+                self.subject,
+                fmt(self.steady)
+            ),
+            (true, None) => format!(
+                "{} {} did not recover (low {low} of steady {})",
+                self.figure,
+                self.subject,
+                fmt(self.steady)
+            ),
+        }
+    }
+
+    /// The step failed on this series.
+    pub fn failed(&self) -> bool {
+        (self.dipped && self.recovered_after_s.is_none()) || self.low.is_none()
+    }
+}
+
+/// What the tracker wants done.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DrillAction {
+    /// Ask the operator (step index, words).
+    Ask(usize, String),
+    /// A step ended: its outcomes.
+    StepDone(Vec<SeriesOutcome>),
+    /// Every step ended: stop the load.
+    Done,
+    /// The steady window passed without a sample of a watched series: the drill cannot time it.
+    NoSteady(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Stage {
+    Steady { until: UnixMillis },
+    Asking { step: usize },
+    Watching { step: usize, since: UnixMillis },
+    Done,
+}
+
+#[derive(Debug, Default, Clone)]
+struct Series {
+    steady: Vec<f64>,
+    level: Option<f64>,
+    low: Option<f64>,
+    dipped: bool,
+    /// First time of the current run of samples at the level, and how many in the run.
+    run_from: Option<(UnixMillis, usize)>,
+    recovered_at: Option<UnixMillis>,
+    /// When its samples came in the steady window (first, last), and the latest since.
+    steady_span: Option<(UnixMillis, UnixMillis)>,
+    last_at: Option<UnixMillis>,
+}
+
+impl Series {
+    /// Longer than this without a sample is a stall: the series counts as fallen to zero
+    /// (a collective that hangs prints nothing at all).
+    fn stall_after_ms(&self) -> u64 {
+        let n = self.steady.len() as u64;
+        let every = match self.steady_span {
+            Some((a, b)) if n > 1 => (b - a) / (n - 1),
+            _ => 1000,
+        };
+        (3 * every).max(1000)
+    }
+
+    fn fall(&mut self, value: f64) {
+        self.low = Some(self.low.map_or(value, |l: f64| l.min(value)));
+        self.dipped = true;
+        self.run_from = None;
+        self.recovered_at = None;
+    }
+}
+
+/// The drill's state: fed samples, lines, confirmations and the clock.
+#[derive(Debug, Clone)]
+pub struct DrillTracker {
+    drill: Drill,
+    stage: Stage,
+    series: BTreeMap<(String, String), Series>,
+    errors: u64,
+    first_error: Option<String>,
+}
+
+impl DrillTracker {
+    /// A drill whose load started at `start_ms`.
+    pub fn new(drill: Drill, start_ms: UnixMillis) -> Self {
+        let until = start_ms + drill.steady.as_millis() as u64;
+        Self {
+            drill,
+            stage: Stage::Steady { until },
+            series: BTreeMap::new(),
+            errors: 0,
+            first_error: None,
+        }
+    }
+
+    /// The step the operator is being asked about, if any.
+    pub fn asking(&self) -> Option<usize> {
+        match self.stage {
+            Stage::Asking { step } => Some(step),
+            _ => None,
+        }
+    }
+
+    /// One point of a series.
+    pub fn sample(&mut self, at_ms: UnixMillis, figure: &str, subject: &str, value: f64) {
+        if !self.drill.watch.iter().any(|w| w == figure) {
+            return;
+        }
+        let pct = self.drill.recover_pct / 100.0;
+        let s = self
+            .series
+            .entry((figure.to_string(), subject.to_string()))
+            .or_default();
+        match self.stage {
+            Stage::Steady { .. } => {
+                s.steady.push(value);
+                s.steady_span = Some(s.steady_span.map_or((at_ms, at_ms), |(a, _)| (a, at_ms)));
+            }
+            Stage::Watching { .. } => {
+                // A series first seen after the steady window has no level: not timed.
+                let Some(level) = s.level else { return };
+                s.last_at = Some(at_ms);
+                if value < level * pct {
+                    s.fall(value);
+                    return;
+                }
+                s.low = Some(s.low.map_or(value, |l: f64| l.min(value)));
+                if s.dipped && s.recovered_at.is_none() {
+                    let (from, n) = s.run_from.unwrap_or((at_ms, 0));
+                    s.run_from = Some((from, n + 1));
+                    if n + 1 >= HOLD_SAMPLES {
+                        s.recovered_at = Some(from);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// One line of the load's output.
+    pub fn line(&mut self, text: &str) {
+        if matches!(self.stage, Stage::Watching { .. }) && is_error_line(text) {
+            self.errors += 1;
+            self.first_error.get_or_insert_with(|| text.to_string());
+        }
+    }
+
+    /// The operator says the step is done. Returns whether it was being asked.
+    pub fn confirm(&mut self, at_ms: UnixMillis) -> bool {
+        let Stage::Asking { step } = self.stage else {
+            return false;
+        };
+        self.stage = Stage::Watching { step, since: at_ms };
+        for s in self.series.values_mut() {
+            s.low = None;
+            s.dipped = false;
+            s.run_from = None;
+            s.recovered_at = None;
+            s.last_at = Some(at_ms);
+        }
+        self.errors = 0;
+        self.first_error = None;
+        true
+    }
+
+    /// Move on as time passes: ask, close a step, finish.
+    pub fn tick(&mut self, now_ms: UnixMillis) -> Vec<DrillAction> {
+        let mut out = Vec::new();
+        match self.stage.clone() {
+            Stage::Steady { until } if now_ms >= until => {
+                let mut missing = Vec::new();
+                for w in &self.drill.watch {
+                    if !self.series.keys().any(|(f, _)| f == w) {
+                        missing.push(w.clone());
+                    }
+                }
+                if !missing.is_empty() {
+                    self.stage = Stage::Done;
+                    out.push(DrillAction::NoSteady(format!(
+                        "no {} from the load in the {} s before the first ask: nothing to time",
+                        missing.join(", "),
+                        self.drill.steady.as_secs()
+                    )));
+                    out.push(DrillAction::Done);
+                    return out;
+                }
+                for s in self.series.values_mut() {
+                    let mut v = s.steady.clone();
+                    v.sort_by(f64::total_cmp);
+                    s.level = v.get(v.len() / 2).copied();
+                }
+                out.extend(self.ask(0));
+            }
+            Stage::Watching { step, since } => {
+                for s in self.series.values_mut() {
+                    let stalled = s.level.is_some()
+                        && s.recovered_at.is_none()
+                        && s.last_at
+                            .is_some_and(|l| now_ms.saturating_sub(l) > s.stall_after_ms());
+                    if stalled {
+                        s.fall(0.0);
+                    }
+                }
+                let elapsed = now_ms.saturating_sub(since);
+                let within = self.drill.steps[step].within.as_millis() as u64;
+                let settle = self.drill.settle.as_millis() as u64;
+                let resolved = self.series.values().all(|s| {
+                    s.level.is_none()
+                        || s.recovered_at.is_some()
+                        || (!s.dipped && elapsed >= settle && s.low.is_some())
+                });
+                if resolved || elapsed >= within {
+                    out.push(DrillAction::StepDone(self.outcomes(step, since)));
+                    out.extend(self.ask(step + 1));
+                }
+            }
+            _ => {}
+        }
+        out
+    }
+
+    fn ask(&mut self, step: usize) -> Vec<DrillAction> {
+        match self.drill.steps.get(step) {
+            Some(s) => {
+                self.stage = Stage::Asking { step };
+                vec![DrillAction::Ask(step, s.ask.clone())]
+            }
+            None => {
+                self.stage = Stage::Done;
+                vec![DrillAction::Done]
+            }
+        }
+    }
+
+    fn outcomes(&self, step: usize, since: UnixMillis) -> Vec<SeriesOutcome> {
+        self.series
+            .iter()
+            .filter_map(|((figure, subject), s)| {
+                let steady = s.level?;
+                Some(SeriesOutcome {
+                    step: step + 1,
+                    ask: self.drill.steps[step].ask.clone(),
+                    figure: figure.clone(),
+                    subject: subject.clone(),
+                    steady,
+                    low: s.low,
+                    dipped: s.dipped,
+                    recovered_after_s: s
+                        .recovered_at
+                        .map(|r| r.saturating_sub(since) as f64 / 1000.0),
+                    error_lines: self.errors,
+                    first_error: self.first_error.clone(),
+                })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn drill() -> Drill {
+        Drill {
+            watch: vec!["busbw_all_reduce".into(), "s3_gb_per_s".into()],
+            steady: Duration::from_secs(10),
+            settle: Duration::from_secs(5),
+            recover_pct: 90.0,
+            steps: vec![
+                DrillStep {
+                    ask: "pull one leaf-spine cable now".into(),
+                    within: Duration::from_secs(60),
+                },
+                DrillStep {
+                    ask: "put the cable back".into(),
+                    within: Duration::from_secs(20),
+                },
+            ],
+        }
+    }
+
+    const T: UnixMillis = 1_800_000_000_000;
+    fn at(s: f64) -> UnixMillis {
+        T + (s * 1000.0) as u64
+    }
+
+    #[test]
+    fn a_cable_pull_is_timed_from_the_confirmation_to_the_recovery() {
+        let mut d = DrillTracker::new(drill(), T);
+        for i in 0..10 {
+            d.sample(at(i as f64), "busbw_all_reduce", "job", 380.0 + i as f64);
+            d.sample(at(i as f64), "s3_gb_per_s", "gpu01", 9.0);
+            d.sample(at(i as f64), "tflops_bf16", "x", 1.0);
+            assert!(d.tick(at(i as f64)).is_empty());
+        }
+        assert_eq!(
+            d.tick(at(10.0)),
+            [DrillAction::Ask(0, "pull one leaf-spine cable now".into())]
+        );
+        // Samples while asking do not count; a confirmation while not asked is refused.
+        d.sample(at(11.0), "busbw_all_reduce", "job", 10.0);
+        assert!(d.confirm(at(12.0)));
+        assert!(!d.confirm(at(12.5)));
+        // busbw falls to 120, NCCL says it retried, then it comes back from 20 s on; the
+        // store is not affected.
+        d.line("NET/IB : Got completion from peer with error 12, retrying");
+        d.line("busbw fine");
+        for (s, v) in [(13.0, 300.0), (14.0, 120.0), (20.0, 350.0), (21.0, 360.0)] {
+            d.sample(at(s), "busbw_all_reduce", "job", v);
+            d.sample(at(s), "s3_gb_per_s", "gpu01", 8.9);
+            assert!(d.tick(at(s)).is_empty(), "at {s}");
+        }
+        // A sample below the level breaks the run of good ones.
+        d.sample(at(22.0), "busbw_all_reduce", "job", 200.0);
+        for s in [22.0, 23.0, 24.0, 25.0] {
+            d.sample(at(s), "s3_gb_per_s", "gpu01", 9.1);
+        }
+        for s in [23.0, 24.0] {
+            d.sample(at(s), "busbw_all_reduce", "job", 384.0);
+            assert!(d.tick(at(s)).is_empty());
+        }
+        d.sample(at(25.0), "busbw_all_reduce", "job", 385.0);
+        let out = d.tick(at(25.0));
+        let DrillAction::StepDone(rows) = &out[0] else {
+            panic!("{out:?}")
+        };
+        assert_eq!(out[1], DrillAction::Ask(1, "put the cable back".into()));
+        let busbw = &rows[0];
+        assert_eq!(busbw.figure, "busbw_all_reduce");
+        assert_eq!(busbw.steady, 385.0);
+        assert_eq!(busbw.low, Some(120.0));
+        assert_eq!(busbw.recovered_after_s, Some(11.0), "from 12 s to 23 s");
+        assert_eq!(busbw.error_lines, 1);
+        assert!(
+            busbw
+                .first_error
+                .as_deref()
+                .is_some_and(|e| e.contains("retrying"))
+        );
+        assert_eq!(
+            busbw.describe(),
+            "busbw_all_reduce job recovered in 11.0 s (low 120 of steady 385)"
+        );
+        let s3 = &rows[1];
+        assert!(!s3.dipped && !s3.failed(), "{s3:?}");
+        assert!(s3.describe().contains("not affected"), "{}", s3.describe());
+
+        // Step 2: busbw dips and never comes back within 20 s.
+        assert!(d.confirm(at(30.0)));
+        d.sample(at(31.0), "busbw_all_reduce", "job", 100.0);
+        d.sample(at(31.0), "s3_gb_per_s", "gpu01", 9.0);
+        assert!(d.tick(at(49.0)).is_empty());
+        let out = d.tick(at(50.0));
+        let DrillAction::StepDone(rows) = &out[0] else {
+            panic!("{out:?}")
+        };
+        assert!(rows[0].failed() && rows[0].recovered_after_s.is_none());
+        assert!(rows[0].describe().contains("did not recover"));
+        assert_eq!(out[1], DrillAction::Done);
+    }
+
+    #[test]
+    fn a_load_that_stops_printing_has_stalled_and_its_return_is_timed() {
+        let mut d = DrillTracker::new(
+            Drill {
+                watch: vec!["busbw_all_reduce".into()],
+                ..drill()
+            },
+            T,
+        );
+        // A row every 0.5 s before the ask.
+        for i in 0..20 {
+            d.sample(at(i as f64 * 0.5), "busbw_all_reduce", "job", 380.0);
+        }
+        assert!(matches!(d.tick(at(10.0))[0], DrillAction::Ask(0, _)));
+        assert!(d.confirm(at(10.0)));
+        d.sample(at(10.5), "busbw_all_reduce", "job", 380.0);
+        // Nothing for 1.5 s (three intervals) is a stall, not "not affected".
+        assert!(d.tick(at(11.9)).is_empty());
+        assert!(d.tick(at(12.1)).is_empty());
+        for s in [30.0, 30.5, 31.0] {
+            d.sample(at(s), "busbw_all_reduce", "job", 381.0);
+        }
+        let out = d.tick(at(31.0));
+        let DrillAction::StepDone(rows) = &out[0] else {
+            panic!("{out:?}")
+        };
+        assert_eq!(rows[0].low, Some(0.0));
+        assert_eq!(rows[0].recovered_after_s, Some(20.0));
+    }
+
+    #[test]
+    fn a_load_that_shows_no_watched_series_cannot_be_drilled() {
+        let mut d = DrillTracker::new(drill(), T);
+        d.sample(at(1.0), "busbw_all_reduce", "job", 380.0);
+        let out = d.tick(at(10.0));
+        assert!(
+            matches!(&out[0], DrillAction::NoSteady(why) if why.contains("no s3_gb_per_s")),
+            "{out:?}"
+        );
+        assert_eq!(out[1], DrillAction::Done);
+    }
+
+    #[test]
+    fn series_come_from_live_metrics() {
+        let m = PhaseMetric::BusBw {
+            node: None,
+            collective: "all_reduce".into(),
+            size_bytes: 1 << 30,
+            busbw_gb_per_s: 380.0,
+            algbw_gb_per_s: 200.0,
+            wrong: Some(0),
+            ranks: 16,
+        };
+        assert_eq!(
+            sample_of(&m),
+            Some(("busbw_all_reduce".into(), "job".into(), 380.0))
+        );
+        assert!(watchable("busbw_all_gather") && watchable("s3_gb_per_s"));
+        assert!(!watchable("busbw_") && !watchable("tflops_bf16"));
+        assert!(is_error_line(
+            "NCCL WARN NET/IB : Got completion with error 12"
+        ));
+        assert!(!is_error_line("#  Rank  0 Group  0 Pid 6899"));
+    }
+}
