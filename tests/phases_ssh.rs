@@ -809,6 +809,58 @@ within = "20s"
     );
 }
 
+/// A drill step burnin does itself (`run`): a stand-in training job printing workload step
+/// records stalls when the step's command "kills" it (a marker in its directory), as a job
+/// restarting from its checkpoint does; the drill times the first step after and the return.
+#[test]
+fn a_drill_step_burnin_runs_itself_times_the_first_step_after_it() {
+    let plan = r#"
+[[phase]]
+id = "D2"
+title = "Drill: kill training"
+scope = "each-node"
+parser = "workload"
+timeout = "2m"
+gates = [{ kind = "loss-finite" }]
+command = "train"
+[phase.drill]
+watch = ["tokens_per_sec"]
+steady = "2s"
+settle = "1s"
+[[phase.drill.steps]]
+ask = "burnin kills the job"
+run = "touch {dir}/killed && echo killed {node}"
+within = "20s"
+"#;
+    let Some(site) = Site::new(1, 1, plan) else {
+        return;
+    };
+    site.cluster.install_tool(
+        "train",
+        "#!/bin/sh\ni=0\nwhile :; do\n  if [ -e killed ]; then rm -f killed; sleep 4; fi\n  printf '{\"burnin\":\"step\",\"step\":%d,\"step_time_ms\":100.0,\"data_wait_ms\":0.5,\"tokens_per_sec\":8192.0,\"loss\":2.5,\"world\":1}\\n' $i\n  i=$((i+1))\n  sleep 0.1\ndone\n",
+    );
+    let (code, doc, stderr) = finish(site.spawn(&["run", "--json", "--no-telemetry"]));
+    let d = phase(&doc, "D2");
+    assert_eq!(d["verdict"], "PASS", "{stderr}\n{d}");
+    assert_eq!(code, Some(0));
+    assert!(
+        stderr.contains("burnin kills the job: burnin does it")
+            && stderr.contains("node01: ran `touch "),
+        "{stderr}"
+    );
+    assert!(stderr.contains(": killed node01"), "{stderr}");
+    let row = &d["drill"][0];
+    assert_eq!(row["dipped"].as_bool(), Some(true), "{row}\n{stderr}");
+    assert_eq!(row["low"].as_f64(), Some(0.0));
+    assert!(
+        row["first_after_s"].as_f64().is_some_and(|s| s >= 3.0),
+        "{row}"
+    );
+    assert!(row["recovered_after_s"].as_f64().is_some(), "{row}");
+    let reason = d["reason"].as_str().expect("reason");
+    assert!(reason.contains("first sample again after"), "{reason}");
+}
+
 /// The telemetry beside `burnin run`: an Xid on a node while a phase runs fails the phase's
 /// `no-xid` gate and the record says which GPU, even though the phase itself exited 0.
 #[test]

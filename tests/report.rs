@@ -302,6 +302,31 @@ fn the_html_renders_in_headless_chromium_with_its_plots() {
     let _ = std::fs::remove_dir_all(root);
 }
 
+/// The checkpoint drill as it ran on the H200: the report's Drills table carries the step,
+/// the steady tokens/s, the stall, and the times measured there.
+#[test]
+fn a_real_h200_drill_record_reports_its_step() {
+    let root = tmp("h200-drill");
+    let dir = root.join("run6");
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/h200-run/run6-drill-record"),
+        &dir,
+    );
+    report(&dir, &root);
+    let md = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
+    assert!(md.contains("**Verdict: PASS**"), "{md}");
+    assert!(
+        md.contains("| D2 | 1. burnin kills the training job (the checkpoint restores it) | tokens_per_sec | h200 | 260484 | 0.00 | recovered in 19.0 s | none |"),
+        "{md}"
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).expect("summary"))
+            .expect("json");
+    let row = &summary["phases"][0]["drill"][0];
+    assert_eq!(row["first_after_s"].as_f64(), Some(18.986));
+    let _ = std::fs::remove_dir_all(root);
+}
+
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("dir");
     for e in std::fs::read_dir(from).expect("read dir").flatten() {

@@ -492,6 +492,7 @@ fn a_drill_asks_in_the_status_bar_and_c_confirms_it() {
                     low: Some(low),
                     dipped: low < 391.0 * 0.9,
                     recovered_after_s: after,
+                    first_after_s: None,
                     error_lines: errors,
                     first_error: (errors > 0).then(|| {
                         "gpu03:5531:5620 [2] NCCL WARN NET/IB : Got completion from peer 10.1.2.4 with status=12 error".into()

@@ -84,6 +84,11 @@ def main():
     p.add_argument("--layers", type=int, default=8)
     p.add_argument("--heads", type=int, default=16)
     p.add_argument("--prefetch", type=int, default=4)
+    p.add_argument("--checkpoint", default="",
+                   help="directory of the job's checkpoint: restored at start when it is there "
+                        "(the checkpoint drill kills the job and times its return)")
+    p.add_argument("--checkpoint-every", type=int, default=0,
+                   help="save the checkpoint every N steps (0: never)")
     # Not "--numa": torchrun would take it for an abbreviation of its own --numa-binding.
     p.add_argument("--pin-loader", choices=["off", "gpu"], default=None,
                    help="gpu: pin this rank (and its loader) to the CPUs of its GPU's NUMA node; "
@@ -162,8 +167,22 @@ def main():
     # Synthetic data repeats a few fixed batches, so the loss can fall as it would on text.
     fixed = [torch.randint(0, args.vocab, (args.batch, args.seq + 1), device=dev) for _ in range(4)]
 
+    start = 0
+    ck = os.path.join(args.checkpoint, "checkpoint.pt") if args.checkpoint else None
+    inner = model.module if world > 1 else model
+    if ck and os.path.exists(ck):
+        t_restore = time.perf_counter()
+        state = torch.load(ck, map_location=dev)
+        inner.load_state_dict(state["model"])
+        opt.load_state_dict(state["opt"])
+        start = int(state["step"]) + 1
+        if rank == 0:
+            emit(burnin="checkpoint", action="restore", step=int(state["step"]),
+                 ms=round((time.perf_counter() - t_restore) * 1000.0, 1),
+                 bytes=os.path.getsize(ck), since_start_ms=round((time.perf_counter() - t0) * 1000.0, 1))
+
     t_loop = time.perf_counter()
-    for step in range(args.steps):
+    for step in range(start, args.steps):
         if args.seconds > 0:
             # Every rank must stop at the same step: rank 0 decides, everyone follows.
             done = torch.tensor([1.0 if time.perf_counter() - t_loop >= args.seconds else 0.0], device=dev)
@@ -178,7 +197,7 @@ def main():
         else:
             tokens = torch.from_numpy(q.get()).to(dev, non_blocking=True)
         t_data = time.perf_counter()
-        if step == 0 and rank == 0:
+        if step == start and rank == 0:
             emit(burnin="first_batch", ms=round((t_data - t0) * 1000.0, 1))
         with torch.autocast("cuda", dtype=torch.bfloat16):
             logits = model(tokens[:, :-1])
@@ -205,6 +224,15 @@ def main():
                 world=world,
                 **({"numa": args.pin_loader} if args.pin_loader else {}),
             )
+        if ck and args.checkpoint_every > 0 and (step + 1) % args.checkpoint_every == 0 and rank == 0:
+            # Written whole, then renamed: a job killed mid-save restores the previous one.
+            t_save = time.perf_counter()
+            os.makedirs(args.checkpoint, exist_ok=True)
+            tmp = ck + ".tmp"
+            torch.save({"model": inner.state_dict(), "opt": opt.state_dict(), "step": step}, tmp)
+            os.replace(tmp, ck)
+            emit(burnin="checkpoint", action="save", step=step,
+                 ms=round((time.perf_counter() - t_save) * 1000.0, 1), bytes=os.path.getsize(ck))
     stop.set()
     if world > 1:
         dist.destroy_process_group()

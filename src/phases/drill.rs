@@ -31,11 +31,15 @@ pub struct Drill {
     pub steps: Vec<DrillStep>,
 }
 
-/// One thing the operator is asked to do.
+/// One thing the operator is asked to do (or burnin does itself, with `run`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DrillStep {
     /// The words on the screen.
     pub ask: String,
+    /// A command burnin runs on the phase's nodes instead of asking (e.g. kill the training
+    /// job); the step is timed from when it was sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
     /// Longest a series may take to recover after the operator confirmed (else FAIL).
     #[serde(with = "secs")]
     pub within: Duration,
@@ -131,6 +135,10 @@ pub struct SeriesOutcome {
     /// Seconds from the confirmation to the first of the samples back at the level (`None`:
     /// it dipped and did not come back within the step's limit).
     pub recovered_after_s: Option<f64>,
+    /// After a stall (no sample at all), seconds from the confirmation to the first sample
+    /// again: a restarted training job's first step after its restore.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_after_s: Option<f64>,
     /// Error and retry lines the load printed during the step.
     pub error_lines: u64,
     /// The first of them.
@@ -155,9 +163,12 @@ impl SeriesOutcome {
                 fmt(self.steady)
             ),
             (true, Some(s)) => format!(
-                "{} {} recovered in {s:.1} s (low {low} of steady {})",
+                "{} {} recovered in {s:.1} s{} (low {low} of steady {})",
                 self.figure,
                 self.subject,
+                self.first_after_s.map_or(String::new(), |f| format!(
+                    ", first sample again after {f:.1} s"
+                )),
                 fmt(self.steady)
             ),
             (true, None) => format!(
@@ -208,18 +219,25 @@ struct Series {
     /// When its samples came in the steady window (first, last), and the latest since.
     steady_span: Option<(UnixMillis, UnixMillis)>,
     last_at: Option<UnixMillis>,
+    /// The longest gap between two samples in the steady window.
+    steady_gap: u64,
+    /// It has stalled in this step, and when the first sample after the stall came.
+    stalled: bool,
+    back_at: Option<UnixMillis>,
 }
 
 impl Series {
     /// Longer than this without a sample is a stall: the series counts as fallen to zero
-    /// (a collective that hangs prints nothing at all).
+    /// (a collective that hangs prints nothing at all). Pauses the load takes in its stride
+    /// (a training job saving its checkpoint: 2.6-4.3 s on the H200) are learnt in the steady
+    /// window: twice the longest gap seen there, and at least three mean intervals and 1 s.
     fn stall_after_ms(&self) -> u64 {
         let n = self.steady.len() as u64;
         let every = match self.steady_span {
             Some((a, b)) if n > 1 => (b - a) / (n - 1),
             _ => 1000,
         };
-        (3 * every).max(1000)
+        (3 * every).max(2 * self.steady_gap).max(1000)
     }
 
     fn fall(&mut self, value: f64) {
@@ -274,12 +292,18 @@ impl DrillTracker {
         match self.stage {
             Stage::Steady { .. } => {
                 s.steady.push(value);
+                if let Some((_, last)) = s.steady_span {
+                    s.steady_gap = s.steady_gap.max(at_ms.saturating_sub(last));
+                }
                 s.steady_span = Some(s.steady_span.map_or((at_ms, at_ms), |(a, _)| (a, at_ms)));
             }
             Stage::Watching { .. } => {
                 // A series first seen after the steady window has no level: not timed.
                 let Some(level) = s.level else { return };
                 s.last_at = Some(at_ms);
+                if s.stalled && s.back_at.is_none() {
+                    s.back_at = Some(at_ms);
+                }
                 if value < level * pct {
                     s.fall(value);
                     return;
@@ -294,6 +318,20 @@ impl DrillTracker {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Whether a step is being timed (the operator confirmed, the series not yet resolved).
+    pub fn watching(&self) -> bool {
+        matches!(self.stage, Stage::Watching { .. })
+    }
+
+    /// A failure line of the load (a traceback, an NCCL failure) while a step is timed: what
+    /// the step provoked, counted with its error lines.
+    pub fn problem(&mut self, text: &str) {
+        if self.watching() {
+            self.errors += 1;
+            self.first_error.get_or_insert_with(|| text.to_string());
         }
     }
 
@@ -317,6 +355,8 @@ impl DrillTracker {
             s.run_from = None;
             s.recovered_at = None;
             s.last_at = Some(at_ms);
+            s.stalled = false;
+            s.back_at = None;
         }
         self.errors = 0;
         self.first_error = None;
@@ -359,6 +399,9 @@ impl DrillTracker {
                             .is_some_and(|l| now_ms.saturating_sub(l) > s.stall_after_ms());
                     if stalled {
                         s.fall(0.0);
+                        if s.back_at.is_none() {
+                            s.stalled = true;
+                        }
                     }
                 }
                 let elapsed = now_ms.saturating_sub(since);
@@ -367,7 +410,11 @@ impl DrillTracker {
                 let resolved = self.series.values().all(|s| {
                     s.level.is_none()
                         || s.recovered_at.is_some()
-                        || (!s.dipped && elapsed >= settle && s.low.is_some())
+                        // Not affected: samples at the level kept coming through `settle`.
+                        || (!s.dipped
+                            && elapsed >= settle
+                            && s.low.is_some()
+                            && s.last_at.is_some_and(|l| l >= since + settle))
                 });
                 if resolved || elapsed >= within {
                     out.push(DrillAction::StepDone(self.outcomes(step, since)));
@@ -408,6 +455,7 @@ impl DrillTracker {
                     recovered_after_s: s
                         .recovered_at
                         .map(|r| r.saturating_sub(since) as f64 / 1000.0),
+                    first_after_s: s.back_at.map(|r| r.saturating_sub(since) as f64 / 1000.0),
                     error_lines: self.errors,
                     first_error: self.first_error.clone(),
                 })
@@ -428,10 +476,12 @@ mod tests {
             recover_pct: 90.0,
             steps: vec![
                 DrillStep {
+                    run: None,
                     ask: "pull one leaf-spine cable now".into(),
                     within: Duration::from_secs(60),
                 },
                 DrillStep {
+                    run: None,
                     ask: "put the cable back".into(),
                     within: Duration::from_secs(20),
                 },
@@ -547,6 +597,55 @@ mod tests {
         };
         assert_eq!(rows[0].low, Some(0.0));
         assert_eq!(rows[0].recovered_after_s, Some(20.0));
+        // The stall was seen, and the first sample after it came 20 s after the confirmation.
+        assert_eq!(rows[0].first_after_s, Some(20.0));
+        assert!(
+            rows[0]
+                .describe()
+                .contains("first sample again after 20.0 s")
+        );
+    }
+
+    #[test]
+    fn pauses_seen_before_the_ask_are_not_stalls() {
+        let mut d = DrillTracker::new(
+            Drill {
+                watch: vec!["tokens_per_sec".into()],
+                ..drill()
+            },
+            T,
+        );
+        // A step every 0.1 s, and a 3 s checkpoint save in the middle.
+        let mut t = 0.0;
+        while t < 10.0 {
+            d.sample(at(t), "tokens_per_sec", "job", 266_000.0);
+            t += if (4.0..4.1).contains(&t) { 3.0 } else { 0.1 };
+        }
+        assert!(matches!(d.tick(at(10.0))[0], DrillAction::Ask(0, _)));
+        let mut again = d.clone();
+        assert!(d.confirm(at(10.0)));
+        // The same 3 s pause after the ask is not a stall: not affected.
+        d.sample(at(10.1), "tokens_per_sec", "job", 266_000.0);
+        assert!(d.tick(at(13.0)).is_empty());
+        d.sample(at(13.1), "tokens_per_sec", "job", 266_000.0);
+        let out = d.tick(at(16.0));
+        assert!(
+            out.is_empty() || !matches!(&out[0], DrillAction::StepDone(r) if r[0].dipped),
+            "{out:?}"
+        );
+        // Nothing for more than twice that pause is.
+        assert!(again.confirm(at(10.0)));
+        again.sample(at(10.1), "tokens_per_sec", "job", 266_000.0);
+        assert!(again.tick(at(16.2)).is_empty());
+        again.sample(at(20.0), "tokens_per_sec", "job", 266_000.0);
+        again.sample(at(20.1), "tokens_per_sec", "job", 266_000.0);
+        again.sample(at(20.2), "tokens_per_sec", "job", 266_000.0);
+        let out = again.tick(at(20.2));
+        let DrillAction::StepDone(rows) = &out[0] else {
+            panic!("{out:?}")
+        };
+        assert!(rows[0].dipped && rows[0].low == Some(0.0), "{rows:?}");
+        assert_eq!(rows[0].first_after_s, Some(10.0));
     }
 
     #[test]

@@ -352,6 +352,7 @@ struct DrillFile {
 #[serde(deny_unknown_fields)]
 struct DrillStepFile {
     ask: String,
+    run: Option<toml::Spanned<String>>,
     within: Option<toml::Spanned<String>>,
 }
 
@@ -497,7 +498,26 @@ fn drill_of(
                 format!("{id}: a drill step asks something"),
             ));
         }
+        if let Some(run) = &s.run {
+            let names = placeholders(run.get_ref()).map_err(|m| at(run.span(), m))?;
+            if let Some(n) = names
+                .iter()
+                .find(|n| !BUILTIN_PLACEHOLDERS.contains(&n.as_str()))
+            {
+                return Err(at(
+                    run.span(),
+                    format!(
+                        "{id}: a drill step's `run` may use the built-in placeholders only, not {{{n}}}"
+                    ),
+                ));
+            }
+        }
         steps.push(DrillStep {
+            run: s
+                .run
+                .as_ref()
+                .map(|r| r.get_ref().trim().to_string())
+                .filter(|r| !r.is_empty()),
             ask: s.ask.trim().to_string(),
             within: crate::inventory::duration(file, text, &s.within, Duration::from_secs(300))?,
         });
@@ -885,7 +905,8 @@ mod tests {
         assert_eq!(
             ids,
             [
-                "T0", "T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8", "S1", "S2", "S3", "C1", "D1"
+                "T0", "T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8", "S1", "S2", "S3", "C1", "D1",
+                "D2"
             ]
         );
         assert!(
@@ -1127,6 +1148,43 @@ mod tests {
             (drill.steady, drill.recover_pct),
             (Duration::from_secs(60), 90.0)
         );
+        assert!(
+            drill.steps.iter().all(|s| s.run.is_none()),
+            "D1 asks the operator"
+        );
+        let d2 = default_plan()
+            .find("D2")
+            .and_then(|p| p.drill.clone())
+            .expect("D2");
+        assert_eq!(d2.watch, ["tokens_per_sec"]);
+        assert_eq!(
+            d2.steps[0].run.as_deref(),
+            Some("pkill -KILL -f '^[^ ]*python[^ ]* .*train_synthetic[.]py'")
+        );
+        // The pattern takes the job's python processes, never the shells around them.
+        let re = |cmdline: &str| {
+            std::process::Command::new("sh")
+                .args([
+                    "-c",
+                    "printf '%s\\n' \"$1\" | grep -Eq '^[^ ]*python[^ ]* .*train_synthetic[.]py'",
+                    "t",
+                    cmdline,
+                ])
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        assert!(re(
+            "/usr/bin/python3 -u /root/w/train_synthetic.py --steps 9"
+        ));
+        assert!(re(
+            "python3 -m torch.distributed.run --standalone train_synthetic.py"
+        ));
+        assert!(!re(
+            "sh -c while :; do python3 -m torch.distributed.run train_synthetic.py; done"
+        ));
+        assert!(!re(
+            "sh -c pkill -KILL -f '^[^ ]*python[^ ]* .*train_synthetic[.]py'"
+        ));
         let base = "[[phase]]\nid = \"D\"\ntitle = \"d\"\nscope = \"each-node\"\nparser = \"nccl-tests\"\ncommand = \"x\"\n[phase.drill]\n";
         let step = "[[phase.drill.steps]]\nask = \"pull it\"\n";
         let ok = Plan::parse(

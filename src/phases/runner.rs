@@ -1225,6 +1225,7 @@ async fn drive_drill(
     let mut outcomes: Vec<super::drill::SeriesOutcome> = Vec::new();
     let mut problems: Vec<String> = Vec::new();
     let mut done = false;
+    let mut excused: Vec<(String, String, bool)> = Vec::new();
     let part = Part::alone(&spec.id);
     let say = |text: String| PhaseEvent::Note {
         phase: spec.id.clone(),
@@ -1242,6 +1243,14 @@ async fn drive_drill(
                 r = &mut exec => break r,
                 Some(ev) = tap_rx.recv() => {
                     match &ev {
+                        // What a step provokes (a killed job's traceback) is the step's
+                        // outcome, and what the load says as burnin stops it is not judged.
+                        PhaseEvent::Metric { metric: PhaseMetric::Problem { node, text }, .. }
+                            if done || tracker.watching() =>
+                        {
+                            tracker.problem(text);
+                            excused.push((node.clone(), text.clone(), done));
+                        }
                         PhaseEvent::Metric { metric, at_ms, .. } => {
                             if let Some((f, who, v)) = sample_of(metric) {
                                 tracker.sample(*at_ms, &f, &who, v);
@@ -1269,6 +1278,21 @@ async fn drive_drill(
                 match a {
                     DrillAction::Ask(step, text) => {
                         let text = format!("step {}/{steps}: {text}", step + 1);
+                        let run = spec
+                            .drill
+                            .as_ref()
+                            .and_then(|d| d.steps.get(step))
+                            .and_then(|s| s.run.clone());
+                        if let Some(command) = run {
+                            // burnin does this step itself, timed from when it is sent.
+                            let sent = now_ms();
+                            let _ = events.send(say(format!("{text}: burnin does it"))).await;
+                            for line in run_step(ctx, spec, &command).await {
+                                let _ = events.send(say(line)).await;
+                            }
+                            tracker.confirm(sent);
+                            continue;
+                        }
                         let _ = events.send(say(format!("asks the operator: {text}"))).await;
                         let _ = events
                             .send(PhaseEvent::Prompt {
@@ -1302,6 +1326,14 @@ async fn drive_drill(
         }
     };
     while let Ok(ev) = tap_rx.try_recv() {
+        if let PhaseEvent::Metric {
+            metric: PhaseMetric::Problem { node, text },
+            ..
+        } = &ev
+            && done
+        {
+            excused.push((node.clone(), text.clone(), true));
+        }
         let _ = events.send(ev).await;
     }
     if tracker.asking().is_some() {
@@ -1314,6 +1346,16 @@ async fn drive_drill(
             .await;
     }
     let mut metrics = std::mem::take(&mut ran.metrics);
+    let mut last_words = 0;
+    for (node, text, after_done) in &excused {
+        let at = metrics.iter().position(
+            |m| matches!(m, PhaseMetric::Problem { node: n, text: t } if n == node && t == text),
+        );
+        if let Some(i) = at {
+            metrics.remove(i);
+            last_words += usize::from(*after_done);
+        }
+    }
     metrics.extend(
         outcomes
             .iter()
@@ -1355,6 +1397,11 @@ async fn drive_drill(
             ));
         }
     }
+    if last_words > 0 {
+        told.push(format!(
+            "{last_words} failure line(s) the load printed as burnin stopped it: not judged"
+        ));
+    }
     let verdict = if problems.is_empty() {
         verdict
     } else {
@@ -1367,4 +1414,46 @@ async fn drive_drill(
         .collect::<Vec<_>>()
         .join("; ");
     (verdict, reason, ran.metrics, found)
+}
+
+/// A drill step burnin does itself: `command` (templated like the phase's own) on each node
+/// the phase runs on, with what each answered.
+async fn run_step(ctx: &RunContext, spec: &PhaseSpec, command: &str) -> Vec<String> {
+    let targets: Vec<&RunnerNode> = match spec.scope {
+        Scope::Launcher | Scope::Mpirun => ctx.nodes.iter().take(1).collect(),
+        _ => ctx.nodes.iter().collect(),
+    };
+    let mut said = Vec::new();
+    for node in targets {
+        let name = &node.spec.name;
+        let Some(dir) = PhaseDir::new(
+            &ctx.plan.remote_dir,
+            &ctx.run_id,
+            &ctx.phase_component(&spec.id),
+            name,
+        ) else {
+            said.push(format!("{name}: not a directory name on the node"));
+            continue;
+        };
+        let text = match render(command, &template_values(ctx, node, &dir, "")) {
+            Ok(t) => t,
+            Err(e) => {
+                said.push(format!("{name}: the step's command: {e}"));
+                continue;
+            }
+        };
+        let cmd = RemoteCommand {
+            argv: vec!["sh".into(), "-c".into(), text.clone()],
+        };
+        match run_script(node.transport.as_ref(), &cmd).await {
+            Ok((_, out, _)) => said.push(format!(
+                "{name}: ran `{text}`{}",
+                out.lines()
+                    .next()
+                    .map_or(String::new(), |l| format!(": {}", l.trim()))
+            )),
+            Err(why) => said.push(format!("{name}: `{text}` failed: {why}")),
+        }
+    }
+    said
 }
