@@ -861,6 +861,108 @@ within = "20s"
     assert!(reason.contains("first sample again after"), "{reason}");
 }
 
+/// T0 as shipped, over real SSH, against two stand-in nodes whose tools answer as an installed
+/// node would (node01: R580 open module, 8 GPUs, services active) and as a node installed
+/// wrong (node02: R550 proprietary, 7 of 8 GPUs, an Xid since boot). The stand-ins tell the
+/// nodes apart by the address the SSH session reached ($SSH_CONNECTION).
+#[test]
+fn t0_preflight_runs_as_shipped_over_ssh_and_names_what_is_wrong_per_node() {
+    let t0 = burnin::phases::plan::default_plan()
+        .find("T0")
+        .expect("T0 shipped");
+    // The command as resolved, written back as plan text (braces doubled again).
+    let plan = format!(
+        "[[phase]]\nid = \"T0\"\ntitle = \"preflight\"\nscope = \"each-node\"\nparser = \"preflight\"\ngates = [{{ kind = \"checks\" }}]\ncommand = '''\n{}\n'''\n",
+        t0.command.replace('{', "{{").replace('}', "}}")
+    );
+    let Some(site) = Site::new(2, 8, &plan) else {
+        return;
+    };
+    // node02 is 127.0.0.3.
+    let bad = r#"case "$SSH_CONNECTION" in *" 127.0.0.3 "*) bad=1 ;; *) bad= ;; esac"#;
+    let tools: [(&str, String); 8] = [
+        (
+            "cat",
+            format!(
+                "#!/bin/sh\n{bad}\nif [ \"$1\" = /proc/driver/nvidia/version ]; then\n  if [ -n \"$bad\" ]; then echo 'NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024'; else echo 'NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build  (dvs-builder@U16-I3-B03-4-3)  Tue Sep 23 09:55:41 UTC 2025'; fi\n  echo 'GCC version:  gcc version 13.3.0 (Ubuntu 13.3.0-6ubuntu2~24.04)'\nelse exec /bin/cat \"$@\"; fi\n"
+            ),
+        ),
+        (
+            "nvidia-smi",
+            format!(
+                "#!/bin/sh\n{bad}\nn=8; [ -n \"$bad\" ] && n=7\ni=0; while [ $i -lt $n ]; do echo \"$i, NVIDIA B300 SXM6 AC, 00000000:1$i:00.0, Enabled\"; i=$((i+1)); done\n"
+            ),
+        ),
+        ("uname", "#!/bin/sh\necho 6.8.0-60-generic\n".to_string()),
+        (
+            "nv-fabricmanager",
+            "#!/bin/sh\necho 'Fabric Manager version is : 580.95.05'\n".to_string(),
+        ),
+        (
+            "systemctl",
+            "#!/bin/sh\n[ \"$1\" = is-active ] && echo active\n".to_string(),
+        ),
+        (
+            "dpkg-query",
+            "#!/bin/sh\nprintf 'ii  rdma-core 50.0-2ubuntu0.2\\nii  infiniband-diags 50.0-2ubuntu0.2\\n'\n"
+                .to_string(),
+        ),
+        ("ibstat", "#!/bin/sh\nexit 0\n".to_string()),
+        (
+            "dmesg",
+            format!(
+                "#!/bin/sh\n{bad}\necho '[    0.000000] Linux version 6.8.0-60-generic'\n[ -n \"$bad\" ] && echo '[ 8812.402391] NVRM: Xid (PCI:0000:16:00): 79, pid=0, GPU has fallen off the bus.'\nexit 0\n"
+            ),
+        ),
+    ];
+    for (name, script) in &tools {
+        site.cluster.install_tool(name, script);
+    }
+    let (code, doc, stderr) = finish(site.spawn(&["run", "--json", "--no-telemetry"]));
+    let t0 = phase(&doc, "T0");
+    assert_eq!(t0["verdict"], "FAIL", "{stderr}\n{t0}");
+    assert_eq!(code, Some(1));
+    let run_dir = PathBuf::from(doc["run_dir"].as_str().expect("run_dir"));
+    let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events");
+    let check = |node: &str, name: &str| -> (String, String) {
+        events
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .map(|e| e["metric"].clone())
+            .find(|m| m["kind"] == "check" && m["node"] == node && m["name"] == name)
+            .map(|m| {
+                (
+                    m["status"].as_str().unwrap_or("").to_string(),
+                    m["detail"].as_str().unwrap_or("").to_string(),
+                )
+            })
+            .unwrap_or_else(|| panic!("no {name} check for {node}:\n{events}"))
+    };
+    for name in [
+        "driver-branch",
+        "gpu-count",
+        "persistenced",
+        "rdma-userspace",
+        "xid",
+    ] {
+        assert_eq!(
+            check("node01", name).0,
+            "ok",
+            "node01 {name}: {:?}",
+            check("node01", name)
+        );
+    }
+    assert!(check("node01", "driver-branch").1.contains("580.95.05"));
+    let (status, detail) = check("node02", "driver-branch");
+    assert_eq!(status, "failed", "{detail}");
+    assert!(detail.contains("550"), "{detail}");
+    assert_eq!(check("node02", "gpu-count").0, "failed");
+    assert_eq!(check("node02", "xid").0, "failed");
+    let reason = t0["reason"].as_str().expect("reason");
+    assert!(reason.contains("node02"), "{reason}");
+    assert!(!reason.contains("node01 driver-branch"), "{reason}");
+}
+
 /// The telemetry beside `burnin run`: an Xid on a node while a phase runs fails the phase's
 /// `no-xid` gate and the record says which GPU, even though the phase itself exited 0.
 #[test]

@@ -390,7 +390,20 @@ impl NodeJob {
         if let Some(task) = stop_task {
             let _ = task.await;
         }
-        result.metrics.extend(parser.finish());
+        // What the parser can only say at the end (T0/T1's checks, a table's last figures)
+        // goes out like the rest: the console's checklist and the record need it.
+        let at_ms = now_ms();
+        for m in parser.finish() {
+            let _ = self
+                .events
+                .send(PhaseEvent::Metric {
+                    phase: self.event_phase.clone(),
+                    at_ms,
+                    metric: m.clone(),
+                })
+                .await;
+            result.metrics.push(m);
+        }
         // What the node says now decides the exit status.
         for attempt in 0..5u32 {
             match run_script(t.as_ref(), &remote::status(&self.dir)).await {
