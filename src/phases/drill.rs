@@ -20,10 +20,10 @@ pub struct Drill {
     /// Series to watch: `busbw_<collective>`, `s3_gb_per_s`, `tokens_per_sec`.
     pub watch: Vec<String>,
     /// How long the load runs before the first ask: the steady level is the median over it.
-    #[serde(with = "secs")]
+    #[serde(with = "super::plan::secs")]
     pub steady: Duration,
     /// A series that has not dipped this long after the operator confirmed was not affected.
-    #[serde(with = "secs")]
+    #[serde(with = "super::plan::secs")]
     pub settle: Duration,
     /// Recovered: back to at least this percent of the steady level (three samples running).
     pub recover_pct: f64,
@@ -41,17 +41,8 @@ pub struct DrillStep {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run: Option<String>,
     /// Longest a series may take to recover after the operator confirmed (else FAIL).
-    #[serde(with = "secs")]
+    #[serde(with = "super::plan::secs")]
     pub within: Duration,
-}
-
-mod secs {
-    pub fn serialize<S: serde::Serializer>(
-        d: &std::time::Duration,
-        s: S,
-    ) -> Result<S::Ok, S::Error> {
-        s.serialize_f64(d.as_secs_f64())
-    }
 }
 
 /// Series a drill can watch (they arrive while the load runs, not only at its end).

@@ -128,13 +128,8 @@ pub fn lower_is_better(figure: &str) -> bool {
         "checkpoint_save_s",
         "checkpoint_restore_s",
     ];
-    LOWER.iter().any(|l| {
-        (figure == *l && !l.ends_with("_c"))
-            || (l.ends_with("_c")
-                && figure
-                    .strip_prefix(l)
-                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())))
-    }) || figure.starts_with("data_wait_pct_")
+    LOWER.iter().any(|l| names_figure(l, figure))
+        || figure.starts_with("data_wait_pct_")
         || figure.starts_with("step_time_ms_")
 }
 
@@ -170,14 +165,22 @@ pub const FIGURES: &[&str] = &[
 /// Whether a gate may name this figure: one of [`FIGURES`], or a family of them (`busbw_` +
 /// collective, `…_c` + the number of GETs in flight).
 pub fn known_figure(figure: &str) -> bool {
-    FIGURES.iter().any(|f| {
-        (figure == *f && !f.ends_with('_') && !f.ends_with("_c"))
-            || (f.ends_with('_') && figure.starts_with(f) && figure.len() > f.len())
-            || (f.ends_with("_c")
-                && figure
-                    .strip_prefix(f)
-                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())))
-    })
+    FIGURES.iter().any(|f| names_figure(f, figure))
+}
+
+/// Whether `pattern` (an entry of [`FIGURES`]) names `figure`: itself, or one of its family
+/// (`busbw_` + collective, `…_c` + the number of GETs in flight).
+fn names_figure(pattern: &str, figure: &str) -> bool {
+    if let Some(family) = pattern.strip_suffix("_c") {
+        figure
+            .strip_prefix(family)
+            .and_then(|rest| rest.strip_prefix("_c"))
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    } else if pattern.ends_with('_') {
+        figure.starts_with(pattern) && figure.len() > pattern.len()
+    } else {
+        figure == pattern
+    }
 }
 
 impl Gate {
@@ -263,7 +266,9 @@ pub struct PhaseSpec {
     pub drill: Option<super::drill::Drill>,
 }
 
-mod secs {
+/// Durations as seconds in JSON (the plan's specs, drills).
+pub(crate) mod secs {
+    /// Seconds, fractional.
     pub fn serialize<S: serde::Serializer>(
         d: &std::time::Duration,
         s: S,

@@ -394,15 +394,7 @@ impl NodeJob {
         // goes out like the rest: the console's checklist and the record need it.
         let at_ms = now_ms();
         for m in parser.finish() {
-            let _ = self
-                .events
-                .send(PhaseEvent::Metric {
-                    phase: self.event_phase.clone(),
-                    at_ms,
-                    metric: m.clone(),
-                })
-                .await;
-            result.metrics.push(m);
+            self.metric(at_ms, m, &mut result).await;
         }
         // What the node says now decides the exit status.
         for attempt in 0..5u32 {
@@ -438,6 +430,19 @@ impl NodeJob {
             }
         }
         result
+    }
+
+    /// A parsed figure: sent to the console and the record, and kept for the gates.
+    async fn metric(&self, at_ms: u64, m: PhaseMetric, result: &mut NodeResult) {
+        let _ = self
+            .events
+            .send(PhaseEvent::Metric {
+                phase: self.event_phase.clone(),
+                at_ms,
+                metric: m.clone(),
+            })
+            .await;
+        result.metrics.push(m);
     }
 
     fn spawn_stop(&self, why: StopReason) -> tokio::task::JoinHandle<()> {
@@ -501,15 +506,7 @@ impl NodeJob {
         match parser.push(text) {
             Ok(metrics) => {
                 for m in metrics {
-                    let _ = self
-                        .events
-                        .send(PhaseEvent::Metric {
-                            phase: self.event_phase.clone(),
-                            at_ms,
-                            metric: m.clone(),
-                        })
-                        .await;
-                    result.metrics.push(m);
+                    self.metric(at_ms, m, result).await;
                 }
             }
             Err(e) => {
