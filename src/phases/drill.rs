@@ -272,7 +272,7 @@ impl DrillTracker {
 
     /// One point of a series.
     pub fn sample(&mut self, at_ms: UnixMillis, figure: &str, subject: &str, value: f64) {
-        if !self.drill.watch.iter().any(|w| w == figure) {
+        if !value.is_finite() || !self.drill.watch.iter().any(|w| w == figure) {
             return;
         }
         let pct = self.drill.recover_pct / 100.0;
@@ -672,5 +672,74 @@ mod tests {
             "NCCL WARN NET/IB : Got completion with error 12"
         ));
         assert!(!is_error_line("#  Rank  0 Group  0 Pid 6899"));
+    }
+
+    /// Whatever the load sends (any values, any gaps, out of order, NaN and infinities) and
+    /// whenever the operator presses: no panic, and every outcome is one that can be true.
+    mod any_input {
+        use super::*;
+        use proptest::prelude::*;
+
+        #[derive(Debug, Clone)]
+        enum Input {
+            Sample(u64, f64, bool),
+            Confirm,
+            Tick,
+            Line(String),
+        }
+
+        fn input() -> impl Strategy<Value = Input> {
+            prop_oneof![
+                (0u64..5_000, any::<f64>(), any::<bool>())
+                    .prop_map(|(dt, v, busbw)| Input::Sample(dt, v, busbw)),
+                Just(Input::Confirm),
+                Just(Input::Tick),
+                "[a-z ]{0,20}".prop_map(Input::Line),
+            ]
+        }
+
+        proptest! {
+            #[test]
+            fn the_tracker_never_panics_and_says_only_possible_things(
+                inputs in proptest::collection::vec(input(), 0..300)
+            ) {
+                let mut d = DrillTracker::new(drill(), T);
+                let mut now = T;
+                let mut confirmed_at = None;
+                for i in inputs {
+                    match i {
+                        Input::Sample(dt, v, busbw) => {
+                            now += dt;
+                            let figure = if busbw { "busbw_all_reduce" } else { "s3_gb_per_s" };
+                            // Out of order too: a sample a little in the past.
+                            d.sample(now.saturating_sub(dt / 3), figure, "job", v);
+                        }
+                        Input::Confirm => {
+                            if d.confirm(now) {
+                                confirmed_at = Some(now);
+                            }
+                        }
+                        Input::Tick => {
+                            now += 250;
+                            for a in d.tick(now) {
+                                if let DrillAction::StepDone(rows) = a {
+                                    let since = confirmed_at.expect("a step ends only after a confirmation");
+                                    let most = now.saturating_sub(since) as f64 / 1000.0 + 1e-9;
+                                    for r in rows {
+                                        prop_assert!(r.step >= 1 && r.step <= 2);
+                                        for t in [r.recovered_after_s, r.first_after_s].into_iter().flatten() {
+                                            prop_assert!(t >= 0.0 && t <= most, "{r:?} after {most} s");
+                                        }
+                                        prop_assert!(r.recovered_after_s.is_none() || r.dipped, "{r:?}");
+                                        let _ = r.describe();
+                                    }
+                                }
+                            }
+                        }
+                        Input::Line(l) => d.line(&l),
+                    }
+                }
+            }
+        }
     }
 }
