@@ -963,6 +963,58 @@ fn t0_preflight_runs_as_shipped_over_ssh_and_names_what_is_wrong_per_node() {
     assert!(!reason.contains("node01 driver-branch"), "{reason}");
 }
 
+/// A drill that asks the operator under `burnin run` with stdin closed (a cron job, `< /dev/null`)
+/// fails at once, saying why, instead of waiting out its time limit.
+#[test]
+fn a_drill_nobody_can_answer_fails_at_once_and_says_why() {
+    let plan = r#"
+[[phase]]
+id = "D"
+title = "Drill: pull a cable"
+scope = "each-node"
+parser = "nccl-tests"
+timeout = "10m"
+command = "all_reduce_perf"
+[phase.drill]
+watch = ["busbw_all_reduce"]
+steady = "1s"
+[[phase.drill.steps]]
+ask = "Pull the cable"
+"#;
+    let Some(site) = Site::new(1, 8, plan) else {
+        return;
+    };
+    let capture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/nccl-tests/h100-2node-16rank-allreduce.txt");
+    site.cluster.install_tool(
+        "all_reduce_perf",
+        &format!(
+            "#!/bin/sh\nsed -n 2,24p '{}'\nwhile :; do printf '  1073741824   268435456  float  sum  -1  2800.0  200.00  380.00  0  2800.0  200.00  380.00  0\\n'; sleep 0.1; done\n",
+            capture.display()
+        ),
+    );
+    let started = Instant::now();
+    let child = site
+        .command(&["run", "--json", "--no-telemetry"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("burnin run");
+    let (code, doc, stderr) = finish(child);
+    let d = phase(&doc, "D");
+    assert_eq!(d["verdict"], "FAIL", "{stderr}\n{d}");
+    assert_eq!(code, Some(1));
+    let reason = d["reason"].as_str().expect("reason");
+    assert!(
+        reason.contains("step 1/1: Pull the cable: nobody can confirm it here"),
+        "{reason}"
+    );
+    // Not the 10-minute limit: the load was stopped as soon as the ask could not be answered.
+    assert!(started.elapsed() < Duration::from_secs(120));
+    assert!(!reason.contains("limit"), "{reason}");
+}
+
 /// The telemetry beside `burnin run`: an Xid on a node while a phase runs fails the phase's
 /// `no-xid` gate and the record says which GPU, even though the phase itself exited 0.
 #[test]

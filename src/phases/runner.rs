@@ -1192,6 +1192,9 @@ async fn drive_together(
     (verdict, reason, metrics, found)
 }
 
+/// Why a drill that asks the operator cannot go on where nobody can answer.
+const NOBODY_CONFIRMS: &str = "nobody can confirm it here (burnin run reads Enter from its stdin, and that is closed): run the drill from a terminal or the console";
+
 /// The operator's next confirmation; `false` when nobody can confirm any more.
 async fn next_confirm(c: &mut Option<watch::Receiver<u64>>) -> bool {
     match c {
@@ -1275,6 +1278,11 @@ async fn drive_drill(
                 ok = next_confirm(&mut confirm) => {
                     if !ok {
                         confirm = None;
+                        if let Some(step) = tracker.asking() {
+                            problems.push(format!("step {}/{steps}: {NOBODY_CONFIRMS}", step + 1));
+                            done = true;
+                            let _ = finish_tx.send(true);
+                        }
                     } else if let Some(step) = tracker.asking() {
                         tracker.confirm(now_ms());
                         let _ = events.send(PhaseEvent::Prompt { phase: spec.id.clone(), at_ms: now_ms(), text: None }).await;
@@ -1301,6 +1309,13 @@ async fn drive_drill(
                                 let _ = events.send(say(line)).await;
                             }
                             tracker.confirm(sent);
+                            continue;
+                        }
+                        if confirm.is_none() {
+                            // Waiting would only end at the phase's time limit.
+                            problems.push(format!("{text}: {NOBODY_CONFIRMS}"));
+                            done = true;
+                            let _ = finish_tx.send(true);
                             continue;
                         }
                         let _ = events.send(say(format!("asks the operator: {text}"))).await;
