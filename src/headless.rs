@@ -234,7 +234,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
     );
 
     // SIGINT/SIGTERM: abort what runs, skip what is left.
-    let (abort_tx, abort_rx) = watch::channel(false);
+    let (abort_tx, abort_rx) = watch::channel(None);
     let interrupted = Arc::new(AtomicBool::new(false));
     {
         let interrupted = Arc::clone(&interrupted);
@@ -250,7 +250,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
             }
             eprintln!("burnin run: interrupted: aborting the running phase on every node");
             interrupted.store(true, Ordering::SeqCst);
-            let _ = abort_tx.send(true);
+            let _ = abort_tx.send(Some(crate::phases::remote::StopReason::Aborted));
         });
     }
 

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::{mpsc, watch};
 
+use super::remote::StopReason;
 use super::runner::{RunContext, reattach_phase, run_phase};
 use super::session::{RunSession, new_run_id};
 use super::{PhaseCommand, PhaseEvent};
@@ -42,7 +43,7 @@ pub struct PhaseDriver {
 /// The running phase's id (a `together` phase also runs its members alone first: their ids
 /// follow), its abort switch, and which start it was (so a finished phase can only ever clear
 /// its own entry, never the next phase's).
-type Running = (Vec<String>, watch::Sender<bool>, u64);
+type Running = (Vec<String>, watch::Sender<Option<StopReason>>, u64);
 
 /// Do `f` with the session's record, if one is open (the lock is not held across an await).
 fn record(
@@ -178,7 +179,7 @@ impl PhaseDriver {
                 match running {
                     Some((ids, stop, _)) if ids.contains(&id) => {
                         self.operator("abort", &id);
-                        let _ = stop.send(true);
+                        let _ = stop.send(Some(StopReason::Aborted));
                     }
                     _ => {
                         let _ = events.send(notice(format!("{id} is not running"))).await;
@@ -267,7 +268,7 @@ impl PhaseDriver {
             }
             attempts.push(*attempt);
         }
-        let (stop_tx, stop_rx) = watch::channel(false);
+        let (stop_tx, stop_rx) = watch::channel(None);
         self.starts += 1;
         let generation = self.starts;
         let ids: Vec<String> = std::iter::once(spec.id.clone())
@@ -285,7 +286,7 @@ impl PhaseDriver {
             let mut reattach = reattach;
             let last = chain.len().saturating_sub(1);
             for (i, (spec, attempt)) in chain.into_iter().zip(attempts).enumerate() {
-                if i > 0 && *stop_rx.borrow() {
+                if i > 0 && stop_rx.borrow().is_some() {
                     break;
                 }
                 let mut ctx = ctx.clone();
@@ -416,7 +417,7 @@ impl PhaseDriver {
     /// Abort whatever runs (the console quits with "abort").
     pub fn abort_all(&self) {
         if let Some((_, stop, _)) = self.running.lock().ok().and_then(|r| r.clone()) {
-            let _ = stop.send(true);
+            let _ = stop.send(Some(StopReason::Aborted));
         }
     }
 }

@@ -163,9 +163,8 @@ struct NodeJob {
     hostfile: String,
     grace_s: u64,
     events: mpsc::Sender<PhaseEvent>,
-    abort: watch::Receiver<bool>,
-    /// Turns true when a drill is done with this load (it runs until stopped).
-    finish: watch::Receiver<bool>,
+    /// Set when the job must stop: the operator aborted, or a drill is done with its load.
+    stop: StopSwitch,
     /// Re-attaching to a phase launched by an earlier console: how many of its output lines
     /// the record already holds (they are parsed again, not sent again).
     reattach: Option<usize>,
@@ -265,8 +264,7 @@ impl NodeJob {
         );
         let mut offset: u64 = 0;
         let mut stop_task: Option<tokio::task::JoinHandle<()>> = None;
-        let mut abort_live = true;
-        let mut finish_live = true;
+        let mut stop_live = true;
         let mut backoff = Duration::from_millis(500);
         let mut line = Vec::new();
         'attach: loop {
@@ -315,25 +313,17 @@ impl NodeJob {
                         self.say(format!("ran past its {} s limit: stopping the process group", self.phase.timeout.as_secs())).await;
                         stop_task = Some(self.spawn_stop(StopReason::Timeout));
                     }
-                    changed = self.abort.changed(), if stop_task.is_none() && abort_live => {
+                    changed = self.stop.changed(), if stop_task.is_none() && stop_live => {
                         match changed {
-                            Ok(()) if *self.abort.borrow() => {
-                                self.say("abort: TERM to the process group, KILL after the grace period".into()).await;
-                                stop_task = Some(self.spawn_stop(StopReason::Aborted));
+                            Ok(()) => {
+                                let why = *self.stop.borrow();
+                                if let Some(why) = why {
+                                    self.say(stop_words(why).into()).await;
+                                    stop_task = Some(self.spawn_stop(why));
+                                }
                             }
-                            Ok(()) => {}
-                            // Nobody can abort any more: stop asking.
-                            Err(_) => abort_live = false,
-                        }
-                    }
-                    changed = self.finish.changed(), if stop_task.is_none() && finish_live => {
-                        match changed {
-                            Ok(()) if *self.finish.borrow() => {
-                                self.say("the drill is done: stopping its load".into()).await;
-                                stop_task = Some(self.spawn_stop(StopReason::Finished));
-                            }
-                            Ok(()) => {}
-                            Err(_) => finish_live = false,
+                            // Nobody can stop it any more: stop asking.
+                            Err(_) => stop_live = false,
                         }
                     }
                 }
@@ -363,22 +353,15 @@ impl NodeJob {
                             _ = tokio::time::sleep_until(deadline), if stop_task.is_none() => {
                                 stop_task = Some(self.spawn_stop(StopReason::Timeout));
                             }
-                            changed = self.abort.changed(), if stop_task.is_none() && abort_live => {
+                            changed = self.stop.changed(), if stop_task.is_none() && stop_live => {
                                 match changed {
-                                    Ok(()) if *self.abort.borrow() => {
-                                        stop_task = Some(self.spawn_stop(StopReason::Aborted));
+                                    Ok(()) => {
+                                        let why = *self.stop.borrow();
+                                        if let Some(why) = why {
+                                            stop_task = Some(self.spawn_stop(why));
+                                        }
                                     }
-                                    Ok(()) => {}
-                                    Err(_) => abort_live = false,
-                                }
-                            }
-                            changed = self.finish.changed(), if stop_task.is_none() && finish_live => {
-                                match changed {
-                                    Ok(()) if *self.finish.borrow() => {
-                                        stop_task = Some(self.spawn_stop(StopReason::Finished));
-                                    }
-                                    Ok(()) => {}
-                                    Err(_) => finish_live = false,
+                                    Err(_) => stop_live = false,
                                 }
                             }
                         }
@@ -525,8 +508,6 @@ struct JobSetup<'a> {
     spec: &'a Arc<PhaseSpec>,
     /// Which run of the spec this is: alone, or a member of a group.
     part: &'a Part,
-    /// A drill's "done with the load" switch (a closed one for every other phase).
-    finish: &'a watch::Receiver<bool>,
     hostfile: &'a str,
     events: &'a mpsc::Sender<PhaseEvent>,
     recorded: Option<&'a BTreeMap<String, usize>>,
@@ -539,7 +520,7 @@ fn job_for(
     template: &str,
     peer: &str,
     parser: crate::parsers::ParserKind,
-    abort: watch::Receiver<bool>,
+    stop: StopSwitch,
 ) -> Result<NodeJob, String> {
     let ctx = setup.ctx;
     let name = node.spec.name.clone();
@@ -565,8 +546,7 @@ fn job_for(
         hostfile: setup.hostfile.to_string(),
         grace_s: ctx.plan.grace.as_secs(),
         events: setup.events.clone(),
-        abort,
-        finish: setup.finish.clone(),
+        stop,
         reattach: setup.recorded.map(|r| r.get(&label).copied().unwrap_or(0)),
         label,
         lines_seen: 0,
@@ -654,15 +634,28 @@ pub fn skip_reason(plan: &Plan, spec: &PhaseSpec) -> Option<String> {
     None
 }
 
-/// Run `spec` on its nodes until it ends, is aborted (`abort` turns true) or times out.
+/// The switch that stops a phase's process groups, with why: the operator's abort (the
+/// console's `a`, SIGINT/SIGTERM of `burnin run`), or a drill done with its load.
+pub type StopSwitch = watch::Receiver<Option<StopReason>>;
+
+/// The words a node job says as it stops for `why`.
+fn stop_words(why: StopReason) -> &'static str {
+    match why {
+        StopReason::Aborted => "abort: TERM to the process group, KILL after the grace period",
+        StopReason::Finished => "the drill is done: stopping its load",
+        StopReason::Timeout => "past its time limit: stopping the process group",
+    }
+}
+
+/// Run `spec` on its nodes until it ends, is stopped (`stop` set) or times out.
 /// Sends `Started`, the lines and metrics, and `Finished`; returns the same verdict.
 pub async fn run_phase(
     ctx: &RunContext,
     spec: Arc<PhaseSpec>,
-    abort: watch::Receiver<bool>,
+    stop: StopSwitch,
     events: mpsc::Sender<PhaseEvent>,
 ) -> PhaseOutcome {
-    drive_phase(ctx, spec, abort, events, None).await
+    drive_phase(ctx, spec, stop, events, None).await
 }
 
 /// Re-attach to `spec`, launched by an earlier console of the same run and not finished in its
@@ -670,11 +663,11 @@ pub async fn run_phase(
 pub async fn reattach_phase(
     ctx: &RunContext,
     spec: Arc<PhaseSpec>,
-    abort: watch::Receiver<bool>,
+    stop: StopSwitch,
     events: mpsc::Sender<PhaseEvent>,
     recorded: BTreeMap<String, usize>,
 ) -> PhaseOutcome {
-    drive_phase(ctx, spec, abort, events, Some(recorded)).await
+    drive_phase(ctx, spec, stop, events, Some(recorded)).await
 }
 
 /// Which run of a spec the runner is making: the phase alone, or one member of a `together`
@@ -725,7 +718,7 @@ impl Executed {
 async fn drive_phase(
     ctx: &RunContext,
     spec: Arc<PhaseSpec>,
-    abort: watch::Receiver<bool>,
+    stop: StopSwitch,
     events: mpsc::Sender<PhaseEvent>,
     recorded: Option<BTreeMap<String, usize>>,
 ) -> PhaseOutcome {
@@ -761,7 +754,7 @@ async fn drive_phase(
     };
     if spec.scope == Scope::Together {
         let (verdict, reason, metrics, found) =
-            drive_together(ctx, &spec, abort, &events, recorded.as_ref(), started_ms).await;
+            drive_together(ctx, &spec, stop, &events, recorded.as_ref(), started_ms).await;
         let secs = started.elapsed().as_secs();
         let mut outcome = finish(verdict, format!("{reason} ({secs} s)"), metrics).await;
         outcome.findings = found;
@@ -769,22 +762,16 @@ async fn drive_phase(
     }
     if spec.drill.is_some() {
         let (verdict, reason, metrics, found) =
-            drive_drill(ctx, &spec, abort, &events, recorded.as_ref(), started_ms).await;
+            drive_drill(ctx, &spec, stop, &events, recorded.as_ref(), started_ms).await;
         let secs = started.elapsed().as_secs();
-        let reason = reason.replace("{secs}", &secs.to_string());
         let mut outcome = finish(verdict, format!("{reason} ({secs} s)"), metrics).await;
         outcome.findings = found;
         return outcome;
     }
     let part = Part::alone(&spec.id);
-    let mut ran = execute(ctx, &spec, &part, abort, &events, recorded.as_ref(), None).await;
+    let mut ran = execute(ctx, &spec, &part, stop, &events, recorded.as_ref()).await;
     let secs = started.elapsed().as_secs();
     if let Some((verdict, reason)) = ran.early.take() {
-        let reason = if matches!(verdict, Verdict::Aborted | Verdict::Timeout) {
-            reason.replace("{secs}", &secs.to_string())
-        } else {
-            reason
-        };
         return finish(verdict, reason, ran.metrics).await;
     }
     ran.observed.telemetry = ctx
@@ -821,20 +808,17 @@ fn verdict_of(ctx: &RunContext, spec: &PhaseSpec, ran: &Executed) -> (Verdict, S
     }
 }
 
-/// Run `spec` on its nodes as `part` says, until it ends, is aborted or times out; the gates
-/// are the caller's. An abort or timeout comes back early, its reason with `{secs}` left for
-/// the caller to fill in.
+/// Run `spec` on its nodes as `part` says, until it ends, is stopped or times out; the gates
+/// are the caller's. An abort or timeout comes back early, with its reason.
 async fn execute(
     ctx: &RunContext,
     spec: &Arc<PhaseSpec>,
     part: &Part,
-    abort: watch::Receiver<bool>,
+    stop: StopSwitch,
     events: &mpsc::Sender<PhaseEvent>,
     recorded: Option<&BTreeMap<String, usize>>,
-    finish: Option<watch::Receiver<bool>>,
 ) -> Executed {
-    // Without a drill nobody ends the load early: a switch whose sender is gone.
-    let finish = finish.unwrap_or_else(|| watch::channel(false).1);
+    let started = std::time::Instant::now();
     if let Some(why) = skip_reason(&ctx.plan, spec) {
         return Executed::early(Verdict::Skipped, why);
     }
@@ -878,13 +862,12 @@ async fn execute(
         ctx,
         spec,
         part,
-        finish: &finish,
         hostfile: &hostfile,
         events,
         recorded,
     };
     // Pairs: servers first, on every node, stopped when the clients are done.
-    let (servers_stop, servers_abort) = watch::channel(false);
+    let (servers_stop, servers_switch) = watch::channel(None);
     let mut servers = tokio::task::JoinSet::new();
     if spec.scope == Scope::Pairs {
         let n = ctx.nodes.len();
@@ -898,7 +881,7 @@ async fn execute(
                 &spec.server,
                 &peer_of(i, n - 1),
                 crate::parsers::ParserKind::None,
-                servers_abort.clone(),
+                servers_switch.clone(),
             ) {
                 Ok(j) => j,
                 Err(why) => return Executed::early(Verdict::Fail, why),
@@ -918,7 +901,7 @@ async fn execute(
             &spec.command,
             &peer_of(i, 1),
             spec.parser,
-            abort.clone(),
+            stop.clone(),
         ) {
             Ok(j) => j,
             Err(why) => return Executed::early(Verdict::Fail, why),
@@ -927,8 +910,8 @@ async fn execute(
         order.push(name.clone());
         jobs.spawn(async move { (name, job.run().await) });
     }
-    // An abort reaches the servers too.
-    let mut main_abort = abort.clone();
+    // A stop reaches the servers too.
+    let mut main_stop = stop.clone();
     let results_fut = async {
         let mut results: BTreeMap<String, NodeResult> = BTreeMap::new();
         while let Some(done) = jobs.join_next().await {
@@ -943,9 +926,9 @@ async fn execute(
     let mut results = loop {
         tokio::select! {
             r = &mut results_fut => break r,
-            changed = main_abort.changed(), if watching => match changed {
-                Ok(()) if *main_abort.borrow() => {
-                    let _ = servers_stop.send(true);
+            changed = main_stop.changed(), if watching => match changed {
+                Ok(()) if main_stop.borrow().is_some() => {
+                    let _ = servers_stop.send(Some(StopReason::Aborted));
                     watching = false;
                 }
                 Ok(()) => {}
@@ -955,7 +938,7 @@ async fn execute(
     };
     // The clients are done: a server still waiting is stopped; a server that failed on its
     // own says so.
-    let _ = servers_stop.send(true);
+    let _ = servers_stop.send(Some(StopReason::Aborted));
     let mut server_failures = Vec::new();
     while let Some(done) = servers.join_next().await {
         if let Ok((name, r)) = done {
@@ -1001,7 +984,8 @@ async fn execute(
         Some((
             Verdict::Aborted,
             format!(
-                "aborted by the operator after {{secs}} s; process group stopped (TERM, KILL after {} s) on {}",
+                "aborted by the operator after {} s; process group stopped (TERM, KILL after {} s) on {}",
+                started.elapsed().as_secs(),
                 ctx.plan.grace.as_secs(),
                 nodes.join(", ")
             ),
@@ -1039,7 +1023,7 @@ async fn execute(
 async fn drive_together(
     ctx: &RunContext,
     spec: &Arc<PhaseSpec>,
-    abort: watch::Receiver<bool>,
+    stop: StopSwitch,
     events: &mpsc::Sender<PhaseEvent>,
     recorded: Option<&BTreeMap<String, usize>>,
     started_ms: u64,
@@ -1085,11 +1069,11 @@ async fn drive_together(
             event_phase: spec.id.clone(),
             member: Some(m.id.clone()),
         };
-        let abort = abort.clone();
+        let stop = stop.clone();
         let events = events.clone();
         let recorded = recorded.cloned();
         set.spawn(async move {
-            let ran = execute(&ctx, &m, &part, abort, &events, recorded.as_ref(), None).await;
+            let ran = execute(&ctx, &m, &part, stop, &events, recorded.as_ref()).await;
             (i, ran)
         });
     }
@@ -1109,11 +1093,7 @@ async fn drive_together(
             None => stopped.push((Verdict::Fail, format!("{}: its runner task died", m.id))),
             Some(r) => {
                 if let Some((v, why)) = r.early.take() {
-                    let secs = ended_ms.saturating_sub(started_ms) / 1000;
-                    stopped.push((
-                        v,
-                        format!("{}: {}", m.id, why.replace("{secs}", &secs.to_string())),
-                    ));
+                    stopped.push((v, format!("{}: {why}", m.id)));
                 }
                 watched.extend(r.watched.iter().cloned());
             }
@@ -1212,7 +1192,7 @@ async fn next_confirm(c: &mut Option<watch::Receiver<u64>>) -> bool {
 async fn drive_drill(
     ctx: &RunContext,
     spec: &Arc<PhaseSpec>,
-    abort: watch::Receiver<bool>,
+    stop: StopSwitch,
     events: &mpsc::Sender<PhaseEvent>,
     recorded: Option<&BTreeMap<String, usize>>,
     started_ms: u64,
@@ -1229,7 +1209,11 @@ async fn drive_drill(
     let steps = drill.steps.len();
     let mut tracker = DrillTracker::new(drill, now_ms());
     let (tap_tx, mut tap_rx) = mpsc::channel::<PhaseEvent>(1024);
-    let (finish_tx, finish_rx) = watch::channel(false);
+    // The load's own switch: the operator's abort passes through it, and the drill sets it
+    // (finished) when it is done.
+    let (load_tx, load_rx) = watch::channel(None);
+    let mut operator = stop;
+    let mut operator_live = true;
     let mut confirm = ctx.confirm.clone();
     // Confirmations from before this drill started are not for it.
     if let Some(c) = confirm.as_mut() {
@@ -1247,7 +1231,7 @@ async fn drive_drill(
         text,
     };
     let mut ran = {
-        let exec = execute(ctx, spec, &part, abort, &tap_tx, recorded, Some(finish_rx));
+        let exec = execute(ctx, spec, &part, load_rx, &tap_tx, recorded);
         tokio::pin!(exec);
         let mut ticker = tokio::time::interval(Duration::from_millis(250));
         loop {
@@ -1275,13 +1259,22 @@ async fn drive_drill(
                     let _ = events.send(ev).await;
                 }
                 _ = ticker.tick() => actions = tracker.tick(now_ms()),
+                changed = operator.changed(), if operator_live => match changed {
+                    Ok(()) => {
+                        let why = *operator.borrow();
+                        if why.is_some() {
+                            let _ = load_tx.send(why);
+                        }
+                    }
+                    Err(_) => operator_live = false,
+                },
                 ok = next_confirm(&mut confirm) => {
                     if !ok {
                         confirm = None;
                         if let Some(step) = tracker.asking() {
                             problems.push(format!("step {}/{steps}: {NOBODY_CONFIRMS}", step + 1));
                             done = true;
-                            let _ = finish_tx.send(true);
+                            let _ = load_tx.send(Some(StopReason::Finished));
                         }
                     } else if let Some(step) = tracker.asking() {
                         tracker.confirm(now_ms());
@@ -1315,7 +1308,7 @@ async fn drive_drill(
                             // Waiting would only end at the phase's time limit.
                             problems.push(format!("{text}: {NOBODY_CONFIRMS}"));
                             done = true;
-                            let _ = finish_tx.send(true);
+                            let _ = load_tx.send(Some(StopReason::Finished));
                             continue;
                         }
                         let _ = events.send(say(format!("asks the operator: {text}"))).await;
@@ -1344,7 +1337,7 @@ async fn drive_drill(
                     DrillAction::NoSteady(why) => problems.push(why),
                     DrillAction::Done => {
                         done = true;
-                        let _ = finish_tx.send(true);
+                        let _ = load_tx.send(Some(StopReason::Finished));
                     }
                 }
             }
