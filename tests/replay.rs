@@ -173,6 +173,16 @@ fn replay_keys_steer_the_replay_and_the_status_bar_shows_where_it_is() {
     for ev in timeline.until(125) {
         state.update(Event::Source(ev.clone()));
     }
+    // A replay has no nodes: start, abort and a drill's confirmation go nowhere, and say so
+    // (T4 runs at 125 s, so each would otherwise send a command).
+    for k in ['s', 'r', 'a', 'c'] {
+        assert_eq!(state.update(key(k)), None, "{k}");
+        assert!(
+            format!("{:?}", state.ui.status).contains("a replay shows what the run did"),
+            "{k}: {:?}",
+            state.ui.status
+        );
+    }
     assert_eq!(
         state.update(key('>')),
         Some(Effect::Playback(PlaybackCommand::Speed(2.0)))

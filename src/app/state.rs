@@ -438,6 +438,15 @@ impl State {
             }
             Action::Left | Action::Right => self.move_gpu(action == Action::Right),
             Action::Details => self.details(),
+            // A replay shows what the run did; it has no nodes to start, stop or answer.
+            Action::StartPhase | Action::RetryPhase | Action::AbortPhase | Action::ConfirmDrill
+                if self.playback.is_some() =>
+            {
+                self.say(
+                    Tone::Warn,
+                    "a replay shows what the run did: phases are started, aborted and answered in the live console",
+                );
+            }
             Action::StartPhase => return self.start_selected(false),
             Action::RetryPhase => return self.start_selected(true),
             Action::ConfirmDrill => {
