@@ -615,15 +615,28 @@ mod tests {
         assert!(matches!(d.tick(at(10.0))[0], DrillAction::Ask(0, _)));
         let mut again = d.clone();
         assert!(d.confirm(at(10.0)));
-        // The same 3 s pause after the ask is not a stall: not affected.
-        d.sample(at(10.1), "tokens_per_sec", "job", 266_000.0);
-        assert!(d.tick(at(13.0)).is_empty());
-        d.sample(at(13.1), "tokens_per_sec", "job", 266_000.0);
+        // The same 3 s pause after the ask is not a stall: steps every 0.1 s, then a 3 s pause,
+        // then steps again past `settle` (5 s): not affected.
+        let mut t = 10.1;
+        while t < 16.0 {
+            d.sample(at(t), "tokens_per_sec", "job", 266_000.0);
+            if (11.0..11.1).contains(&t) {
+                // In the middle of the pause: neither a stall nor done.
+                assert!(d.tick(at(t + 2.5)).is_empty());
+                t += 3.0;
+            } else {
+                t += 0.1;
+            }
+        }
         let out = d.tick(at(16.0));
+        let DrillAction::StepDone(rows) = &out[0] else {
+            panic!("{out:?}")
+        };
         assert!(
-            out.is_empty() || !matches!(&out[0], DrillAction::StepDone(r) if r[0].dipped),
-            "{out:?}"
+            !rows[0].dipped && rows[0].low == Some(266_000.0),
+            "{rows:?}"
         );
+        assert_eq!(rows[0].first_after_s, None);
         // Nothing for more than twice that pause is.
         assert!(again.confirm(at(10.0)));
         again.sample(at(10.1), "tokens_per_sec", "job", 266_000.0);

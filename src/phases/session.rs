@@ -203,6 +203,15 @@ impl RunSession {
             self.set_hellos(&t.hellos());
         }
         self.verdicts.insert(spec.id.clone(), outcome.verdict);
+        // A group's comparisons and a drill's steps are kept whole beside the figures.
+        let (mut together, mut drill) = (Vec::new(), Vec::new());
+        for m in &outcome.metrics {
+            match m {
+                super::PhaseMetric::Together { change } => together.push(change.clone()),
+                super::PhaseMetric::Drill { outcome } => drill.push(outcome.clone()),
+                _ => {}
+            }
+        }
         self.summary.phases.retain(|p| p.id != spec.id);
         self.summary.phases.push(RecordPhase {
             id: spec.id.clone(),
@@ -214,22 +223,8 @@ impl RunSession {
             ended_ms: self.now_ms(),
             figures: gates::figures(&outcome.metrics),
             findings: outcome.findings.clone(),
-            together: outcome
-                .metrics
-                .iter()
-                .filter_map(|m| match m {
-                    super::PhaseMetric::Together { change } => Some(change.clone()),
-                    _ => None,
-                })
-                .collect(),
-            drill: outcome
-                .metrics
-                .iter()
-                .filter_map(|m| match m {
-                    super::PhaseMetric::Drill { outcome } => Some(outcome.clone()),
-                    _ => None,
-                })
-                .collect(),
+            together,
+            drill,
         });
         self.summary.verdict = Some(self.worst());
         let mut record = locked(&self.record)?;
