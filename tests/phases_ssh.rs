@@ -580,8 +580,71 @@ command = "echo started; sleep 300"
     );
 }
 
+/// `a` on a `together` phase while its first member runs alone: the member is aborted and the
+/// chain stops there (the group never starts).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aborting_a_together_phase_stops_its_chain() {
+    use burnin::cluster::PhaseState;
+    use burnin::phases::{PhaseCommand, Verdict};
+
+    let plan_text = r#"
+[[phase]]
+id = "L"
+title = "long"
+scope = "each-node"
+parser = "none"
+command = "echo started; sleep 300"
+[[phase]]
+id = "Q"
+title = "quick"
+scope = "each-node"
+parser = "none"
+command = "echo quick"
+[[phase]]
+id = "G"
+title = "both"
+together = ["L", "Q"]
+"#;
+    let Some(site) = Site::new(1, 1, plan_text) else {
+        return;
+    };
+    let mut console = Console::start(&site, 1, None);
+    let cmd = console.commands.clone();
+    cmd.send(PhaseCommand::Start("G".into())).expect("send");
+    console
+        .until("L to print", &|s| {
+            s.phase("L")
+                .is_some_and(|p| p.log.iter().any(|l| l.ends_with("| started")))
+        })
+        .await;
+    // The group's id stops whichever of its chain runs.
+    cmd.send(PhaseCommand::Abort("G".into())).expect("send");
+    console
+        .until("L to end", &|s| {
+            matches!(s.phase("L").map(|p| p.state), Some(PhaseState::Done(_)))
+        })
+        .await;
+    assert_eq!(
+        console.store.phase("L").map(|p| p.state),
+        Some(PhaseState::Done(Verdict::Aborted))
+    );
+    // Nothing more starts: Q and G stay pending while the console goes on.
+    let quiet = tokio::time::Instant::now() + Duration::from_secs(3);
+    while let Ok(Some(ev)) = tokio::time::timeout_at(quiet, console.rx.recv()).await {
+        console.store.ingest(ev);
+    }
+    for id in ["Q", "G"] {
+        assert_eq!(
+            console.store.phase(id).map(|p| p.state),
+            Some(PhaseState::Pending),
+            "{id}"
+        );
+    }
+    assert!(site.phase_dir("Q", "node01").is_some_and(|d| !d.exists()));
+}
+
 /// The console's `s` on a `together` phase whose members have not run: they run alone first,
-/// then at once; the group's comparison reaches the store, and abort reaches the chain.
+/// then at once; the group's comparison reaches the store.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_runs_a_together_phase_after_its_members_alone() {
     use burnin::cluster::PhaseState;
