@@ -90,6 +90,54 @@ fn decode_and_store(c: &mut Criterion) {
             criterion::BatchSize::LargeInput,
         )
     });
+    // The two halves apart, to say where the time goes.
+    let frames: Vec<_> = lines
+        .iter()
+        .filter_map(|l| match Decoder::new().decode(l) {
+            Ok(Decoded::Message(WireMessage::Frame(f))) => Some(f),
+            _ => None,
+        })
+        .collect();
+    group.bench_function("decode only", |b| {
+        b.iter(|| {
+            let mut d = Decoder::new();
+            let mut n = 0usize;
+            for l in &lines {
+                if let Ok(Decoded::Message(WireMessage::Frame(f))) = d.decode(l) {
+                    n += f.gpus.len();
+                }
+            }
+            n
+        })
+    });
+    // The general path alone, for comparison (what every line cost before the fast path).
+    #[derive(serde::Deserialize)]
+    struct FrameLine {
+        frame: burnin::model::NodeFrame,
+    }
+    group.bench_function("decode only, serde_json", |b| {
+        b.iter(|| {
+            let mut n = 0usize;
+            for l in &lines {
+                if let Ok(f) = serde_json::from_str::<FrameLine>(l) {
+                    n += f.frame.gpus.len();
+                }
+            }
+            n
+        })
+    });
+    group.bench_function("store only", |b| {
+        b.iter_batched(
+            || (ClusterStore::new(), frames.clone()),
+            |(mut store, frames)| {
+                for f in frames {
+                    store.ingest(SourceEvent::Frame(f));
+                }
+                store
+            },
+            criterion::BatchSize::LargeInput,
+        )
+    });
     group.finish();
 }
 

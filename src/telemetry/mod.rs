@@ -6,6 +6,7 @@
 pub mod cpu;
 pub mod fabric;
 pub mod fleet;
+pub mod frame_scan;
 pub mod history;
 pub mod nvml;
 pub mod sim;

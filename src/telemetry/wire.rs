@@ -97,6 +97,9 @@ impl Decoder {
         if !line.starts_with('{') {
             return Err(garbled("not a JSON object".into(), self));
         }
+        if let Some(frame) = crate::telemetry::frame_scan::frame_line(line) {
+            return Ok(Decoded::Message(WireMessage::Frame(frame)));
+        }
         match serde_json::from_str::<AnyLine>(line) {
             Ok(AnyLine { hello: Some(h), .. }) => Ok(Decoded::Message(WireMessage::Hello(h))),
             Ok(AnyLine { frame: Some(f), .. }) => Ok(Decoded::Message(WireMessage::Frame(f))),
