@@ -75,7 +75,7 @@ fn decode_and_store(c: &mut Criterion) {
     let samples = (lines.len() * 8) as u64;
     let mut group = c.benchmark_group("decode+store");
     group.throughput(criterion::Throughput::Elements(samples));
-    group.bench_function("1200 frames x 8 GPUs (NDJSON)", |b| {
+    group.bench_function("1200 frames x 8 GPUs (agent lines)", |b| {
         b.iter_batched(
             ClusterStore::new,
             |mut store| {
@@ -110,17 +110,32 @@ fn decode_and_store(c: &mut Criterion) {
             n
         })
     });
-    // The general path alone, for comparison (what every line cost before the fast path).
-    #[derive(serde::Deserialize)]
-    struct FrameLine {
-        frame: burnin::model::NodeFrame,
-    }
-    group.bench_function("decode only, serde_json", |b| {
+    // The form agents wrote before the column form (one object per GPU), through the fast path
+    // and through serde_json alone: what every line cost before either.
+    let objects: Vec<String> = frames
+        .iter()
+        .map(|f| serde_json::to_string(&WireMessage::Frame(f.clone())).unwrap_or_default())
+        .collect();
+    group.bench_function("decode only, object per GPU", |b| {
+        b.iter(|| {
+            let mut d = Decoder::new();
+            let mut n = 0usize;
+            for l in &objects {
+                if let Ok(Decoded::Message(WireMessage::Frame(f))) = d.decode(l) {
+                    n += f.gpus.len();
+                }
+            }
+            n
+        })
+    });
+    group.bench_function("decode only, object per GPU, serde_json alone", |b| {
         b.iter(|| {
             let mut n = 0usize;
-            for l in &lines {
-                if let Ok(f) = serde_json::from_str::<FrameLine>(l) {
-                    n += f.frame.gpus.len();
+            for l in &objects {
+                if let Ok(Decoded::Message(WireMessage::Frame(f))) =
+                    burnin::telemetry::wire::decode_general(l)
+                {
+                    n += f.gpus.len();
                 }
             }
             n

@@ -14,6 +14,7 @@ command -v pkill >/dev/null 2>&1 || need_apt+=(procps)              # tests kill
 command -v setsid >/dev/null 2>&1 || need_apt+=(util-linux)         # phases start in their own session
 command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)           # a test CA for the S3 probe's TLS
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)         # renders the HTML report headless
+command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)       # promtool checks the agent's /metrics
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq

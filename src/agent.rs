@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use crate::cli::AgentArgs;
 use crate::model::{NodeFrame, NodeHello, now_ms};
 use crate::telemetry::cpu::{process_cpu, thread_cpu};
+use crate::telemetry::exporter::Exporter;
 use crate::telemetry::fabric::FabricThread;
 use crate::telemetry::nvml::NvmlSampler;
 use crate::telemetry::sim::{Fault, FaultKind, SimCluster, SimConfig, SimLoad};
@@ -165,7 +166,15 @@ pub struct AgentStats {
     pub write_cpu: Duration,
     /// CPU time of the whole process (background threads included).
     pub process_cpu: Duration,
+    /// Process CPU time after the first [`STEADY_AFTER`] frames, when start-up (loading NVML,
+    /// the hello, the first GPM round, starting threads) is over: what a long run pays.
+    pub steady_cpu: Duration,
+    /// GPU samples written after the first [`STEADY_AFTER`] frames.
+    pub steady_samples: u64,
 }
+
+/// Frames after which the agent counts as started, for [`AgentStats::steady_cpu`].
+pub const STEADY_AFTER: u64 = 10;
 
 impl AgentStats {
     /// The `--stats` line: every figure per GPU-sample, and the per-frame part on its own so a
@@ -190,7 +199,8 @@ impl AgentStats {
             "burnin agent: {} frames, {} GPU-samples; CPU µs per GPU-sample: tick path {:.1} \
              (GPU reads {:.1}; per frame: encode+write {:.1} µs, sleep and wake-up {:.1} µs), \
              NVML background thread {:.1}, Xid thread {:.1}, fabric thread {:.1}, \
-             process {:.1} ({:.3} s total)",
+             process {:.1} ({:.3} s total); after frame {STEADY_AFTER}: process {} per \
+             GPU-sample",
             self.frames,
             self.gpu_samples,
             per_sample(self.tick_cpu),
@@ -205,7 +215,15 @@ impl AgentStats {
             per_sample(XID_THREAD.total()),
             per_sample(FABRIC_THREAD.total()),
             per_sample(self.process_cpu),
-            self.process_cpu.as_secs_f64()
+            self.process_cpu.as_secs_f64(),
+            if self.steady_samples == 0 {
+                "n/a (too few frames)".to_string()
+            } else {
+                format!(
+                    "{:.1} µs",
+                    self.steady_cpu.as_secs_f64() * 1e6 / self.steady_samples as f64
+                )
+            }
         )
     }
 }
@@ -214,23 +232,34 @@ impl AgentStats {
 pub fn run(
     sampler: &mut dyn Sampler,
     fabric: Option<&FabricThread>,
+    exporter: Option<&Exporter>,
     interval: Duration,
     max_frames: Option<u64>,
     out: &mut dyn Write,
 ) -> AgentStats {
     let mut stats = AgentStats::default();
     let tick_cpu_start = thread_cpu();
+    let hello = sampler.hello();
+    if let Some(e) = exporter {
+        e.hello(&hello);
+    }
     if out
-        .write_all(encode(&WireMessage::Hello(sampler.hello())).as_bytes())
+        .write_all(encode(&WireMessage::Hello(hello)).as_bytes())
         .and_then(|_| out.flush())
         .is_err()
     {
         return stats;
     }
     let mut next = Instant::now();
+    // One buffer for every tick's lines: the tick path allocates nothing for encoding.
+    let mut text: Vec<u8> = Vec::with_capacity(4096);
+    let mut steady_from: Option<(Duration, u64)> = None;
     loop {
         if max_frames.is_some_and(|m| stats.frames >= m) {
             break;
+        }
+        if stats.frames == STEADY_AFTER && steady_from.is_none() {
+            steady_from = Some((process_cpu(), stats.gpu_samples));
         }
         let read_start = thread_cpu();
         let mut frame = sampler.sample();
@@ -239,18 +268,17 @@ pub fn run(
             (frame.nics, frame.netdevs) = f.latest();
         }
         let write_start = thread_cpu();
-        let mut text = String::new();
+        text.clear();
         for note in sampler.notes() {
-            text.push_str(&encode(&WireMessage::Error(note)));
+            text.extend_from_slice(encode(&WireMessage::Error(note)).as_bytes());
         }
         stats.gpu_samples += frame.gpus.len() as u64;
         stats.frames += 1;
-        text.push_str(&encode(&WireMessage::Frame(frame)));
-        if out
-            .write_all(text.as_bytes())
-            .and_then(|_| out.flush())
-            .is_err()
-        {
+        crate::telemetry::frame_scan::write_frame_line(&frame, &mut text);
+        if let Some(e) = exporter {
+            e.frame(&frame);
+        }
+        if out.write_all(&text).and_then(|_| out.flush()).is_err() {
             // stdout closed: the SSH session is gone.
             break;
         }
@@ -269,6 +297,10 @@ pub fn run(
     }
     stats.tick_cpu = thread_cpu().saturating_sub(tick_cpu_start);
     stats.process_cpu = process_cpu();
+    if let Some((cpu, samples)) = steady_from {
+        stats.steady_cpu = stats.process_cpu.saturating_sub(cpu);
+        stats.steady_samples = stats.gpu_samples - samples;
+    }
     stats
 }
 
@@ -321,10 +353,30 @@ pub fn main(args: &AgentArgs) -> i32 {
             args.interval.max(crate::telemetry::fabric::MIN_PERIOD),
         )
     });
-    let mut out = std::io::stdout().lock();
+    let exporter = match args.listen.as_deref().map(Exporter::listen) {
+        None => None,
+        Some(Ok((exporter, addr))) => {
+            eprintln!("burnin agent: serving metrics at http://{addr}/metrics");
+            Some(exporter)
+        }
+        Some(Err(e)) => {
+            eprintln!(
+                "burnin agent: cannot listen on {}: {e}",
+                args.listen.as_deref().unwrap_or_default()
+            );
+            return 2;
+        }
+    };
+    let stdout = std::io::stdout();
+    let mut out: Box<dyn Write> = if args.no_frames {
+        Box::new(std::io::sink())
+    } else {
+        Box::new(stdout.lock())
+    };
     let stats = run(
         sampler.as_mut(),
         fabric.as_ref(),
+        exporter.as_ref(),
         args.interval,
         args.frames,
         &mut out,
@@ -344,7 +396,14 @@ mod tests {
     fn sim_agent_writes_hello_then_frames() {
         let mut s = SimNodeSampler::new(4, SimLoad::Full, &["stall:2".into()], 1).expect("sim");
         let mut out = Vec::new();
-        let stats = run(&mut s, None, Duration::from_millis(1), Some(3), &mut out);
+        let stats = run(
+            &mut s,
+            None,
+            None,
+            Duration::from_millis(1),
+            Some(3),
+            &mut out,
+        );
         assert_eq!((stats.frames, stats.gpu_samples), (3, 12));
         let text = String::from_utf8(out).expect("utf8");
         let mut d = Decoder::new();
@@ -377,7 +436,14 @@ mod tests {
             }
         }
         let mut s = SimNodeSampler::new(1, SimLoad::Idle, &[], 1).expect("sim");
-        let stats = run(&mut s, None, Duration::from_millis(1), None, &mut Closed);
+        let stats = run(
+            &mut s,
+            None,
+            None,
+            Duration::from_millis(1),
+            None,
+            &mut Closed,
+        );
         assert_eq!(stats.frames, 0);
     }
 

@@ -107,6 +107,15 @@ pub struct AgentArgs {
     /// or in containers that mount the host's /sys elsewhere.
     #[arg(long, default_value = "/sys", value_name = "ROOT")]
     pub sysfs_root: std::path::PathBuf,
+    /// Also serve the latest frame as Prometheus text at http://ADDR/metrics, with
+    /// dcgm-exporter's names and labels (e.g. 127.0.0.1:9401, 0.0.0.0:9401; port 0 picks one,
+    /// said on stderr).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// With --listen: write no frames to stdout, only serve /metrics (an exporter run by a
+    /// service manager rather than by a console over SSH).
+    #[arg(long, requires = "listen")]
+    pub no_frames: bool,
     /// Time every NVML read on this node and print the table, then exit.
     #[arg(long, conflicts_with = "sim")]
     pub probe_costs: bool,

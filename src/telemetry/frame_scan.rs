@@ -1,15 +1,17 @@
-//! The fast path of the wire decoder, for the one line that arrives thousands of times a second:
-//! a `{"frame":…}` exactly as `burnin agent` writes it. It scans the bytes once, matching each
-//! GPU sample's keys directly, where serde_json's generic path spends most of its time (measured:
-//! about 70 % of decode+store went to key scanning and number parsing).
+//! The frame line, the one message that arrives thousands of times a second: how the agent
+//! writes it (the column form: the GPU fields any GPU has, named once, then one row of values per
+//! GPU) and the fast path that reads it. The scanner reads the bytes once, taking each key where
+//! the agent's order puts it; serde_json's generic path spent about 70 % of decode+store on key
+//! scanning and number parsing.
 //!
 //! It answers only when it is sure. Anything off the beaten path (an escape in a string, an
 //! unknown or repeated key, a negative number, an exponent, a number with more digits than an
 //! `f64` holds exactly, a type serde would reject) makes it decline with `None`, and the caller
-//! decodes the line with serde_json as before. So the fast path can only be faster, never
-//! different: a property test holds it to serde_json's answer on every line it accepts.
-//! RDMA ports and Ethernet interfaces (a handful per node, and not every frame has them) are
-//! cut out and handed to serde_json.
+//! decodes the line with serde_json (`wire::decode_general`). So the fast path can only be
+//! faster, never different: property tests hold it to serde_json's answer on every line it
+//! accepts. It reads both forms: the column form, and one object per GPU (`gpus`, what agents
+//! wrote before, and what the H200 fixtures hold). RDMA ports and Ethernet interfaces (a handful
+//! per node) are cut out and handed to serde_json.
 
 use crate::model::{GpuSample, NetSample, NicSample, NodeFrame, NvlinkLinkErrors, XidEvent};
 
@@ -35,6 +37,7 @@ pub fn frame_line(line: &str) -> Option<NodeFrame> {
 fn node_frame(s: &mut Scan<'_>) -> Option<NodeFrame> {
     s.eat(b'{')?;
     let (mut node, mut at_ms, mut gpus) = (None, None, None);
+    let mut columns: Option<Vec<usize>> = None;
     let (mut nics, mut netdevs): (Option<Vec<NicSample>>, Option<Vec<NetSample>>) = (None, None);
     let mut first = true;
     loop {
@@ -55,7 +58,12 @@ fn node_frame(s: &mut Scan<'_>) -> Option<NodeFrame> {
         match key {
             "node" if node.is_none() => node = Some(s.string()?.to_string()),
             "at_ms" if at_ms.is_none() => at_ms = Some(s.unsigned()?),
-            "gpus" if gpus.is_none() => gpus = Some(gpu_list(s)?),
+            "gpus" if gpus.is_none() => gpus = Some(s.list(gpu_sample)?),
+            "gpu_fields" if columns.is_none() => columns = Some(gpu_columns(s)?),
+            "gpu_rows" if gpus.is_none() => {
+                let columns = columns.as_deref()?;
+                gpus = Some(gpu_rows(s, columns)?);
+            }
             "nics" if nics.is_none() => nics = Some(s.by_serde()?),
             "netdevs" if netdevs.is_none() => netdevs = Some(s.by_serde()?),
             _ => return None,
@@ -70,9 +78,24 @@ fn node_frame(s: &mut Scan<'_>) -> Option<NodeFrame> {
     })
 }
 
-fn gpu_list(s: &mut Scan<'_>) -> Option<Vec<GpuSample>> {
+/// The column list of the column form: known keys, each once.
+fn gpu_columns(s: &mut Scan<'_>) -> Option<Vec<usize>> {
+    let (mut seen, mut expect) = (0u64, 0usize);
+    s.list(|s| {
+        let key = s.known_key(&GPU_KEYS, expect)?;
+        if seen & (1 << key) != 0 {
+            return None;
+        }
+        seen |= 1 << key;
+        expect = key + 1;
+        Some(key)
+    })
+}
+
+/// The rows of the column form: one per GPU, exactly one value per column.
+fn gpu_rows(s: &mut Scan<'_>, columns: &[usize]) -> Option<Vec<GpuSample>> {
     s.eat(b'[')?;
-    let mut gpus = Vec::with_capacity(8);
+    let mut gpus: Vec<GpuSample> = Vec::with_capacity(8);
     s.ws();
     if s.peek()? == b']' {
         s.pos += 1;
@@ -80,7 +103,20 @@ fn gpu_list(s: &mut Scan<'_>) -> Option<Vec<GpuSample>> {
     }
     loop {
         s.ws();
-        gpus.push(gpu_sample(s)?);
+        // Filled where it lies: a sample is a few hundred bytes, and moving it twice showed.
+        gpus.push(GpuSample::default());
+        let g = gpus.last_mut()?;
+        s.eat(b'[')?;
+        for (i, &key) in columns.iter().enumerate() {
+            s.ws();
+            if i > 0 {
+                s.eat(b',')?;
+                s.ws();
+            }
+            gpu_read(s, g, key)?;
+        }
+        s.ws();
+        s.eat(b']')?;
         s.ws();
         match s.next()? {
             b',' => {}
@@ -90,46 +126,203 @@ fn gpu_list(s: &mut Scan<'_>) -> Option<Vec<GpuSample>> {
     }
 }
 
-/// GPU sample keys in the order the agent writes them (the order of `GpuSample`'s fields): the
-/// scanner expects each key to be the next one here, so a key costs one comparison.
-const GPU_KEYS: [&[u8]; 34] = [
-    b"index",
-    b"power_avg_watts",
-    b"power_instant_watts",
-    b"power_limit_watts",
-    b"temperature_c",
-    b"sm_clock_mhz",
-    b"sm_clock_max_mhz",
-    b"utilization_pct",
-    b"sm_active_pct",
-    b"tensor_active_pct",
-    b"dram_active_pct",
-    b"mem_clock_mhz",
-    b"memory_used_bytes",
-    b"memory_total_bytes",
-    b"clock_event_reasons",
-    b"ecc_corrected_volatile",
-    b"ecc_uncorrected_volatile",
-    b"nvlink_tx_bytes_per_sec",
-    b"nvlink_rx_bytes_per_sec",
-    b"nvlink_crc_errors",
-    b"nvlink_replay_errors",
-    b"nvlink_recovery_errors",
-    b"pcie_replay_count",
-    b"pcie_tx_bytes_per_sec",
-    b"pcie_rx_bytes_per_sec",
-    b"nvlink_links_active",
-    b"nvlink_link_up",
-    b"remapped_rows_correctable",
-    b"remapped_rows_uncorrectable",
-    b"remapped_rows_pending",
-    b"remapped_rows_failure",
-    b"compute_pids",
-    b"xid_events",
-    b"nvlink_link_errors",
-];
+/// Write a frame line in the column form the agent sends: the GPU fields that any GPU of the
+/// frame has, named once, then one row of values per GPU. Against one object per GPU this halves
+/// the line for eight GPUs, and the reader matches names once per frame instead of per GPU.
+pub fn write_frame_line(frame: &NodeFrame, out: &mut Vec<u8>) {
+    out.extend_from_slice(b"{\"frame\":{\"node\":");
+    write_json(&frame.node, out);
+    out.extend_from_slice(b",\"at_ms\":");
+    write_json(&frame.at_ms, out);
+    out.extend_from_slice(b",\"gpu_fields\":[");
+    let mut columns = [0usize; GPU_KEYS.len()];
+    let mut count = 0;
+    for (k, key) in GPU_KEYS.iter().enumerate() {
+        if frame.gpus.iter().any(|g| gpu_present(g, k)) {
+            if count > 0 {
+                out.push(b',');
+            }
+            out.push(b'"');
+            out.extend_from_slice(key.as_bytes());
+            out.push(b'"');
+            columns[count] = k;
+            count += 1;
+        }
+    }
+    out.extend_from_slice(b"],\"gpu_rows\":[");
+    for (r, g) in frame.gpus.iter().enumerate() {
+        if r > 0 {
+            out.push(b',');
+        }
+        out.push(b'[');
+        for (i, &k) in columns[..count].iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            gpu_write(g, k, out);
+        }
+        out.push(b']');
+    }
+    out.push(b']');
+    if !frame.nics.is_empty() {
+        out.extend_from_slice(b",\"nics\":");
+        write_json(&frame.nics, out);
+    }
+    if !frame.netdevs.is_empty() {
+        out.extend_from_slice(b",\"netdevs\":");
+        write_json(&frame.netdevs, out);
+    }
+    out.extend_from_slice(b"}}\n");
+}
 
-/// One GPU sample. Keys may come in any order; each may come once (serde rejects a repeat).
+/// Every field of a GPU sample on the wire, in `GpuSample`'s order (the order the agent writes
+/// them, so the scanner finds each key where it expects it), with how its value is written and
+/// read. One table for the writer, the fast reader and the column list.
+macro_rules! gpu_fields {
+    ($($id:literal $field:ident: $kind:ident,)*) => {
+        /// The keys of a GPU sample, as the wire names them.
+        pub const GPU_KEYS: [&str; 34] = [$(stringify!($field)),*];
+
+        /// Whether a GPU's field has a value worth a column (an absent reading does not).
+        fn gpu_present(g: &GpuSample, k: usize) -> bool {
+            match k {
+                $($id => present_field!($kind, g.$field),)*
+                _ => false,
+            }
+        }
+
+        /// Write a GPU's field as one JSON value.
+        fn gpu_write(g: &GpuSample, k: usize, out: &mut Vec<u8>) {
+            match k {
+                $($id => write_field!($kind, &g.$field, out),)*
+                _ => out.extend_from_slice(b"null"),
+            }
+        }
+
+        /// Read one JSON value into a GPU's field.
+        fn gpu_read(s: &mut Scan<'_>, g: &mut GpuSample, k: usize) -> Option<()> {
+            match k {
+                $($id => g.$field = read_field!($kind, s),)*
+                _ => return None,
+            }
+            Some(())
+        }
+    };
+}
+
+macro_rules! present_field {
+    (index, $v:expr) => {
+        true
+    };
+    (xids, $v:expr) => {
+        !$v.is_empty()
+    };
+    (links, $v:expr) => {
+        !$v.is_empty()
+    };
+    ($kind:ident, $v:expr) => {
+        $v.is_some()
+    };
+}
+
+macro_rules! write_field {
+    (rate, $v:expr, $out:expr) => {
+        write_rate(*$v, $out)
+    };
+    ($kind:ident, $v:expr, $out:expr) => {
+        write_json($v, $out)
+    };
+}
+
+macro_rules! read_field {
+    (index, $s:expr) => {
+        $s.u32()?
+    };
+    (f32, $s:expr) => {
+        $s.opt(Scan::f32)?
+    };
+    (u32, $s:expr) => {
+        $s.opt(Scan::u32)?
+    };
+    (u64, $s:expr) => {
+        $s.opt(Scan::unsigned)?
+    };
+    (rate, $s:expr) => {
+        $s.opt(Scan::f64)?
+    };
+    (bool, $s:expr) => {
+        $s.opt(Scan::bool)?
+    };
+    (bools, $s:expr) => {
+        $s.opt(|s| s.list(Scan::bool))?
+    };
+    (u32s, $s:expr) => {
+        $s.opt(|s| s.list(Scan::u32))?
+    };
+    (xids, $s:expr) => {
+        $s.list(xid_event)?
+    };
+    (links, $s:expr) => {
+        $s.list(link_errors)?
+    };
+}
+
+gpu_fields! {
+    0 index: index,
+    1 power_avg_watts: f32,
+    2 power_instant_watts: f32,
+    3 power_limit_watts: f32,
+    4 temperature_c: f32,
+    5 sm_clock_mhz: u32,
+    6 sm_clock_max_mhz: u32,
+    7 utilization_pct: f32,
+    8 sm_active_pct: f32,
+    9 tensor_active_pct: f32,
+    10 dram_active_pct: f32,
+    11 mem_clock_mhz: u32,
+    12 memory_used_bytes: u64,
+    13 memory_total_bytes: u64,
+    14 clock_event_reasons: u64,
+    15 ecc_corrected_volatile: u64,
+    16 ecc_uncorrected_volatile: u64,
+    17 nvlink_tx_bytes_per_sec: rate,
+    18 nvlink_rx_bytes_per_sec: rate,
+    19 nvlink_crc_errors: u64,
+    20 nvlink_replay_errors: u64,
+    21 nvlink_recovery_errors: u64,
+    22 pcie_replay_count: u64,
+    23 pcie_tx_bytes_per_sec: rate,
+    24 pcie_rx_bytes_per_sec: rate,
+    25 nvlink_links_active: u32,
+    26 nvlink_link_up: bools,
+    27 remapped_rows_correctable: u32,
+    28 remapped_rows_uncorrectable: u32,
+    29 remapped_rows_pending: bool,
+    30 remapped_rows_failure: bool,
+    31 compute_pids: u32s,
+    32 xid_events: xids,
+    33 nvlink_link_errors: links,
+}
+
+fn write_json<T: serde::Serialize>(value: &T, out: &mut Vec<u8>) {
+    // Our own plain data always serializes; if it ever did not, a null keeps the line whole.
+    let mark = out.len();
+    if serde_json::to_writer(&mut *out, value).is_err() {
+        out.truncate(mark);
+        out.extend_from_slice(b"null");
+    }
+}
+
+/// Byte rates go on the wire as whole numbers, as `GpuSample`'s own serializer writes them.
+fn write_rate(v: Option<f64>, out: &mut Vec<u8>) {
+    match v {
+        Some(x) if x.is_finite() => write_json(&(x.max(0.0).round() as u64), out),
+        _ => out.extend_from_slice(b"null"),
+    }
+}
+
+/// One GPU sample as an object. Keys may come in any order; each may come once (serde rejects
+/// a repeat).
 fn gpu_sample(s: &mut Scan<'_>) -> Option<GpuSample> {
     s.eat(b'{')?;
     let mut g = GpuSample::default();
@@ -156,43 +349,7 @@ fn gpu_sample(s: &mut Scan<'_>) -> Option<GpuSample> {
         s.ws();
         s.eat(b':')?;
         s.ws();
-        match key {
-            0 => g.index = s.u32()?,
-            1 => g.power_avg_watts = s.opt(Scan::f32)?,
-            2 => g.power_instant_watts = s.opt(Scan::f32)?,
-            3 => g.power_limit_watts = s.opt(Scan::f32)?,
-            4 => g.temperature_c = s.opt(Scan::f32)?,
-            5 => g.sm_clock_mhz = s.opt(Scan::u32)?,
-            6 => g.sm_clock_max_mhz = s.opt(Scan::u32)?,
-            7 => g.utilization_pct = s.opt(Scan::f32)?,
-            8 => g.sm_active_pct = s.opt(Scan::f32)?,
-            9 => g.tensor_active_pct = s.opt(Scan::f32)?,
-            10 => g.dram_active_pct = s.opt(Scan::f32)?,
-            11 => g.mem_clock_mhz = s.opt(Scan::u32)?,
-            12 => g.memory_used_bytes = s.opt(Scan::unsigned)?,
-            13 => g.memory_total_bytes = s.opt(Scan::unsigned)?,
-            14 => g.clock_event_reasons = s.opt(Scan::unsigned)?,
-            15 => g.ecc_corrected_volatile = s.opt(Scan::unsigned)?,
-            16 => g.ecc_uncorrected_volatile = s.opt(Scan::unsigned)?,
-            17 => g.nvlink_tx_bytes_per_sec = s.opt(Scan::f64)?,
-            18 => g.nvlink_rx_bytes_per_sec = s.opt(Scan::f64)?,
-            19 => g.nvlink_crc_errors = s.opt(Scan::unsigned)?,
-            20 => g.nvlink_replay_errors = s.opt(Scan::unsigned)?,
-            21 => g.nvlink_recovery_errors = s.opt(Scan::unsigned)?,
-            22 => g.pcie_replay_count = s.opt(Scan::unsigned)?,
-            23 => g.pcie_tx_bytes_per_sec = s.opt(Scan::f64)?,
-            24 => g.pcie_rx_bytes_per_sec = s.opt(Scan::f64)?,
-            25 => g.nvlink_links_active = s.opt(Scan::u32)?,
-            26 => g.nvlink_link_up = s.opt(|s| s.list(Scan::bool))?,
-            27 => g.remapped_rows_correctable = s.opt(Scan::u32)?,
-            28 => g.remapped_rows_uncorrectable = s.opt(Scan::u32)?,
-            29 => g.remapped_rows_pending = s.opt(Scan::bool)?,
-            30 => g.remapped_rows_failure = s.opt(Scan::bool)?,
-            31 => g.compute_pids = s.opt(|s| s.list(Scan::u32))?,
-            32 => g.xid_events = s.list(xid_event)?,
-            33 => g.nvlink_link_errors = s.list(link_errors)?,
-            _ => return None,
-        }
+        gpu_read(s, &mut g, key)?;
     }
 }
 
@@ -246,6 +403,30 @@ enum Number {
     Decimal { mantissa: u64, scale: usize },
 }
 
+/// Where the run of ASCII digits starting at `from` ends.
+fn digits_end(b: &[u8], from: usize) -> usize {
+    let mut i = from;
+    while i < b.len() && b[i].is_ascii_digit() {
+        i += 1;
+    }
+    i
+}
+
+/// `acc` followed by `digits`, or `None` past `u64`. Up to 19 digits cannot overflow from zero,
+/// which is every number the agent writes, so the common case skips the overflow checks.
+fn accumulate(acc: u64, digits: &[u8]) -> Option<u64> {
+    if acc == 0 && digits.len() <= 19 {
+        return Some(
+            digits
+                .iter()
+                .fold(0u64, |v, d| v * 10 + u64::from(d - b'0')),
+        );
+    }
+    digits.iter().try_fold(acc, |v, d| {
+        v.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+    })
+}
+
 struct Scan<'a> {
     text: &'a str,
     bytes: &'a [u8],
@@ -286,7 +467,7 @@ impl<'a> Scan<'a> {
     }
 
     fn literal(&mut self, word: &[u8]) -> bool {
-        if self.bytes[self.pos..].starts_with(word) {
+        if self.peek() == word.first().copied() && self.bytes[self.pos..].starts_with(word) {
             self.pos += word.len();
             true
         } else {
@@ -296,17 +477,17 @@ impl<'a> Scan<'a> {
 
     /// A quoted key that is one of `keys`, trying `keys[from..]` first: the index, or `None`
     /// for any other key (an escape in it included: it matches none).
-    fn known_key(&mut self, keys: &[&[u8]], from: usize) -> Option<usize> {
+    fn known_key(&mut self, keys: &[&str], from: usize) -> Option<usize> {
         self.eat(b'"')?;
         let rest = &self.bytes[self.pos..];
         let found = (from..keys.len())
             .chain(0..from.min(keys.len()))
             .find(|&k| {
-                let key = keys[k];
+                let key = keys[k].as_bytes();
                 // A byte loop: keys are short, and a `memcmp` call per try cost more than the compare.
-            rest.len() > key.len()
-                && rest[key.len()] == b'"'
-                && key.iter().zip(rest).all(|(a, b)| a == b)
+                rest.len() > key.len()
+                    && rest[key.len()] == b'"'
+                    && key.iter().zip(rest).all(|(a, b)| a == b)
             })?;
         self.pos += keys[found].len() + 1;
         Some(found)
@@ -328,40 +509,35 @@ impl<'a> Scan<'a> {
     }
 
     fn number(&mut self) -> Option<Number> {
+        let b = self.bytes;
         let start = self.pos;
-        let mut mantissa: u64 = 0;
-        let mut digits = 0usize;
-        while let Some(b @ b'0'..=b'9') = self.peek() {
-            mantissa = mantissa.checked_mul(10)?.checked_add(u64::from(b - b'0'))?;
-            digits += 1;
-            self.pos += 1;
-        }
+        let int_end = digits_end(b, start);
         // JSON forbids leading zeros; serde says so, and so must the general path.
-        if digits == 0 || (digits > 1 && self.bytes[start] == b'0') {
+        if int_end == start || (int_end - start > 1 && b[start] == b'0') {
             return None;
         }
-        if self.peek() != Some(b'.') {
-            return match self.peek() {
-                Some(b'e' | b'E') => None,
-                _ => Some(Number::Whole(mantissa)),
-            };
+        let mantissa = accumulate(0, &b[start..int_end])?;
+        match b.get(int_end) {
+            Some(b'.') => {}
+            Some(b'e' | b'E') => return None,
+            _ => {
+                self.pos = int_end;
+                return Some(Number::Whole(mantissa));
+            }
         }
-        self.pos += 1;
-        let mut scale = 0usize;
-        while let Some(b @ b'0'..=b'9') = self.peek() {
-            mantissa = mantissa.checked_mul(10)?.checked_add(u64::from(b - b'0'))?;
-            scale += 1;
-            self.pos += 1;
-        }
+        let frac_end = digits_end(b, int_end + 1);
+        let scale = frac_end - int_end - 1;
+        let mantissa = accumulate(mantissa, &b[int_end + 1..frac_end])?;
         // Only where one division by an exact power of ten is correctly rounded (the mantissa
         // fits 53 bits, the power is at most 10^22) is the answer certain to be serde_json's.
         if scale == 0 || scale >= POW10.len() || mantissa >= 1 << 53 {
             return None;
         }
-        match self.peek() {
-            Some(b'e' | b'E') => None,
-            _ => Some(Number::Decimal { mantissa, scale }),
+        if matches!(b.get(frac_end), Some(b'e' | b'E')) {
+            return None;
         }
+        self.pos = frac_end;
+        Some(Number::Decimal { mantissa, scale })
     }
 
     fn unsigned(&mut self) -> Option<u64> {
@@ -496,11 +672,15 @@ mod tests {
 
     /// What serde_json makes of the line: the answer the fast path must equal.
     fn by_serde(line: &str) -> Option<NodeFrame> {
-        #[derive(serde::Deserialize)]
-        struct Line {
-            frame: Option<NodeFrame>,
+        match crate::telemetry::wire::decode_general(line) {
+            Ok(crate::telemetry::wire::Decoded::Message(WireMessage::Frame(f))) => Some(f),
+            _ => None,
         }
-        serde_json::from_str::<Line>(line).ok()?.frame
+    }
+
+    /// The form agents wrote before the column form: one object per GPU.
+    fn keyed(frame: &NodeFrame) -> String {
+        serde_json::to_string(&WireMessage::Frame(frame.clone())).expect("plain data")
     }
 
     fn sim_lines() -> Vec<String> {
@@ -547,6 +727,82 @@ mod tests {
             assert!(fast.is_some(), "declined a line it should take: {line}");
             assert_eq!(fast, by_serde(line), "{line}");
         }
+    }
+
+    #[test]
+    fn the_column_form_carries_the_same_frame_in_under_half_the_bytes() {
+        use crate::telemetry::sim::{SimCluster, SimConfig, SimLoad};
+        let mut sim = SimCluster::new(SimConfig::demo(1));
+        let mut frame = sim.node_frame(0, 30, SimLoad::Full);
+        frame.nics.clear();
+        frame.gpus[3].xid_events.push(XidEvent {
+            code: 79,
+            at_ms: frame.at_ms,
+        });
+        let columns = encode(&WireMessage::Frame(frame.clone()));
+        let objects = keyed(&frame);
+        assert_eq!(frame.gpus.len(), 8);
+        assert!(
+            columns.starts_with(r#"{"frame":{"node":"node01","at_ms":"#),
+            "{columns}"
+        );
+        assert!(
+            columns.len() * 2 < objects.len(),
+            "{} vs {} bytes",
+            columns.len(),
+            objects.len()
+        );
+        // Only GPU 3 has an Xid: the column exists, and the others' cells are empty lists.
+        assert_eq!(columns.matches("\"xid_events\"").count(), 1);
+        assert_eq!(frame_line(&columns), by_serde(&objects));
+        assert_eq!(frame_line(&columns), by_serde(&columns));
+        assert!(frame_line(&columns).is_some());
+    }
+
+    #[test]
+    fn column_form_mistakes_are_garbled_not_guessed() {
+        use crate::telemetry::wire::decode_general;
+        let ok = r#"{"frame":{"node":"n","at_ms":5,"gpu_fields":["index","temperature_c"],"gpu_rows":[[0,31.0],[1,null]]}}"#;
+        let f = frame_line(ok).expect("fast path");
+        assert_eq!(f.gpus[1].index, 1);
+        assert_eq!(f.gpus[1].temperature_c, None);
+        assert_eq!(Some(f), by_serde(ok));
+        for (what, line, says) in [
+            (
+                "short row",
+                ok.replace("[1,null]", "[1]"),
+                "GPU row 1 has 1 values for 2",
+            ),
+            (
+                "twice",
+                ok.replace("\"temperature_c\"]", "\"index\"]"),
+                "names \"index\" twice",
+            ),
+            (
+                "both forms",
+                ok.replace("\"gpu_fields\"", "\"gpus\":[],\"gpu_fields\""),
+                "either gpus",
+            ),
+            (
+                "rows alone",
+                ok.replace("\"gpu_fields\":[\"index\",\"temperature_c\"],", ""),
+                "either gpus",
+            ),
+            ("wrong type", ok.replace("31.0", "\"hot\""), "GPU row 0"),
+        ] {
+            assert_eq!(frame_line(&line), None, "{what}");
+            match decode_general(&line) {
+                Err(e) => assert!(e.contains(says), "{what}: {e}"),
+                Ok(d) => panic!("{what}: decoded {d:?}"),
+            }
+        }
+        // A column this version does not know: the general path reads the rest.
+        let newer = ok
+            .replace("\"temperature_c\"]", "\"temperature_c\",\"future\"]")
+            .replace("31.0]", "31.0,7]")
+            .replace("null]", "null,8]");
+        assert_eq!(frame_line(&newer), None);
+        assert_eq!(by_serde(&newer), by_serde(ok));
     }
 
     #[test]
@@ -655,31 +911,38 @@ mod tests {
     }
 
     proptest! {
-        /// Whatever the encoder writes, the fast path reads as serde does (or declines).
+        /// Whatever the encoder writes, in either form, the fast path reads as serde does (or
+        /// declines), and both forms carry the same frame.
         #[test]
         fn agrees_with_serde_on_encoded_frames(
             gpus in proptest::collection::vec(arb_gpu(), 0..4),
             node in "[a-z0-9\\-\"\\\\é]{0,8}",
             at_ms in any::<u64>(),
         ) {
-            let line = encode(&WireMessage::Frame(NodeFrame {
+            let frame = NodeFrame {
                 node,
                 at_ms,
                 gpus,
                 nics: Vec::new(),
                 netdevs: Vec::new(),
-            }));
-            // It may decline only for escapes, exponents and negative numbers.
-            let b = line.as_bytes();
-            let exponent = b.windows(2).any(|w| w[0].is_ascii_digit() && w[1] == b'e');
-            let negative = b.windows(2).any(|w| matches!(w[0], b':' | b'[' | b',') && w[1] == b'-');
-            let fast = frame_line(&line);
-            if !line.contains('\\') && !exponent && !negative {
-                prop_assert!(fast.is_some(), "declined {}", line);
+            };
+            let columns = encode(&WireMessage::Frame(frame.clone()));
+            let objects = keyed(&frame);
+            for line in [&columns, &objects] {
+                // It may decline only for escapes, exponents and negative numbers.
+                let b = line.as_bytes();
+                let exponent = b.windows(2).any(|w| w[0].is_ascii_digit() && w[1] == b'e');
+                let negative =
+                    b.windows(2).any(|w| matches!(w[0], b':' | b'[' | b',') && w[1] == b'-');
+                let fast = frame_line(line);
+                if !line.contains('\\') && !exponent && !negative {
+                    prop_assert!(fast.is_some(), "declined {}", line);
+                }
+                if let Some(fast) = fast {
+                    prop_assert_eq!(Some(fast), by_serde(line));
+                }
             }
-            if let Some(fast) = fast {
-                prop_assert_eq!(Some(fast), by_serde(&line));
-            }
+            prop_assert_eq!(by_serde(&columns), by_serde(&objects));
         }
 
         /// Damaged lines: anything the fast path accepts, serde reads the same way.

@@ -4,6 +4,7 @@
 //! way: the simulator plays them, the fleet hands them to its phase driver.
 
 pub mod cpu;
+pub mod exporter;
 pub mod fabric;
 pub mod fleet;
 pub mod frame_scan;

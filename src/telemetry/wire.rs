@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{NodeFrame, NodeHello};
+use crate::model::{GpuSample, NetSample, NicSample, NodeFrame, NodeHello, UnixMillis};
 
 /// One message from an agent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -20,8 +20,15 @@ pub enum WireMessage {
     Error(String),
 }
 
-/// Encode one message as a line (with its newline).
+/// Encode one message as a line (with its newline). Frames go in the column form.
 pub fn encode(message: &WireMessage) -> String {
+    if let WireMessage::Frame(frame) = message {
+        let mut out = Vec::with_capacity(512 + 400 * frame.gpus.len());
+        crate::telemetry::frame_scan::write_frame_line(frame, &mut out);
+        return String::from_utf8(out).unwrap_or_else(|e| {
+            format!("{{\"error\":\"agent could not encode a frame: {e}\"}}\n")
+        });
+    }
     // Serialising our own plain data cannot fail; fall back to an error line rather than panic.
     let mut line = serde_json::to_string(message)
         .unwrap_or_else(|e| format!("{{\"error\":\"agent could not encode a message: {e}\"}}"));
@@ -53,8 +60,84 @@ pub struct Garbled {
 #[derive(Deserialize)]
 struct AnyLine {
     hello: Option<NodeHello>,
-    frame: Option<NodeFrame>,
+    frame: Option<WireFrame>,
     error: Option<String>,
+}
+
+/// A frame as it travels: GPUs as one object each (`gpus`, what agents before the column form
+/// wrote, and the H200 fixtures hold), or as named columns and one row per GPU.
+#[derive(Deserialize)]
+struct WireFrame {
+    node: String,
+    at_ms: UnixMillis,
+    gpus: Option<Vec<GpuSample>>,
+    gpu_fields: Option<Vec<String>>,
+    gpu_rows: Option<Vec<Vec<serde_json::Value>>>,
+    #[serde(default)]
+    nics: Vec<NicSample>,
+    #[serde(default)]
+    netdevs: Vec<NetSample>,
+}
+
+impl WireFrame {
+    fn into_frame(self) -> Result<NodeFrame, String> {
+        let gpus = match (self.gpus, self.gpu_fields, self.gpu_rows) {
+            (Some(gpus), None, None) => gpus,
+            (None, Some(fields), Some(rows)) => {
+                for (i, f) in fields.iter().enumerate() {
+                    if fields[..i].contains(f) {
+                        return Err(format!("gpu_fields names {f:?} twice"));
+                    }
+                }
+                rows.into_iter()
+                    .enumerate()
+                    .map(|(r, row)| {
+                        if row.len() != fields.len() {
+                            return Err(format!(
+                                "GPU row {r} has {} values for {} gpu_fields",
+                                row.len(),
+                                fields.len()
+                            ));
+                        }
+                        // A null cell is an absent reading, as a left-out key is.
+                        let object: serde_json::Map<String, serde_json::Value> = fields
+                            .iter()
+                            .cloned()
+                            .zip(row)
+                            .filter(|(_, v)| !v.is_null())
+                            .collect();
+                        serde_json::from_value(serde_json::Value::Object(object))
+                            .map_err(|e| format!("GPU row {r}: {e}"))
+                    })
+                    .collect::<Result<_, _>>()?
+            }
+            (None, None, None) => return Err("frame without gpus".into()),
+            _ => {
+                return Err("frame needs either gpus, or gpu_fields with gpu_rows".into());
+            }
+        };
+        Ok(NodeFrame {
+            node: self.node,
+            at_ms: self.at_ms,
+            gpus,
+            nics: self.nics,
+            netdevs: self.netdevs,
+        })
+    }
+}
+
+/// Decode a line with serde_json alone: what the fast path must agree with, and what reads
+/// every line it declines.
+pub fn decode_general(line: &str) -> Result<Decoded, String> {
+    match serde_json::from_str::<AnyLine>(line) {
+        Ok(AnyLine { hello: Some(h), .. }) => Ok(Decoded::Message(WireMessage::Hello(h))),
+        Ok(AnyLine { frame: Some(f), .. }) => {
+            Ok(Decoded::Message(WireMessage::Frame(f.into_frame()?)))
+        }
+        Ok(AnyLine { error: Some(e), .. }) => Ok(Decoded::Message(WireMessage::Error(e))),
+        Ok(_) => Ok(Decoded::Unknown),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// Decodes a stream line by line and counts garbled lines.
@@ -100,13 +183,7 @@ impl Decoder {
         if let Some(frame) = crate::telemetry::frame_scan::frame_line(line) {
             return Ok(Decoded::Message(WireMessage::Frame(frame)));
         }
-        match serde_json::from_str::<AnyLine>(line) {
-            Ok(AnyLine { hello: Some(h), .. }) => Ok(Decoded::Message(WireMessage::Hello(h))),
-            Ok(AnyLine { frame: Some(f), .. }) => Ok(Decoded::Message(WireMessage::Frame(f))),
-            Ok(AnyLine { error: Some(e), .. }) => Ok(Decoded::Message(WireMessage::Error(e))),
-            Ok(_) => Ok(Decoded::Unknown),
-            Err(e) => Err(garbled(e.to_string(), self)),
-        }
+        decode_general(line).map_err(|reason| garbled(reason, self))
     }
 }
 
@@ -136,19 +213,24 @@ mod tests {
             nics: Vec::new(),
             netdevs: Vec::new(),
         }));
+        // Zero counters stay off the wire; the healthy GPU's cell is an empty list.
         assert!(
-            line.contains(r#""nvlink_link_errors":[{"link":13,"crc":1200}]"#),
+            line.contains(r#"[[2,1200,[{"link":13,"crc":1200}]],[0,null,[]]]"#),
             "{line}"
-        );
-        assert_eq!(
-            line.matches("nvlink_link_errors").count(),
-            1,
-            "healthy GPUs add nothing"
         );
         let Ok(Decoded::Message(WireMessage::Frame(f))) = Decoder::new().decode(&line) else {
             panic!("{line}");
         };
         assert_eq!(f.gpus[0], sample);
+        // A frame of healthy GPUs has no such column at all.
+        let healthy = encode(&WireMessage::Frame(NodeFrame {
+            node: "n".into(),
+            at_ms: 1,
+            gpus: vec![GpuSample::default(); 8],
+            nics: Vec::new(),
+            netdevs: Vec::new(),
+        }));
+        assert!(!healthy.contains("nvlink"), "{healthy}");
     }
 
     fn frame() -> NodeFrame {

@@ -1,0 +1,233 @@
+//! `burnin agent --listen`: its `/metrics` through promtool (Debian's `prometheus` package), and
+//! a scrape taken on the H200 beside the agent's own frames. A real Prometheus server scraping
+//! the agent is not tested here yet (see docs/ARCHITECTURE.md, issue 9).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use burnin::model::NodeFrame;
+use burnin::telemetry::wire::{Decoded, Decoder, WireMessage};
+
+fn require_real() -> bool {
+    std::env::var("BURNIN_REQUIRE_REAL").as_deref() == Ok("1")
+}
+
+/// A tool on PATH, or `None` (skip) — a panic under BURNIN_REQUIRE_REAL=1.
+fn tool(name: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join(name))
+            .find(|p| p.is_file())
+    });
+    if found.is_none() {
+        assert!(
+            !require_real(),
+            "{name} not found (apt-get install prometheus) and BURNIN_REQUIRE_REAL=1"
+        );
+        eprintln!("skipped: {name} not installed");
+    }
+    found
+}
+
+/// A child killed when dropped.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `burnin agent --sim … --listen 127.0.0.1:0`: the address it serves, and the frames it
+/// writes on stdout as they come.
+fn agent(interval: &str) -> (Running, SocketAddr, Arc<Mutex<Vec<NodeFrame>>>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_burnin"))
+        .args([
+            "agent",
+            "--sim",
+            "--gpus",
+            "2",
+            "--load",
+            "full",
+            "--fault",
+            "xid79:1",
+            "--fault",
+            "thermal:0",
+            "--interval",
+            interval,
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start burnin agent");
+    let stderr = child.stderr.take().expect("stderr");
+    let stdout = child.stdout.take().expect("stdout");
+    let running = Running(child);
+    let mut line = String::new();
+    let mut stderr = BufReader::new(stderr);
+    stderr.read_line(&mut line).expect("agent stderr");
+    // Keep reading: a closed stderr would fail the agent's next message.
+    std::thread::spawn(move || for _ in stderr.lines() {});
+    let addr = line
+        .trim()
+        .strip_prefix("burnin agent: serving metrics at http://")
+        .and_then(|rest| rest.strip_suffix("/metrics"))
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("agent said {line:?}"));
+    let frames = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&frames);
+    std::thread::spawn(move || {
+        let mut decoder = Decoder::new();
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Ok(Decoded::Message(WireMessage::Frame(f))) = decoder.decode(&line) {
+                sink.lock().expect("frames").push(f);
+            }
+        }
+    });
+    (running, addr, frames)
+}
+
+/// One HTTP/1.0 GET (no chunking, the server closes): the body, or `None` if not 200.
+fn get(addr: SocketAddr, path: &str) -> Option<String> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).ok()?;
+    let (head, body) = answer.split_once("\r\n\r\n")?;
+    head.starts_with("HTTP/1.1 200")
+        .then(|| body.to_string())
+        .or_else(|| head.starts_with("HTTP/1.0 200").then(|| body.to_string()))
+}
+
+fn wait_for<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// promtool's findings on a text, and its exit status.
+fn promtool_check(promtool: &PathBuf, text: &str) -> (Option<i32>, Vec<String>) {
+    let mut child = Command::new(promtool)
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run promtool");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(text.as_bytes())
+        .expect("feed promtool");
+    let out = child.wait_with_output().expect("promtool");
+    let findings =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    (
+        out.status.code(),
+        findings.lines().map(str::to_string).collect(),
+    )
+}
+
+/// What promtool's linter says of dcgm-exporter's own names and labels: inherited, by design.
+const DCGM_STYLE: &[&str] = &[
+    "label names should be written in 'snake_case' not 'camelCase'",
+    "counter metrics should have \"_total\" suffix",
+    "metric name should not include type 'counter'",
+];
+
+#[test]
+fn metrics_parse_in_promtool_and_burnin_series_lint_clean() {
+    let Some(promtool) = tool("promtool") else {
+        return;
+    };
+    let (_agent, addr, _frames) = agent("200ms");
+    let text = wait_for("a frame at /metrics", Duration::from_secs(20), || {
+        get(addr, "/metrics").filter(|t| t.contains("DCGM_FI_DEV_POWER_USAGE"))
+    });
+    let (code, findings) = promtool_check(&promtool, &text);
+    // 0: clean; 3: lint findings only. Anything else is text promtool could not read.
+    assert!(matches!(code, Some(0 | 3)), "{code:?}: {findings:?}");
+    for f in &findings {
+        let (metric, message) = f.split_once(' ').unwrap_or((f, ""));
+        assert!(
+            metric.starts_with("DCGM_FI_") && DCGM_STYLE.contains(&message),
+            "a finding that is not dcgm-exporter's own style: {f}"
+        );
+    }
+    // And a real dcgm-exporter scrape draws the same findings.
+    let fixture = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/dcgm-exporter/metrics-v100-4gpu-old-labels-partial.prom"
+    ))
+    .expect("fixture");
+    let real: String = fixture
+        .lines()
+        .filter(|l| !l.starts_with("# source"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let (_, real_findings) = promtool_check(&promtool, &real);
+    for style in DCGM_STYLE {
+        assert!(
+            real_findings.iter().any(|f| f.ends_with(style)),
+            "dcgm-exporter itself draws {style:?}: {real_findings:?}"
+        );
+    }
+    assert!(text.contains("burnin_gpu_clock_event_reason{"));
+}
+
+/// On the H200: the agent's frames (column form, real NVML) decode through the fast path, and
+/// the scrape taken beside them carries the same readings under dcgm-exporter's names.
+#[test]
+fn the_h200_scrape_matches_the_h200_frames() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/h200-exporter");
+    let frames_text = std::fs::read_to_string(format!("{dir}/frames.ndjson")).expect("frames");
+    let frames: Vec<NodeFrame> = frames_text
+        .lines()
+        .filter(|l| l.starts_with("{\"frame\""))
+        .map(|l| {
+            burnin::telemetry::frame_scan::frame_line(l)
+                .unwrap_or_else(|| panic!("fast path declined a real agent line: {l}"))
+        })
+        .collect();
+    assert_eq!(frames.len(), 6);
+    let text = std::fs::read_to_string(format!("{dir}/metrics.prom")).expect("metrics");
+    let parsed = burnin::parsers::prometheus::parse(&text);
+    assert!(parsed.errors.is_empty(), "{:?}", parsed.errors);
+    let value = |name: &str| {
+        parsed
+            .metric(name)
+            .find(|s| s.label("gpu") == Some("0"))
+            .map(|s| s.value)
+            .unwrap_or_else(|| panic!("{name} missing"))
+    };
+    let powers: Vec<f64> = frames
+        .iter()
+        .filter_map(|f| f.gpus[0].power_avg_watts.map(f64::from))
+        .collect();
+    assert!(
+        powers.contains(&value("DCGM_FI_DEV_POWER_USAGE")),
+        "{powers:?}"
+    );
+    let g = &frames[frames.len() - 1].gpus[0];
+    assert_eq!(value("DCGM_FI_DEV_POWER_MGMT_LIMIT"), 700.0);
+    assert_eq!(Some(value("DCGM_FI_DEV_SM_CLOCK") as u32), g.sm_clock_mhz);
+    assert_eq!(
+        value("DCGM_FI_DEV_FB_TOTAL"),
+        (g.memory_total_bytes.expect("memory total") as f64 / 1048576.0).round()
+    );
+    assert_eq!(value("DCGM_FI_DEV_XID_ERRORS"), 0.0);
+}
