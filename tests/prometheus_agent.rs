@@ -1,6 +1,6 @@
-//! `burnin agent --listen`: its `/metrics` through promtool (Debian's `prometheus` package), and
-//! a scrape taken on the H200 beside the agent's own frames. A real Prometheus server scraping
-//! the agent is not tested here yet (see docs/ARCHITECTURE.md, issue 9).
+//! `burnin agent --listen`: its `/metrics` through promtool, scraped by a real Prometheus server
+//! (both from Debian's `prometheus` package) on loopback, whose answers must match the agent's
+//! own frames within one scrape interval, and a scrape taken on the H200 beside its frames.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -187,6 +187,116 @@ fn metrics_parse_in_promtool_and_burnin_series_lint_clean() {
         );
     }
     assert!(text.contains("burnin_gpu_clock_event_reason{"));
+}
+
+#[test]
+fn a_real_prometheus_scrapes_what_the_agent_sampled() {
+    let Some(prometheus) = tool("prometheus") else {
+        return;
+    };
+    let (_agent, agent_addr, frames) = agent("250ms");
+    let dir = std::env::temp_dir().join(format!("burnin-prom-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let config = dir.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
+             scrape_configs:\n  - job_name: burnin\n    static_configs:\n      \
+             - targets: ['{agent_addr}']\n"
+        ),
+    )
+    .expect("config");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let prom_addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+    let log = std::fs::File::create(dir.join("prometheus.log")).expect("log");
+    let _server = Running(
+        Command::new(prometheus)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("data").display()
+            ))
+            .arg(format!("--web.listen-address={prom_addr}"))
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start prometheus"),
+    );
+    wait_for("prometheus ready", Duration::from_secs(30), || {
+        get(prom_addr, "/-/ready")
+    });
+    // GPU 1 has fallen off the bus (Xid 79): the agent has no power reading for it, so
+    // Prometheus must have GPU 0's power and none for GPU 1.
+    let answer: serde_json::Value = wait_for(
+        "GPU 0's power in prometheus",
+        Duration::from_secs(30),
+        || {
+            let body = get(prom_addr, "/api/v1/query?query=DCGM_FI_DEV_POWER_USAGE")?;
+            let v: serde_json::Value = serde_json::from_str(&body).ok()?;
+            (!v["data"]["result"].as_array()?.is_empty()).then_some(v)
+        },
+    );
+    let frames = frames.lock().expect("frames").clone();
+    let with_power: Vec<u32> = frames
+        .last()
+        .map(|f| {
+            f.gpus
+                .iter()
+                .filter(|g| g.power_avg_watts.is_some())
+                .map(|g| g.index)
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(with_power, [0], "the simulator's GPU 1 is off the bus");
+    let result = answer["data"]["result"].as_array().expect("result");
+    assert_eq!(result.len(), 1, "{result:?}");
+    for series in result {
+        let gpu: u32 = series["metric"]["gpu"]
+            .as_str()
+            .and_then(|g| g.parse().ok())
+            .expect("gpu label");
+        assert_eq!(series["metric"]["job"], "burnin");
+        assert!(
+            series["metric"]["UUID"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("GPU-"))
+        );
+        let at_s = series["value"][0].as_f64().expect("sample time");
+        let value: f64 = series["value"][1]
+            .as_str()
+            .and_then(|v| v.parse().ok())
+            .expect("value");
+        // The scrape took the agent's latest frame: one of those sampled in the scrape
+        // interval (plus one agent period) before Prometheus's sample time.
+        let at_ms = (at_s * 1000.0) as u64;
+        let window: Vec<f64> = frames
+            .iter()
+            .filter(|f| f.at_ms + 1_250 + 250 >= at_ms && f.at_ms <= at_ms + 250)
+            .filter_map(|f| f.gpus.iter().find(|g| g.index == gpu))
+            .filter_map(|g| g.power_avg_watts.map(f64::from))
+            .collect();
+        assert!(
+            window.contains(&value),
+            "GPU {gpu}: prometheus has {value} W at {at_ms}; the agent's frames then: {window:?}"
+        );
+    }
+    // The Xid the simulator injected reaches Prometheus under dcgm-exporter's name.
+    let xid = wait_for("the Xid gauge", Duration::from_secs(30), || {
+        let body = get(
+            prom_addr,
+            "/api/v1/query?query=DCGM_FI_DEV_XID_ERRORS%7Bgpu%3D%221%22%7D",
+        )?;
+        let v: serde_json::Value = serde_json::from_str(&body).ok()?;
+        let value = v["data"]["result"][0]["value"][1].as_str()?.to_string();
+        (value == "79").then_some(value)
+    });
+    assert_eq!(xid, "79");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// On the H200: the agent's frames (column form, real NVML) decode through the fast path, and
