@@ -276,7 +276,7 @@ pub fn run(
         stats.frames += 1;
         crate::telemetry::frame_scan::write_frame_line(&frame, &mut text);
         if let Some(e) = exporter {
-            e.frame(&frame);
+            e.frame(frame);
         }
         if out.write_all(&text).and_then(|_| out.flush()).is_err() {
             // stdout closed: the SSH session is gone.

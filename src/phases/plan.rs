@@ -110,62 +110,67 @@ pub enum Gate {
     },
 }
 
+/// Which way a figure is better: throughput higher, latency, waits and errors lower.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Better {
+    /// More is better (GB/s, TFLOP/s, tokens/s).
+    Higher,
+    /// Less is better (a latency, a wait, a count of errors, seconds to save).
+    Lower,
+}
+
+/// Figure names gates may use (`busbw_` takes a collective after it).
+pub const FIGURES: &[(&str, Better)] = &[
+    ("tflops_bf16", Better::Higher),
+    ("tflops_fp8", Better::Higher),
+    ("busbw_", Better::Higher),
+    ("pair_gb_per_s", Better::Higher),
+    ("link_gbit_per_s", Better::Higher),
+    ("step_time_ms", Better::Lower),
+    ("tokens_per_sec", Better::Higher),
+    ("data_wait_pct", Better::Lower),
+    ("first_batch_ms", Better::Lower),
+    ("scaling_pct", Better::Higher),
+    ("s3_gb_per_s", Better::Higher),
+    ("s3_errors", Better::Lower),
+    ("s3_gb_per_s_c", Better::Higher),
+    ("s3_get_per_s_c", Better::Higher),
+    ("s3_ttfb_p50_ms_c", Better::Lower),
+    ("s3_ttfb_p99_ms_c", Better::Lower),
+    ("s3_total_p99_ms_c", Better::Lower),
+    ("loader_data_wait_pct", Better::Lower),
+    ("loader_steps_waited_pct", Better::Lower),
+    ("loader_first_batch_ms", Better::Lower),
+    ("loader_wait_p99_ms", Better::Lower),
+    ("checkpoint_save_gb_per_s", Better::Higher),
+    ("checkpoint_restore_gb_per_s", Better::Higher),
+    ("checkpoint_save_s", Better::Lower),
+    ("checkpoint_restore_s", Better::Lower),
+];
+
+/// Every figure name, for messages.
+fn figure_names() -> String {
+    FIGURES
+        .iter()
+        .map(|(f, _)| *f)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Whether a smaller value of `figure` is the better one (times, waits, latencies, errors);
 /// every other figure is a rate where more is better.
 pub fn lower_is_better(figure: &str) -> bool {
-    const LOWER: &[&str] = &[
-        "step_time_ms",
-        "data_wait_pct",
-        "first_batch_ms",
-        "s3_errors",
-        "s3_ttfb_p50_ms_c",
-        "s3_ttfb_p99_ms_c",
-        "s3_total_p99_ms_c",
-        "loader_data_wait_pct",
-        "loader_steps_waited_pct",
-        "loader_first_batch_ms",
-        "loader_wait_p99_ms",
-        "checkpoint_save_s",
-        "checkpoint_restore_s",
-    ];
-    LOWER.iter().any(|l| names_figure(l, figure))
+    FIGURES
+        .iter()
+        .any(|(f, better)| *better == Better::Lower && names_figure(f, figure))
         || figure.starts_with("data_wait_pct_")
         || figure.starts_with("step_time_ms_")
 }
 
-/// Figure names gates may use (`busbw_` takes a collective after it).
-pub const FIGURES: &[&str] = &[
-    "tflops_bf16",
-    "tflops_fp8",
-    "busbw_",
-    "pair_gb_per_s",
-    "link_gbit_per_s",
-    "step_time_ms",
-    "tokens_per_sec",
-    "data_wait_pct",
-    "first_batch_ms",
-    "scaling_pct",
-    "s3_gb_per_s",
-    "s3_errors",
-    "s3_gb_per_s_c",
-    "s3_get_per_s_c",
-    "s3_ttfb_p50_ms_c",
-    "s3_ttfb_p99_ms_c",
-    "s3_total_p99_ms_c",
-    "loader_data_wait_pct",
-    "loader_steps_waited_pct",
-    "loader_first_batch_ms",
-    "loader_wait_p99_ms",
-    "checkpoint_save_gb_per_s",
-    "checkpoint_restore_gb_per_s",
-    "checkpoint_save_s",
-    "checkpoint_restore_s",
-];
-
 /// Whether a gate may name this figure: one of [`FIGURES`], or a family of them (`busbw_` +
 /// collective, `…_c` + the number of GETs in flight).
 pub fn known_figure(figure: &str) -> bool {
-    FIGURES.iter().any(|f| names_figure(f, figure))
+    FIGURES.iter().any(|(f, _)| names_figure(f, figure))
 }
 
 /// Whether `pattern` (an entry of [`FIGURES`]) names `figure`: itself, or one of its family
@@ -547,7 +552,7 @@ fn check_gate_figure(
             file,
             text,
             Some(gate.span()),
-            format!("unknown figure {figure:?}; known: {}", FIGURES.join(", ")),
+            format!("unknown figure {figure:?}; known: {}", figure_names()),
         )),
         _ => Ok(()),
     }
@@ -640,7 +645,7 @@ fn together_phase(
                 format!(
                     "unknown figure {:?}; known: {}",
                     c.get_ref(),
-                    FIGURES.join(", ")
+                    figure_names()
                 ),
             ));
         }

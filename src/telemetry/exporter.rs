@@ -10,6 +10,7 @@
 //! read timeout so a silent client cannot hold it, `GET /metrics` only. A scrape renders the
 //! latest frame; it never touches NVML.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -18,13 +19,23 @@ use std::time::Duration;
 
 use crate::model::{GpuSample, NodeFrame, NodeHello, clock_events};
 
-/// What the agent last saw, as a scrape renders it.
+/// Xid events of one GPU since the agent started.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct XidSeen {
+    /// The last code, as dcgm-exporter's `DCGM_FI_DEV_XID_ERRORS` holds it.
+    last: u32,
+    count: u64,
+}
+
+/// What the agent last saw, as a scrape renders it. Frames are kept behind `Arc`s so a scrape
+/// takes them in a moment and formats outside the lock: the agent's tick never waits on a
+/// scrape.
 #[derive(Debug, Default)]
 struct State {
-    hello: Option<NodeHello>,
-    frame: Option<NodeFrame>,
-    /// Per GPU index: the last Xid code seen since the agent started, and how many.
-    xids: Vec<(u32, Option<u32>, u64)>,
+    hello: Option<Arc<NodeHello>>,
+    frame: Option<Arc<NodeFrame>>,
+    /// Per GPU index.
+    xids: BTreeMap<u32, XidSeen>,
     frames: u64,
 }
 
@@ -55,36 +66,33 @@ impl Exporter {
 
     /// The agent introduced itself: the labels every series carries.
     pub fn hello(&self, hello: &NodeHello) {
-        self.lock().hello = Some(hello.clone());
+        self.lock().hello = Some(Arc::new(hello.clone()));
     }
 
-    /// The agent wrote a frame: keep it for the next scrape, and count its Xid events.
-    pub fn frame(&self, frame: &NodeFrame) {
+    /// The agent wrote a frame: keep it for the next scrape (taken, not copied), and count
+    /// its Xid events.
+    pub fn frame(&self, frame: NodeFrame) {
         let mut s = self.lock();
         s.frames += 1;
         for g in &frame.gpus {
-            let Some(last) = g.xid_events.last() else {
-                continue;
-            };
-            match s.xids.iter_mut().find(|x| x.0 == g.index) {
-                Some(x) => {
-                    x.1 = Some(last.code);
-                    x.2 += g.xid_events.len() as u64;
-                }
-                None => s
-                    .xids
-                    .push((g.index, Some(last.code), g.xid_events.len() as u64)),
+            if let Some(last) = g.xid_events.last() {
+                let seen = s.xids.entry(g.index).or_default();
+                seen.last = last.code;
+                seen.count += g.xid_events.len() as u64;
             }
         }
-        s.frame = Some(frame.clone());
+        s.frame = Some(Arc::new(frame));
     }
 
     /// The text a scrape gets now.
     pub fn render(&self) -> String {
-        let s = self.lock();
+        let (hello, frame, xids, frames) = {
+            let s = self.lock();
+            (s.hello.clone(), s.frame.clone(), s.xids.clone(), s.frames)
+        };
         let mut out = String::with_capacity(16 * 1024);
-        if let (Some(hello), Some(frame)) = (&s.hello, &s.frame) {
-            render(hello, frame, &s.xids, s.frames, &mut out);
+        if let (Some(hello), Some(frame)) = (hello, frame) {
+            render(&hello, &frame, &xids, frames, &mut out);
         }
         out
     }
@@ -115,13 +123,17 @@ impl Exporter {
         match (method, path) {
             ("GET" | "HEAD", "/metrics") => {
                 let body = self.render();
-                let body = if method == "HEAD" { "" } else { body.as_str() };
-                respond(
-                    &mut stream,
-                    "200 OK",
-                    "text/plain; version=0.0.4; charset=utf-8",
-                    body,
-                )
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n\
+                     Content-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                stream.write_all(head.as_bytes())?;
+                // HEAD says how long the body would be, and sends none.
+                if method == "GET" {
+                    stream.write_all(body.as_bytes())?;
+                }
+                stream.flush()
             }
             ("GET", "/") => respond(
                 &mut stream,
@@ -348,7 +360,7 @@ const DCGM_FAMILIES: &[(&str, &str, &str, Reading)] = &[
 fn render(
     hello: &NodeHello,
     frame: &NodeFrame,
-    xids: &[(u32, Option<u32>, u64)],
+    xids: &BTreeMap<u32, XidSeen>,
     frames: u64,
     out: &mut String,
 ) {
@@ -403,13 +415,13 @@ fn render(
     }
     // dcgm-exporter's Xid gauge holds the last code seen (0: none since the agent started).
     if !frame.gpus.is_empty() {
-        let last = |index: u32| xids.iter().find(|x| x.0 == index);
+        let seen = |index: u32| xids.get(&index).copied().unwrap_or_default();
         out.push_str(
             "# HELP DCGM_FI_DEV_XID_ERRORS Value of the last XID error encountered.\n\
              # TYPE DCGM_FI_DEV_XID_ERRORS gauge\n",
         );
         for (i, g) in frame.gpus.iter().enumerate() {
-            let code = last(g.index).and_then(|x| x.1).unwrap_or(0);
+            let code = seen(g.index).last;
             let _ = writeln!(out, "DCGM_FI_DEV_XID_ERRORS{{{}}} {code}", labels[i]);
         }
         out.push_str(
@@ -417,7 +429,7 @@ fn render(
              # TYPE burnin_gpu_xid_events_total counter\n",
         );
         for (i, g) in frame.gpus.iter().enumerate() {
-            let count = last(g.index).map_or(0, |x| x.2);
+            let count = seen(g.index).count;
             let _ = writeln!(out, "burnin_gpu_xid_events_total{{{}}} {count}", own[i]);
         }
     }
@@ -495,7 +507,7 @@ mod tests {
         let (hello, frame) = sim();
         let exporter = Exporter::default();
         exporter.hello(&hello);
-        exporter.frame(&frame);
+        exporter.frame(frame.clone());
         let text = exporter.render();
         let parsed = prometheus::parse(&text);
         assert!(parsed.errors.is_empty(), "{:?}", parsed.errors);
@@ -554,7 +566,7 @@ mod tests {
             panic!("cannot bind loopback");
         };
         exporter.hello(&hello);
-        exporter.frame(&frame);
+        exporter.frame(frame.clone());
         let get = |request: &str| {
             let mut s = TcpStream::connect(addr).expect("connect");
             s.write_all(request.as_bytes()).expect("send");
@@ -566,6 +578,13 @@ mod tests {
         assert!(ok.starts_with("HTTP/1.1 200 OK\r\n"), "{ok}");
         assert!(ok.contains("text/plain; version=0.0.4"));
         assert!(ok.contains("\r\n\r\n# HELP DCGM_FI_DEV_SM_CLOCK"), "{ok}");
+        let head = get("HEAD /metrics HTTP/1.1\r\n\r\n");
+        let (head, body) = head.split_once("\r\n\r\n").expect("a header");
+        assert!(body.is_empty(), "{body}");
+        assert!(
+            head.contains(&format!("Content-Length: {}", exporter.render().len())),
+            "{head}"
+        );
         assert!(get("GET /nope HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 404"));
         assert!(get("POST /metrics HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 405"));
     }
@@ -578,7 +597,7 @@ mod tests {
             hello.host = host.clone();
             hello.gpus[0].name = model.clone();
             let mut out = String::new();
-            render(&hello, &frame, &[], 1, &mut out);
+            render(&hello, &frame, &BTreeMap::new(), 1, &mut out);
             let parsed = prometheus::parse(&out);
             prop_assert!(parsed.errors.is_empty(), "{:?}", parsed.errors);
             let first = parsed.metric("DCGM_FI_DEV_GPU_TEMP").next().expect("temperature");

@@ -35,40 +35,22 @@ pub fn frame_line(line: &str) -> Option<NodeFrame> {
 }
 
 fn node_frame(s: &mut Scan<'_>) -> Option<NodeFrame> {
-    s.eat(b'{')?;
     let (mut node, mut at_ms, mut gpus) = (None, None, None);
     let mut columns: Option<Vec<usize>> = None;
     let (mut nics, mut netdevs): (Option<Vec<NicSample>>, Option<Vec<NetSample>>) = (None, None);
-    let mut first = true;
-    loop {
-        s.ws();
-        if s.peek()? == b'}' {
-            s.pos += 1;
-            break;
-        }
-        if !first {
-            s.eat(b',')?;
-            s.ws();
-        }
-        first = false;
-        let key = s.string()?;
-        s.ws();
-        s.eat(b':')?;
-        s.ws();
+    s.object(|s, key| {
         match key {
             "node" if node.is_none() => node = Some(s.string()?.to_string()),
             "at_ms" if at_ms.is_none() => at_ms = Some(s.unsigned()?),
             "gpus" if gpus.is_none() => gpus = Some(s.list(gpu_sample)?),
             "gpu_fields" if columns.is_none() => columns = Some(gpu_columns(s)?),
-            "gpu_rows" if gpus.is_none() => {
-                let columns = columns.as_deref()?;
-                gpus = Some(gpu_rows(s, columns)?);
-            }
+            "gpu_rows" if gpus.is_none() => gpus = Some(gpu_rows(s, columns.as_deref()?)?),
             "nics" if nics.is_none() => nics = Some(s.by_serde()?),
             "netdevs" if netdevs.is_none() => netdevs = Some(s.by_serde()?),
             _ => return None,
         }
-    }
+        Some(())
+    })?;
     Some(NodeFrame {
         node: node?,
         at_ms: at_ms?,
