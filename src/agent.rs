@@ -150,6 +150,31 @@ impl Sampler for SimNodeSampler {
     }
 }
 
+/// Another sampler under a name of its own (`--node-name`).
+pub struct Renamed {
+    /// The sampler whose readings are sent.
+    pub inner: Box<dyn Sampler>,
+    /// The name they go out under.
+    pub name: String,
+}
+
+impl Sampler for Renamed {
+    fn hello(&mut self) -> NodeHello {
+        let mut h = self.inner.hello();
+        h.node.clone_from(&self.name);
+        h.host.clone_from(&self.name);
+        h
+    }
+    fn sample(&mut self) -> NodeFrame {
+        let mut f = self.inner.sample();
+        f.node.clone_from(&self.name);
+        f
+    }
+    fn notes(&mut self) -> Vec<String> {
+        self.inner.notes()
+    }
+}
+
 /// What one agent run did (for `--stats` and the measurements in the closing notes).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AgentStats {
@@ -346,6 +371,12 @@ pub fn main(args: &AgentArgs) -> i32 {
             }
         }
     };
+    if let Some(name) = &args.node_name {
+        sampler = Box::new(Renamed {
+            inner: sampler,
+            name: name.clone(),
+        });
+    }
     // The simulator makes its own NICs; a real node's come from sysfs.
     let fabric = (!args.sim).then(|| {
         FabricThread::start(

@@ -116,6 +116,10 @@ pub struct AgentArgs {
     /// service manager rather than by a console over SSH).
     #[arg(long, requires = "listen")]
     pub no_frames: bool,
+    /// The node name the agent reports (hello, frames, and the `Hostname` label of --listen)
+    /// instead of the host's own: several simulated agents on one machine each need one.
+    #[arg(long, value_name = "NAME")]
+    pub node_name: Option<String>,
     /// Time every NVML read on this node and print the table, then exit.
     #[arg(long, conflicts_with = "sim")]
     pub probe_costs: bool,

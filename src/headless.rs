@@ -91,7 +91,9 @@ pub fn runner_nodes(inventory: &Inventory, ssh: &SshSettings) -> Vec<RunnerNode>
         .iter()
         .map(|n| {
             let transport: Arc<dyn Transport> = match n.mode {
-                Mode::Agent | Mode::Smi => Arc::new(SshTransport::new(n.clone(), ssh.clone())),
+                Mode::Agent | Mode::Smi | Mode::Prometheus => {
+                    Arc::new(SshTransport::new(n.clone(), ssh.clone()))
+                }
                 Mode::Local | Mode::Sim => Arc::new(LocalTransport),
             };
             RunnerNode {

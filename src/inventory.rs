@@ -22,6 +22,9 @@ pub enum Mode {
     Local,
     /// The simulator as a local child process (`burnin agent --sim`).
     Sim,
+    /// Telemetry from the site's Prometheus (`[prometheus]`: dcgm-exporter series, or burnin
+    /// agents serving `--listen`); phases still reach the node over SSH.
+    Prometheus,
 }
 
 impl Mode {
@@ -32,6 +35,7 @@ impl Mode {
             Mode::Smi => "smi",
             Mode::Local => "local",
             Mode::Sim => "sim",
+            Mode::Prometheus => "prometheus",
         }
     }
 }
@@ -78,6 +82,126 @@ struct InventoryFile {
     node: Vec<toml::Spanned<NodeFile>>,
     #[serde(default)]
     triage: TriageFile,
+    prometheus: Option<PrometheusFile>,
+}
+
+/// `[prometheus]`: the site's Prometheus server, for nodes in `prometheus` mode.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PrometheusFile {
+    url: toml::Spanned<String>,
+    selector: Option<toml::Spanned<String>>,
+    host_labels: Option<toml::Spanned<Vec<String>>>,
+    bearer_token_file: Option<String>,
+    basic_auth_user: Option<String>,
+    basic_auth_password_file: Option<String>,
+    ca_file: Option<String>,
+    timeout: Option<toml::Spanned<String>>,
+}
+
+/// `[prometheus]`, resolved: where the site's Prometheus answers and how to ask it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrometheusSpec {
+    /// Base URL of the server (`http://prom:9090`, or with a path prefix).
+    pub url: String,
+    /// Label matchers added to every query (`job="dcgm-exporter"`), without braces.
+    pub selector: String,
+    /// Labels that name a series' node, tried in order (dcgm-exporter: `Hostname`, newer
+    /// releases `hostname`; Kubernetes relabelling often `node`).
+    pub host_labels: Vec<String>,
+    /// A file whose content is sent as the bearer token.
+    pub bearer_token_file: Option<PathBuf>,
+    /// Basic auth: user and the file holding the password.
+    pub basic_auth: Option<(String, PathBuf)>,
+    /// PEM bundle of the CAs to trust instead of the system's.
+    pub ca_file: Option<PathBuf>,
+    /// Give up one query after this long.
+    pub timeout: Duration,
+}
+
+/// dcgm-exporter's host label before and after it became lower case.
+pub const DEFAULT_HOST_LABELS: [&str; 2] = ["Hostname", "hostname"];
+
+fn is_label_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+impl PrometheusFile {
+    fn resolve(&self, file: &str, text: &str) -> Result<PrometheusSpec, ConfigError> {
+        let url = self.url.get_ref().trim().trim_end_matches('/').to_string();
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(ConfigError::at(
+                file,
+                text,
+                Some(self.url.span()),
+                "[prometheus] url must start with http:// or https://",
+            ));
+        }
+        let selector = match &self.selector {
+            None => String::new(),
+            Some(s) if s.get_ref().contains(['{', '}']) => {
+                return Err(ConfigError::at(
+                    file,
+                    text,
+                    Some(s.span()),
+                    "[prometheus] selector is label matchers without braces, e.g. job=\"dcgm\"",
+                ));
+            }
+            Some(s) => s.get_ref().trim().trim_end_matches(',').to_string(),
+        };
+        let host_labels = match &self.host_labels {
+            None => DEFAULT_HOST_LABELS.map(String::from).to_vec(),
+            Some(l) if l.get_ref().is_empty() || !l.get_ref().iter().all(|x| is_label_name(x)) => {
+                return Err(ConfigError::at(
+                    file,
+                    text,
+                    Some(l.span()),
+                    "[prometheus] host_labels must be label names, e.g. [\"Hostname\", \"hostname\"]",
+                ));
+            }
+            Some(l) => l.get_ref().clone(),
+        };
+        let near = |p: &str| {
+            let p = expand_home(p);
+            match std::path::Path::new(file).parent() {
+                Some(dir) if p.is_relative() => dir.join(p),
+                _ => p,
+            }
+        };
+        let basic_auth = match (&self.basic_auth_user, &self.basic_auth_password_file) {
+            (Some(u), Some(p)) => Some((u.clone(), near(p))),
+            (None, None) => None,
+            _ => {
+                return Err(ConfigError::at(
+                    file,
+                    text,
+                    Some(self.url.span()),
+                    "[prometheus] basic auth needs both basic_auth_user and basic_auth_password_file",
+                ));
+            }
+        };
+        if basic_auth.is_some() && self.bearer_token_file.is_some() {
+            return Err(ConfigError::at(
+                file,
+                text,
+                Some(self.url.span()),
+                "[prometheus] give a bearer token or basic auth, not both",
+            ));
+        }
+        Ok(PrometheusSpec {
+            url,
+            selector,
+            host_labels,
+            bearer_token_file: self.bearer_token_file.as_deref().map(near),
+            basic_auth,
+            ca_file: self.ca_file.as_deref().map(near),
+            timeout: duration(file, text, &self.timeout, Duration::from_secs(10))?,
+        })
+    }
 }
 
 /// `[triage]`: the thresholds the rules judge by (defaults: [`Thresholds::default`]).
@@ -211,6 +335,8 @@ pub struct Inventory {
     pub plan: Option<PathBuf>,
     /// Triage thresholds (`[triage]`).
     pub triage: Thresholds,
+    /// The site's Prometheus (`[prometheus]`), for nodes in `prometheus` mode.
+    pub prometheus: Option<PrometheusSpec>,
 }
 
 /// Default remote path of the agent; `burnin deploy` puts it there.
@@ -309,6 +435,10 @@ impl Inventory {
         let interval = duration(file, text, &d.interval, Duration::from_secs(1))?;
         let connect_timeout = duration(file, text, &d.connect_timeout, Duration::from_secs(10))?;
         let triage = shape.triage.resolve(file, text)?;
+        let prometheus = match &shape.prometheus {
+            Some(p) => Some(p.resolve(file, text)?),
+            None => None,
+        };
         if shape.node.is_empty() {
             return Err(ConfigError::at(
                 file,
@@ -323,8 +453,13 @@ impl Inventory {
             let at = |m: String| ConfigError::at(file, text, Some(n.host.span()), m);
             let hosts = expand_hosts(n.host.get_ref().trim()).map_err(at)?;
             let mode = n.mode.or(d.mode).unwrap_or(Mode::Agent);
+            if mode == Mode::Prometheus && prometheus.is_none() {
+                return Err(at(
+                    "mode \"prometheus\" needs a [prometheus] section with the server's url".into(),
+                ));
+            }
             for host in hosts {
-                if matches!(mode, Mode::Agent | Mode::Smi) {
+                if matches!(mode, Mode::Agent | Mode::Smi | Mode::Prometheus) {
                     validate_target(&host).map_err(at)?;
                 }
                 if nodes.iter().any(|x| x.name == host) {
@@ -359,6 +494,7 @@ impl Inventory {
             connect_timeout,
             max_connecting: d.max_connecting.unwrap_or(32).max(1),
             triage,
+            prometheus,
             plan: shape.plan.map(|p| {
                 let p = expand_home(&p);
                 match std::path::Path::new(file).parent() {
@@ -499,5 +635,53 @@ mod tests {
             e.contains("t.toml:2:1") && e.contains("stall_utl_pct"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn prometheus_section_resolved_with_located_mistakes() {
+        let inv = Inventory::parse(
+            "/site/burnin.toml",
+            "[prometheus]\nurl = \"https://prom.site:9090/\"\nselector = 'job=\"dcgm\",'\n\
+             bearer_token_file = \"token\"\nca_file = \"/etc/ca.pem\"\ntimeout = \"3s\"\n\
+             [[node]]\nhost = \"gpu[1-2]\"\nmode = \"prometheus\"\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let p = inv.prometheus.expect("section");
+        assert_eq!(p.url, "https://prom.site:9090");
+        assert_eq!(p.selector, "job=\"dcgm\"");
+        assert_eq!(p.host_labels, ["Hostname", "hostname"]);
+        assert_eq!(
+            p.bearer_token_file.as_deref(),
+            Some(std::path::Path::new("/site/token"))
+        );
+        assert_eq!(p.timeout, Duration::from_secs(3));
+        assert_eq!(inv.nodes[1].mode, Mode::Prometheus);
+        let bad = |text: &str| {
+            Inventory::parse("p.toml", text)
+                .expect_err("mistake")
+                .to_string()
+        };
+        let e = bad("[[node]]\nhost = \"a\"\nmode = \"prometheus\"\n");
+        assert!(
+            e.starts_with("p.toml:2:8:") && e.contains("[prometheus]"),
+            "{e}"
+        );
+        let e = bad("[prometheus]\nurl = \"prom:9090\"\n[[node]]\nhost = \"a\"\n");
+        assert!(e.starts_with("p.toml:2:7:") && e.contains("http://"), "{e}");
+        let e = bad(
+            "[prometheus]\nurl = \"http://p\"\nselector = '{job=\"x\"}'\n[[node]]\nhost = \"a\"\n",
+        );
+        assert!(
+            e.starts_with("p.toml:3:12:") && e.contains("without braces"),
+            "{e}"
+        );
+        let e = bad(
+            "[prometheus]\nurl = \"http://p\"\nhost_labels = [\"host-name\"]\n[[node]]\nhost = \"a\"\n",
+        );
+        assert!(e.starts_with("p.toml:3:15:"), "{e}");
+        let e = bad(
+            "[prometheus]\nurl = \"http://p\"\nbasic_auth_user = \"u\"\n[[node]]\nhost = \"a\"\n",
+        );
+        assert!(e.contains("basic_auth_password_file"), "{e}");
     }
 }

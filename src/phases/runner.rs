@@ -559,7 +559,9 @@ fn job_for(
 fn burnin_on(spec: &crate::inventory::NodeSpec) -> String {
     use crate::inventory::Mode;
     match spec.mode {
-        Mode::Agent | Mode::Smi => crate::transport::quote::quote_program(&spec.agent_path),
+        Mode::Agent | Mode::Smi | Mode::Prometheus => {
+            crate::transport::quote::quote_program(&spec.agent_path)
+        }
         Mode::Local | Mode::Sim => std::env::current_exe().map_or_else(
             |_| "burnin".into(),
             |p| crate::transport::quote::quote_program(&p.to_string_lossy()),

@@ -115,7 +115,9 @@ fn plan_for(
     };
     let ssh_t = || -> Arc<dyn Transport> { Arc::new(SshTransport::new(node.clone(), ssh.clone())) };
     match node.mode {
-        Mode::Agent => Plan {
+        // Prometheus nodes have no stream of their own (the poller reads them); were one asked
+        // for, the agent over SSH is what such a node can run.
+        Mode::Agent | Mode::Prometheus => Plan {
             transport: ssh_t(),
             command: agent_args(node.agent_path.clone(), false),
             smi_fields: None,
@@ -197,7 +199,25 @@ impl Source for FleetSource {
                 }
                 None => (events.clone(), None),
             };
+            // Nodes read from the site's Prometheus share one poller; the rest get a stream each.
+            let from_prometheus: Vec<NodeSpec> = inventory
+                .nodes
+                .iter()
+                .filter(|n| n.mode == Mode::Prometheus)
+                .cloned()
+                .collect();
+            if let (false, Some(spec)) = (from_prometheus.is_empty(), &inventory.prometheus) {
+                nodes.spawn(crate::telemetry::prom_source::watch(
+                    from_prometheus,
+                    spec.clone(),
+                    inventory.interval,
+                    node_events.clone(),
+                ));
+            }
             for (i, node) in inventory.nodes.iter().cloned().enumerate() {
+                if node.mode == Mode::Prometheus {
+                    continue;
+                }
                 let ctx = NodeCtx {
                     node,
                     inventory: Arc::clone(&inventory),

@@ -4,12 +4,15 @@
 //! way: the simulator plays them, the fleet hands them to its phase driver.
 
 pub mod cpu;
+pub mod dcgm_series;
 pub mod exporter;
 pub mod fabric;
 pub mod fleet;
 pub mod frame_scan;
 pub mod history;
 pub mod nvml;
+pub mod prom_source;
+pub mod promql;
 pub mod sim;
 pub mod smi;
 pub mod system;

@@ -366,7 +366,8 @@ impl Scraper {
     }
 }
 
-fn short_error(e: &reqwest::Error) -> String {
+/// A reqwest error with its causes, each said once (reqwest's own text hides the OS reason).
+pub(crate) fn short_error(e: &reqwest::Error) -> String {
     let mut parts = vec![e.to_string()];
     let mut cur: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
     while let Some(s) = cur {

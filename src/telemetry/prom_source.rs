@@ -1,0 +1,698 @@
+//! Nodes in `prometheus` mode: one task asks the site's Prometheus every period for the
+//! dcgm-exporter series burnin knows (`telemetry::dcgm_series`) and turns its answer into the
+//! same hellos, frames and link states an SSH stream gives, so every pane and triage rule works
+//! unchanged. One poll is three queries whatever the cluster's size:
+//!
+//! - values: `max by (__name__, gpu, GPU_I_ID, <host labels>) ({__name__=~"…", <selector>})`:
+//!   one number per family and GPU, with none of the exporter's other labels (pod, pci_bus_id,
+//!   …) to carry: at 1024 nodes × 8 GPUs the answer stays a few MB;
+//! - times: `max by (<host labels>) (timestamp(…))`: each node's newest sample time, so a frame
+//!   carries when it was scraped, and a node whose samples stop advancing sends no frame (the
+//!   store then marks it stale, as for a silent SSH stream);
+//! - identity (first poll, then every [`IDENTITY_EVERY`] polls): `count by (gpu, UUID,
+//!   modelName, DCGM_FI_DRIVER_VERSION, <host labels>)`, for the hello's GPU list.
+//!
+//! A node with no series is unreachable with the reason; a query that fails makes every node
+//! unreachable with the server's words; families no node exports are said once, with why
+//! (opt-in, profiling). The decision part ([`PromNodes::step`]) is pure, for tests.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+use crate::inventory::{NodeSpec, PrometheusSpec};
+use crate::model::{GpuInfo, NodeFrame, NodeHello, NodeLink, UnixMillis, XidEvent};
+use crate::telemetry::SourceEvent;
+use crate::telemetry::dcgm_series::{self, Gathered};
+use crate::telemetry::promql::{PromClient, Series};
+
+/// Polls between two identity queries (UUIDs and models rarely change; a new GPU asks at once).
+pub const IDENTITY_EVERY: u64 = 12;
+/// Longest wait between polls while the server fails.
+const MAX_RETRY: Duration = Duration::from_secs(30);
+
+/// The three queries of a poll, built once.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Queries {
+    /// One number per family and GPU.
+    pub values: String,
+    /// Each node's newest sample time.
+    pub times: String,
+    /// UUIDs, models and driver per GPU.
+    pub identity: String,
+}
+
+impl Queries {
+    /// The queries for `spec`'s selector and host labels.
+    pub fn new(spec: &PrometheusSpec) -> Self {
+        let names: Vec<&str> = dcgm_series::all_names().collect();
+        let mut matchers = format!("__name__=~\"{}\"", names.join("|"));
+        if !spec.selector.is_empty() {
+            matchers.push_str(", ");
+            matchers.push_str(&spec.selector);
+        }
+        let selector = format!("{{{matchers}}}");
+        let hosts = spec.host_labels.join(", ");
+        // `timestamp()` drops the name, so across families it would make series alike (which
+        // Prometheus refuses); one call per family joined by `or` keeps each its own. Only a
+        // selector straight inside `timestamp()` gives the samples' own times.
+        let plain = if spec.selector.is_empty() {
+            String::new()
+        } else {
+            format!("{{{}}}", spec.selector)
+        };
+        let per_family: Vec<String> = names
+            .iter()
+            .map(|n| format!("timestamp({n}{plain})"))
+            .collect();
+        Self {
+            values: format!("max by (__name__, gpu, GPU_I_ID, {hosts}) ({selector})"),
+            times: format!("max by ({hosts}) ({})", per_family.join(" or ")),
+            identity: format!(
+                "count by (gpu, GPU_I_ID, UUID, modelName, DCGM_FI_DRIVER_VERSION, {hosts}) ({selector})"
+            ),
+        }
+    }
+}
+
+/// Which inventory node a host label's value is: the same name, else the same short name
+/// (before the first dot: `gpu07` for `gpu07.site.local`), when only one node has it.
+#[derive(Debug, Clone)]
+struct HostIndex {
+    exact: HashMap<String, usize>,
+    short: HashMap<String, Option<usize>>,
+}
+
+fn short_name(name: &str) -> &str {
+    // An SSH target may carry its user: `root@gpu07` is host gpu07.
+    let host = name.rsplit_once('@').map_or(name, |(_, h)| h);
+    host.split('.').next().unwrap_or(host)
+}
+
+impl HostIndex {
+    fn new(nodes: &[NodeSpec]) -> Self {
+        let mut exact = HashMap::new();
+        let mut short: HashMap<String, Option<usize>> = HashMap::new();
+        for (i, n) in nodes.iter().enumerate() {
+            exact.insert(n.name.clone(), i);
+            let host = n.name.rsplit_once('@').map_or(n.name.as_str(), |(_, h)| h);
+            exact.entry(host.to_string()).or_insert(i);
+            short
+                .entry(short_name(&n.name).to_string())
+                .and_modify(|v| *v = None)
+                .or_insert(Some(i));
+        }
+        Self { exact, short }
+    }
+
+    fn find(&self, host: &str) -> Option<usize> {
+        self.exact
+            .get(host)
+            .copied()
+            .or_else(|| self.short.get(short_name(host)).copied().flatten())
+    }
+}
+
+/// What was last said about a node, so only changes are sent.
+#[derive(Debug, Clone, Default)]
+struct NodeState {
+    /// The GPUs the last hello listed (index, UUID, model).
+    hello: Option<Vec<(u32, String, String)>>,
+    /// Sample time of the last frame sent.
+    last_at: UnixMillis,
+    /// The unreachable reason last sent; `None` while frames flow.
+    down: Option<String>,
+    /// Last Xid code per GPU, so one code is one event.
+    xid: HashMap<u32, u32>,
+}
+
+/// One GPU's identity from the identity query.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Identity {
+    uuid: String,
+    model: String,
+    driver: Option<String>,
+}
+
+/// The prometheus-mode nodes and what has been said about them.
+pub struct PromNodes {
+    nodes: Vec<NodeSpec>,
+    index: HostIndex,
+    host_labels: Vec<String>,
+    server: String,
+    period: Duration,
+    state: Vec<NodeState>,
+    /// Identity by node index, then GPU.
+    identity: Vec<BTreeMap<u32, Identity>>,
+    absent_said: Option<BTreeMap<dcgm_series::Absent, Vec<&'static str>>>,
+    strangers_said: BTreeSet<String>,
+    mig_said: bool,
+    late_said: bool,
+    polls: u64,
+    /// A GPU appeared that the identities do not know: ask at the next poll.
+    identity_due: bool,
+}
+
+fn host_of<'a>(s: &'a Series, labels: &[String]) -> &'a str {
+    labels
+        .iter()
+        .map(|l| s.label(l))
+        .find(|v| !v.is_empty())
+        .unwrap_or("")
+}
+
+impl PromNodes {
+    /// Watch `nodes` through the server at `server` (its URL, for messages).
+    pub fn new(nodes: Vec<NodeSpec>, spec: &PrometheusSpec, period: Duration) -> Self {
+        Self {
+            index: HostIndex::new(&nodes),
+            state: vec![NodeState::default(); nodes.len()],
+            identity: vec![BTreeMap::new(); nodes.len()],
+            nodes,
+            host_labels: spec.host_labels.clone(),
+            server: spec.url.clone(),
+            period,
+            absent_said: None,
+            strangers_said: BTreeSet::new(),
+            mig_said: false,
+            late_said: false,
+            polls: 0,
+            identity_due: true,
+        }
+    }
+
+    /// Whether the next poll should ask for identities (the first, every
+    /// [`IDENTITY_EVERY`], or when a GPU without one appeared).
+    pub fn wants_identity(&self) -> bool {
+        self.identity_due || self.polls.is_multiple_of(IDENTITY_EVERY)
+    }
+
+    /// Every node unreachable for `reason` (the server failed); only changes are returned.
+    pub fn failed(&mut self, reason: &str) -> Vec<SourceEvent> {
+        let mut out = Vec::new();
+        for (i, st) in self.state.iter_mut().enumerate() {
+            if st.down.as_deref() != Some(reason) {
+                st.down = Some(reason.to_string());
+                out.push(SourceEvent::Link {
+                    node: self.nodes[i].name.clone(),
+                    at_ms: crate::model::now_ms(),
+                    link: NodeLink::Unreachable(reason.to_string()),
+                });
+            }
+        }
+        out
+    }
+
+    /// One poll's answers into events: hellos where the GPU list changed, a frame per node whose
+    /// samples advanced, links for nodes that vanished, notices for what no node exports.
+    pub fn step(
+        &mut self,
+        values: &[Series],
+        times: &[Series],
+        identity: Option<&[Series]>,
+        now_ms: UnixMillis,
+    ) -> Vec<SourceEvent> {
+        self.polls += 1;
+        let mut out = Vec::new();
+        let mut strangers = BTreeSet::new();
+        if let Some(ids) = identity {
+            self.identity_due = false;
+            for id in &mut self.identity {
+                id.clear();
+            }
+            for s in ids {
+                if !s.label("GPU_I_ID").is_empty() {
+                    continue;
+                }
+                let host = host_of(s, &self.host_labels);
+                let (Some(node), Ok(gpu)) = (self.index.find(host), s.label("gpu").parse::<u32>())
+                else {
+                    continue;
+                };
+                let driver = Some(s.label("DCGM_FI_DRIVER_VERSION"))
+                    .filter(|d| !d.is_empty())
+                    .map(String::from);
+                self.identity[node].insert(
+                    gpu,
+                    Identity {
+                        uuid: s.label("UUID").to_string(),
+                        model: s.label("modelName").to_string(),
+                        driver,
+                    },
+                );
+            }
+        }
+        let mut gathered = Gathered::new();
+        for s in values {
+            let Some(&(_, value)) = s.points.last() else {
+                continue;
+            };
+            gathered.add(
+                s.label("__name__"),
+                host_of(s, &self.host_labels),
+                s.label("gpu"),
+                !s.label("GPU_I_ID").is_empty(),
+                value,
+            );
+        }
+        let mut newest: HashMap<usize, UnixMillis> = HashMap::new();
+        for s in times {
+            let host = host_of(s, &self.host_labels);
+            let Some(node) = self.index.find(host) else {
+                continue;
+            };
+            if let Some(&(_, secs)) = s.points.last()
+                && secs.is_finite()
+                && secs > 0.0
+            {
+                let at = (secs * 1000.0).round() as UnixMillis;
+                let e = newest.entry(node).or_insert(at);
+                *e = (*e).max(at);
+            }
+        }
+        let mut by_node: BTreeMap<usize, (String, dcgm_series::NodeSeries)> = BTreeMap::new();
+        for (host, series) in std::mem::take(&mut gathered.nodes) {
+            match self.index.find(&host) {
+                Some(i) => {
+                    by_node.insert(i, (host, series));
+                }
+                None => {
+                    strangers.insert(if host.is_empty() {
+                        format!("(no {} label)", self.host_labels.join("/"))
+                    } else {
+                        host
+                    });
+                }
+            }
+        }
+        let mut ages = Vec::new();
+        for i in 0..self.nodes.len() {
+            let name = self.nodes[i].name.clone();
+            let Some((host, series)) = by_node.remove(&i) else {
+                let reason = format!(
+                    "no series in Prometheus with {} = {} (exporter down or not scraped, or the \
+                     node goes by another name there)",
+                    self.host_labels.join(" or "),
+                    short_name(&name)
+                );
+                if self.state[i].down.as_deref() != Some(reason.as_str()) {
+                    self.state[i].down = Some(reason.clone());
+                    out.push(SourceEvent::Link {
+                        node: name,
+                        at_ms: now_ms,
+                        link: NodeLink::Unreachable(reason),
+                    });
+                }
+                continue;
+            };
+            let at = newest.get(&i).copied();
+            if let Some(at) = at {
+                ages.push(now_ms.saturating_sub(at));
+            }
+            let mut samples = Vec::with_capacity(series.gpus.len());
+            let mut xids = Vec::new();
+            for reading in series.gpus.into_values() {
+                let (sample, xid) = reading.finish();
+                xids.push((sample.index, xid));
+                samples.push(sample);
+            }
+            let listed: Vec<(u32, String, String)> = samples
+                .iter()
+                .map(|g| {
+                    let id = self.identity[i].get(&g.index).cloned().unwrap_or_default();
+                    (g.index, id.uuid, id.model)
+                })
+                .collect();
+            let st = &mut self.state[i];
+            if st.hello.as_ref() != Some(&listed) {
+                if identity.is_none()
+                    && samples
+                        .iter()
+                        .any(|g| !self.identity[i].contains_key(&g.index))
+                {
+                    self.identity_due = true;
+                }
+                let driver = self.identity[i].values().find_map(|d| d.driver.clone());
+                out.push(SourceEvent::Hello(NodeHello {
+                    node: name.clone(),
+                    host: host.clone(),
+                    agent_version: format!("Prometheus {} (dcgm-exporter series)", self.server),
+                    driver,
+                    cuda: None,
+                    gpus: samples
+                        .iter()
+                        .zip(&listed)
+                        .map(|(g, (index, uuid, model))| GpuInfo {
+                            index: *index,
+                            name: model.clone(),
+                            uuid: uuid.clone(),
+                            power_limit_watts: g.power_limit_watts,
+                            sm_clock_max_mhz: None,
+                            memory_total_bytes: g.memory_total_bytes,
+                            nvlink_links: None,
+                        })
+                        .collect(),
+                    topology: None,
+                    system: None,
+                }));
+                st.hello = Some(listed);
+            }
+            // Nothing scraped since the last frame (or no time for it in this answer): no
+            // frame, so the store can tell a node whose samples stopped.
+            let Some(at) = at.filter(|&at| at > st.last_at) else {
+                continue;
+            };
+            st.last_at = at;
+            st.down = None;
+            for (sample, (gpu, xid)) in samples.iter_mut().zip(xids) {
+                let Some(code) = xid else { continue };
+                let before = st.xid.insert(gpu, code);
+                if code != 0 && before != Some(code) {
+                    sample.xid_events.push(XidEvent { code, at_ms: at });
+                }
+            }
+            out.push(SourceEvent::Frame(NodeFrame {
+                node: name,
+                at_ms: at,
+                gpus: samples,
+                nics: Vec::new(),
+                netdevs: Vec::new(),
+            }));
+        }
+        let absent = gathered.absent();
+        if self.absent_said.as_ref() != Some(&absent) && !ages.is_empty() {
+            for (why, names) in &absent {
+                out.push(SourceEvent::Notice {
+                    text: format!(
+                        "Prometheus {}: no node has {} (shown n/a): {}",
+                        self.server,
+                        names.join(", "),
+                        why.reason()
+                    ),
+                });
+            }
+            self.absent_said = Some(absent);
+        }
+        if !strangers.is_empty() && strangers != self.strangers_said {
+            let shown: Vec<&str> = strangers.iter().take(5).map(String::as_str).collect();
+            let more = strangers.len().saturating_sub(shown.len());
+            out.push(SourceEvent::Notice {
+                text: format!(
+                    "Prometheus {}: series for hosts not in the inventory, left out: {}{}",
+                    self.server,
+                    shown.join(", "),
+                    if more > 0 {
+                        format!(" and {more} more")
+                    } else {
+                        String::new()
+                    }
+                ),
+            });
+            self.strangers_said = strangers;
+        }
+        if gathered.mig_series > 0 && !self.mig_said {
+            self.mig_said = true;
+            out.push(SourceEvent::Notice {
+                text: format!(
+                    "Prometheus {}: {} MIG-instance series left out: burnin reads whole GPUs",
+                    self.server, gathered.mig_series
+                ),
+            });
+        }
+        // Samples older than the store's stale limit on every node mean the scrape interval is
+        // longer than burnin's: say which setting to change rather than show a stale cluster.
+        let period_ms = self.period.as_millis() as u64;
+        if !self.late_said
+            && self.polls >= 3
+            && !ages.is_empty()
+            && ages.iter().all(|&a| a > 2 * period_ms)
+        {
+            self.late_said = true;
+            let youngest = ages.iter().min().copied().unwrap_or(0);
+            out.push(SourceEvent::Notice {
+                text: format!(
+                    "Prometheus {}: the newest samples are {:.0} s old, over twice burnin's \
+                     interval: set [defaults] interval to the scrape interval",
+                    self.server,
+                    youngest as f64 / 1000.0
+                ),
+            });
+        }
+        out
+    }
+}
+
+/// Watch `nodes` through `spec`'s server every `period` until the console stops listening.
+pub async fn watch(
+    nodes: Vec<NodeSpec>,
+    spec: PrometheusSpec,
+    period: Duration,
+    events: mpsc::Sender<SourceEvent>,
+) {
+    let queries = Queries::new(&spec);
+    let mut watched = PromNodes::new(nodes, &spec, period);
+    let mut failures: u32 = 0;
+    let mut client: Option<PromClient> = None;
+    loop {
+        let started = tokio::time::Instant::now();
+        let outcome = match &client {
+            Some(c) => poll(c, &queries, &mut watched).await,
+            None => match PromClient::new(&spec) {
+                Ok(c) => {
+                    let r = poll(&c, &queries, &mut watched).await;
+                    client = Some(c);
+                    r
+                }
+                Err(e) => Err(e),
+            },
+        };
+        let batch = match outcome {
+            Ok(batch) => {
+                failures = 0;
+                batch
+            }
+            Err(reason) => {
+                failures += 1;
+                tracing::info!(%reason, "prometheus poll failed");
+                watched.failed(&reason)
+            }
+        };
+        for ev in batch {
+            if events.send(ev).await.is_err() {
+                return;
+            }
+        }
+        let wait = if failures == 0 {
+            period
+        } else {
+            period
+                .saturating_mul(1 << failures.min(6))
+                .min(MAX_RETRY.max(period))
+        };
+        tokio::time::sleep_until(started + wait).await;
+    }
+}
+
+async fn poll(
+    client: &PromClient,
+    queries: &Queries,
+    watched: &mut PromNodes,
+) -> Result<Vec<SourceEvent>, String> {
+    let want_identity = watched.wants_identity();
+    let (values, times, identity) = tokio::join!(
+        client.instant(&queries.values),
+        client.instant(&queries.times),
+        async {
+            if want_identity {
+                Some(client.instant(&queries.identity).await)
+            } else {
+                None
+            }
+        }
+    );
+    let identity = identity.transpose()?;
+    Ok(watched.step(
+        &values?,
+        &times?,
+        identity.as_deref(),
+        crate::model::now_ms(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inventory::{DEFAULT_HOST_LABELS, Mode};
+
+    fn spec() -> PrometheusSpec {
+        PrometheusSpec {
+            url: "http://prom:9090".into(),
+            selector: "job=\"dcgm\"".into(),
+            host_labels: DEFAULT_HOST_LABELS.map(String::from).to_vec(),
+            bearer_token_file: None,
+            basic_auth: None,
+            ca_file: None,
+            timeout: Duration::from_secs(5),
+        }
+    }
+
+    fn node(name: &str) -> NodeSpec {
+        NodeSpec {
+            name: name.into(),
+            target: name.into(),
+            user: None,
+            port: None,
+            identity: None,
+            ssh_options: Vec::new(),
+            gpus: 2,
+            mode: Mode::Prometheus,
+            agent_args: Vec::new(),
+            agent_path: String::new(),
+            nic_rate_gbps: None,
+        }
+    }
+
+    fn series(labels: &[(&str, &str)], at_ms: UnixMillis, v: f64) -> Series {
+        Series {
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            points: vec![(at_ms, v)],
+        }
+    }
+
+    fn value(name: &str, host: &str, gpu: &str, v: f64) -> Series {
+        series(
+            &[("__name__", name), ("Hostname", host), ("gpu", gpu)],
+            0,
+            v,
+        )
+    }
+
+    fn time(host: &str, secs: f64) -> Series {
+        series(&[("hostname", host)], 0, secs)
+    }
+
+    #[test]
+    fn queries_group_by_family_gpu_and_host_with_the_selector() {
+        let q = Queries::new(&spec());
+        assert!(q.values.starts_with(
+            "max by (__name__, gpu, GPU_I_ID, Hostname, hostname) ({__name__=~\"DCGM_FI_DEV_POWER_USAGE|"
+        ));
+        assert!(q.values.ends_with(", job=\"dcgm\"})"), "{}", q.values);
+        assert!(
+            q.times
+                .starts_with("max by (Hostname, hostname) (timestamp(DCGM_FI_DEV_POWER_USAGE{job=\"dcgm\"}) or timestamp("),
+            "{}",
+            q.times
+        );
+        assert!(q.identity.contains("UUID, modelName"));
+    }
+
+    #[test]
+    fn frames_hellos_and_links_from_one_poll() {
+        let nodes = vec![node("gpu01"), node("root@gpu02"), node("gpu03")];
+        let mut w = PromNodes::new(nodes, &spec(), Duration::from_secs(5));
+        assert!(w.wants_identity());
+        let values = vec![
+            value("DCGM_FI_DEV_POWER_USAGE", "gpu01", "0", 700.5),
+            value("DCGM_FI_DEV_POWER_USAGE", "gpu01", "1", 120.0),
+            value("DCGM_FI_DEV_XID_ERRORS", "gpu01", "1", 79.0),
+            value("DCGM_FI_DEV_GPU_TEMP", "gpu02.site.local", "0", 61.0),
+            value("DCGM_FI_DEV_GPU_TEMP", "gpu99", "0", 61.0),
+        ];
+        let ids = vec![series(
+            &[
+                ("Hostname", "gpu01"),
+                ("gpu", "0"),
+                ("UUID", "GPU-a"),
+                ("modelName", "NVIDIA B300"),
+                ("DCGM_FI_DRIVER_VERSION", "580.82"),
+            ],
+            0,
+            1.0,
+        )];
+        let times = vec![time("gpu01", 1000.0), time("gpu02.site.local", 999.5)];
+        let ev = w.step(&values, &times, Some(&ids), 1_002_000);
+        let hello = ev
+            .iter()
+            .find_map(|e| match e {
+                SourceEvent::Hello(h) if h.node == "gpu01" => Some(h),
+                _ => None,
+            })
+            .expect("hello gpu01");
+        assert_eq!(hello.gpus.len(), 2);
+        assert_eq!(hello.gpus[0].uuid, "GPU-a");
+        assert_eq!(hello.gpus[0].name, "NVIDIA B300");
+        assert_eq!(hello.driver.as_deref(), Some("580.82"));
+        let frame = |ev: &[SourceEvent], n: &str| {
+            ev.iter().find_map(|e| match e {
+                SourceEvent::Frame(f) if f.node == n => Some(f.clone()),
+                _ => None,
+            })
+        };
+        let f1 = frame(&ev, "gpu01").expect("gpu01 frame");
+        assert_eq!(f1.at_ms, 1_000_000);
+        assert_eq!(f1.gpus[0].power_avg_watts, Some(700.5));
+        assert_eq!(
+            f1.gpus[1].xid_events,
+            vec![XidEvent {
+                code: 79,
+                at_ms: 1_000_000
+            }]
+        );
+        let f2 = frame(&ev, "root@gpu02").expect("short name and user@ match");
+        assert_eq!(f2.at_ms, 999_500);
+        assert!(ev.iter().any(|e| matches!(e,
+            SourceEvent::Link { node, link: NodeLink::Unreachable(r), .. }
+                if node == "gpu03" && r.contains("Hostname or hostname = gpu03"))));
+        assert!(ev.iter().any(|e| matches!(e,
+            SourceEvent::Notice { text } if text.contains("not in the inventory, left out: gpu99"))));
+        assert!(ev.iter().any(|e| matches!(e,
+            SourceEvent::Notice { text } if text.contains("DCGM_FI_PROF_TENSOR_UTIL_RATIO")
+                && text.contains("profiling"))));
+
+        // The same samples again: no frame, no repeated hello, link or notice. The Xid gauge
+        // still says 79: not a new event when the samples advance.
+        let again = w.step(&values, &times, None, 1_007_000);
+        assert!(again.is_empty(), "{again:?}");
+        let later = vec![time("gpu01", 1005.0)];
+        let ev = w.step(&values, &later, None, 1_007_000);
+        let f1 = frame(&ev, "gpu01").expect("advanced");
+        assert!(f1.gpus[1].xid_events.is_empty());
+        assert_eq!(ev.len(), 1, "gpu02 has no newer time: {ev:?}");
+    }
+
+    #[test]
+    fn a_failed_server_is_said_once_per_reason() {
+        let mut w = PromNodes::new(vec![node("a"), node("b")], &spec(), Duration::from_secs(1));
+        assert_eq!(
+            w.failed("Prometheus http://prom:9090: connection refused")
+                .len(),
+            2
+        );
+        assert!(
+            w.failed("Prometheus http://prom:9090: connection refused")
+                .is_empty()
+        );
+        assert_eq!(w.failed("other").len(), 2);
+    }
+
+    #[test]
+    fn old_samples_everywhere_say_which_interval_to_set() {
+        let mut w = PromNodes::new(vec![node("a")], &spec(), Duration::from_secs(1));
+        let values = vec![value("DCGM_FI_DEV_GPU_TEMP", "a", "0", 40.0)];
+        let mut said = Vec::new();
+        for k in 0..4u64 {
+            let t = vec![time("a", 100.0 + 15.0 * k as f64)];
+            said.extend(w.step(&values, &t, None, 115_000 + 15_000 * k));
+        }
+        let notes: Vec<_> = said
+            .iter()
+            .filter(|e| matches!(e, SourceEvent::Notice { text } if text.contains("interval")))
+            .collect();
+        assert_eq!(notes.len(), 1, "{said:?}");
+    }
+}

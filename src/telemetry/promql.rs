@@ -1,0 +1,319 @@
+//! A client of Prometheus's HTTP API (`/api/v1/query`, `/api/v1/query_range`): the site's
+//! credentials (bearer token or basic auth from files, a CA bundle), a timeout, and answers
+//! decoded into label sets and numbers. Every failure is one line naming the server and what it
+//! said, fit to stand as a node's "unreachable" reason.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::inventory::PrometheusSpec;
+use crate::model::UnixMillis;
+
+/// One series of an answer: its labels and its newest (instant) or every (range) point.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    /// Labels, `__name__` included when the query kept it.
+    pub labels: HashMap<String, String>,
+    /// `(sample time, value)`, oldest first; NaN where Prometheus said `NaN`.
+    pub points: Vec<(UnixMillis, f64)>,
+}
+
+impl Series {
+    /// A label's value, empty when absent (as PromQL treats it).
+    pub fn label(&self, name: &str) -> &str {
+        self.labels.get(name).map_or("", String::as_str)
+    }
+}
+
+#[derive(Deserialize)]
+struct Envelope {
+    status: String,
+    data: Option<Data>,
+    #[serde(rename = "errorType")]
+    error_type: Option<String>,
+    error: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Data {
+    #[serde(rename = "resultType")]
+    result_type: String,
+    result: serde_json::Value,
+}
+
+#[derive(Deserialize)]
+struct Item {
+    #[serde(default)]
+    metric: HashMap<String, String>,
+    value: Option<(f64, String)>,
+    values: Option<Vec<(f64, String)>>,
+}
+
+fn number(text: &str) -> f64 {
+    match text {
+        "NaN" => f64::NAN,
+        "+Inf" => f64::INFINITY,
+        "-Inf" => f64::NEG_INFINITY,
+        _ => text.parse().unwrap_or(f64::NAN),
+    }
+}
+
+fn millis(seconds: f64) -> UnixMillis {
+    if seconds.is_finite() && seconds > 0.0 {
+        (seconds * 1000.0).round() as UnixMillis
+    } else {
+        0
+    }
+}
+
+/// Decode an API answer (`vector` or `matrix`); `server` names it in errors.
+pub fn decode(server: &str, body: &[u8]) -> Result<Vec<Series>, String> {
+    let env: Envelope = serde_json::from_slice(body).map_err(|e| {
+        format!(
+            "{server} answered something that is not the Prometheus API ({e}): {}",
+            String::from_utf8_lossy(&body[..body.len().min(120)])
+        )
+    })?;
+    if env.status != "success" {
+        return Err(format!(
+            "{server}: {} {}",
+            env.error_type.as_deref().unwrap_or("error"),
+            env.error.as_deref().unwrap_or("(no message)")
+        ));
+    }
+    let data = env
+        .data
+        .ok_or_else(|| format!("{server}: a success without data"))?;
+    if !matches!(data.result_type.as_str(), "vector" | "matrix") {
+        return Err(format!(
+            "{server}: answered a {} where a vector or matrix was asked",
+            data.result_type
+        ));
+    }
+    let items: Vec<Item> = serde_json::from_value(data.result)
+        .map_err(|e| format!("{server}: result not a list of series: {e}"))?;
+    Ok(items
+        .into_iter()
+        .map(|i| {
+            let points = match (i.value, i.values) {
+                (Some((t, v)), _) => vec![(millis(t), number(&v))],
+                (None, Some(vs)) => vs
+                    .into_iter()
+                    .map(|(t, v)| (millis(t), number(&v)))
+                    .collect(),
+                (None, None) => Vec::new(),
+            };
+            Series {
+                labels: i.metric,
+                points,
+            }
+        })
+        .collect())
+}
+
+/// Quote a label value for PromQL (double quotes, backslash escapes).
+pub fn quote(value: &str) -> String {
+    let mut out = String::with_capacity(value.len() + 2);
+    out.push('"');
+    for c in value.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Credentials read from their files when the client is made.
+enum Auth {
+    None,
+    Bearer(String),
+    Basic(String, String),
+}
+
+/// A Prometheus server to ask.
+pub struct PromClient {
+    http: reqwest::Client,
+    base: String,
+    auth: Auth,
+}
+
+impl PromClient {
+    /// A client for `spec`: reads the token or password file and the CA bundle now, so a wrong
+    /// path is said at once, naming the file.
+    pub fn new(spec: &PrometheusSpec) -> Result<Self, String> {
+        let read = |what: &str, path: &std::path::Path| {
+            std::fs::read_to_string(path)
+                .map(|s| s.trim().to_string())
+                .map_err(|e| format!("[prometheus] {what} {}: {e}", path.display()))
+        };
+        let auth = match (&spec.bearer_token_file, &spec.basic_auth) {
+            (Some(f), _) => Auth::Bearer(read("bearer_token_file", f)?),
+            (None, Some((user, f))) => {
+                Auth::Basic(user.clone(), read("basic_auth_password_file", f)?)
+            }
+            (None, None) => Auth::None,
+        };
+        // Straight to the server: a proxy in between would answer for it.
+        let mut builder = reqwest::Client::builder()
+            .no_proxy()
+            .timeout(spec.timeout)
+            .connect_timeout(spec.timeout.min(Duration::from_secs(5)));
+        if let Some(path) = &spec.ca_file {
+            let pem = std::fs::read(path)
+                .map_err(|e| format!("[prometheus] ca_file {}: {e}", path.display()))?;
+            let certs = reqwest::Certificate::from_pem_bundle(&pem)
+                .map_err(|e| format!("[prometheus] ca_file {}: {e}", path.display()))?;
+            builder = builder.tls_certs_only(certs);
+        }
+        let http = builder
+            .build()
+            .map_err(|e| format!("Prometheus HTTP client: {e}"))?;
+        Ok(Self {
+            http,
+            base: spec.url.trim_end_matches('/').to_string(),
+            auth,
+        })
+    }
+
+    /// The server's base URL, for messages.
+    pub fn server(&self) -> &str {
+        &self.base
+    }
+
+    async fn get(&self, path: &str, params: &[(&str, String)]) -> Result<Vec<Series>, String> {
+        let mut url = reqwest::Url::parse(&format!("{}{path}", self.base))
+            .map_err(|e| format!("Prometheus url {}: {e}", self.base))?;
+        url.query_pairs_mut()
+            .extend_pairs(params.iter().map(|(k, v)| (*k, v.as_str())));
+        let mut req = self.http.get(url);
+        req = match &self.auth {
+            Auth::None => req,
+            Auth::Bearer(t) => req.bearer_auth(t),
+            Auth::Basic(u, p) => req.basic_auth(u, Some(p)),
+        };
+        let resp = req.send().await.map_err(|e| {
+            format!(
+                "Prometheus {}: {}",
+                self.base,
+                crate::probes::s3::server_metrics::short_error(&e)
+            )
+        })?;
+        let status = resp.status();
+        let body = resp.bytes().await.map_err(|e| {
+            format!(
+                "Prometheus {}: reading the answer: {}",
+                self.base,
+                crate::probes::s3::server_metrics::short_error(&e)
+            )
+        })?;
+        let server = format!("Prometheus {}", self.base);
+        match status.as_u16() {
+            200 => decode(&server, &body),
+            401 | 403 => Err(format!(
+                "{server} refused the query (HTTP {}): check bearer_token_file or basic auth",
+                status.as_u16()
+            )),
+            // The API answers 400/422/503 with its JSON error; anything else is someone else's page.
+            400 | 422 | 503 => decode(&server, &body)
+                .and_then(|_| Err(format!("{server} answered HTTP {}", status.as_u16()))),
+            code => Err(format!("{server} answered HTTP {code}")),
+        }
+    }
+
+    /// An instant query at the server's now.
+    pub async fn instant(&self, query: &str) -> Result<Vec<Series>, String> {
+        self.get("/api/v1/query", &[("query", query.to_string())])
+            .await
+    }
+
+    /// A range query from `start` to `end` every `step`.
+    pub async fn range(
+        &self,
+        query: &str,
+        start: UnixMillis,
+        end: UnixMillis,
+        step: Duration,
+    ) -> Result<Vec<Series>, String> {
+        let secs = |ms: UnixMillis| format!("{:.3}", ms as f64 / 1000.0);
+        self.get(
+            "/api/v1/query_range",
+            &[
+                ("query", query.to_string()),
+                ("start", secs(start)),
+                ("end", secs(end)),
+                ("step", format!("{:.3}", step.as_secs_f64().max(0.001))),
+            ],
+        )
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vector_and_matrix_answers() {
+        let v = br#"{"status":"success","data":{"resultType":"vector","result":[
+            {"metric":{"__name__":"DCGM_FI_DEV_GPU_TEMP","gpu":"0","Hostname":"n1"},"value":[1733150000.5,"41"]},
+            {"metric":{"gpu":"1"},"value":[1733150000.5,"NaN"]}]}}"#;
+        let s = decode("p", v).expect("vector");
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].label("Hostname"), "n1");
+        assert_eq!(s[0].label("absent"), "");
+        assert_eq!(s[0].points, vec![(1_733_150_000_500, 41.0)]);
+        assert!(s[1].points[0].1.is_nan());
+        let m = br#"{"status":"success","data":{"resultType":"matrix","result":[
+            {"metric":{"gpu":"0"},"values":[[1.0,"1"],[2.0,"+Inf"]]}]}}"#;
+        let s = decode("p", m).expect("matrix");
+        assert_eq!(s[0].points[0], (1000, 1.0));
+        assert_eq!(s[0].points[1].1, f64::INFINITY);
+    }
+
+    #[test]
+    fn errors_name_the_server_and_say_what_it_said() {
+        let e = decode(
+            "Prometheus http://p",
+            br#"{"status":"error","errorType":"bad_data","error":"parse error at char 3"}"#,
+        )
+        .expect_err("error");
+        assert_eq!(e, "Prometheus http://p: bad_data parse error at char 3");
+        let e = decode("Prometheus http://p", b"<html>proxy login</html>").expect_err("html");
+        assert!(
+            e.contains("not the Prometheus API") && e.contains("<html>"),
+            "{e}"
+        );
+        let e = decode(
+            "P",
+            br#"{"status":"success","data":{"resultType":"scalar","result":[1,"2"]}}"#,
+        )
+        .expect_err("scalar");
+        assert!(e.contains("scalar"), "{e}");
+    }
+
+    #[test]
+    fn label_values_are_quoted_for_promql() {
+        assert_eq!(quote(r#"a"b\c"#), r#""a\"b\\c""#);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn garbage_never_panics(body in proptest::collection::vec(proptest::num::u8::ANY, 0..300)) {
+            let _ = decode("p", &body);
+        }
+
+        #[test]
+        fn json_shaped_garbage_never_panics(ty in "(vector|matrix|x)", t in proptest::num::f64::ANY, v in "\\PC{0,8}") {
+            let body = format!(
+                r#"{{"status":"success","data":{{"resultType":"{ty}","result":[{{"metric":{{}},"value":[{t},"{v}"]}}]}}}}"#
+            );
+            let _ = decode("p", body.as_bytes());
+        }
+    }
+}

@@ -1,0 +1,300 @@
+//! Nodes in `prometheus` mode against a real Prometheus server (Debian's package, started here
+//! on loopback) that scrapes simulated agents' `/metrics` (`burnin agent --sim --listen`):
+//! `burnin status --json` must show what the agents themselves sampled within one scrape
+//! interval, the Xid one of them injected as a finding, and a node Prometheus does not have as
+//! unreachable with the reason.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use burnin::model::NodeFrame;
+use burnin::telemetry::wire::{Decoded, Decoder, WireMessage};
+
+fn require_real() -> bool {
+    std::env::var("BURNIN_REQUIRE_REAL").as_deref() == Ok("1")
+}
+
+/// A tool on PATH, or `None` (skip) — a panic under BURNIN_REQUIRE_REAL=1.
+fn tool(name: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join(name))
+            .find(|p| p.is_file())
+    });
+    if found.is_none() {
+        assert!(
+            !require_real(),
+            "{name} not found (apt-get install prometheus) and BURNIN_REQUIRE_REAL=1"
+        );
+        eprintln!("skipped: {name} not installed");
+    }
+    found
+}
+
+/// A child killed when dropped.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A temporary directory removed when dropped.
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+type Frames = Arc<Mutex<Vec<NodeFrame>>>;
+
+/// A simulated agent named `name` serving `/metrics`; its address and the frames it writes.
+fn agent(name: &str, faults: &[&str]) -> (Running, SocketAddr, Frames) {
+    let mut args: Vec<String> = [
+        "agent",
+        "--sim",
+        "--gpus",
+        "2",
+        "--load",
+        "full",
+        "--interval",
+        "250ms",
+        "--listen",
+        "127.0.0.1:0",
+        "--node-name",
+        name,
+    ]
+    .map(String::from)
+    .to_vec();
+    for f in faults {
+        args.extend(["--fault".to_string(), f.to_string()]);
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_burnin"))
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start burnin agent");
+    let stderr = child.stderr.take().expect("stderr");
+    let stdout = child.stdout.take().expect("stdout");
+    let running = Running(child);
+    let mut line = String::new();
+    let mut stderr = BufReader::new(stderr);
+    stderr.read_line(&mut line).expect("agent stderr");
+    std::thread::spawn(move || for _ in stderr.lines() {});
+    let addr = line
+        .trim()
+        .strip_prefix("burnin agent: serving metrics at http://")
+        .and_then(|a| a.strip_suffix("/metrics"))
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("agent said {line:?}"));
+    let frames: Frames = Arc::default();
+    let sink = Arc::clone(&frames);
+    std::thread::spawn(move || {
+        let mut d = Decoder::new();
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Ok(Decoded::Message(WireMessage::Frame(f))) = d.decode(&line) {
+                sink.lock().expect("frames").push(f);
+            }
+        }
+    });
+    (running, addr, frames)
+}
+
+fn get(addr: SocketAddr, path: &str) -> Option<String> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    // Prometheus answers in the request's version; the agent always in 1.1.
+    (head.starts_with("HTTP/1.1 200") || head.starts_with("HTTP/1.0 200")).then(|| body.to_string())
+}
+
+fn wait_for<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let until = Instant::now() + limit;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < until, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Prometheus scraping `targets` (as `job="burnin"`) every second; its address.
+fn prometheus(bin: &Path, dir: &Path, targets: &[SocketAddr]) -> (Running, SocketAddr) {
+    let list: Vec<String> = targets.iter().map(|a| format!("'{a}'")).collect();
+    let config = dir.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
+             scrape_configs:\n  - job_name: burnin\n    static_configs:\n      \
+             - targets: [{}]\n",
+            list.join(", ")
+        ),
+    )
+    .expect("config");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+    let log = std::fs::File::create(dir.join("prometheus.log")).expect("log");
+    let server = Running(
+        Command::new(bin)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("data").display()
+            ))
+            .arg(format!("--web.listen-address={addr}"))
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start prometheus"),
+    );
+    wait_for("prometheus ready", Duration::from_secs(30), || {
+        get(addr, "/-/ready")
+    });
+    (server, addr)
+}
+
+fn status(dir: &Path) -> (Option<i32>, serde_json::Value) {
+    let out = Command::new(env!("CARGO_BIN_EXE_burnin"))
+        .args(["status", "--json", "--wait", "10s", "-c"])
+        .arg(dir.join("burnin.toml"))
+        .output()
+        .expect("burnin status");
+    let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "status --json: {e}\nstdout: {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code(), doc)
+}
+
+#[test]
+fn status_through_a_real_prometheus_matches_the_agents_frames() {
+    let Some(bin) = tool("prometheus") else {
+        return;
+    };
+    let dir = TempDir(std::env::temp_dir().join(format!("burnin-promsrc-{}", std::process::id())));
+    let _ = std::fs::remove_dir_all(&dir.0);
+    std::fs::create_dir_all(&dir.0).expect("temp dir");
+    let (_a1, addr1, frames1) = agent("sim01", &["xid79:1"]);
+    let (_a2, addr2, frames2) = agent("sim02", &[]);
+    let (_server, prom) = prometheus(&bin, &dir.0, &[addr1, addr2]);
+    std::fs::write(
+        dir.0.join("burnin.toml"),
+        format!(
+            "[defaults]\nmode = \"prometheus\"\ngpus = 2\ninterval = \"1s\"\n\
+             [prometheus]\nurl = \"http://{prom}\"\nselector = 'job=\"burnin\"'\n\
+             [[node]]\nhost = \"sim[01-02]\"\n[[node]]\nhost = \"sim09\"\n"
+        ),
+    )
+    .expect("inventory");
+    // Both agents scraped at least twice, so every family has arrived.
+    wait_for("both agents in prometheus", Duration::from_secs(30), || {
+        let body = get(
+            prom,
+            "/api/v1/query?query=count(count_over_time(burnin_agent_frames_total%5B10s%5D)%3E%3D2)",
+        )?;
+        let v: serde_json::Value = serde_json::from_str(&body).ok()?;
+        (v["data"]["result"][0]["value"][1].as_str()? == "2").then_some(())
+    });
+    let (code, doc) = status(&dir.0);
+    assert_eq!(
+        code,
+        Some(1),
+        "sim09 is missing, so not every node answered"
+    );
+    let nodes = doc["nodes"].as_array().expect("nodes");
+    let node = |name: &str| {
+        nodes
+            .iter()
+            .find(|n| n["node"] == name)
+            .unwrap_or_else(|| panic!("{name} in {doc}"))
+    };
+    let missing = &node("sim09")["link"];
+    assert_eq!(missing["state"], "unreachable");
+    assert!(
+        missing["reason"].as_str().is_some_and(
+            |r| r.contains("no series in Prometheus with Hostname or hostname = sim09")
+        ),
+        "{missing}"
+    );
+    for (name, frames) in [("sim01", &frames1), ("sim02", &frames2)] {
+        let n = node(name);
+        assert_eq!(n["link"]["state"], "streaming", "{n}");
+        assert!(
+            n["agent"]
+                .as_str()
+                .is_some_and(|a| a.contains("Prometheus http://")),
+            "{n}"
+        );
+        let at_ms = n["frame_at_ms"].as_u64().expect("frame time");
+        let frames = frames.lock().expect("frames").clone();
+        for gpu in n["gpus"].as_array().expect("gpus") {
+            let index = gpu["index"].as_u64().expect("index") as u32;
+            assert!(
+                gpu["uuid"].as_str().is_some_and(|u| u.starts_with("GPU-")),
+                "{gpu}"
+            );
+            // The scrape took the agent's newest frame: one sampled within a scrape interval
+            // (1 s) and an agent period (250 ms) before Prometheus's sample time.
+            let window: Vec<&NodeFrame> = frames
+                .iter()
+                .filter(|f| f.at_ms + 1_250 >= at_ms && f.at_ms <= at_ms + 250)
+                .collect();
+            let matches = |f: &&NodeFrame| {
+                f.gpus.iter().find(|g| g.index == index).is_some_and(|g| {
+                    let same = |want: Option<f64>, got: &serde_json::Value| match want {
+                        None => got.is_null(),
+                        Some(w) => got
+                            .as_f64()
+                            .is_some_and(|v| (v - w).abs() <= 1e-3 * w.abs().max(1.0)),
+                    };
+                    same(g.power_avg_watts.map(f64::from), &gpu["power_avg_watts"])
+                        && same(g.temperature_c.map(f64::from), &gpu["temperature_c"])
+                        && same(g.sm_clock_mhz.map(f64::from), &gpu["sm_clock_mhz"])
+                        && same(g.utilization_pct.map(f64::from), &gpu["utilization_pct"])
+                })
+            };
+            assert!(
+                window.iter().any(matches),
+                "{name} GPU {index}: status has {gpu} at {at_ms}; the agent's frames then: {:?}",
+                window
+                    .iter()
+                    .map(|f| (
+                        f.at_ms,
+                        f.gpus
+                            .iter()
+                            .find(|g| g.index == index)
+                            .map(|g| g.power_avg_watts)
+                    ))
+                    .collect::<Vec<_>>()
+            );
+        }
+    }
+    // The simulator dropped sim01's GPU 1 with Xid 79: Prometheus's gauge becomes a finding.
+    let findings = doc["findings"].as_array().expect("findings");
+    assert!(
+        findings
+            .iter()
+            .any(|f| f["rule"] == "xid" && f["node"] == "sim01" && f["gpu"] == 1),
+        "{findings:?}"
+    );
+}
