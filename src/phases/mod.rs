@@ -5,6 +5,7 @@
 pub mod drill;
 pub mod driver;
 pub mod gates;
+pub mod kubernetes;
 pub mod plan;
 pub mod remote;
 pub mod runner;

@@ -235,6 +235,17 @@ impl Gate {
     }
 }
 
+/// How a phase's command reaches a node.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Launcher {
+    /// Over the node's transport (SSH, or this host for local and sim nodes).
+    #[default]
+    Ssh,
+    /// As a Kubernetes Job per node, through the site's kubectl (`[kubernetes]` of the plan).
+    Kubernetes,
+}
+
 /// One phase of the plan, resolved.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PhaseSpec {
@@ -269,6 +280,8 @@ pub struct PhaseSpec {
     pub compare: Vec<String>,
     /// An operator drill around the load this phase runs (the load runs until burnin stops it).
     pub drill: Option<super::drill::Drill>,
+    /// How the command reaches the nodes.
+    pub launcher: Launcher,
 }
 
 /// Durations as seconds in JSON (the plan's specs, drills).
@@ -298,6 +311,8 @@ pub struct Plan {
     /// The file's text as parsed: the run record keeps a copy, so a report or a replay
     /// elsewhere reads the plan the run used.
     pub text: String,
+    /// `[kubernetes]`: the cluster and image for phases with `launcher = "kubernetes"`.
+    pub kubernetes: Option<super::kubernetes::KubeSettings>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -309,6 +324,21 @@ struct PlanFile {
     vars: BTreeMap<String, toml::Spanned<String>>,
     #[serde(default)]
     phase: Vec<toml::Spanned<PhaseFile>>,
+    kubernetes: Option<toml::Spanned<KubernetesFile>>,
+}
+
+/// `[kubernetes]`: where Jobs go and what they run in.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KubernetesFile {
+    image: toml::Spanned<String>,
+    namespace: Option<String>,
+    context: Option<String>,
+    kubectl: Option<String>,
+    gpu_resource: Option<String>,
+    node_label: Option<String>,
+    service_account: Option<String>,
+    keep_finished: Option<toml::Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -346,6 +376,8 @@ struct PhaseFile {
     compare: Vec<toml::Spanned<String>>,
     /// An operator drill around this phase's load.
     drill: Option<toml::Spanned<DrillFile>>,
+    /// `ssh` (default) or `kubernetes`.
+    launcher: Option<toml::Spanned<Launcher>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -376,6 +408,8 @@ pub const BUILTIN_PLACEHOLDERS: &[&str] = &[
     "hosts",
     "hosts_slots",
     "np",
+    "nnodes",
+    "nodelist",
     "hostfile",
     "peer",
     "burnin",
@@ -700,6 +734,7 @@ fn together_phase(
         together: members,
         compare: p.compare.iter().map(|c| c.get_ref().clone()).collect(),
         drill: None,
+        launcher: Launcher::Ssh,
     })
 }
 
@@ -724,6 +759,33 @@ impl Plan {
                 ));
             }
         }
+        let kubernetes = match &shape.kubernetes {
+            None => None,
+            Some(k) => {
+                let kf = k.get_ref();
+                let d = super::kubernetes::KubeSettings::default();
+                let image = kf.image.get_ref().trim().to_string();
+                if image.is_empty() {
+                    return Err(at(kf.image.span(), "[kubernetes] image is empty".into()));
+                }
+                let keep = crate::inventory::duration(
+                    file,
+                    text,
+                    &kf.keep_finished,
+                    Duration::from_secs(d.keep_finished_s),
+                )?;
+                Some(super::kubernetes::KubeSettings {
+                    kubectl: kf.kubectl.clone().unwrap_or(d.kubectl),
+                    context: kf.context.clone(),
+                    namespace: kf.namespace.clone().unwrap_or(d.namespace),
+                    image,
+                    gpu_resource: kf.gpu_resource.clone().unwrap_or(d.gpu_resource),
+                    node_label: kf.node_label.clone().unwrap_or(d.node_label),
+                    service_account: kf.service_account.clone(),
+                    keep_finished_s: keep.as_secs(),
+                })
+            }
+        };
         let mut phases: Vec<Arc<PhaseSpec>> = Vec::new();
         let mut ids = BTreeSet::new();
         for entry in &shape.phase {
@@ -762,6 +824,12 @@ impl Plan {
                 }
             }
             if !p.together.is_empty() {
+                if let Some(l) = &p.launcher {
+                    return Err(at(
+                        l.span(),
+                        format!("{id}: a `together` phase runs its members as they launch"),
+                    ));
+                }
                 phases.push(Arc::new(together_phase(file, text, id, p, &phases)?));
                 continue;
             }
@@ -844,6 +912,36 @@ impl Plan {
                     .join("; ")
             };
             let drill = drill_of(file, text, &id, p.drill.as_ref())?;
+            let launcher = p.launcher.as_ref().map_or(Launcher::Ssh, |l| *l.get_ref());
+            if let Some(l) = p
+                .launcher
+                .as_ref()
+                .filter(|_| launcher == Launcher::Kubernetes)
+            {
+                if kubernetes.is_none() {
+                    return Err(at(
+                        l.span(),
+                        format!(
+                            "{id}: launcher \"kubernetes\" needs a [kubernetes] section with the image"
+                        ),
+                    ));
+                }
+                if !matches!(scope, Scope::EachNode | Scope::EachGpu | Scope::Launcher) {
+                    return Err(at(
+                        l.span(),
+                        format!(
+                            "{id}: a Kubernetes Job runs on one node; scope \"{}\" needs the nodes to reach each other (mpirun: use the launcher ssh, or the site's MPI operator)",
+                            scope.label()
+                        ),
+                    ));
+                }
+                if drill.is_some() {
+                    return Err(at(
+                        l.span(),
+                        format!("{id}: drills run over SSH, not as Kubernetes Jobs"),
+                    ));
+                }
+            }
             phases.push(Arc::new(PhaseSpec {
                 id,
                 title: p.title.clone(),
@@ -864,6 +962,7 @@ impl Plan {
                 together: Vec::new(),
                 compare: Vec::new(),
                 drill,
+                launcher,
             }));
         }
         if phases.is_empty() {
@@ -883,6 +982,7 @@ impl Plan {
                 .remote_dir
                 .unwrap_or_else(|| "~/.cache/burnin/runs".into()),
             grace: Duration::from_secs(shape.settings.grace_s.unwrap_or(10).clamp(1, 600)),
+            kubernetes,
         })
     }
 
@@ -957,6 +1057,8 @@ mod tests {
             ("hosts", "gpu01,gpu02"),
             ("hosts_slots", "gpu01:8,gpu02:8"),
             ("np", "16"),
+            ("nnodes", "2"),
+            ("nodelist", "gpu01,gpu02"),
             ("hostfile", "$HOME/h"),
             ("peer", "gpu02"),
             ("burnin", "\"$HOME\"/'.cache/burnin/bin/burnin'"),
@@ -1227,6 +1329,42 @@ mod tests {
             ),
         ] {
             let e = Plan::parse("p.toml", &text).unwrap_err();
+            assert!(e.message.contains(says), "{text}: {e}");
+            assert!(e.line.is_some(), "{e}");
+        }
+    }
+
+    #[test]
+    fn kubernetes_phases_need_the_section_and_a_one_node_scope() {
+        let phase = |scope: &str, extra: &str| {
+            format!(
+                "[[phase]]\nid = \"K1\"\ntitle = \"k\"\nscope = \"{scope}\"\nparser = \"none\"\n\
+                 launcher = \"kubernetes\"\ncommand = \"true\"\n{extra}"
+            )
+        };
+        let section =
+            "[kubernetes]\nimage = \"nvcr.io/nvidia/pytorch:25.01-py3\"\nkeep_finished = \"2h\"\n";
+        let plan = Plan::parse("p.toml", &format!("{section}{}", phase("each-node", "")))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(plan.phases[0].launcher, Launcher::Kubernetes);
+        let k = plan.kubernetes.expect("settings");
+        assert_eq!((k.namespace.as_str(), k.keep_finished_s), ("default", 7200));
+        for (text, says) in [
+            (phase("each-node", ""), "needs a [kubernetes] section"),
+            (
+                format!("{section}{}", phase("mpirun", "")),
+                "runs on one node",
+            ),
+            (
+                format!("{section}{}", phase("pairs", "server = \"true\"\n")),
+                "runs on one node",
+            ),
+            (
+                "[kubernetes]\nimage = \" \"\n".to_string() + &phase("each-node", ""),
+                "image is empty",
+            ),
+        ] {
+            let e = Plan::parse("p.toml", &text).expect_err(&text);
             assert!(e.message.contains(says), "{text}: {e}");
             assert!(e.line.is_some(), "{e}");
         }

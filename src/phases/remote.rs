@@ -28,7 +28,7 @@ case "$w" in "~/"*) w="$HOME/${w#"~/"}" ;; esac
 mkdir -p "$d" "$w" || { echo "burnin: cannot create $d" >&2; exit 90; }
 cd "$d" || exit 90
 if [ -e pid ]; then echo "burnin: a phase was already launched in $d" >&2; exit 91; fi
-while [ $# -ge 2 ]; do printf '%s' "$2" > "$w/$1.tmp" && mv "$w/$1.tmp" "$w/$1" || exit 90; shift 2; done
+while [ $# -ge 2 ]; do printf '%s' "$2" > "$w/$1.tmp.$$" && mv "$w/$1.tmp.$$" "$w/$1" || exit 90; shift 2; done
 [ -n "$hostfile" ] && printf '%s\n' "$hostfile" > hostfile
 printf '%s\n' "$cmd" > command
 setsid sh -c ': > log; echo $$ > pid.tmp && mv pid.tmp pid; date +%s > started; sh -c "$1" > log 2>&1 < /dev/null; echo $? > rc.tmp && mv rc.tmp rc' burnin-phase "$cmd" < /dev/null > /dev/null 2>&1 &
@@ -309,6 +309,38 @@ mod tests {
         // The same phase directory cannot be launched twice.
         let (rc, _, err) = sh(&launch(&dir, "true", "", &[]));
         assert_eq!(rc, 91, "{err}");
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn nodes_on_one_host_launch_at_once_into_the_shared_workloads() {
+        // Local and sim nodes (and Kubernetes phases) share this host's workloads directory:
+        // their launches write the same files at the same moment and must all succeed.
+        let root = tmpdir("race");
+        let scripts: Vec<RemoteCommand> = (0..8)
+            .map(|i| {
+                let dir =
+                    PhaseDir::new(root.to_str().unwrap(), "r1", "T2", &format!("n{i}")).unwrap();
+                launch(
+                    &dir,
+                    "true",
+                    "",
+                    &[("gemm.py", "x = 1\n"), ("loader.py", "y\n")],
+                )
+            })
+            .collect();
+        let handles: Vec<_> = scripts
+            .into_iter()
+            .map(|c| std::thread::spawn(move || sh(&c)))
+            .collect();
+        for h in handles {
+            let (rc, out, err) = h.join().expect("thread");
+            assert_eq!(rc, 0, "{out}{err}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(root.join("r1/workloads/gemm.py")).unwrap(),
+            "x = 1\n"
+        );
         let _ = std::fs::remove_dir_all(&root);
     }
 

@@ -531,8 +531,41 @@ fn job_for(
         &name,
     )
     .ok_or_else(|| format!("node name {name:?} cannot be a directory name on the node"))?;
-    let command = render(template, &template_values(ctx, &node, &dir, peer))
-        .map_err(|e| format!("command template: {e}"))?;
+    let values = template_values(ctx, &node, &dir, peer);
+    let mut command = render(template, &values).map_err(|e| format!("command template: {e}"))?;
+    let mut node = node;
+    if setup.spec.launcher == super::plan::Launcher::Kubernetes {
+        // The Job runs the command in a pod; this host runs the script that applies the Job,
+        // follows its log and deletes it when the phase is stopped.
+        let Some(kube) = &ctx.plan.kubernetes else {
+            return Err("launcher \"kubernetes\" without [kubernetes] in the plan".into());
+        };
+        let mut pod_values = values;
+        pod_values.insert("workloads".into(), super::kubernetes::POD_WORKLOADS.into());
+        pod_values.insert("dir".into(), super::kubernetes::POD_DIR.into());
+        let pod_command =
+            render(template, &pod_values).map_err(|e| format!("command template: {e}"))?;
+        let files = crate::workloads::referenced_by(&pod_command);
+        let host = node
+            .spec
+            .target
+            .rsplit_once('@')
+            .map_or(node.spec.target.as_str(), |(_, h)| h);
+        let component = ctx.phase_component(&setup.part.component);
+        command = super::kubernetes::script(
+            kube,
+            &super::kubernetes::JobRequest {
+                run: &ctx.run_id,
+                phase: &component,
+                node: host,
+                gpus: node.spec.gpus,
+                command: &pod_command,
+                timeout_s: setup.spec.timeout.as_secs(),
+                files: &files,
+            },
+        );
+        node.transport = Arc::new(crate::transport::local::LocalTransport);
+    }
     let label = match &setup.part.member {
         Some(m) => format!("{m}@{name}"),
         None => name.clone(),
@@ -585,6 +618,11 @@ fn template_values(
         .map(|n| format!("{}:{}", n.spec.target, n.spec.gpus))
         .collect();
     let np: u32 = ctx.nodes.iter().map(|n| n.spec.gpus).sum();
+    // Slurm names nodes without a login user: `root@gpu07` is gpu07 to `srun --nodelist`.
+    let nodelist: Vec<&str> = hosts
+        .iter()
+        .map(|h| h.rsplit_once('@').map_or(*h, |(_, host)| host))
+        .collect();
     let shell_dir = PhaseDir::shell_path(&dir.dir);
     let builtins = [
         ("node", node.spec.name.clone()),
@@ -595,6 +633,8 @@ fn template_values(
         ("hosts", hosts.join(",")),
         ("hosts_slots", slots.join(",")),
         ("np", np.to_string()),
+        ("nnodes", ctx.nodes.len().to_string()),
+        ("nodelist", nodelist.join(",")),
         ("hostfile", format!("{shell_dir}/hostfile")),
         ("peer", peer.to_string()),
         ("burnin", burnin_on(&node.spec)),

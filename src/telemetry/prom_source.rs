@@ -555,10 +555,12 @@ mod tests {
 
     fn series(labels: &[(&str, &str)], at_ms: UnixMillis, v: f64) -> Series {
         Series {
-            labels: labels
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
+            labels: crate::telemetry::promql::Labels(
+                labels
+                    .iter()
+                    .map(|(k, v)| ((*k).into(), (*v).into()))
+                    .collect(),
+            ),
             points: vec![(at_ms, v)],
         }
     }
