@@ -12,9 +12,9 @@ command -v ssh >/dev/null 2>&1 || need_apt+=(openssh-client)        # the transp
 command -v ssh-keygen >/dev/null 2>&1 || need_apt+=(openssh-client)
 command -v pkill >/dev/null 2>&1 || need_apt+=(procps)              # tests kill a node's session
 command -v setsid >/dev/null 2>&1 || need_apt+=(util-linux)         # phases start in their own session
-command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)           # a test CA for the S3 probe's TLS
+command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)           # test CAs: the S3 probe, Prometheus over TLS
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)         # renders the HTML report headless
-command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)       # promtool checks the agent's /metrics
+command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)       # promtool, and a real server scraping agents
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq

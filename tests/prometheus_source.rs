@@ -298,3 +298,190 @@ fn status_through_a_real_prometheus_matches_the_agents_frames() {
         "{findings:?}"
     );
 }
+
+/// bcrypt of `burnin-test-password` (made once with Python's `crypt`, libxcrypt): Prometheus's
+/// web config wants the hash, never the password.
+const TEST_PASSWORD_BCRYPT: &str = "$2b$10$eTH8rx7Cexi8jrgwo5EUqu1iv4/NODrg4ZiCdL8tSeRS2drO1i9By";
+
+fn openssl(dir: &Path, args: &[&str]) {
+    let out = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("openssl");
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A CA and a server certificate for 127.0.0.1 signed by it, in `dir`.
+fn make_certificates(dir: &Path) {
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    let mut ca = vec!["req", "-x509"];
+    ca.extend(ec);
+    ca.extend([
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=burnin test CA",
+    ]);
+    openssl(dir, &ca);
+    let mut csr = vec!["req"];
+    csr.extend(ec);
+    csr.extend([
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=127.0.0.1",
+    ]);
+    openssl(dir, &csr);
+    std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1\n").expect("ext");
+    openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.pem",
+            "-days",
+            "2",
+            "-extfile",
+            "san.ext",
+        ],
+    );
+}
+
+#[test]
+fn tls_and_basic_auth_as_the_site_configures_them() {
+    let (Some(bin), Some(_)) = (tool("prometheus"), tool("openssl")) else {
+        return;
+    };
+    let dir = TempDir(std::env::temp_dir().join(format!("burnin-promtls-{}", std::process::id())));
+    let _ = std::fs::remove_dir_all(&dir.0);
+    std::fs::create_dir_all(&dir.0).expect("temp dir");
+    make_certificates(&dir.0);
+    std::fs::write(
+        dir.0.join("web.yml"),
+        format!(
+            "tls_server_config:\n  cert_file: {0}/server.pem\n  key_file: {0}/server.key\n\
+             basic_auth_users:\n  burnin: '{TEST_PASSWORD_BCRYPT}'\n",
+            dir.0.display()
+        ),
+    )
+    .expect("web config");
+    std::fs::write(dir.0.join("right"), "burnin-test-password\n").expect("password");
+    std::fs::write(dir.0.join("wrong"), "not-the-password\n").expect("password");
+    let (_agent, agent_addr, _frames) = agent("sim05", &[]);
+    let config = dir.0.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: burnin\n    \
+             static_configs:\n      - targets: ['{agent_addr}']\n"
+        ),
+    )
+    .expect("config");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let log = std::fs::File::create(dir.0.join("prometheus.log")).expect("log");
+    let _server = Running(
+        Command::new(bin)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.0.join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .arg(format!(
+                "--web.config.file={}",
+                dir.0.join("web.yml").display()
+            ))
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start prometheus"),
+    );
+    let inventory = |password: &str, ca: bool| {
+        std::fs::write(
+            dir.0.join("burnin.toml"),
+            format!(
+                "[defaults]\nmode = \"prometheus\"\ngpus = 2\ninterval = \"1s\"\n\
+                 [prometheus]\nurl = \"https://127.0.0.1:{port}\"\n\
+                 basic_auth_user = \"burnin\"\nbasic_auth_password_file = \"{password}\"\n{}\
+                 [[node]]\nhost = \"sim05\"\n",
+                if ca { "ca_file = \"ca.pem\"\n" } else { "" }
+            ),
+        )
+        .expect("inventory");
+    };
+    let reason = |doc: &serde_json::Value| {
+        doc["nodes"][0]["link"]["reason"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    };
+    // The right password and the site's CA: the node streams (once Prometheus has scraped).
+    inventory("right", true);
+    let doc = wait_for(
+        "sim05 streaming through TLS and basic auth",
+        Duration::from_secs(60),
+        || {
+            let (code, doc) = status(&dir.0);
+            (code == Some(0)).then_some(doc)
+        },
+    );
+    assert_eq!(
+        doc["nodes"][0]["gpus"].as_array().map(Vec::len),
+        Some(2),
+        "{doc}"
+    );
+    // A wrong password: refused, and said so.
+    inventory("wrong", true);
+    let (code, doc) = status(&dir.0);
+    assert_eq!(code, Some(1));
+    assert!(
+        reason(&doc).contains("refused the query (HTTP 401)"),
+        "{doc}"
+    );
+    // Without the site's CA the server is not trusted, and the reason says so in a line (the
+    // query, which is long, is not in it).
+    inventory("right", false);
+    let (_, doc) = status(&dir.0);
+    let why = reason(&doc);
+    assert!(
+        why.contains("invalid peer certificate: UnknownIssuer"),
+        "{why}"
+    );
+    assert!(!why.contains("query="), "{why}");
+    // A password file that is not there is named.
+    inventory("missing", true);
+    let (_, doc) = status(&dir.0);
+    let why = reason(&doc);
+    assert!(
+        why.contains("basic_auth_password_file") && why.contains("missing"),
+        "{why}"
+    );
+}

@@ -269,11 +269,12 @@ impl PromClient {
             Auth::Bearer(t) => req.bearer_auth(t),
             Auth::Basic(u, p) => req.basic_auth(u, Some(p)),
         };
+        // Without the URL: it holds the whole query, which would bury the reason.
         let resp = req.send().await.map_err(|e| {
             format!(
                 "Prometheus {}: {}",
                 self.base,
-                crate::probes::s3::server_metrics::short_error(&e)
+                crate::probes::s3::server_metrics::short_error(&e.without_url())
             )
         })?;
         let status = resp.status();
@@ -281,7 +282,7 @@ impl PromClient {
             format!(
                 "Prometheus {}: reading the answer: {}",
                 self.base,
-                crate::probes::s3::server_metrics::short_error(&e)
+                crate::probes::s3::server_metrics::short_error(&e.without_url())
             )
         })?;
         let server = format!("Prometheus {}", self.base);
