@@ -375,6 +375,63 @@ mod tests {
         assert_eq!(quote(r#"a"b\c"#), r#""a\"b\\c""#);
     }
 
+    /// One HTTP exchange on loopback: the request's head as received, and the answer sent.
+    async fn serve_once(answer: &'static str) -> (String, tokio::task::JoinHandle<String>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let task = tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.expect("accept");
+            let mut head = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = s.read(&mut buf).await.expect("read");
+                if n == 0 {
+                    break;
+                }
+                head.extend_from_slice(&buf[..n]);
+            }
+            let reply = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                answer.len()
+            );
+            s.write_all(reply.as_bytes()).await.expect("write");
+            String::from_utf8_lossy(&head).into_owned()
+        });
+        (format!("http://{addr}/prefix/"), task)
+    }
+
+    #[tokio::test]
+    async fn the_bearer_token_file_is_sent_and_the_path_prefix_kept() {
+        let dir = std::env::temp_dir().join(format!("burnin-promql-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let token = dir.join("token");
+        std::fs::write(&token, "s3cr3t-token\n").expect("token");
+        let (url, server) =
+            serve_once(r#"{"status":"success","data":{"resultType":"vector","result":[]}}"#).await;
+        let spec = PrometheusSpec {
+            url: url.trim_end_matches('/').to_string(),
+            selector: String::new(),
+            host_labels: vec!["Hostname".into()],
+            bearer_token_file: Some(token),
+            basic_auth: None,
+            ca_file: None,
+            timeout: Duration::from_secs(5),
+        };
+        let client = PromClient::new(&spec).expect("client");
+        assert!(client.instant("up{job=\"a b\"}").await.expect("answer").is_empty());
+        let head = server.await.expect("server");
+        assert!(
+            head.starts_with("GET /prefix/api/v1/query?query=up%7Bjob%3D%22a+b%22%7D HTTP/1.1"),
+            "{head}"
+        );
+        assert!(
+            head.to_ascii_lowercase().contains("authorization: bearer s3cr3t-token\r\n"),
+            "the token, trimmed: {head}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     proptest::proptest! {
         #[test]
         fn garbage_never_panics(body in proptest::collection::vec(proptest::num::u8::ANY, 0..300)) {
