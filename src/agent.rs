@@ -56,6 +56,7 @@ impl Sampler for NoGpuSampler {
             gpus: Vec::new(),
             topology: None,
             system: Some(Box::new(crate::telemetry::system::read_system())),
+            unavailable: Vec::new(),
         }
     }
     fn sample(&mut self) -> NodeFrame {

@@ -699,6 +699,9 @@ pub struct StatusNode {
     /// The newest thing the node's agent said about itself.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Readings its source cannot give, with why (n/a in the document, not a fault).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unavailable: Vec<crate::model::Unavailable>,
     /// GPUs in index order.
     pub gpus: Vec<StatusGpu>,
 }
@@ -740,6 +743,11 @@ pub fn status_doc(store: &ClusterStore, findings: Vec<Finding>, source: String) 
                 expected_gpus: None,
                 garbled_lines: n.garbled_lines,
                 note: n.note.clone(),
+                unavailable: n
+                    .hello
+                    .as_ref()
+                    .map(|h| h.unavailable.clone())
+                    .unwrap_or_default(),
                 gpus: n
                     .gpus
                     .iter()

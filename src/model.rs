@@ -418,6 +418,19 @@ pub struct NodeHello {
     /// this field send none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system: Option<Box<crate::telemetry::system::SystemInfo>>,
+    /// Readings this source cannot give for the node, each with why (a Prometheus without the
+    /// series: opt-in, profiling), so the console says why a value is n/a.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unavailable: Vec<Unavailable>,
+}
+
+/// A reading a node's source cannot give, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unavailable {
+    /// The reading in the console's words ("tensor active").
+    pub reading: String,
+    /// Why, with where it would come from.
+    pub why: String,
 }
 
 /// A node's connection as the console sees it. A node that drops is state, never an error.

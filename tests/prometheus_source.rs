@@ -245,6 +245,17 @@ fn status_through_a_real_prometheus_matches_the_agents_frames() {
                 .is_some_and(|a| a.contains("Prometheus http://")),
             "{n}"
         );
+        // The simulator reads no memory clock, DRAM activity or PCIe rates: exactly those are
+        // n/a (the document says why), not the families its agent serves under other names.
+        let unavailable: Vec<&str> = n["unavailable"]
+            .as_array()
+            .map(|u| u.iter().filter_map(|x| x["reading"].as_str()).collect())
+            .unwrap_or_default();
+        assert_eq!(
+            unavailable,
+            ["memory clock", "DRAM active", "PCIe tx", "PCIe rx"],
+            "{n}"
+        );
         let at_ms = n["frame_at_ms"].as_u64().expect("frame time");
         let frames = frames.lock().expect("frames").clone();
         for gpu in n["gpus"].as_array().expect("gpus") {

@@ -557,3 +557,97 @@ fn a_drill_asks_in_the_status_bar_and_c_confirms_it() {
 fn state_event(ev: burnin::telemetry::SourceEvent) -> Event {
     Event::Source(ev)
 }
+
+#[test]
+fn a_prometheus_node_says_why_its_blanks_are_blank() {
+    use burnin::inventory::{DEFAULT_HOST_LABELS, Mode, NodeSpec, PrometheusSpec};
+    use burnin::telemetry::prom_source::PromNodes;
+    use burnin::telemetry::promql::{Labels, Series};
+    use burnin::telemetry::sim::SIM_EPOCH_MS;
+    // A site whose dcgm-exporter runs its default counters: power, temperature, SM clock,
+    // utilization, Xid; no profiling fields, no clock-event reasons.
+    let spec = PrometheusSpec {
+        url: "http://prometheus.site:9090".into(),
+        selector: String::new(),
+        host_labels: DEFAULT_HOST_LABELS.map(String::from).to_vec(),
+        bearer_token_file: None,
+        basic_auth: None,
+        ca_file: None,
+        timeout: std::time::Duration::from_secs(5),
+    };
+    let node = NodeSpec {
+        name: "gpu01".into(),
+        target: "gpu01".into(),
+        user: None,
+        port: None,
+        identity: None,
+        ssh_options: Vec::new(),
+        gpus: 2,
+        mode: Mode::Prometheus,
+        agent_args: Vec::new(),
+        agent_path: String::new(),
+        nic_rate_gbps: None,
+    };
+    let mut watched = PromNodes::new(vec![node], &spec, std::time::Duration::from_secs(5));
+    let series = |labels: &[(&str, &str)], v: f64| Series {
+        labels: Labels(
+            labels
+                .iter()
+                .map(|(k, v)| ((*k).into(), (*v).into()))
+                .collect(),
+        ),
+        points: vec![(SIM_EPOCH_MS, v)],
+    };
+    let mut values = Vec::new();
+    for gpu in ["0", "1"] {
+        for (name, v) in [
+            ("DCGM_FI_DEV_POWER_USAGE", 1010.0),
+            ("DCGM_FI_DEV_GPU_TEMP", 64.0),
+            ("DCGM_FI_DEV_SM_CLOCK", 1965.0),
+            ("DCGM_FI_DEV_GPU_UTIL", 99.0),
+            ("DCGM_FI_DEV_XID_ERRORS", 0.0),
+        ] {
+            values.push(series(
+                &[("__name__", name), ("Hostname", "gpu01"), ("gpu", gpu)],
+                v,
+            ));
+        }
+    }
+    let ids: Vec<Series> = ["0", "1"]
+        .iter()
+        .map(|g| {
+            series(
+                &[
+                    ("Hostname", "gpu01"),
+                    ("gpu", g),
+                    ("UUID", &format!("GPU-0000000{g}")),
+                    ("modelName", "NVIDIA B300"),
+                ],
+                1.0,
+            )
+        })
+        .collect();
+    let mut state =
+        burnin::app::state::State::new(vec![], vec![], "watch: burnin.toml (1 node)", (110, 36));
+    // The console's store keeps one slot per inventory interval (5 s here).
+    state.store = burnin::cluster::ClusterStore::with_period(5_000);
+    for k in 0..3u64 {
+        let at = SIM_EPOCH_MS + k * 5_000;
+        let times = vec![series(&[("Hostname", "gpu01")], at as f64 / 1000.0)];
+        let events = watched.step(&values, &times, (k == 0).then_some(&ids[..]), at + 1_000);
+        for e in events {
+            state.update(Event::Source(e));
+        }
+        state.update(Event::Source(burnin::telemetry::SourceEvent::Clock {
+            at_ms: at + 1_000,
+        }));
+    }
+    state.ui.overlay = Overlay::GpuDetails;
+    let text = screen(&state).backend().to_string();
+    assert!(
+        text.contains("n/a tensor active: opt-in profiling field"),
+        "{text}"
+    );
+    assert!(text.contains("n/a clock-event reasons"), "{text}");
+    assert_snapshot!(text);
+}

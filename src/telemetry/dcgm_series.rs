@@ -28,11 +28,9 @@ impl Absent {
     pub fn reason(self) -> &'static str {
         match self {
             Absent::Default => "in dcgm-exporter's defaults: is the exporter scraped?",
-            Absent::OptIn => "opt-in: add it to dcgm-exporter's counters CSV",
-            Absent::Profiling => {
-                "opt-in profiling (DCP) field: add it to the counters CSV; needs profiling rights"
-            }
-            Absent::BurninOnly => "served only by burnin's agent (--listen)",
+            Absent::OptIn => "opt-in in dcgm-exporter (its counters CSV)",
+            Absent::Profiling => "opt-in profiling field (counters CSV, profiling rights)",
+            Absent::BurninOnly => "only burnin's agent serves it (--listen)",
         }
     }
 }
@@ -49,6 +47,8 @@ pub struct Family {
     apply: Apply,
     /// Why a site may not have it.
     pub absent: Absent,
+    /// The reading in the console's words; families that give the same reading share it.
+    pub reading: &'static str,
 }
 
 const MIB: f64 = 1024.0 * 1024.0;
@@ -75,56 +75,67 @@ pub const FAMILIES: &[Family] = &[
         names: &["DCGM_FI_DEV_POWER_USAGE"],
         apply: |r, v| r.sample.power_avg_watts = nonneg(v).map(|v| v as f32),
         absent: Absent::Default,
+        reading: "power",
     },
     Family {
         names: &["DCGM_FI_DEV_POWER_USAGE_INSTANT"],
         apply: |r, v| r.sample.power_instant_watts = nonneg(v).map(|v| v as f32),
         absent: Absent::OptIn,
+        reading: "instant power",
     },
     Family {
         names: &["DCGM_FI_DEV_POWER_MGMT_LIMIT"],
         apply: |r, v| r.sample.power_limit_watts = nonneg(v).map(|v| v as f32),
         absent: Absent::OptIn,
+        reading: "power limit",
     },
     Family {
         names: &["DCGM_FI_DEV_GPU_TEMP"],
         apply: |r, v| r.sample.temperature_c = v.is_finite().then_some(v as f32),
         absent: Absent::Default,
+        reading: "temperature",
     },
     Family {
         names: &["DCGM_FI_DEV_SM_CLOCK"],
         apply: |r, v| r.sample.sm_clock_mhz = whole32(v),
         absent: Absent::Default,
+        reading: "SM clock",
     },
     Family {
         names: &["DCGM_FI_DEV_MEM_CLOCK"],
         apply: |r, v| r.sample.mem_clock_mhz = whole32(v),
         absent: Absent::Default,
+        reading: "memory clock",
     },
     Family {
         names: &["DCGM_FI_DEV_GPU_UTIL"],
         apply: |r, v| r.sample.utilization_pct = nonneg(v).map(|v| v.min(100.0) as f32),
         absent: Absent::Default,
+        reading: "utilization",
     },
     Family {
         names: &["DCGM_FI_DEV_GPU_UTIL_RATIO"],
         apply: |r, v| r.sample.utilization_pct = ratio_pct(v),
         absent: Absent::Default,
+        reading: "utilization",
     },
     Family {
         names: &["DCGM_FI_DEV_FB_USED"],
         apply: |r, v| r.sample.memory_used_bytes = nonneg(v).map(|v| (v * MIB) as u64),
         absent: Absent::Default,
+        reading: "memory used",
     },
     Family {
         names: &["DCGM_FI_DEV_FB_FREE"],
         apply: |r, v| r.fb_free_mib = nonneg(v),
         absent: Absent::Default,
+        reading: "memory total",
     },
     Family {
         names: &["DCGM_FI_DEV_FB_TOTAL"],
         apply: |r, v| r.sample.memory_total_bytes = nonneg(v).map(|v| (v * MIB) as u64),
         absent: Absent::OptIn,
+        reading: "memory total",
     },
     Family {
         names: &[
@@ -133,61 +144,73 @@ pub const FAMILIES: &[Family] = &[
         ],
         apply: |r, v| r.sample.clock_event_reasons = whole(v),
         absent: Absent::OptIn,
+        reading: "clock-event reasons",
     },
     Family {
         names: &["DCGM_FI_DEV_ECC_SBE_VOL_TOTAL"],
         apply: |r, v| r.sample.ecc_corrected_volatile = whole(v),
         absent: Absent::OptIn,
+        reading: "ECC corrected",
     },
     Family {
         names: &["DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"],
         apply: |r, v| r.sample.ecc_uncorrected_volatile = whole(v),
         absent: Absent::OptIn,
+        reading: "ECC uncorrected",
     },
     Family {
         names: &["DCGM_FI_DEV_PCIE_REPLAY_COUNTER"],
         apply: |r, v| r.sample.pcie_replay_count = whole(v),
         absent: Absent::Default,
+        reading: "PCIe replays",
     },
     Family {
         names: &["DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL"],
         apply: |r, v| r.sample.nvlink_crc_errors = whole(v),
         absent: Absent::OptIn,
+        reading: "NVLink CRC errors",
     },
     Family {
         names: &["DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL"],
         apply: |r, v| r.sample.nvlink_replay_errors = whole(v),
         absent: Absent::OptIn,
+        reading: "NVLink replays",
     },
     Family {
         names: &["DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL"],
         apply: |r, v| r.sample.nvlink_recovery_errors = whole(v),
         absent: Absent::OptIn,
+        reading: "NVLink recoveries",
     },
     Family {
         names: &["DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS"],
         apply: |r, v| r.sample.remapped_rows_correctable = whole32(v),
         absent: Absent::Default,
+        reading: "remapped rows",
     },
     Family {
         names: &["DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"],
         apply: |r, v| r.sample.remapped_rows_uncorrectable = whole32(v),
         absent: Absent::Default,
+        reading: "remapped rows",
     },
     Family {
         names: &["DCGM_FI_DEV_ROW_REMAP_FAILURE"],
         apply: |r, v| r.sample.remapped_rows_failure = whole(v).map(|x| x != 0),
         absent: Absent::Default,
+        reading: "row remap failure",
     },
     Family {
         names: &["DCGM_FI_DEV_ROW_REMAP_PENDING"],
         apply: |r, v| r.sample.remapped_rows_pending = whole(v).map(|x| x != 0),
         absent: Absent::OptIn,
+        reading: "row remap pending",
     },
     Family {
         names: &["DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_SM_UTIL_RATIO"],
         apply: |r, v| r.sample.sm_active_pct = ratio_pct(v),
         absent: Absent::Profiling,
+        reading: "SM active",
     },
     Family {
         names: &[
@@ -196,43 +219,54 @@ pub const FAMILIES: &[Family] = &[
         ],
         apply: |r, v| r.sample.tensor_active_pct = ratio_pct(v),
         absent: Absent::Profiling,
+        reading: "tensor active",
     },
     Family {
         names: &["DCGM_FI_PROF_DRAM_ACTIVE", "DCGM_FI_PROF_DRAM_UTIL_RATIO"],
         apply: |r, v| r.sample.dram_active_pct = ratio_pct(v),
         absent: Absent::Profiling,
+        reading: "DRAM active",
     },
     Family {
         names: &["DCGM_FI_PROF_PCIE_TX_BYTES"],
         apply: |r, v| r.sample.pcie_tx_bytes_per_sec = nonneg(v),
         absent: Absent::Profiling,
+        reading: "PCIe tx",
     },
     Family {
         names: &["DCGM_FI_PROF_PCIE_RX_BYTES"],
         apply: |r, v| r.sample.pcie_rx_bytes_per_sec = nonneg(v),
         absent: Absent::Profiling,
+        reading: "PCIe rx",
     },
     Family {
         names: &["DCGM_FI_PROF_NVLINK_TX_BYTES"],
         apply: |r, v| r.sample.nvlink_tx_bytes_per_sec = nonneg(v),
         absent: Absent::Profiling,
+        reading: "NVLink tx",
     },
     Family {
         names: &["DCGM_FI_PROF_NVLINK_RX_BYTES"],
         apply: |r, v| r.sample.nvlink_rx_bytes_per_sec = nonneg(v),
         absent: Absent::Profiling,
+        reading: "NVLink rx",
     },
     Family {
         names: &["DCGM_FI_DEV_XID_ERRORS"],
         apply: |r, v| r.xid_last = whole32(v),
         absent: Absent::Default,
+        reading: "Xid",
     },
     Family {
         names: &["burnin_gpu_nvlink_links_active"],
         apply: |r, v| r.sample.nvlink_links_active = whole32(v),
         absent: Absent::BurninOnly,
+        reading: "NVLink links up",
     },
 ];
+
+// Each node keeps the families it saw as bits of a u64.
+const _: () = assert!(FAMILIES.len() <= 64);
 
 /// Every name the families go by, for a query's `__name__=~"…"`.
 pub fn all_names() -> impl Iterator<Item = &'static str> {
@@ -272,6 +306,41 @@ impl GpuReading {
 pub struct NodeSeries {
     /// Readings by GPU index.
     pub gpus: BTreeMap<u32, GpuReading>,
+    /// Families seen for this node, one bit per index into [`FAMILIES`].
+    seen: u64,
+}
+
+impl NodeSeries {
+    /// Readings no series of this node gave, with why (burnin-only ones left out: a site
+    /// watching dcgm-exporter does not miss them).
+    pub fn unavailable(&self) -> Vec<crate::model::Unavailable> {
+        let mut out: Vec<crate::model::Unavailable> = Vec::new();
+        for (i, f) in FAMILIES.iter().enumerate() {
+            if f.absent == Absent::BurninOnly || out.iter().any(|u| u.reading == f.reading) {
+                continue;
+            }
+            let given = FAMILIES
+                .iter()
+                .enumerate()
+                .any(|(j, g)| g.reading == f.reading && self.seen & (1 << j) != 0);
+            if !given {
+                let names: Vec<&str> = FAMILIES[i..]
+                    .iter()
+                    .filter(|g| g.reading == f.reading)
+                    .flat_map(|g| g.names.iter().copied())
+                    .collect();
+                out.push(crate::model::Unavailable {
+                    reading: f.reading.to_string(),
+                    why: format!(
+                        "{}; not in Prometheus as {}",
+                        f.absent.reason(),
+                        names.join(" or ")
+                    ),
+                });
+            }
+        }
+        out
+    }
 }
 
 /// What a set of series held, grouped by node name and GPU.
@@ -322,6 +391,7 @@ impl Gathered {
             Some(n) => n,
             None => self.nodes.entry(host.to_string()).or_default(),
         };
+        node.seen |= 1 << family;
         let reading = node.gpus.entry(index).or_insert_with(|| GpuReading {
             sample: GpuSample {
                 index,
@@ -379,6 +449,33 @@ mod tests {
             env!("CARGO_MANIFEST_DIR")
         );
         std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    #[test]
+    fn a_node_says_which_readings_it_lacks_and_why() {
+        let mut g = Gathered::new();
+        g.add("DCGM_FI_DEV_GPU_TEMP", "n", "0", false, 40.0);
+        g.add("DCGM_FI_DEV_GPU_UTIL_RATIO", "n", "0", false, 0.5);
+        g.add("DCGM_FI_DEV_FB_FREE", "n", "0", false, 10.0);
+        let u = g.nodes["n"].unavailable();
+        let find = |r: &str| u.iter().find(|x| x.reading == r);
+        assert!(find("temperature").is_none());
+        assert!(find("utilization").is_none(), "the 4.6 name gives it");
+        assert!(
+            find("memory total").is_none(),
+            "FB_FREE gives it with FB_USED"
+        );
+        let tensor = find("tensor active").expect("tensor");
+        assert_eq!(
+            tensor.why,
+            "opt-in profiling field (counters CSV, profiling rights); not in Prometheus as \
+             DCGM_FI_PROF_PIPE_TENSOR_ACTIVE or DCGM_FI_PROF_TENSOR_UTIL_RATIO"
+        );
+        assert!(
+            find("NVLink links up").is_none(),
+            "burnin-only readings are not missed"
+        );
+        assert_eq!(u.iter().filter(|x| x.reading == "remapped rows").count(), 1);
     }
 
     #[test]

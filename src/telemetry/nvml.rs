@@ -160,6 +160,7 @@ impl NvmlSampler {
             gpus,
             topology: read_topology(),
             system: Some(Box::new(crate::telemetry::system::read_system())),
+            unavailable: Vec::new(),
         };
         let n = devices.len();
         let shared = Arc::new(Mutex::new(Shared {

@@ -22,7 +22,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use crate::inventory::{NodeSpec, PrometheusSpec};
-use crate::model::{GpuInfo, NodeFrame, NodeHello, NodeLink, UnixMillis, XidEvent};
+use crate::model::{GpuInfo, NodeFrame, NodeHello, NodeLink, Unavailable, UnixMillis, XidEvent};
 use crate::telemetry::SourceEvent;
 use crate::telemetry::dcgm_series::{self, Gathered};
 use crate::telemetry::promql::{PromClient, Series};
@@ -114,11 +114,14 @@ impl HostIndex {
     }
 }
 
+/// What a hello said: the GPUs (index, UUID, model) and the readings missing.
+type HelloSaid = (Vec<(u32, String, String)>, Vec<Unavailable>);
+
 /// What was last said about a node, so only changes are sent.
 #[derive(Debug, Clone, Default)]
 struct NodeState {
-    /// The GPUs the last hello listed (index, UUID, model).
-    hello: Option<Vec<(u32, String, String)>>,
+    /// What the last hello said.
+    hello: Option<HelloSaid>,
     /// Sample time of the last frame sent.
     last_at: UnixMillis,
     /// The unreachable reason last sent; `None` while frames flow.
@@ -310,6 +313,7 @@ impl PromNodes {
             if let Some(at) = at {
                 ages.push(now_ms.saturating_sub(at));
             }
+            let unavailable = series.unavailable();
             let mut samples = Vec::with_capacity(series.gpus.len());
             let mut xids = Vec::new();
             for reading in series.gpus.into_values() {
@@ -325,7 +329,8 @@ impl PromNodes {
                 })
                 .collect();
             let st = &mut self.state[i];
-            if st.hello.as_ref() != Some(&listed) {
+            let said = (listed, unavailable);
+            if st.hello.as_ref() != Some(&said) {
                 if identity.is_none()
                     && samples
                         .iter()
@@ -342,7 +347,7 @@ impl PromNodes {
                     cuda: None,
                     gpus: samples
                         .iter()
-                        .zip(&listed)
+                        .zip(&said.0)
                         .map(|(g, (index, uuid, model))| GpuInfo {
                             index: *index,
                             name: model.clone(),
@@ -355,8 +360,9 @@ impl PromNodes {
                         .collect(),
                     topology: None,
                     system: None,
+                    unavailable: said.1.clone(),
                 }));
-                st.hello = Some(listed);
+                st.hello = Some(said);
             }
             // Nothing scraped since the last frame (or no time for it in this answer): no
             // frame, so the store can tell a node whose samples stopped.
@@ -382,7 +388,11 @@ impl PromNodes {
         }
         let absent = gathered.absent();
         if self.absent_said.as_ref() != Some(&absent) && !ages.is_empty() {
-            for (why, names) in &absent {
+            // burnin's own series are no loss to a site that runs dcgm-exporter.
+            for (why, names) in absent
+                .iter()
+                .filter(|(w, _)| **w != dcgm_series::Absent::BurninOnly)
+            {
                 out.push(SourceEvent::Notice {
                     text: format!(
                         "Prometheus {}: no node has {} (shown n/a): {}",
@@ -629,6 +639,14 @@ mod tests {
         assert_eq!(hello.gpus[0].uuid, "GPU-a");
         assert_eq!(hello.gpus[0].name, "NVIDIA B300");
         assert_eq!(hello.driver.as_deref(), Some("580.82"));
+        assert!(
+            hello
+                .unavailable
+                .iter()
+                .any(|u| u.reading == "temperature" && u.why.contains("DCGM_FI_DEV_GPU_TEMP")),
+            "gpu01 has power and Xid only: {:?}",
+            hello.unavailable
+        );
         let frame = |ev: &[SourceEvent], n: &str| {
             ev.iter().find_map(|e| match e {
                 SourceEvent::Frame(f) if f.node == n => Some(f.clone()),

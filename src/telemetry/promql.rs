@@ -378,7 +378,9 @@ mod tests {
     /// One HTTP exchange on loopback: the request's head as received, and the answer sent.
     async fn serve_once(answer: &'static str) -> (String, tokio::task::JoinHandle<String>) {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
         let addr = listener.local_addr().expect("addr");
         let task = tokio::spawn(async move {
             let (mut s, _) = listener.accept().await.expect("accept");
@@ -419,14 +421,21 @@ mod tests {
             timeout: Duration::from_secs(5),
         };
         let client = PromClient::new(&spec).expect("client");
-        assert!(client.instant("up{job=\"a b\"}").await.expect("answer").is_empty());
+        assert!(
+            client
+                .instant("up{job=\"a b\"}")
+                .await
+                .expect("answer")
+                .is_empty()
+        );
         let head = server.await.expect("server");
         assert!(
             head.starts_with("GET /prefix/api/v1/query?query=up%7Bjob%3D%22a+b%22%7D HTTP/1.1"),
             "{head}"
         );
         assert!(
-            head.to_ascii_lowercase().contains("authorization: bearer s3cr3t-token\r\n"),
+            head.to_ascii_lowercase()
+                .contains("authorization: bearer s3cr3t-token\r\n"),
             "the token, trimmed: {head}"
         );
         let _ = std::fs::remove_dir_all(&dir);

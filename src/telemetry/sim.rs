@@ -457,6 +457,7 @@ impl SimCluster {
                         fabric_manager: Some("580.95.05".into()),
                         nccl: vec!["2.27.3 (simulated)".into()],
                     })),
+                    unavailable: Vec::new(),
                 }
             }
         }

@@ -270,6 +270,7 @@ impl SmiDecoder {
                 gpus: rows.iter().map(|(_, i)| i.clone()).collect(),
                 topology: None,
                 system: None,
+                unavailable: Vec::new(),
             }));
         }
         out.push(WireMessage::Frame(NodeFrame {

@@ -187,8 +187,13 @@ fn gpu_details(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
         ])
     };
     let fmt = |v: Option<f64>, unit: &str| v.map_or("n/a".into(), |v| format!("{v:.0} {unit}"));
+    // One column a sample period: at a 5 s interval the line spans five times as long.
+    let spanned_s = spark_w as u64 * ctx.store.period_ms.max(1) / 1000;
     lines.push(Line::styled(
-        format!(" last {spark_w} s (blank = no sample)"),
+        format!(
+            " last {} (blank = no sample)",
+            crate::model::human_secs(spanned_s)
+        ),
         t.muted,
     ));
     lines.push(hist(
@@ -231,6 +236,44 @@ fn gpu_details(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
             .latest()
             .map_or("n/a".into(), crate::model::format_rate),
     ));
+    // Why a blank is blank, for the readings this box and the GPU table show: a source that
+    // cannot give one (a Prometheus without the series) says so, rather than the screen
+    // leaving the engineer to guess at a dead GPU.
+    if let Some(hello) = &node.hello {
+        const SHOWN: [&str; 8] = [
+            "power",
+            "utilization",
+            "temperature",
+            "SM clock",
+            "SM active",
+            "tensor active",
+            "NVLink tx",
+            "clock-event reasons",
+        ];
+        let (shown, others): (Vec<_>, Vec<_>) = hello
+            .unavailable
+            .iter()
+            .partition(|u| SHOWN.contains(&u.reading.as_str()));
+        for u in &shown {
+            lines.push(Line::styled(
+                fit(
+                    &format!(" n/a {}: {}", u.reading, u.why),
+                    width as usize - 2,
+                ),
+                t.muted,
+            ));
+        }
+        if !others.is_empty() {
+            let names: Vec<&str> = others.iter().map(|u| u.reading.as_str()).collect();
+            lines.push(Line::styled(
+                fit(
+                    &format!(" also n/a from this source: {}", names.join(", ")),
+                    width as usize - 2,
+                ),
+                t.muted,
+            ));
+        }
+    }
     // Links with errors since the driver loaded, worst first: the cable or tray to look at.
     if let Some((_, links)) = gpu.link_errors.back()
         && !links.is_empty()
