@@ -332,7 +332,8 @@ pub async fn snapshot_nodes(
     let wait = wait.unwrap_or(inventory.connect_timeout + inventory.interval * 3);
     let expected: std::collections::HashSet<&str> =
         inventory.nodes.iter().map(|n| n.name.as_str()).collect();
-    let source = Box::new(fleet(inventory.clone(), ssh_config)?);
+    // A snapshot takes each node's first frame as its answer: history would answer first.
+    let source = Box::new(fleet(inventory.clone(), ssh_config)?.without_history());
     let (tx, mut rx) = tokio::sync::mpsc::channel(4096);
     let (_cmd_tx, cmd_rx) = tokio::sync::mpsc::unbounded_channel();
     let task = tokio::spawn(source.run(tx, cmd_rx));

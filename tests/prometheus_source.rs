@@ -300,6 +300,65 @@ fn status_through_a_real_prometheus_matches_the_agents_frames() {
             );
         }
     }
+    // The back-fill's range query, on the real server: history for every node, in time order,
+    // after the node's hello and before its live frame.
+    let inventory =
+        burnin::inventory::Inventory::load(&dir.0.join("burnin.toml")).expect("inventory");
+    let spec = inventory.prometheus.clone().expect("[prometheus]");
+    let queries = burnin::telemetry::prom_source::Queries::new(&spec);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let client = burnin::telemetry::promql::PromClient::new(&spec).expect("client");
+    // Prometheus has scraped for a few seconds only: ask until it has several steps.
+    let (history, values, times) =
+        wait_for("history of several steps", Duration::from_secs(30), || {
+            let now = burnin::model::now_ms();
+            let (history, values, times) = rt.block_on(async {
+                (
+                    client
+                        .range(
+                            &queries.history,
+                            now - 8_000,
+                            now - 1_000,
+                            Duration::from_secs(1),
+                        )
+                        .await,
+                    client.instant(&queries.values).await,
+                    client.instant(&queries.times).await,
+                )
+            });
+            let history = history.expect("range query");
+            (!history.is_empty() && history.iter().all(|s| s.points.len() >= 4))
+                .then(|| (history, values, times))
+        });
+    let mut watched = burnin::telemetry::prom_source::PromNodes::new(
+        inventory.nodes.clone(),
+        &spec,
+        inventory.interval,
+    );
+    watched.take_history(&history);
+    let events = watched.step(
+        &values.expect("values"),
+        &times.expect("times"),
+        None,
+        burnin::model::now_ms(),
+    );
+    for name in ["sim01", "sim02"] {
+        let frames: Vec<u64> = events
+            .iter()
+            .filter_map(|e| match e {
+                burnin::telemetry::SourceEvent::Frame(f) if f.node == name => Some(f.at_ms),
+                _ => None,
+            })
+            .collect();
+        assert!(
+            frames.len() >= 5,
+            "{name}: history then the live frame: {frames:?}"
+        );
+        assert!(frames.windows(2).all(|w| w[0] < w[1]), "{name}: {frames:?}");
+    }
     // The simulator dropped sim01's GPU 1 with Xid 79: Prometheus's gauge becomes a finding.
     let findings = doc["findings"].as_array().expect("findings");
     assert!(

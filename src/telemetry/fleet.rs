@@ -57,6 +57,8 @@ pub struct FleetSource {
     ssh: SshSettings,
     self_exe: PathBuf,
     phases: Option<crate::phases::driver::PhaseDriver>,
+    /// Whether Prometheus nodes start with the history the server already has.
+    history: bool,
 }
 
 impl FleetSource {
@@ -67,7 +69,15 @@ impl FleetSource {
             ssh,
             self_exe,
             phases: None,
+            history: true,
         }
+    }
+
+    /// Start Prometheus nodes at their newest samples, without back-filled history (a one-time
+    /// snapshot, which takes a node's first frame as its answer).
+    pub fn without_history(mut self) -> Self {
+        self.history = false;
+        self
     }
 
     /// Also run phases when the console asks (`s`, `r`, `a`).
@@ -161,6 +171,7 @@ impl Source for FleetSource {
                 ssh,
                 self_exe,
                 mut phases,
+                history,
             } = *self;
             let inventory = Arc::new(inventory);
             let gate = Arc::new(Semaphore::new(inventory.max_connecting));
@@ -211,6 +222,7 @@ impl Source for FleetSource {
                     from_prometheus,
                     spec.clone(),
                     inventory.interval,
+                    history,
                     node_events.clone(),
                 ));
             }

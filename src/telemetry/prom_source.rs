@@ -27,6 +27,21 @@ use crate::telemetry::SourceEvent;
 use crate::telemetry::dcgm_series::{self, Gathered};
 use crate::telemetry::promql::{PromClient, Series};
 
+/// The families the first poll back-fills from a range query: the histories the panes draw.
+pub const HISTORY_FAMILIES: &[&str] = &[
+    "DCGM_FI_DEV_POWER_USAGE",
+    "DCGM_FI_DEV_GPU_UTIL",
+    "DCGM_FI_DEV_GPU_UTIL_RATIO",
+    "DCGM_FI_DEV_GPU_TEMP",
+    "DCGM_FI_DEV_SM_CLOCK",
+    "DCGM_FI_PROF_SM_ACTIVE",
+    "DCGM_FI_PROF_SM_UTIL_RATIO",
+    "DCGM_FI_PROF_NVLINK_TX_BYTES",
+    "DCGM_FI_PROF_NVLINK_RX_BYTES",
+];
+/// Most points the back-fill asks for (series × steps): a few tens of MB of answer at most.
+const HISTORY_POINTS: usize = 2_000_000;
+
 /// Polls between two identity queries (UUIDs and models rarely change; a new GPU asks at once).
 pub const IDENTITY_EVERY: u64 = 12;
 /// Longest wait between polls while the server fails.
@@ -41,6 +56,8 @@ pub struct Queries {
     pub times: String,
     /// UUIDs, models and driver per GPU.
     pub identity: String,
+    /// The back-fill's range query (the history families only).
+    pub history: String,
 }
 
 impl Queries {
@@ -66,7 +83,13 @@ impl Queries {
             .iter()
             .map(|n| format!("timestamp({n}{plain})"))
             .collect();
+        let mut history_matchers = format!("__name__=~\"{}\"", HISTORY_FAMILIES.join("|"));
+        if !spec.selector.is_empty() {
+            history_matchers.push_str(", ");
+            history_matchers.push_str(&spec.selector);
+        }
         Self {
+            history: format!("max by (__name__, gpu, GPU_I_ID, {hosts}) ({{{history_matchers}}})"),
             values: format!("max by (__name__, gpu, GPU_I_ID, {hosts}) ({selector})"),
             times: format!("max by ({hosts}) ({})", per_family.join(" or ")),
             identity: format!(
@@ -155,6 +178,8 @@ pub struct PromNodes {
     polls: u64,
     /// A GPU appeared that the identities do not know: ask at the next poll.
     identity_due: bool,
+    /// Back-filled frames per node, sent after its first hello.
+    history: HashMap<usize, Vec<NodeFrame>>,
 }
 
 fn host_of<'a>(s: &'a Series, labels: &[String]) -> &'a str {
@@ -182,6 +207,7 @@ impl PromNodes {
             late_said: false,
             polls: 0,
             identity_due: true,
+            history: HashMap::new(),
         }
     }
 
@@ -189,6 +215,58 @@ impl PromNodes {
     /// [`IDENTITY_EVERY`], or when a GPU without one appeared).
     pub fn wants_identity(&self) -> bool {
         self.identity_due || self.polls.is_multiple_of(IDENTITY_EVERY)
+    }
+
+    /// How far back the first poll back-fills, in periods: as many as the store keeps, fewer
+    /// when the cluster is so big that the answer would pass [`HISTORY_POINTS`].
+    pub fn history_steps(&self) -> usize {
+        let series = self
+            .nodes
+            .iter()
+            .map(|n| n.gpus.max(1) as usize)
+            .sum::<usize>()
+            * 6;
+        (HISTORY_POINTS / series.max(1)).clamp(2, crate::cluster::HISTORY_SLOTS)
+    }
+
+    /// Take a back-fill answer (a range query of [`HISTORY_FAMILIES`]): frames per node in time
+    /// order, sent by the next [`PromNodes::step`] after the node's hello and before its first
+    /// live frame, so the panes show the minutes before the console started.
+    pub fn take_history(&mut self, series: &[Series]) {
+        let mut by_node: BTreeMap<usize, BTreeMap<UnixMillis, Gathered>> = BTreeMap::new();
+        for s in series {
+            let host = host_of(s, &self.host_labels);
+            let Some(node) = self.index.find(host) else {
+                continue;
+            };
+            for &(at, value) in &s.points {
+                by_node.entry(node).or_default().entry(at).or_default().add(
+                    s.label("__name__"),
+                    host,
+                    s.label("gpu"),
+                    !s.label("GPU_I_ID").is_empty(),
+                    value,
+                );
+            }
+        }
+        for (node, steps) in by_node {
+            let frames = steps
+                .into_iter()
+                .map(|(at, g)| NodeFrame {
+                    node: self.nodes[node].name.clone(),
+                    at_ms: at,
+                    gpus: g
+                        .nodes
+                        .into_values()
+                        .flat_map(|n| n.gpus.into_values())
+                        .map(|r| r.finish().0)
+                        .collect(),
+                    nics: Vec::new(),
+                    netdevs: Vec::new(),
+                })
+                .collect();
+            self.history.insert(node, frames);
+        }
     }
 
     /// Every node unreachable for `reason` (the server failed); only changes are returned.
@@ -364,6 +442,12 @@ impl PromNodes {
                 }));
                 st.hello = Some(said);
             }
+            for past in self.history.remove(&i).unwrap_or_default() {
+                if past.at_ms > st.last_at {
+                    st.last_at = past.at_ms;
+                    out.push(SourceEvent::Frame(past));
+                }
+            }
             // Nothing scraped since the last frame (or no time for it in this answer): no
             // frame, so the store can tell a node whose samples stopped.
             let Some(at) = at.filter(|&at| at > st.last_at) else {
@@ -453,30 +537,71 @@ impl PromNodes {
     }
 }
 
-/// Watch `nodes` through `spec`'s server every `period` until the console stops listening.
+/// Watch `nodes` through `spec`'s server every `period` until the console stops listening;
+/// with `history`, the first poll also back-fills what the server has from before.
 pub async fn watch(
     nodes: Vec<NodeSpec>,
     spec: PrometheusSpec,
     period: Duration,
+    history: bool,
     events: mpsc::Sender<SourceEvent>,
 ) {
     let queries = Queries::new(&spec);
     let mut watched = PromNodes::new(nodes, &spec, period);
     let mut failures: u32 = 0;
+    let mut backfilled = !history;
     let mut client: Option<PromClient> = None;
     loop {
         let started = tokio::time::Instant::now();
-        let outcome = match &client {
-            Some(c) => poll(c, &queries, &mut watched).await,
-            None => match PromClient::new(&spec) {
-                Ok(c) => {
-                    let r = poll(&c, &queries, &mut watched).await;
-                    client = Some(c);
-                    r
+        if client.is_none() {
+            match PromClient::new(&spec) {
+                Ok(c) => client = Some(c),
+                Err(e) => {
+                    failures += 1;
+                    for ev in watched.failed(&e) {
+                        if events.send(ev).await.is_err() {
+                            return;
+                        }
+                    }
+                    tokio::time::sleep_until(started + MAX_RETRY.max(period)).await;
+                    continue;
                 }
-                Err(e) => Err(e),
-            },
-        };
+            }
+        }
+        let Some(c) = &client else { continue };
+        let mut history_error = None;
+        if !backfilled {
+            // Once, before the first frames: what the server already has, so sparklines and
+            // triage windows are full from the start. A failure costs only the history.
+            let now = crate::model::now_ms();
+            let steps = watched.history_steps() as u64;
+            let step_ms = period.as_millis().max(1) as u64;
+            match c
+                .range(
+                    &queries.history,
+                    now.saturating_sub(steps * step_ms),
+                    now.saturating_sub(step_ms),
+                    period,
+                )
+                .await
+            {
+                Ok(series) => {
+                    backfilled = true;
+                    watched.take_history(&series);
+                }
+                Err(e) => history_error = Some(e),
+            }
+        }
+        let outcome = poll(c, &queries, &mut watched).await;
+        // A server that answers the poll but not the range query: say so once and go on
+        // without history (one that answers neither is asked again next time).
+        if let (Ok(_), Some(e)) = (&outcome, history_error) {
+            backfilled = true;
+            let text = format!("no history from before the console started: {e}");
+            if events.send(SourceEvent::Notice { text }).await.is_err() {
+                return;
+            }
+        }
         let batch = match outcome {
             Ok(batch) => {
                 failures = 0;
@@ -683,6 +808,62 @@ mod tests {
         let f1 = frame(&ev, "gpu01").expect("advanced");
         assert!(f1.gpus[1].xid_events.is_empty());
         assert_eq!(ev.len(), 1, "gpu02 has no newer time: {ev:?}");
+    }
+
+    #[test]
+    fn history_comes_after_the_hello_in_time_order_and_before_the_live_frame() {
+        let mut w = PromNodes::new(vec![node("a"), node("b")], &spec(), Duration::from_secs(5));
+        assert_eq!(w.history_steps(), crate::cluster::HISTORY_SLOTS);
+        let power = |host: &str, points: Vec<(UnixMillis, f64)>| Series {
+            labels: crate::telemetry::promql::Labels(vec![
+                ("__name__".into(), "DCGM_FI_DEV_POWER_USAGE".into()),
+                ("Hostname".into(), host.into()),
+                ("gpu".into(), "0".into()),
+            ]),
+            points,
+        };
+        w.take_history(&[
+            power("a", vec![(990_000, 100.0), (995_000, 200.0)]),
+            // b's back-fill reaches past its live sample: that older live frame is not sent.
+            power("b", vec![(1_001_000, 300.0)]),
+        ]);
+        let values = vec![
+            value("DCGM_FI_DEV_POWER_USAGE", "a", "0", 400.0),
+            value("DCGM_FI_DEV_POWER_USAGE", "b", "0", 500.0),
+        ];
+        let times = vec![time("a", 1000.0), time("b", 1000.0)];
+        let ev = w.step(&values, &times, None, 1_002_000);
+        let order: Vec<(String, UnixMillis, Option<f32>)> = ev
+            .iter()
+            .filter_map(|e| match e {
+                SourceEvent::Hello(h) => Some((format!("hello {}", h.node), 0, None)),
+                SourceEvent::Frame(f) => Some((f.node.clone(), f.at_ms, f.gpus[0].power_avg_watts)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            order,
+            [
+                ("hello a".to_string(), 0, None),
+                ("a".to_string(), 990_000, Some(100.0)),
+                ("a".to_string(), 995_000, Some(200.0)),
+                ("a".to_string(), 1_000_000, Some(400.0)),
+                ("hello b".to_string(), 0, None),
+                ("b".to_string(), 1_001_000, Some(300.0)),
+            ]
+        );
+        // Sent once.
+        let later = vec![time("a", 1005.0), time("b", 1005.0)];
+        let ev = w.step(&values, &later, None, 1_007_000);
+        assert_eq!(
+            ev.iter()
+                .filter(|e| matches!(e, SourceEvent::Frame(_)))
+                .count(),
+            2
+        );
+        let big: Vec<NodeSpec> = (0..1024).map(|i| node(&format!("n{i}"))).collect();
+        let w = PromNodes::new(big, &spec(), Duration::from_secs(5));
+        assert_eq!(w.history_steps(), 2_000_000 / (1024 * 2 * 6));
     }
 
     #[test]
