@@ -331,7 +331,7 @@ fn status_through_a_real_prometheus_matches_the_agents_frames() {
             });
             let history = history.expect("range query");
             (!history.is_empty() && history.iter().all(|s| s.points.len() >= 4))
-                .then(|| (history, values, times))
+                .then_some((history, values, times))
         });
     let mut watched = burnin::telemetry::prom_source::PromNodes::new(
         inventory.nodes.clone(),
