@@ -273,6 +273,19 @@ macro_rules! port_counters {
                 }
             }
 
+            /// Set the counter `NAMES[index]` (nothing for an index past the end).
+            pub fn set_at(&mut self, index: usize, value: u64) {
+                let mut i = 0;
+                $(
+                    if i == index {
+                        self.$name = Some(value);
+                        return;
+                    }
+                    i += 1;
+                )*
+                let _ = i;
+            }
+
             /// True when no counter is known.
             pub fn is_empty(&self) -> bool {
                 $(self.$name.is_none())&&*

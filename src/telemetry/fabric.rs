@@ -392,6 +392,19 @@ mod tests {
     }
 
     #[test]
+    fn setting_a_counter_by_index_is_setting_it_by_name() {
+        for (i, name) in PortCounters::NAMES.iter().enumerate() {
+            let (mut by_index, mut by_name) = (PortCounters::default(), PortCounters::default());
+            by_index.set_at(i, 7);
+            assert!(by_name.set(name, 7));
+            assert_eq!(by_index, by_name, "{name}");
+        }
+        let mut past = PortCounters::default();
+        past.set_at(PortCounters::NAMES.len(), 7);
+        assert!(past.is_empty());
+    }
+
+    #[test]
     fn parses_kernel_formats() {
         assert_eq!(parse_state("4: ACTIVE").as_deref(), Some("ACTIVE"));
         assert_eq!(parse_state("5: LinkUp").as_deref(), Some("LinkUp"));

@@ -10,8 +10,8 @@
 //! decodes the line with serde_json (`wire::decode_general`). So the fast path can only be
 //! faster, never different: property tests hold it to serde_json's answer on every line it
 //! accepts. It reads both forms: the column form, and one object per GPU (`gpus`, what agents
-//! wrote before, and what the H200 fixtures hold). RDMA ports and Ethernet interfaces (a handful
-//! per node) are cut out and handed to serde_json.
+//! wrote before, and what the H200 fixtures hold). RDMA ports and Ethernet interfaces are read
+//! by field name, each at most once, as serde's derive would.
 
 use crate::model::{GpuSample, NetSample, NicSample, NodeFrame, NvlinkLinkErrors, XidEvent};
 
@@ -45,8 +45,8 @@ fn node_frame(s: &mut Scan<'_>) -> Option<NodeFrame> {
             "gpus" if gpus.is_none() => gpus = Some(s.list(gpu_sample)?),
             "gpu_fields" if columns.is_none() => columns = Some(gpu_columns(s)?),
             "gpu_rows" if gpus.is_none() => gpus = Some(gpu_rows(s, columns.as_deref()?)?),
-            "nics" if nics.is_none() => nics = Some(s.by_serde()?),
-            "netdevs" if netdevs.is_none() => netdevs = Some(s.by_serde()?),
+            "nics" if nics.is_none() => nics = Some(s.list(nic_sample)?),
+            "netdevs" if netdevs.is_none() => netdevs = Some(s.list(net_sample)?),
             _ => return None,
         }
         Some(())
@@ -58,6 +58,88 @@ fn node_frame(s: &mut Scan<'_>) -> Option<NodeFrame> {
         nics: nics.unwrap_or_default(),
         netdevs: netdevs.unwrap_or_default(),
     })
+}
+
+/// An RDMA port's keys, in `NicSample`'s field order (the order serde writes them).
+const NIC_KEYS: [&str; 10] = [
+    "device",
+    "port",
+    "state",
+    "phys_state",
+    "rate_gbps",
+    "link_layer",
+    "numa_node",
+    "tx_bytes_per_sec",
+    "rx_bytes_per_sec",
+    "counters",
+];
+
+/// An Ethernet interface's keys, in `NetSample`'s field order.
+const NET_KEYS: [&str; 6] = [
+    "iface",
+    "operstate",
+    "speed_mbps",
+    "tx_bytes_per_sec",
+    "rx_bytes_per_sec",
+    "counters",
+];
+
+fn opt_string(s: &mut Scan<'_>) -> Option<Option<String>> {
+    s.opt(|s| s.string().map(String::from))
+}
+
+/// An RDMA port as the agent writes it: serde's field names, each at most once; absent fields
+/// default, as `#[serde(default)]` makes them.
+fn nic_sample(s: &mut Scan<'_>) -> Option<NicSample> {
+    let mut n = NicSample::default();
+    s.object_known(&NIC_KEYS, |s, k| {
+        match k {
+            0 => n.device = s.string()?.to_string(),
+            1 => n.port = s.u32()?,
+            2 => n.state = opt_string(s)?,
+            3 => n.phys_state = opt_string(s)?,
+            4 => n.rate_gbps = s.opt(Scan::f32)?,
+            5 => n.link_layer = opt_string(s)?,
+            6 => n.numa_node = s.opt(Scan::i32)?,
+            7 => n.tx_bytes_per_sec = s.opt(Scan::f64)?,
+            8 => n.rx_bytes_per_sec = s.opt(Scan::f64)?,
+            _ => n.counters = port_counters(s)?,
+        }
+        Some(())
+    })?;
+    Some(n)
+}
+
+/// An Ethernet interface as the agent writes it.
+fn net_sample(s: &mut Scan<'_>) -> Option<NetSample> {
+    let mut n = NetSample::default();
+    s.object_known(&NET_KEYS, |s, k| {
+        match k {
+            0 => n.iface = s.string()?.to_string(),
+            1 => n.operstate = opt_string(s)?,
+            2 => n.speed_mbps = s.opt(Scan::unsigned)?,
+            3 => n.tx_bytes_per_sec = s.opt(Scan::f64)?,
+            4 => n.rx_bytes_per_sec = s.opt(Scan::f64)?,
+            _ => n.counters = port_counters(s)?,
+        }
+        Some(())
+    })?;
+    Some(n)
+}
+
+/// A port's counters: names this version knows, each once, whole numbers or null (unknown
+/// names decline: serde would skip them, and the general path does).
+fn port_counters(s: &mut Scan<'_>) -> Option<crate::model::PortCounters> {
+    use crate::model::PortCounters;
+    let mut c = PortCounters::default();
+    s.object_known(PortCounters::NAMES, |s, k| {
+        // null leaves it unset, as serde reads an Option.
+        if let Some(v) = s.opt(Scan::unsigned)? {
+            c.set_at(k, v);
+        }
+        Some(())
+    })?;
+    Some(c)
 }
 
 /// The column list of the column form: known keys, each once.
@@ -533,6 +615,17 @@ impl<'a> Scan<'a> {
         u32::try_from(self.unsigned()?).ok()
     }
 
+    /// A whole number that may be negative (a NUMA node of -1: the adapter has none).
+    fn i32(&mut self) -> Option<i32> {
+        if self.peek()? == b'-' {
+            self.pos += 1;
+            // "-0" is 0 to serde too; anything past i32 declines.
+            i32::try_from(self.unsigned()?).ok().map(|v| -v)
+        } else {
+            i32::try_from(self.unsigned()?).ok()
+        }
+    }
+
     fn f64(&mut self) -> Option<f64> {
         Some(match self.number()? {
             Number::Whole(v) => v as f64,
@@ -610,39 +703,38 @@ impl<'a> Scan<'a> {
         }
     }
 
-    /// Cut out one JSON value (strings and nesting respected) and let serde_json read it.
-    fn by_serde<T: serde::de::DeserializeOwned>(&mut self) -> Option<T> {
-        let start = self.pos;
-        let mut depth = 0usize;
+    /// An object whose keys are all among `keys`, each at most once, read in any order but
+    /// fastest in the order given (the order serde writes a struct's fields): `field` gets the
+    /// key's index and consumes the value. Any other key, or one twice, declines.
+    fn object_known(
+        &mut self,
+        keys: &[&str],
+        mut field: impl FnMut(&mut Self, usize) -> Option<()>,
+    ) -> Option<()> {
+        self.eat(b'{')?;
+        let (mut first, mut expect, mut seen) = (true, 0usize, 0u64);
         loop {
-            match self.next()? {
-                b'"' => loop {
-                    match self.next()? {
-                        b'"' => break,
-                        b'\\' => {
-                            self.next()?;
-                        }
-                        _ => {}
-                    }
-                },
-                b'[' | b'{' => depth += 1,
-                b']' | b'}' => {
-                    depth = depth.checked_sub(1)?;
-                    if depth == 0 {
-                        break;
-                    }
-                }
-                _ if depth == 0 => {
-                    // A scalar: runs to the next delimiter.
-                    while !matches!(self.peek(), None | Some(b',' | b'}' | b']')) {
-                        self.pos += 1;
-                    }
-                    break;
-                }
-                _ => {}
+            self.ws();
+            if self.peek()? == b'}' {
+                self.pos += 1;
+                return Some(());
             }
+            if !first {
+                self.eat(b',')?;
+                self.ws();
+            }
+            first = false;
+            let key = self.known_key(keys, expect)?;
+            if key >= 64 || seen & (1 << key) != 0 {
+                return None;
+            }
+            seen |= 1 << key;
+            expect = key + 1;
+            self.ws();
+            self.eat(b':')?;
+            self.ws();
+            field(self, key)?;
         }
-        serde_json::from_str(self.text.get(start..self.pos)?).ok()
     }
 }
 
@@ -892,6 +984,61 @@ mod tests {
             )
     }
 
+    fn arb_counters() -> impl Strategy<Value = crate::model::PortCounters> {
+        proptest::collection::vec((0usize..23, any::<u64>()), 0..4).prop_map(|set| {
+            let mut c = crate::model::PortCounters::default();
+            for (i, v) in set {
+                let name =
+                    crate::model::PortCounters::NAMES[i % crate::model::PortCounters::NAMES.len()];
+                c.set(name, v);
+            }
+            c
+        })
+    }
+
+    fn arb_nic() -> impl Strategy<Value = NicSample> {
+        (
+            "[a-z0-9_\\\\é]{0,6}",
+            any::<u32>(),
+            proptest::option::of("[A-Za-z_]{0,6}"),
+            arb_f32(),
+            proptest::option::of(any::<i32>()),
+            proptest::option::of(0u64..1 << 40),
+            arb_counters(),
+        )
+            .prop_map(
+                |(device, port, state, rate_gbps, numa_node, tx, counters)| NicSample {
+                    device,
+                    port,
+                    state: state.clone(),
+                    phys_state: state.map(|s| format!("{s}Up")),
+                    rate_gbps,
+                    link_layer: Some("InfiniBand".into()),
+                    numa_node,
+                    tx_bytes_per_sec: tx.map(|t| t as f64),
+                    rx_bytes_per_sec: None,
+                    counters,
+                },
+            )
+    }
+
+    fn arb_net() -> impl Strategy<Value = NetSample> {
+        (
+            "[a-z0-9]{0,6}",
+            proptest::option::of(any::<u64>()),
+            proptest::option::of(0u64..1 << 40),
+            arb_counters(),
+        )
+            .prop_map(|(iface, speed_mbps, rx, counters)| NetSample {
+                iface,
+                operstate: Some("up".into()),
+                speed_mbps,
+                tx_bytes_per_sec: None,
+                rx_bytes_per_sec: rx.map(|r| r as f64),
+                counters,
+            })
+    }
+
     proptest! {
         /// Whatever the encoder writes, in either form, the fast path reads as serde does (or
         /// declines), and both forms carry the same frame.
@@ -900,13 +1047,15 @@ mod tests {
             gpus in proptest::collection::vec(arb_gpu(), 0..4),
             node in "[a-z0-9\\-\"\\\\é]{0,8}",
             at_ms in any::<u64>(),
+            nics in proptest::collection::vec(arb_nic(), 0..3),
+            netdevs in proptest::collection::vec(arb_net(), 0..2),
         ) {
             let frame = NodeFrame {
                 node,
                 at_ms,
                 gpus,
-                nics: Vec::new(),
-                netdevs: Vec::new(),
+                nics,
+                netdevs,
             };
             let columns = encode(&WireMessage::Frame(frame.clone()));
             let objects = keyed(&frame);
