@@ -107,15 +107,13 @@ pub const FAMILIES: &[Family] = &[
         absent: Absent::Default,
         reading: "memory clock",
     },
+    // DCGM 4.6 renamed field 203 GPU_UTIL_RATIO but kept its ID, and dcgm-exporter sends a
+    // field's value as DCGM gives it, under the name the site's CSV writes: a percentage
+    // under either name. Were it a ratio after all, a loaded GPU would read under 1 % and be
+    // called stalled: a loud false alarm, never a stall hidden.
     Family {
-        names: &["DCGM_FI_DEV_GPU_UTIL"],
+        names: &["DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_UTIL_RATIO"],
         apply: |r, v| r.sample.utilization_pct = nonneg(v).map(|v| v.min(100.0) as f32),
-        absent: Absent::Default,
-        reading: "utilization",
-    },
-    Family {
-        names: &["DCGM_FI_DEV_GPU_UTIL_RATIO"],
-        apply: |r, v| r.sample.utilization_pct = ratio_pct(v),
         absent: Absent::Default,
         reading: "utilization",
     },
@@ -252,7 +250,7 @@ pub const FAMILIES: &[Family] = &[
         reading: "NVLink rx",
     },
     Family {
-        names: &["DCGM_FI_DEV_XID_ERRORS"],
+        names: &["DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_XID_ERROR"],
         apply: |r, v| r.xid_last = whole32(v),
         absent: Absent::Default,
         reading: "Xid",
@@ -455,7 +453,7 @@ mod tests {
     fn a_node_says_which_readings_it_lacks_and_why() {
         let mut g = Gathered::new();
         g.add("DCGM_FI_DEV_GPU_TEMP", "n", "0", false, 40.0);
-        g.add("DCGM_FI_DEV_GPU_UTIL_RATIO", "n", "0", false, 0.5);
+        g.add("DCGM_FI_DEV_GPU_UTIL_RATIO", "n", "0", false, 50.0);
         g.add("DCGM_FI_DEV_FB_FREE", "n", "0", false, 10.0);
         let u = g.nodes["n"].unavailable();
         let find = |r: &str| u.iter().find(|x| x.reading == r);
@@ -541,14 +539,20 @@ mod tests {
     }
 
     #[test]
-    fn new_names_are_ratios_like_the_old() {
+    fn dcgm_4_6_names_read_like_the_old() {
         let mut g = Gathered::new();
         g.add("DCGM_FI_PROF_TENSOR_UTIL_RATIO", "n", "0", false, 0.7);
-        g.add("DCGM_FI_DEV_GPU_UTIL_RATIO", "n", "0", false, 0.9);
+        g.add("DCGM_FI_DEV_GPU_UTIL_RATIO", "n", "0", false, 90.0);
+        g.add("DCGM_FI_DEV_XID_ERROR", "n", "0", false, 79.0);
         g.add("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "n", "0", false, 4.0);
         let (s, _) = g.nodes["n"].gpus[&0].clone().finish();
         assert_eq!(s.tensor_active_pct, Some(70.0));
-        assert!((s.utilization_pct.expect("util") - 90.0).abs() < 1e-3);
+        assert_eq!(
+            s.utilization_pct,
+            Some(90.0),
+            "field 203 stays a percentage"
+        );
+        assert_eq!(g.nodes["n"].gpus[&0].xid_last, Some(79));
         assert_eq!(s.clock_event_reasons, Some(4));
         let absent = g.absent();
         assert!(absent[&Absent::Default].contains(&"DCGM_FI_DEV_POWER_USAGE"));
