@@ -8,44 +8,22 @@
 //! `BURNIN_BENCH_PROM_NODES=N` picks another size; `BURNIN_BENCH_PROM_WATCH=SECONDS` another
 //! watch length.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
+#[path = "../tests/common/prom.rs"]
+mod prom;
+
+use std::io::Read;
+use std::net::SocketAddr;
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use prom::{Running, get, tool};
 
 fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name)
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn tool(name: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|p| p.join(name))
-            .find(|p| p.is_file())
-    })
-}
-
-fn get(addr: SocketAddr, path: &str) -> Option<String> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
-    let mut text = String::new();
-    s.read_to_string(&mut text).ok()?;
-    let (head, body) = text.split_once("\r\n\r\n")?;
-    head.contains(" 200 ").then(|| body.to_string())
 }
 
 /// The address an agent said it serves, from its stderr file.
@@ -155,10 +133,7 @@ fn main() {
         ),
     )
     .expect("config");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port();
+    let port = prom::free_port();
     let prom: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
     let _server = Running(
         Command::new(prometheus)

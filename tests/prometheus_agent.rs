@@ -2,120 +2,33 @@
 //! (both from Debian's `prometheus` package) on loopback, whose answers must match the agent's
 //! own frames within one scrape interval, and a scrape taken on the H200 beside its frames.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+mod common;
+
+use std::io::Write;
+use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use burnin::model::NodeFrame;
-use burnin::telemetry::wire::{Decoded, Decoder, WireMessage};
+use common::prom::{Frames, Running, TempDir, get, prometheus, tool, wait_for};
 
-fn require_real() -> bool {
-    std::env::var("BURNIN_REQUIRE_REAL").as_deref() == Ok("1")
-}
-
-/// A tool on PATH, or `None` (skip) — a panic under BURNIN_REQUIRE_REAL=1.
-fn tool(name: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|p| p.join(name))
-            .find(|p| p.is_file())
-    });
-    if found.is_none() {
-        assert!(
-            !require_real(),
-            "{name} not found (apt-get install prometheus) and BURNIN_REQUIRE_REAL=1"
-        );
-        eprintln!("skipped: {name} not installed");
-    }
-    found
-}
-
-/// A child killed when dropped.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `burnin agent --sim … --listen 127.0.0.1:0`: the address it serves, and the frames it
-/// writes on stdout as they come.
-fn agent(interval: &str) -> (Running, SocketAddr, Arc<Mutex<Vec<NodeFrame>>>) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_burnin"))
-        .args([
-            "agent",
-            "--sim",
-            "--gpus",
-            "2",
-            "--load",
-            "full",
-            "--fault",
-            "xid79:1",
-            "--fault",
-            "thermal:0",
-            "--interval",
-            interval,
-            "--listen",
-            "127.0.0.1:0",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start burnin agent");
-    let stderr = child.stderr.take().expect("stderr");
-    let stdout = child.stdout.take().expect("stdout");
-    let running = Running(child);
-    let mut line = String::new();
-    let mut stderr = BufReader::new(stderr);
-    stderr.read_line(&mut line).expect("agent stderr");
-    // Keep reading: a closed stderr would fail the agent's next message.
-    std::thread::spawn(move || for _ in stderr.lines() {});
-    let addr = line
-        .trim()
-        .strip_prefix("burnin agent: serving metrics at http://")
-        .and_then(|rest| rest.strip_suffix("/metrics"))
-        .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| panic!("agent said {line:?}"));
-    let frames = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&frames);
-    std::thread::spawn(move || {
-        let mut decoder = Decoder::new();
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Ok(Decoded::Message(WireMessage::Frame(f))) = decoder.decode(&line) {
-                sink.lock().expect("frames").push(f);
-            }
-        }
-    });
-    (running, addr, frames)
-}
-
-/// One HTTP/1.0 GET (no chunking, the server closes): the body, or `None` if not 200.
-fn get(addr: SocketAddr, path: &str) -> Option<String> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
-    let mut answer = String::new();
-    s.read_to_string(&mut answer).ok()?;
-    let (head, body) = answer.split_once("\r\n\r\n")?;
-    head.starts_with("HTTP/1.1 200")
-        .then(|| body.to_string())
-        .or_else(|| head.starts_with("HTTP/1.0 200").then(|| body.to_string()))
-}
-
-fn wait_for<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+/// The simulated agent these tests scrape: two GPUs at full load, GPU 1 off the bus (Xid 79),
+/// GPU 0 hot.
+fn agent(interval: &str) -> (Running, SocketAddr, Frames) {
+    common::prom::agent(&[
+        "--sim",
+        "--gpus",
+        "2",
+        "--load",
+        "full",
+        "--fault",
+        "xid79:1",
+        "--fault",
+        "thermal:0",
+        "--interval",
+        interval,
+    ])
 }
 
 /// promtool's findings on a text, and its exit status.
@@ -191,45 +104,12 @@ fn metrics_parse_in_promtool_and_burnin_series_lint_clean() {
 
 #[test]
 fn a_real_prometheus_scrapes_what_the_agent_sampled() {
-    let Some(prometheus) = tool("prometheus") else {
+    let Some(prometheus_bin) = tool("prometheus") else {
         return;
     };
     let (_agent, agent_addr, frames) = agent("250ms");
-    let dir = std::env::temp_dir().join(format!("burnin-prom-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let config = dir.join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
-             scrape_configs:\n  - job_name: burnin\n    static_configs:\n      \
-             - targets: ['{agent_addr}']\n"
-        ),
-    )
-    .expect("config");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port();
-    let prom_addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
-    let log = std::fs::File::create(dir.join("prometheus.log")).expect("log");
-    let _server = Running(
-        Command::new(prometheus)
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.join("data").display()
-            ))
-            .arg(format!("--web.listen-address={prom_addr}"))
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("start prometheus"),
-    );
-    wait_for("prometheus ready", Duration::from_secs(30), || {
-        get(prom_addr, "/-/ready")
-    });
+    let dir = TempDir::new("prom");
+    let (_server, prom_addr) = prometheus(&prometheus_bin, &dir.0, &[agent_addr], &[]);
     // GPU 1 has fallen off the bus (Xid 79): the agent has no power reading for it, so
     // Prometheus must have GPU 0's power and none for GPU 1.
     let answer: serde_json::Value = wait_for(
@@ -296,7 +176,6 @@ fn a_real_prometheus_scrapes_what_the_agent_sampled() {
         (value == "79").then_some(value)
     });
     assert_eq!(xid, "79");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// On the H200: the agent's frames (column form, real NVML) decode through the fast path, and

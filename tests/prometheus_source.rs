@@ -4,62 +4,19 @@
 //! interval, the Xid one of them injected as a finding, and a node Prometheus does not have as
 //! unreachable with the reason.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+mod common;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
 
 use burnin::model::NodeFrame;
-use burnin::telemetry::wire::{Decoded, Decoder, WireMessage};
+use common::prom::{Frames, Running, TempDir, get, prometheus, tool, wait_for};
 
-fn require_real() -> bool {
-    std::env::var("BURNIN_REQUIRE_REAL").as_deref() == Ok("1")
-}
-
-/// A tool on PATH, or `None` (skip) — a panic under BURNIN_REQUIRE_REAL=1.
-fn tool(name: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|p| p.join(name))
-            .find(|p| p.is_file())
-    });
-    if found.is_none() {
-        assert!(
-            !require_real(),
-            "{name} not found (apt-get install prometheus) and BURNIN_REQUIRE_REAL=1"
-        );
-        eprintln!("skipped: {name} not installed");
-    }
-    found
-}
-
-/// A child killed when dropped.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A temporary directory removed when dropped.
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-type Frames = Arc<Mutex<Vec<NodeFrame>>>;
-
-/// A simulated agent named `name` serving `/metrics`; its address and the frames it writes.
+/// A simulated agent named `name` (its `Hostname` label), two GPUs at full load, with `faults`.
 fn agent(name: &str, faults: &[&str]) -> (Running, SocketAddr, Frames) {
-    let mut args: Vec<String> = [
-        "agent",
+    let mut args = vec![
         "--sim",
         "--gpus",
         "2",
@@ -67,107 +24,13 @@ fn agent(name: &str, faults: &[&str]) -> (Running, SocketAddr, Frames) {
         "full",
         "--interval",
         "250ms",
-        "--listen",
-        "127.0.0.1:0",
         "--node-name",
         name,
-    ]
-    .map(String::from)
-    .to_vec();
+    ];
     for f in faults {
-        args.extend(["--fault".to_string(), f.to_string()]);
+        args.extend(["--fault", f]);
     }
-    let mut child = Command::new(env!("CARGO_BIN_EXE_burnin"))
-        .args(&args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start burnin agent");
-    let stderr = child.stderr.take().expect("stderr");
-    let stdout = child.stdout.take().expect("stdout");
-    let running = Running(child);
-    let mut line = String::new();
-    let mut stderr = BufReader::new(stderr);
-    stderr.read_line(&mut line).expect("agent stderr");
-    std::thread::spawn(move || for _ in stderr.lines() {});
-    let addr = line
-        .trim()
-        .strip_prefix("burnin agent: serving metrics at http://")
-        .and_then(|a| a.strip_suffix("/metrics"))
-        .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| panic!("agent said {line:?}"));
-    let frames: Frames = Arc::default();
-    let sink = Arc::clone(&frames);
-    std::thread::spawn(move || {
-        let mut d = Decoder::new();
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Ok(Decoded::Message(WireMessage::Frame(f))) = d.decode(&line) {
-                sink.lock().expect("frames").push(f);
-            }
-        }
-    });
-    (running, addr, frames)
-}
-
-fn get(addr: SocketAddr, path: &str) -> Option<String> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
-    let mut text = String::new();
-    s.read_to_string(&mut text).ok()?;
-    let (head, body) = text.split_once("\r\n\r\n")?;
-    // Prometheus answers in the request's version; the agent always in 1.1.
-    (head.starts_with("HTTP/1.1 200") || head.starts_with("HTTP/1.0 200")).then(|| body.to_string())
-}
-
-fn wait_for<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    let until = Instant::now() + limit;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < until, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-/// Prometheus scraping `targets` (as `job="burnin"`) every second; its address.
-fn prometheus(bin: &Path, dir: &Path, targets: &[SocketAddr]) -> (Running, SocketAddr) {
-    let list: Vec<String> = targets.iter().map(|a| format!("'{a}'")).collect();
-    let config = dir.join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
-             scrape_configs:\n  - job_name: burnin\n    static_configs:\n      \
-             - targets: [{}]\n",
-            list.join(", ")
-        ),
-    )
-    .expect("config");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port();
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
-    let log = std::fs::File::create(dir.join("prometheus.log")).expect("log");
-    let server = Running(
-        Command::new(bin)
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.join("data").display()
-            ))
-            .arg(format!("--web.listen-address={addr}"))
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("start prometheus"),
-    );
-    wait_for("prometheus ready", Duration::from_secs(30), || {
-        get(addr, "/-/ready")
-    });
-    (server, addr)
+    common::prom::agent(&args)
 }
 
 fn status(dir: &Path) -> (Option<i32>, serde_json::Value) {
@@ -191,12 +54,10 @@ fn status_through_a_real_prometheus_matches_the_agents_frames() {
     let Some(bin) = tool("prometheus") else {
         return;
     };
-    let dir = TempDir(std::env::temp_dir().join(format!("burnin-promsrc-{}", std::process::id())));
-    let _ = std::fs::remove_dir_all(&dir.0);
-    std::fs::create_dir_all(&dir.0).expect("temp dir");
+    let dir = TempDir::new("promsrc");
     let (_a1, addr1, frames1) = agent("sim01", &["xid79:1"]);
     let (_a2, addr2, frames2) = agent("sim02", &[]);
-    let (_server, prom) = prometheus(&bin, &dir.0, &[addr1, addr2]);
+    let (_server, prom) = prometheus(&bin, &dir.0, &[addr1, addr2], &[]);
     std::fs::write(
         dir.0.join("burnin.toml"),
         format!(
@@ -447,9 +308,7 @@ fn tls_and_basic_auth_as_the_site_configures_them() {
     let (Some(bin), Some(_)) = (tool("prometheus"), tool("openssl")) else {
         return;
     };
-    let dir = TempDir(std::env::temp_dir().join(format!("burnin-promtls-{}", std::process::id())));
-    let _ = std::fs::remove_dir_all(&dir.0);
-    std::fs::create_dir_all(&dir.0).expect("temp dir");
+    let dir = TempDir::new("promtls");
     make_certificates(&dir.0);
     std::fs::write(
         dir.0.join("web.yml"),
@@ -463,37 +322,10 @@ fn tls_and_basic_auth_as_the_site_configures_them() {
     std::fs::write(dir.0.join("right"), "burnin-test-password\n").expect("password");
     std::fs::write(dir.0.join("wrong"), "not-the-password\n").expect("password");
     let (_agent, agent_addr, _frames) = agent("sim05", &[]);
-    let config = dir.0.join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: burnin\n    \
-             static_configs:\n      - targets: ['{agent_addr}']\n"
-        ),
-    )
-    .expect("config");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port();
-    let log = std::fs::File::create(dir.0.join("prometheus.log")).expect("log");
-    let _server = Running(
-        Command::new(bin)
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.0.join("data").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .arg(format!(
-                "--web.config.file={}",
-                dir.0.join("web.yml").display()
-            ))
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("start prometheus"),
-    );
+    // Behind TLS and basic auth, /-/ready cannot be asked plainly: burnin's own status waits.
+    let web = format!("--web.config.file={}", dir.0.join("web.yml").display());
+    let (_server, prom) = prometheus(&bin, &dir.0, &[agent_addr], &[web]);
+    let port = prom.port();
     let inventory = |password: &str, ca: bool| {
         std::fs::write(
             dir.0.join("burnin.toml"),

@@ -54,5 +54,6 @@ pub fn screen(state: &State) -> Terminal<TestBackend> {
         .expect("draw");
     terminal
 }
+pub mod prom;
 pub mod seaweed;
 pub mod sshd;
