@@ -234,88 +234,22 @@ fn status_through_a_real_prometheus_matches_the_agents_frames() {
 /// web config wants the hash, never the password.
 const TEST_PASSWORD_BCRYPT: &str = "$2b$10$eTH8rx7Cexi8jrgwo5EUqu1iv4/NODrg4ZiCdL8tSeRS2drO1i9By";
 
-fn openssl(dir: &Path, args: &[&str]) {
-    let out = Command::new("openssl")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("openssl");
-    assert!(
-        out.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// A CA and a server certificate for 127.0.0.1 signed by it, in `dir`.
-fn make_certificates(dir: &Path) {
-    let ec = [
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-    ];
-    let mut ca = vec!["req", "-x509"];
-    ca.extend(ec);
-    ca.extend([
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.pem",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=burnin test CA",
-    ]);
-    openssl(dir, &ca);
-    let mut csr = vec!["req"];
-    csr.extend(ec);
-    csr.extend([
-        "-keyout",
-        "server.key",
-        "-out",
-        "server.csr",
-        "-subj",
-        "/CN=127.0.0.1",
-    ]);
-    openssl(dir, &csr);
-    std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1\n").expect("ext");
-    openssl(
-        dir,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            "server.csr",
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            "server.pem",
-            "-days",
-            "2",
-            "-extfile",
-            "san.ext",
-        ],
-    );
-}
-
 #[test]
 fn tls_and_basic_auth_as_the_site_configures_them() {
-    let (Some(bin), Some(_)) = (tool("prometheus"), tool("openssl")) else {
+    let Some(bin) = tool("prometheus") else {
         return;
     };
     let dir = TempDir::new("promtls");
-    make_certificates(&dir.0);
+    let Some((_ca, cert, key)) = common::tls::test_ca(&dir.0) else {
+        return;
+    };
     std::fs::write(
         dir.0.join("web.yml"),
         format!(
-            "tls_server_config:\n  cert_file: {0}/server.pem\n  key_file: {0}/server.key\n\
+            "tls_server_config:\n  cert_file: {}\n  key_file: {}\n\
              basic_auth_users:\n  burnin: '{TEST_PASSWORD_BCRYPT}'\n",
-            dir.0.display()
+            cert.display(),
+            key.display()
         ),
     )
     .expect("web config");

@@ -57,3 +57,4 @@ pub fn screen(state: &State) -> Terminal<TestBackend> {
 pub mod prom;
 pub mod seaweed;
 pub mod sshd;
+pub mod tls;
