@@ -55,7 +55,9 @@ fn status_through_a_real_prometheus_matches_the_agents_frames() {
         return;
     };
     let dir = TempDir::new("promsrc");
-    let (_a1, addr1, frames1) = agent("sim01", &["xid79:1"]);
+    // GPU 1 of sim01 falls off the bus (Xid 79) 20 s after its agent starts: after the first
+    // look of the triage below, so the gauge's change is seen as it happens.
+    let (_a1, addr1, frames1) = agent("sim01", &["xid79:1@20"]);
     let (_a2, addr2, frames2) = agent("sim02", &[]);
     let (_server, prom) = prometheus(&bin, &dir.0, &[addr1, addr2], &[]);
     std::fs::write(
@@ -161,6 +163,28 @@ fn status_through_a_real_prometheus_matches_the_agents_frames() {
             );
         }
     }
+    // Watched from before the Xid to after it: the gauge's change is an Xid event, so a
+    // finding, and the GPU off the bus is lost.
+    let out = Command::new(env!("CARGO_BIN_EXE_burnin"))
+        .args(["triage", "--json", "--for", "25s", "-c"])
+        .arg(dir.0.join("burnin.toml"))
+        .output()
+        .expect("burnin triage");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "triage --json: {e}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let findings = doc["findings"].as_array().expect("findings");
+    for rule in ["xid", "gpu-lost"] {
+        assert!(
+            findings
+                .iter()
+                .any(|f| f["rule"] == rule && f["node"] == "sim01" && f["gpu"] == 1),
+            "{rule}: {findings:?}"
+        );
+    }
     // The back-fill's range query, on the real server: history for every node, in time order,
     // after the node's hello and before its live frame.
     let inventory =
@@ -220,14 +244,6 @@ fn status_through_a_real_prometheus_matches_the_agents_frames() {
         );
         assert!(frames.windows(2).all(|w| w[0] < w[1]), "{name}: {frames:?}");
     }
-    // The simulator dropped sim01's GPU 1 with Xid 79: Prometheus's gauge becomes a finding.
-    let findings = doc["findings"].as_array().expect("findings");
-    assert!(
-        findings
-            .iter()
-            .any(|f| f["rule"] == "xid" && f["node"] == "sim01" && f["gpu"] == 1),
-        "{findings:?}"
-    );
 }
 
 /// bcrypt of `burnin-test-password` (made once with Python's `crypt`, libxcrypt): Prometheus's

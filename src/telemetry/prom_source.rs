@@ -455,12 +455,35 @@ impl PromNodes {
             };
             st.last_at = at;
             st.down = None;
+            // The gauge holds the last Xid since the exporter started, stamped with the scrape
+            // time, not the Xid's: the code a GPU shows at first sight may be days old. Counted
+            // as new it would fail the no-xid gate of whatever phase runs now, so it is said as
+            // a note (the agent, too, reports only Xids that happen while it runs); a code that
+            // changes later is an event.
+            let mut earlier = Vec::new();
             for (sample, (gpu, xid)) in samples.iter_mut().zip(xids) {
                 let Some(code) = xid else { continue };
-                let before = st.xid.insert(gpu, code);
-                if code != 0 && before != Some(code) {
-                    sample.xid_events.push(XidEvent { code, at_ms: at });
+                match st.xid.insert(gpu, code) {
+                    None if code != 0 => earlier.push(format!(
+                        "GPU {gpu}: Xid {code} ({}) before burnin looked",
+                        crate::triage::xid_meaning(code)
+                    )),
+                    Some(before) if code != 0 && before != code => {
+                        sample.xid_events.push(XidEvent { code, at_ms: at });
+                    }
+                    _ => {}
                 }
+            }
+            if !earlier.is_empty() {
+                out.push(SourceEvent::Note {
+                    node: name.clone(),
+                    at_ms: at,
+                    text: format!(
+                        "{}, as dcgm-exporter's last-Xid gauge holds it (not counted as new; the \
+                         T0 preflight reads the kernel log for when)",
+                        earlier.join("; ")
+                    ),
+                });
             }
             out.push(SourceEvent::Frame(NodeFrame {
                 node: name,
@@ -781,13 +804,13 @@ mod tests {
         let f1 = frame(&ev, "gpu01").expect("gpu01 frame");
         assert_eq!(f1.at_ms, 1_000_000);
         assert_eq!(f1.gpus[0].power_avg_watts, Some(700.5));
-        assert_eq!(
-            f1.gpus[1].xid_events,
-            vec![XidEvent {
-                code: 79,
-                at_ms: 1_000_000
-            }]
+        assert!(
+            f1.gpus[1].xid_events.is_empty(),
+            "a code seen first is no new event"
         );
+        assert!(ev.iter().any(|e| matches!(e,
+            SourceEvent::Note { node, text, .. }
+                if node == "gpu01" && text.starts_with("GPU 1: Xid 79 (") && text.contains("before burnin looked"))));
         let f2 = frame(&ev, "root@gpu02").expect("short name and user@ match");
         assert_eq!(f2.at_ms, 999_500);
         assert!(ev.iter().any(|e| matches!(e,
@@ -808,6 +831,18 @@ mod tests {
         let f1 = frame(&ev, "gpu01").expect("advanced");
         assert!(f1.gpus[1].xid_events.is_empty());
         assert_eq!(ev.len(), 1, "gpu02 has no newer time: {ev:?}");
+        // A new code after the first look is an event, at the sample's time.
+        let mut changed = values.clone();
+        changed[2] = value("DCGM_FI_DEV_XID_ERRORS", "gpu01", "1", 48.0);
+        let ev = w.step(&changed, &[time("gpu01", 1010.0)], None, 1_012_000);
+        let f1 = frame(&ev, "gpu01").expect("advanced");
+        assert_eq!(
+            f1.gpus[1].xid_events,
+            vec![XidEvent {
+                code: 48,
+                at_ms: 1_010_000
+            }]
+        );
     }
 
     #[test]
