@@ -227,7 +227,7 @@ trap 'gone; exit 143' TERM INT HUP
 k apply -f - <<'{eof}' || {{ echo "burnin: kubectl apply failed"; exit 90; }}
 {manifest}
 {eof}
-echo "burnin: job $job applied; waiting for its pod on {node}"
+echo "burnin: job $job applied; waiting for its pod on "{node}
 said=""
 while :; do
   st=$(k get pods -l job-name="$job" -o jsonpath='{{.items[0].status.phase}} {{.items[0].status.containerStatuses[0].state.waiting.reason}}' 2>&1)
@@ -261,7 +261,8 @@ done
             ":"
         },
         eof = EOF_MARK,
-        node = req.node,
+        // Quoted like every other text in the script: a node name is not shell.
+        node = sq(req.node),
     )
 }
 
@@ -372,6 +373,35 @@ mod tests {
         let json_end = body.find("\nBURNIN_MANIFEST_END\n").expect("end");
         let m: Value = serde_json::from_str(&body[json_start..json_end]).expect("json");
         assert_eq!(m, manifest(&settings(), &request(&[("gemm.py", "x")])));
+    }
+
+    #[test]
+    fn a_node_name_reaches_the_shell_as_text() {
+        let odd = JobRequest {
+            node: "gpu07$(touch pwned)'",
+            ..request(&[])
+        };
+        let text = script(&settings(), &odd);
+        let line = text
+            .lines()
+            .find(|l| l.contains("waiting for its pod on"))
+            .expect("the waiting line");
+        let dir = std::env::temp_dir().join(format!("burnin-kube-sh-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("job=j; {line}"))
+            .current_dir(&dir)
+            .output()
+            .expect("sh");
+        let said = String::from_utf8_lossy(&out.stdout).into_owned();
+        let ran = dir.join("pwned").exists();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(
+            said,
+            "burnin: job j applied; waiting for its pod on gpu07$(touch pwned)'\n"
+        );
+        assert!(!ran, "the name was run as a command");
     }
 
     proptest::proptest! {
