@@ -287,7 +287,11 @@ impl PromClient {
         })?;
         let server = format!("Prometheus {}", self.base);
         match status.as_u16() {
-            200 => decode(&server, &body),
+            // An answer for a big cluster is tens of MB: decoding it takes tens of ms, which
+            // belong on a blocking thread, not on a runtime worker the console shares.
+            200 => tokio::task::spawn_blocking(move || decode(&server, &body))
+                .await
+                .map_err(|e| format!("Prometheus answer decoder: {e}"))?,
             401 | 403 => Err(format!(
                 "{server} refused the query (HTTP {}): check bearer_token_file or basic auth",
                 status.as_u16()
