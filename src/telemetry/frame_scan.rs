@@ -681,7 +681,39 @@ impl<'a> Scan<'a> {
     }
 
     /// An object whose keys `field` reads (and whose values it consumes).
-    fn object(&mut self, mut field: impl FnMut(&mut Self, &'a str) -> Option<()>) -> Option<()> {
+    fn object(&mut self, field: impl FnMut(&mut Self, &'a str) -> Option<()>) -> Option<()> {
+        self.members(Scan::string, field)
+    }
+
+    /// An object whose keys are all among `keys`, each at most once, read in any order but
+    /// fastest in the order given (the order serde writes a struct's fields): `field` gets the
+    /// key's index and consumes the value. Any other key, or one twice, declines.
+    fn object_known(
+        &mut self,
+        keys: &[&str],
+        field: impl FnMut(&mut Self, usize) -> Option<()>,
+    ) -> Option<()> {
+        let (mut expect, mut seen) = (0usize, 0u64);
+        self.members(
+            |s| {
+                let key = s.known_key(keys, expect)?;
+                if key >= 64 || seen & (1 << key) != 0 {
+                    return None;
+                }
+                seen |= 1 << key;
+                expect = key + 1;
+                Some(key)
+            },
+            field,
+        )
+    }
+
+    /// The members of an object: `key` reads each key, `field` its value.
+    fn members<K>(
+        &mut self,
+        mut key: impl FnMut(&mut Self) -> Option<K>,
+        mut field: impl FnMut(&mut Self, K) -> Option<()>,
+    ) -> Option<()> {
         self.eat(b'{')?;
         let mut first = true;
         loop {
@@ -695,45 +727,11 @@ impl<'a> Scan<'a> {
                 self.ws();
             }
             first = false;
-            let key = self.string()?;
+            let k = key(self)?;
             self.ws();
             self.eat(b':')?;
             self.ws();
-            field(self, key)?;
-        }
-    }
-
-    /// An object whose keys are all among `keys`, each at most once, read in any order but
-    /// fastest in the order given (the order serde writes a struct's fields): `field` gets the
-    /// key's index and consumes the value. Any other key, or one twice, declines.
-    fn object_known(
-        &mut self,
-        keys: &[&str],
-        mut field: impl FnMut(&mut Self, usize) -> Option<()>,
-    ) -> Option<()> {
-        self.eat(b'{')?;
-        let (mut first, mut expect, mut seen) = (true, 0usize, 0u64);
-        loop {
-            self.ws();
-            if self.peek()? == b'}' {
-                self.pos += 1;
-                return Some(());
-            }
-            if !first {
-                self.eat(b',')?;
-                self.ws();
-            }
-            first = false;
-            let key = self.known_key(keys, expect)?;
-            if key >= 64 || seen & (1 << key) != 0 {
-                return None;
-            }
-            seen |= 1 << key;
-            expect = key + 1;
-            self.ws();
-            self.eat(b':')?;
-            self.ws();
-            field(self, key)?;
+            field(self, k)?;
         }
     }
 }
