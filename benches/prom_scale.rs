@@ -112,7 +112,7 @@ fn main() {
         let until = Instant::now() + Duration::from_secs(60);
         loop {
             if let Some(a) = served(err) {
-                targets.push(format!("'{a}'"));
+                targets.push(a);
                 break;
             }
             assert!(Instant::now() < until, "an agent never said its address");
@@ -123,31 +123,8 @@ fn main() {
         "prom_scale: {nodes} agents serving after {:.1} s",
         started.elapsed().as_secs_f64()
     );
-    let config = dir.join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  scrape_interval: 5s\n  scrape_timeout: 4s\n  evaluation_interval: 5s\n\
-             scrape_configs:\n  - job_name: burnin\n    static_configs:\n      - targets: [{}]\n",
-            targets.join(", ")
-        ),
-    )
-    .expect("config");
-    let port = prom::free_port();
-    let prom: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
-    let _server = Running(
-        Command::new(prometheus)
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.join("data").display()
-            ))
-            .arg(format!("--web.listen-address={prom}"))
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.join("prometheus.log")).expect("log"))
-            .spawn()
-            .expect("start prometheus"),
-    );
+    let (_server, prom) =
+        prom::prometheus(&prometheus, &dir, &targets, Duration::from_secs(5), &[]);
     let until = Instant::now() + Duration::from_secs(180);
     loop {
         let up = scalar(prom, "count(burnin_agent_frames_total)").unwrap_or(0.0) as usize;

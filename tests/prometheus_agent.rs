@@ -109,7 +109,13 @@ fn a_real_prometheus_scrapes_what_the_agent_sampled() {
     };
     let (_agent, agent_addr, frames) = agent("250ms");
     let dir = TempDir::new("prom");
-    let (_server, prom_addr) = prometheus(&prometheus_bin, &dir.0, &[agent_addr], &[]);
+    let (_server, prom_addr) = prometheus(
+        &prometheus_bin,
+        &dir.0,
+        &[agent_addr],
+        Duration::from_secs(1),
+        &[],
+    );
     // GPU 1 has fallen off the bus (Xid 79): the agent has no power reading for it, so
     // Prometheus must have GPU 0's power and none for GPU 1.
     let answer: serde_json::Value = wait_for(

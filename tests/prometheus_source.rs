@@ -59,7 +59,7 @@ fn status_through_a_real_prometheus_matches_the_agents_frames() {
     // look of the triage below, so the gauge's change is seen as it happens.
     let (_a1, addr1, frames1) = agent("sim01", &["xid79:1@20"]);
     let (_a2, addr2, frames2) = agent("sim02", &[]);
-    let (_server, prom) = prometheus(&bin, &dir.0, &[addr1, addr2], &[]);
+    let (_server, prom) = prometheus(&bin, &dir.0, &[addr1, addr2], Duration::from_secs(1), &[]);
     std::fs::write(
         dir.0.join("burnin.toml"),
         format!(
@@ -274,7 +274,7 @@ fn tls_and_basic_auth_as_the_site_configures_them() {
     let (_agent, agent_addr, _frames) = agent("sim05", &[]);
     // Behind TLS and basic auth, /-/ready cannot be asked plainly: burnin's own status waits.
     let web = format!("--web.config.file={}", dir.0.join("web.yml").display());
-    let (_server, prom) = prometheus(&bin, &dir.0, &[agent_addr], &[web]);
+    let (_server, prom) = prometheus(&bin, &dir.0, &[agent_addr], Duration::from_secs(1), &[web]);
     let port = prom.port();
     let inventory = |password: &str, ca: bool| {
         std::fs::write(

@@ -138,13 +138,14 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// Prometheus (`bin`) in `dir`, scraping `targets` as `job="burnin"` every second, with `extra`
-/// arguments (a web config); its address. Ready when `/-/ready` answers, unless `extra` puts
-/// TLS or auth in front of it (then the caller waits its own way).
+/// Prometheus (`bin`) in `dir`, scraping `targets` as `job="burnin"` every `scrape`, with
+/// `extra` arguments (a web config); its address. Ready when `/-/ready` answers, unless `extra`
+/// puts TLS or auth in front of it (then the caller waits its own way).
 pub fn prometheus(
     bin: &Path,
     dir: &Path,
     targets: &[SocketAddr],
+    scrape: Duration,
     extra: &[String],
 ) -> (Running, SocketAddr) {
     let list: Vec<String> = targets.iter().map(|a| format!("'{a}'")).collect();
@@ -152,10 +153,14 @@ pub fn prometheus(
     std::fs::write(
         &config,
         format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
+            "global:\n  scrape_interval: {interval}ms\n  scrape_timeout: {timeout}ms\n  \
+             evaluation_interval: {interval}ms\n\
              scrape_configs:\n  - job_name: burnin\n    static_configs:\n      \
              - targets: [{}]\n",
-            list.join(", ")
+            list.join(", "),
+            interval = scrape.as_millis(),
+            // Under the interval, as Prometheus requires; at most its default 10 s.
+            timeout = (scrape.as_millis() * 4 / 5).min(10_000)
         ),
     )
     .expect("config");
