@@ -185,6 +185,10 @@ pub fn decode(server: &str, body: &[u8]) -> Result<Vec<Series>, String> {
         .collect())
 }
 
+/// Largest answer read. One poll of 1024 nodes × 8 GPUs is tens of MB (an estimate: about
+/// 270 000 series of about 150 bytes each; not measured).
+pub const MAX_ANSWER_BYTES: usize = 512 << 20;
+
 /// Quote a label value for PromQL (double quotes, backslash escapes).
 pub fn quote(value: &str) -> String {
     let mut out = String::with_capacity(value.len() + 2);
@@ -278,13 +282,28 @@ impl PromClient {
             )
         })?;
         let status = resp.status();
-        let body = resp.bytes().await.map_err(|e| {
-            format!(
-                "Prometheus {}: reading the answer: {}",
-                self.base,
-                crate::probes::s3::server_metrics::short_error(&e.without_url())
-            )
-        })?;
+        // Read in chunks up to a limit: a URL that points at something else (a file server, a
+        // proxy's endless page) must not take the console's memory.
+        let mut resp = resp;
+        let mut body: Vec<u8> = Vec::new();
+        loop {
+            let chunk = resp.chunk().await.map_err(|e| {
+                format!(
+                    "Prometheus {}: reading the answer: {}",
+                    self.base,
+                    crate::probes::s3::server_metrics::short_error(&e.without_url())
+                )
+            })?;
+            let Some(chunk) = chunk else { break };
+            if body.len() + chunk.len() > MAX_ANSWER_BYTES {
+                return Err(format!(
+                    "Prometheus {}: an answer over {} MiB: narrow [prometheus] selector",
+                    self.base,
+                    MAX_ANSWER_BYTES >> 20
+                ));
+            }
+            body.extend_from_slice(&chunk);
+        }
         let server = format!("Prometheus {}", self.base);
         match status.as_u16() {
             // An answer for a big cluster is tens of MB: decoding it takes tens of ms, which
