@@ -473,6 +473,22 @@ pub enum BenchKind {
         #[arg(long, value_name = "DIR")]
         keep: Option<std::path::PathBuf>,
     },
+    /// GPU-samples per second the console decodes and stores on one thread: agent lines of a
+    /// simulated cluster, into a fresh store, then warm rounds into the same store.
+    Ingest {
+        /// Nodes.
+        #[arg(long, default_value_t = 12)]
+        nodes: usize,
+        /// GPUs per node.
+        #[arg(long, default_value_t = 8)]
+        gpus: u32,
+        /// Simulated seconds per round (one line per node per second).
+        #[arg(long, default_value_t = 300)]
+        seconds: u64,
+        /// Warm rounds.
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
+    },
 }
 
 /// `burnin workload …`.

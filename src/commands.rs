@@ -126,6 +126,19 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
         }) => crate::record::telemetry::bench(hours, nodes, gpus, per_second, keep.as_deref())
             .map(|_| 0)
             .map_err(|e| eyre!("burnin bench record: {e}")),
+        Some(Command::Bench {
+            what:
+                crate::cli::BenchKind::Ingest {
+                    nodes,
+                    gpus,
+                    seconds,
+                    rounds,
+                },
+        }) => {
+            let figures = crate::telemetry::ingest_bench::measure(nodes, gpus, seconds, rounds);
+            print!("{}", figures.report(nodes, gpus, seconds));
+            Ok(0)
+        }
         Some(Command::Report { run_dir }) => match crate::report::write(&run_dir) {
             Ok(files) => {
                 println!("{}", files.markdown.display());

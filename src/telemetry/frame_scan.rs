@@ -467,25 +467,39 @@ enum Number {
     Decimal { mantissa: u64, scale: usize },
 }
 
-/// Where the run of ASCII digits starting at `from` ends.
-fn digits_end(b: &[u8], from: usize) -> usize {
-    let mut i = from;
-    while i < b.len() && b[i].is_ascii_digit() {
+/// The run of ASCII digits starting at `from`, read in one pass: where it ends, and its value
+/// on top of `acc` with wrapping arithmetic. The value is exact only while the digits read so far
+/// (`acc`'s included) number at most 19; callers check the count and use [`accumulate`] past it.
+/// A byte loop: most numbers in a frame are one to four digits, where an eight-byte (SWAR) step
+/// cost more instructions than it saved (callgrind, `burnin bench ingest`).
+fn digits(b: &[u8], from: usize, acc: u64) -> (usize, u64) {
+    let (mut i, mut v) = (from, acc);
+    while let Some(&c) = b.get(i) {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        v = v.wrapping_mul(10).wrapping_add(u64::from(d));
         i += 1;
     }
-    i
+    (i, v)
 }
 
-/// `acc` followed by `digits`, or `None` past `u64`. Up to 19 digits cannot overflow from zero,
-/// which is every number the agent writes, so the common case skips the overflow checks.
-fn accumulate(acc: u64, digits: &[u8]) -> Option<u64> {
-    if acc == 0 && digits.len() <= 19 {
-        return Some(
-            digits
-                .iter()
-                .fold(0u64, |v, d| v * 10 + u64::from(d - b'0')),
-        );
+/// Whether `rest` starts with `key`, compared eight bytes at a time (keys are 4–30 bytes; a
+/// `memcmp` call per try cost more than the compare, and a byte loop showed in profiles).
+fn same_bytes(key: &[u8], rest: &[u8]) -> bool {
+    let (mut key, mut rest) = (key, rest);
+    while let (Some(a), Some(b)) = (key.first_chunk::<8>(), rest.first_chunk::<8>()) {
+        if a != b {
+            return false;
+        }
+        (key, rest) = (&key[8..], &rest[8..]);
     }
+    rest.len() >= key.len() && key.iter().zip(rest).all(|(a, b)| a == b)
+}
+
+/// `acc` followed by `digits`, or `None` past `u64`: the checked path for more than 19 digits.
+fn accumulate(acc: u64, digits: &[u8]) -> Option<u64> {
     digits.iter().try_fold(acc, |v, d| {
         v.checked_mul(10)?.checked_add(u64::from(d - b'0'))
     })
@@ -548,10 +562,7 @@ impl<'a> Scan<'a> {
             .chain(0..from.min(keys.len()))
             .find(|&k| {
                 let key = keys[k].as_bytes();
-                // A byte loop: keys are short, and a `memcmp` call per try cost more than the compare.
-                rest.len() > key.len()
-                    && rest[key.len()] == b'"'
-                    && key.iter().zip(rest).all(|(a, b)| a == b)
+                rest.len() > key.len() && rest[key.len()] == b'"' && same_bytes(key, rest)
             })?;
         self.pos += keys[found].len() + 1;
         Some(found)
@@ -575,12 +586,17 @@ impl<'a> Scan<'a> {
     fn number(&mut self) -> Option<Number> {
         let b = self.bytes;
         let start = self.pos;
-        let int_end = digits_end(b, start);
+        // Up to 19 digits cannot overflow a u64, which covers every number the agent writes:
+        // one pass reads them; longer runs are read again with checks.
+        let (int_end, mut mantissa) = digits(b, start, 0);
+        let int_len = int_end - start;
         // JSON forbids leading zeros; serde says so, and so must the general path.
-        if int_end == start || (int_end - start > 1 && b[start] == b'0') {
+        if int_len == 0 || (int_len > 1 && b[start] == b'0') {
             return None;
         }
-        let mantissa = accumulate(0, &b[start..int_end])?;
+        if int_len > 19 {
+            mantissa = accumulate(0, &b[start..int_end])?;
+        }
         match b.get(int_end) {
             Some(b'.') => {}
             Some(b'e' | b'E') => return None,
@@ -589,9 +605,13 @@ impl<'a> Scan<'a> {
                 return Some(Number::Whole(mantissa));
             }
         }
-        let frac_end = digits_end(b, int_end + 1);
+        let (frac_end, fused) = digits(b, int_end + 1, mantissa);
         let scale = frac_end - int_end - 1;
-        let mantissa = accumulate(mantissa, &b[int_end + 1..frac_end])?;
+        let mantissa = if int_len + scale <= 19 {
+            fused
+        } else {
+            accumulate(mantissa, &b[int_end + 1..frac_end])?
+        };
         // Only where one division by an exact power of ten is correctly rounded (the mantissa
         // fits 53 bits, the power is at most 10^22) is the answer certain to be serde_json's.
         if scale == 0 || scale >= POW10.len() || mantissa >= 1 << 53 {
@@ -900,6 +920,12 @@ mod tests {
                 ok.replace("84.082", "84.0820000000000000000001"),
             ),
             (
+                // 18446744073709551621 is 2^64 + 5: twenty digits read without checks would
+                // wrap to 5 and pass as 0.5.
+                "twenty digits that wrap past u64",
+                ok.replace("84.082", "1844674407370955162.1"),
+            ),
+            (
                 "float for an integer",
                 ok.replace("\"index\":0", "\"index\":0.5"),
             ),
@@ -1091,6 +1117,28 @@ mod tests {
             let truncated = &line[..at];
             if let Some(fast) = frame_line(truncated) {
                 prop_assert_eq!(Some(fast), by_serde(truncated));
+            }
+        }
+
+        /// Numbers of every length (past the 19 digits one pass reads exactly, past u64 and
+        /// past 2^53) in the fields that take them: accepted only as serde reads them.
+        #[test]
+        fn numbers_of_any_length_read_as_serde_does(
+            whole in "(0|[1-9][0-9]{0,24})",
+            fraction in proptest::option::of("[0-9]{1,24}"),
+        ) {
+            let number = match &fraction {
+                Some(f) => format!("{whole}.{f}"),
+                None => whole.clone(),
+            };
+            for column in ["power_avg_watts", "memory_used_bytes", "nvlink_tx_bytes_per_sec"] {
+                let line = format!(
+                    "{{\"frame\":{{\"node\":\"n\",\"at_ms\":{whole},\"gpu_fields\":\
+                     [\"index\",\"{column}\"],\"gpu_rows\":[[0,{number}]]}}}}"
+                );
+                if let Some(fast) = frame_line(&line) {
+                    prop_assert_eq!(Some(fast), by_serde(&line), "{}", line);
+                }
             }
         }
 

@@ -10,6 +10,7 @@ pub mod fabric;
 pub mod fleet;
 pub mod frame_scan;
 pub mod history;
+pub mod ingest_bench;
 pub mod nvml;
 pub mod prom_source;
 pub mod promql;
