@@ -18,7 +18,14 @@ measure() { # $1 = label: agent at 100 ms and 1 s, nvidia-smi -lms 100, side by 
   $B agent --interval 1s --frames 40 --stats > /dev/null 2> "$O/agent-1s-$1.stats" &
   wait
 }
-# The console's decode+store benchmark on this host's CPU (no GPU needed), when carried.
+# The tick path split (its clock reads cost a little, so apart from the headline runs).
+split() {
+  $B agent --interval 100ms --frames 200 --stats --stats-split > /dev/null 2> "$O/agent-100ms-split-$1.stats"
+}
+# The console's decode+store on this host's CPU (no GPU needed), three times: the host's
+# figures vary from run to run.
+for k in 1 2 3; do $B bench ingest > "$O/bench-ingest-$k.txt" 2>&1; done
+# The console's criterion bench too, when carried.
 if [ -x ./device-bin/render-bench ]; then
   ./device-bin/render-bench --bench decode > "$O/bench-decode.txt" 2>&1
 fi
@@ -30,12 +37,15 @@ scrape() {
   wait
 }
 measure idle
+split idle
 scrape idle
-gemm_load 60 > "$O/gemm.txt" 2>&1 &
+gemm_load 80 > "$O/gemm.txt" 2>&1 &
 sleep 5
 measure load
+split load
 scrape load
 wait
 head -c 3000 "$O/agent-100ms-load.ndjson" > "$O/agent-100ms-load.head"; rm -f "$O"/agent-100ms-*.ndjson
 cat "$O/nproc.txt" "$O/probe-costs.txt" "$O"/*.stats "$O"/*.cpu "$O/gemm.txt"
 grep -E "^decode|time:|thrpt" "$O/bench-decode.txt" 2>/dev/null
+cat "$O"/bench-ingest-*.txt

@@ -197,60 +197,90 @@ pub struct AgentStats {
     pub steady_cpu: Duration,
     /// GPU samples written after the first [`STEADY_AFTER`] frames.
     pub steady_samples: u64,
+    /// Wall-clock time after the first [`STEADY_AFTER`] frames.
+    pub steady_wall: Duration,
+    /// Wall-clock time of the whole run.
+    pub run_wall: Duration,
+}
+
+/// Whether and how finely `run` measures itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Measure {
+    /// Nothing per tick (the agent as it runs on a node).
+    Totals,
+    /// The split of the tick path (reads, encode+write, the rest): four reads of the thread's
+    /// CPU clock per tick, each a system call of about a microsecond in a VM, which the
+    /// split's own figures then include.
+    Split,
 }
 
 /// Frames after which the agent counts as started, for [`AgentStats::steady_cpu`].
 pub const STEADY_AFTER: u64 = 10;
 
 impl AgentStats {
-    /// The `--stats` line: every figure per GPU-sample, and the per-frame part on its own so a
-    /// one-GPU measurement says what an eight-GPU node would pay.
-    pub fn summary(&self) -> String {
-        let per_sample = |d: Duration| {
-            if self.gpu_samples == 0 {
-                0.0
-            } else {
-                d.as_secs_f64() * 1e6 / self.gpu_samples as f64
-            }
-        };
-        let per_frame = |d: Duration| {
-            if self.frames == 0 {
-                0.0
-            } else {
-                d.as_secs_f64() * 1e6 / self.frames as f64
-            }
-        };
+    /// The `--stats` line. The goal's figure first: the whole process's CPU per GPU-sample
+    /// after start-up. Then where it goes: the background threads per second (their cost is
+    /// per node or per GPU per second, whatever the interval), and, when measured, the tick
+    /// path split per GPU-sample and per frame, so a one-GPU measurement says what an
+    /// eight-GPU node would pay.
+    pub fn summary(&self, measure: Measure) -> String {
         use crate::telemetry::cpu::{FABRIC_THREAD, NVML_SLOW_THREAD, XID_THREAD};
-        format!(
-            "burnin agent: {} frames, {} GPU-samples; CPU µs per GPU-sample: tick path {:.1} \
-             (GPU reads {:.1}; per frame: encode+write {:.1} µs, sleep and wake-up {:.1} µs), \
-             NVML background thread {:.1}, Xid thread {:.1}, fabric thread {:.1}, \
-             process {:.1} ({:.3} s total); after frame {STEADY_AFTER}: process {} per \
-             GPU-sample",
+        let per = |d: Duration, n: u64| {
+            if n == 0 {
+                0.0
+            } else {
+                d.as_secs_f64() * 1e6 / n as f64
+            }
+        };
+        let mut text = format!(
+            "burnin agent: {} frames, {} GPU-samples; process CPU per GPU-sample after frame \
+             {STEADY_AFTER}: {}; whole run {:.1} µs ({:.3} s)",
             self.frames,
             self.gpu_samples,
-            per_sample(self.tick_cpu),
-            per_sample(self.read_cpu),
-            per_frame(self.write_cpu),
-            per_frame(
-                self.tick_cpu
-                    .saturating_sub(self.read_cpu)
-                    .saturating_sub(self.write_cpu)
-            ),
-            per_sample(NVML_SLOW_THREAD.total()),
-            per_sample(XID_THREAD.total()),
-            per_sample(FABRIC_THREAD.total()),
-            per_sample(self.process_cpu),
-            self.process_cpu.as_secs_f64(),
             if self.steady_samples == 0 {
                 "n/a (too few frames)".to_string()
             } else {
-                format!(
-                    "{:.1} µs",
-                    self.steady_cpu.as_secs_f64() * 1e6 / self.steady_samples as f64
-                )
-            }
-        )
+                format!("{:.1} µs", per(self.steady_cpu, self.steady_samples))
+            },
+            per(self.process_cpu, self.gpu_samples),
+            self.process_cpu.as_secs_f64(),
+        );
+        let wall = self.steady_wall.as_secs_f64();
+        if wall > 0.0 {
+            let per_second = |d: Duration| d.as_secs_f64() * 1e6 / wall;
+            text.push_str(&format!(
+                "; µs of CPU per second after frame {STEADY_AFTER}: process {:.0}",
+                per_second(self.steady_cpu)
+            ));
+        }
+        // The background threads' totals include their start-up; per second of the run.
+        let run_wall = self.run_wall.as_secs_f64();
+        if run_wall > 0.0 {
+            let per_second = |d: Duration| d.as_secs_f64() * 1e6 / run_wall;
+            text.push_str(&format!(
+                "; background threads, µs of CPU per second of the run: NVML {:.0}, Xid {:.0}, \
+                 fabric {:.0}",
+                per_second(NVML_SLOW_THREAD.total()),
+                per_second(XID_THREAD.total()),
+                per_second(FABRIC_THREAD.total()),
+            ));
+        }
+        if measure == Measure::Split {
+            text.push_str(&format!(
+                "; tick path {:.1} µs per GPU-sample (GPU reads {:.1}; per frame: encode+write \
+                 {:.1} µs, sleep and wake-up {:.1} µs)",
+                per(self.tick_cpu, self.gpu_samples),
+                per(self.read_cpu, self.gpu_samples),
+                per(self.write_cpu, self.frames),
+                per(
+                    self.tick_cpu
+                        .saturating_sub(self.read_cpu)
+                        .saturating_sub(self.write_cpu),
+                    self.frames
+                ),
+            ));
+        }
+        text
     }
 }
 
@@ -261,10 +291,14 @@ pub fn run(
     exporter: Option<&Exporter>,
     interval: Duration,
     max_frames: Option<u64>,
+    measure: Measure,
     out: &mut dyn Write,
 ) -> AgentStats {
     let mut stats = AgentStats::default();
+    let split = measure == Measure::Split;
+    let clock = || if split { thread_cpu() } else { Duration::ZERO };
     let tick_cpu_start = thread_cpu();
+    let started = Instant::now();
     let hello = sampler.hello();
     if let Some(e) = exporter {
         e.hello(&hello);
@@ -279,21 +313,21 @@ pub fn run(
     let mut next = Instant::now();
     // One buffer for every tick's lines: the tick path allocates nothing for encoding.
     let mut text: Vec<u8> = Vec::with_capacity(4096);
-    let mut steady_from: Option<(Duration, u64)> = None;
+    let mut steady_from: Option<(Duration, u64, Instant)> = None;
     loop {
         if max_frames.is_some_and(|m| stats.frames >= m) {
             break;
         }
         if stats.frames == STEADY_AFTER && steady_from.is_none() {
-            steady_from = Some((process_cpu(), stats.gpu_samples));
+            steady_from = Some((process_cpu(), stats.gpu_samples, Instant::now()));
         }
-        let read_start = thread_cpu();
+        let read_start = clock();
         let mut frame = sampler.sample();
-        stats.read_cpu += thread_cpu().saturating_sub(read_start);
+        stats.read_cpu += clock().saturating_sub(read_start);
         if let Some(f) = fabric {
             (frame.nics, frame.netdevs) = f.latest();
         }
-        let write_start = thread_cpu();
+        let write_start = clock();
         text.clear();
         for note in sampler.notes() {
             text.extend_from_slice(encode(&WireMessage::Error(note)).as_bytes());
@@ -308,7 +342,7 @@ pub fn run(
             // stdout closed: the SSH session is gone.
             break;
         }
-        stats.write_cpu += thread_cpu().saturating_sub(write_start);
+        stats.write_cpu += clock().saturating_sub(write_start);
         if max_frames.is_some_and(|m| stats.frames >= m) {
             break;
         }
@@ -323,9 +357,11 @@ pub fn run(
     }
     stats.tick_cpu = thread_cpu().saturating_sub(tick_cpu_start);
     stats.process_cpu = process_cpu();
-    if let Some((cpu, samples)) = steady_from {
+    stats.run_wall = started.elapsed();
+    if let Some((cpu, samples, at)) = steady_from {
         stats.steady_cpu = stats.process_cpu.saturating_sub(cpu);
         stats.steady_samples = stats.gpu_samples - samples;
+        stats.steady_wall = at.elapsed();
     }
     stats
 }
@@ -405,16 +441,22 @@ pub fn main(args: &AgentArgs) -> i32 {
     } else {
         Box::new(stdout.lock())
     };
+    let measure = if args.stats_split {
+        Measure::Split
+    } else {
+        Measure::Totals
+    };
     let stats = run(
         sampler.as_mut(),
         fabric.as_ref(),
         exporter.as_ref(),
         args.interval,
         args.frames,
+        measure,
         &mut out,
     );
     if args.stats {
-        eprintln!("{}", stats.summary());
+        eprintln!("{}", stats.summary(measure));
     }
     0
 }
@@ -434,6 +476,7 @@ mod tests {
             None,
             Duration::from_millis(1),
             Some(3),
+            Measure::Split,
             &mut out,
         );
         assert_eq!((stats.frames, stats.gpu_samples), (3, 12));
@@ -474,6 +517,7 @@ mod tests {
             None,
             Duration::from_millis(1),
             None,
+            Measure::Totals,
             &mut Closed,
         );
         assert_eq!(stats.frames, 0);

@@ -103,6 +103,10 @@ pub struct AgentArgs {
     /// On exit, print frames, GPU-samples and CPU time per GPU-sample to stderr.
     #[arg(long)]
     pub stats: bool,
+    /// With --stats, also split the tick path into GPU reads, encode+write and the rest (four
+    /// reads of the thread's CPU clock per tick, which the split then includes).
+    #[arg(long, requires = "stats")]
+    pub stats_split: bool,
     /// Where sysfs is (RDMA ports are read from ROOT/class/infiniband): another tree in tests,
     /// or in containers that mount the host's /sys elsewhere.
     #[arg(long, default_value = "/sys", value_name = "ROOT")]

@@ -22,9 +22,10 @@ use crate::model::{GpuInfo, GpuSample, NodeFrame, NodeHello, UnixMillis, XidEven
 const SCOPE_ALL_LINKS: u32 = u32::MAX;
 /// How often the background thread refreshes the slow readings.
 const SLOW_PERIOD: Duration = Duration::from_secs(2);
-/// Every how many slow rounds the PCIe replay counter is read: one read costs ~190 µs of CPU in
-/// a VM (measured on the H200), and a cumulative error counter needs no 2 s resolution.
-const PCIE_REPLAY_EVERY: u32 = 5;
+/// Every how many slow rounds (30 s) the PCIe replay counter is read: one read costs ~190 µs
+/// of CPU back to back and ~740 µs after the thread slept (`--probe-costs`, "cold", on the
+/// H200 VM), and a cumulative error counter needs no finer grain on a burn-in.
+const PCIE_REPLAY_EVERY: u32 = 15;
 /// Xid events kept per GPU until the next frame takes them.
 const XID_QUEUE: usize = 64;
 
@@ -217,9 +218,7 @@ impl NvmlSampler {
     }
 
     fn spawn_slow_thread(&self) {
-        let nvml = self.nvml;
         let devices = self.reopen();
-        let renumbered = self.renumbered;
         let shared = Arc::clone(&self.shared);
         let has_links: Vec<bool> = self
             .hello
@@ -227,87 +226,13 @@ impl NvmlSampler {
             .iter()
             .map(|g| g.nvlink_links.is_some_and(|n| n > 0))
             .collect();
+        let mut reader = SlowReader::new(self.nvml, &devices, has_links, self.renumbered);
         let spawned = std::thread::Builder::new()
             .name("nvml-slow".into())
             .spawn(move || {
-                let mut gpm_prev: Vec<Option<GpmSample<'static>>> =
-                    devices.iter().map(|_| None).collect();
-                let gpm_ok: Vec<bool> = devices
-                    .iter()
-                    .map(|d| d.gpm_support().unwrap_or(false))
-                    .collect();
-                let mut pcie_replay: Vec<Option<u64>> = vec![None; devices.len()];
-                let mut link_source = vec![LinkErrorSource::Untried; devices.len()];
                 for round in 0u32.. {
                     for (i, d) in devices.iter().enumerate() {
-                        let mut r = SlowReadings::default();
-                        if gpm_ok[i]
-                            && let Ok(sample) = d.gpm_sample()
-                        {
-                            if let Some(prev) = &gpm_prev[i] {
-                                read_gpm(nvml, prev, &sample, &mut r);
-                            }
-                            gpm_prev[i] = Some(sample);
-                        }
-                        if round % PCIE_REPLAY_EVERY == 0 {
-                            let fields = raw_field_values(
-                                d,
-                                renumbered,
-                                &[(field_id::NVML_FI_DEV_PCIE_REPLAY_COUNTER, 0)],
-                            );
-                            pcie_replay[i] = fields.first().copied().flatten().map(|v| v as u64);
-                        }
-                        r.pcie_replay_count = pcie_replay[i];
-                        if has_links[i] {
-                            r.nvlink_link_up = nvlink_link_states(d);
-                            r.nvlink_links_active = r
-                                .nvlink_link_up
-                                .as_ref()
-                                .map(|s| s.iter().filter(|up| **up).count() as u32);
-                            let errs = raw_field_values(
-                                d,
-                                renumbered,
-                                &[
-                                    (field_id::NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL, 0),
-                                    (field_id::NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL, 0),
-                                    (field_id::NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL, 0),
-                                ],
-                            );
-                            for (k, v) in errs.into_iter().take(3).enumerate() {
-                                r.nvlink_errors[k] = v.map(|v| v as u64);
-                            }
-                            // Which links the errors are on: asked when a total shows errors,
-                            // and every round where the totals are not answered at all (a
-                            // driver that keeps only per-link counters), whose sums then stand
-                            // in for the totals.
-                            let totals_known = r.nvlink_errors.iter().any(Option::is_some);
-                            if !totals_known || r.nvlink_errors.iter().flatten().any(|v| *v > 0) {
-                                let links = r.nvlink_link_up.as_ref().map_or(0, Vec::len);
-                                r.nvlink_link_errors =
-                                    link_errors(d, renumbered, links as u32, &mut link_source[i]);
-                                if !totals_known
-                                    && matches!(
-                                        link_source[i],
-                                        LinkErrorSource::Fields | LinkErrorSource::Calls
-                                    )
-                                {
-                                    r.nvlink_errors = link_totals(&r.nvlink_link_errors);
-                                }
-                            }
-                        }
-                        r.memory = d.memory_info().ok().map(|m| (m.used, m.total));
-                        r.mem_clock_mhz = d.clock_info(Clock::Memory).ok();
-                        r.ecc = (
-                            d.total_ecc_errors(MemoryError::Corrected, EccCounter::Volatile)
-                                .ok(),
-                            d.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile)
-                                .ok(),
-                        );
-                        r.remapped = remapped_rows(d);
-                        r.compute_pids = d
-                            .running_compute_processes()
-                            .ok()
-                            .map(|ps| ps.iter().map(|p| p.pid).collect());
+                        let r = reader.read(i, d, round);
                         let mut s = shared.lock().unwrap_or_else(PoisonError::into_inner);
                         if let Some(slot) = s.slow.get_mut(i) {
                             *slot = r;
@@ -531,55 +456,71 @@ pub fn read_topology() -> Option<crate::telemetry::topology::Topology> {
 /// `burnin agent --probe-costs` prints it: what sampling costs on this node.
 pub fn probe_costs(rounds: u32) -> Result<String, NvmlUnavailable> {
     let nvml = Nvml::init().map_err(|e| NvmlUnavailable(e.to_string()))?;
+    // A one-shot command: leaking gives devices the 'static borrow the slow reader takes.
+    let nvml: &'static Nvml = Box::leak(Box::new(nvml));
     let driver = nvml.sys_driver_version().unwrap_or_default();
     let renumbered = driver_renumbers_fields(&driver);
     let count = nvml
         .device_count()
         .map_err(|e| NvmlUnavailable(e.to_string()))?;
-    let mut out = format!("driver {driver}, {count} GPUs, mean of {rounds} calls, µs\n");
+    let mut out = format!(
+        "driver {driver}, {count} GPUs, mean of {rounds} calls, µs: wall, then CPU of the \
+         calling thread\n"
+    );
     let rounds = rounds.max(1);
     for i in 0..count {
         let Ok(d) = nvml.device_by_index(i) else {
             continue;
         };
-        let mut time = |name: &str, f: &mut dyn FnMut() -> bool| {
-            let t = Instant::now();
+        // Wall time and this thread's CPU time: a call that waits on the GPU costs wall time
+        // but not the node's CPU, and the CPU is what the agent's goal counts.
+        let time = |out: &mut String, name: &str, f: &mut dyn FnMut() -> bool| {
+            let (t, cpu) = (Instant::now(), crate::telemetry::cpu::thread_cpu());
             let mut ok = false;
             for _ in 0..rounds {
                 ok = f();
             }
             let us = t.elapsed().as_secs_f64() * 1e6 / f64::from(rounds);
+            let cpu_us = crate::telemetry::cpu::thread_cpu()
+                .saturating_sub(cpu)
+                .as_secs_f64()
+                * 1e6
+                / f64::from(rounds);
             out.push_str(&format!(
-                "GPU{i} {name:<32} {us:>10.1} {}\n",
+                "GPU{i} {name:<32} {us:>10.1} {cpu_us:>8.1} {}\n",
                 if ok { "ok" } else { "err/n.a." }
             ));
         };
-        time("power_usage", &mut || d.power_usage().is_ok());
-        time("temperature", &mut || {
+        time(&mut out, "power_usage", &mut || d.power_usage().is_ok());
+        time(&mut out, "temperature", &mut || {
             d.temperature(TemperatureSensor::Gpu).is_ok()
         });
-        time("utilization_rates", &mut || d.utilization_rates().is_ok());
-        time("clock_info(SM)", &mut || d.clock_info(Clock::SM).is_ok());
-        time("clock_info(Memory)", &mut || {
+        time(&mut out, "utilization_rates", &mut || {
+            d.utilization_rates().is_ok()
+        });
+        time(&mut out, "clock_info(SM)", &mut || {
+            d.clock_info(Clock::SM).is_ok()
+        });
+        time(&mut out, "clock_info(Memory)", &mut || {
             d.clock_info(Clock::Memory).is_ok()
         });
-        time("current_throttle_reasons", &mut || {
+        time(&mut out, "current_throttle_reasons", &mut || {
             d.current_throttle_reasons().is_ok()
         });
-        time("memory_info", &mut || d.memory_info().is_ok());
-        time("total_ecc_errors(corrected)", &mut || {
+        time(&mut out, "memory_info", &mut || d.memory_info().is_ok());
+        time(&mut out, "total_ecc_errors(corrected)", &mut || {
             d.total_ecc_errors(MemoryError::Corrected, EccCounter::Volatile)
                 .is_ok()
         });
-        time("total_ecc_errors(uncorrected)", &mut || {
+        time(&mut out, "total_ecc_errors(uncorrected)", &mut || {
             d.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile)
                 .is_ok()
         });
-        time("field POWER_INSTANT", &mut || {
+        time(&mut out, "field POWER_INSTANT", &mut || {
             raw_field_values(&d, renumbered, &[(field_id::NVML_FI_DEV_POWER_INSTANT, 0)])[0]
                 .is_some()
         });
-        time("fields NVLink tx/rx (all links)", &mut || {
+        time(&mut out, "fields NVLink tx/rx (all links)", &mut || {
             raw_field_values(
                 &d,
                 renumbered,
@@ -596,7 +537,7 @@ pub fn probe_costs(rounds: u32) -> Result<String, NvmlUnavailable> {
             )[0]
             .is_some()
         });
-        time("fields NVLink CRC/replay/recovery", &mut || {
+        time(&mut out, "fields NVLink CRC/replay/recovery", &mut || {
             raw_field_values(
                 &d,
                 renumbered,
@@ -608,7 +549,7 @@ pub fn probe_costs(rounds: u32) -> Result<String, NvmlUnavailable> {
             )[0]
             .is_some()
         });
-        time("field PCIE_REPLAY_COUNTER", &mut || {
+        time(&mut out, "field PCIE_REPLAY_COUNTER", &mut || {
             raw_field_values(
                 &d,
                 renumbered,
@@ -616,18 +557,31 @@ pub fn probe_costs(rounds: u32) -> Result<String, NvmlUnavailable> {
             )[0]
             .is_some()
         });
-        time("remapped_rows (raw)", &mut || remapped_rows(&d).is_some());
-        time("running_compute_processes", &mut || {
+        time(&mut out, "fields ECC SBE+DBE volatile", &mut || {
+            raw_field_values(
+                &d,
+                renumbered,
+                &[
+                    (field_id::NVML_FI_DEV_ECC_SBE_VOL_TOTAL, 0),
+                    (field_id::NVML_FI_DEV_ECC_DBE_VOL_TOTAL, 0),
+                ],
+            )[0]
+            .is_some()
+        });
+        time(&mut out, "remapped_rows (raw)", &mut || {
+            remapped_rows(&d).is_some()
+        });
+        time(&mut out, "running_compute_processes", &mut || {
             d.running_compute_processes().is_ok()
         });
-        time("nvlink is_active x18", &mut || {
+        time(&mut out, "nvlink is_active x18", &mut || {
             nvlink_links_active(&d).is_some()
         });
-        time("field POWER_AVERAGE", &mut || {
+        time(&mut out, "field POWER_AVERAGE", &mut || {
             raw_field_values(&d, renumbered, &[(field_id::NVML_FI_DEV_POWER_AVERAGE, 0)])[0]
                 .is_some()
         });
-        time("fields POWER_INSTANT+AVERAGE", &mut || {
+        time(&mut out, "fields POWER_INSTANT+AVERAGE", &mut || {
             raw_field_values(
                 &d,
                 renumbered,
@@ -638,7 +592,7 @@ pub fn probe_costs(rounds: u32) -> Result<String, NvmlUnavailable> {
             )[1]
             .is_some()
         });
-        time("gpm_sample", &mut || d.gpm_sample().is_ok());
+        time(&mut out, "gpm_sample", &mut || d.gpm_sample().is_ok());
         // Is the field fresh? NVML may serve fields from a cache; its timestamp says when the
         // value was taken. Compare with the classic call at the tick path's pace.
         out.push_str(&format!(
@@ -665,12 +619,34 @@ pub fn probe_costs(rounds: u32) -> Result<String, NvmlUnavailable> {
             ));
             std::thread::sleep(Duration::from_millis(100));
         }
+        // Both ways of reading volatile ECC, side by side: the agent reads the fields.
+        out.push_str(&format!(
+            "GPU{i} ECC volatile (corrected, uncorrected): calls ({:?}, {:?}), fields {:?}\n",
+            d.total_ecc_errors(MemoryError::Corrected, EccCounter::Volatile)
+                .ok(),
+            d.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile)
+                .ok(),
+            volatile_ecc(&d, renumbered)
+        ));
         // The units NVML gives each GPM metric the agent reads (the rates assume MiB/s).
         if d.gpm_support().unwrap_or(false)
             && let Ok(first) = d.gpm_sample()
         {
             std::thread::sleep(Duration::from_millis(200));
             if let Ok(second) = d.gpm_sample() {
+                time(&mut out, "gpm_metrics_get (7 metrics)", &mut || {
+                    nvml_wrapper::gpm::gpm_metrics_get(d.nvml(), &first, &second, &GPM_METRICS)
+                        .is_ok()
+                });
+                time(&mut out, "gpm_metrics_get (5, no NVLink)", &mut || {
+                    nvml_wrapper::gpm::gpm_metrics_get(
+                        d.nvml(),
+                        &first,
+                        &second,
+                        &GPM_METRICS[..GPM_METRICS_WITHOUT_NVLINK],
+                    )
+                    .is_ok()
+                });
                 match nvml_wrapper::gpm::gpm_metrics_get(d.nvml(), &first, &second, &GPM_METRICS) {
                     Ok(results) => {
                         for res in results {
@@ -681,8 +657,220 @@ pub fn probe_costs(rounds: u32) -> Result<String, NvmlUnavailable> {
                 }
             }
         }
+        // One whole background round of this GPU, as the agent's thread makes it: 100 ms
+        // apart, so caches are as cold as they are between real rounds.
+        let has_links = nvlink_link_states(&d).is_some();
+        let mut reader =
+            SlowReader::new(nvml, std::slice::from_ref(&d), vec![has_links], renumbered);
+        let (mut cpu, rounds_slow) = (Duration::ZERO, 12u32);
+        for round in 0..rounds_slow {
+            std::thread::sleep(Duration::from_millis(100));
+            let start = crate::telemetry::cpu::thread_cpu();
+            reader.read(0, &d, round);
+            // The first round has no previous GPM sample, so it computes no metrics.
+            if round > 0 {
+                cpu += crate::telemetry::cpu::thread_cpu().saturating_sub(start);
+            }
+        }
+        out.push_str(&format!(
+            "GPU{i} background round, 100 ms apart (CPU, mean of {}): {:.1} µs\n",
+            rounds_slow - 1,
+            cpu.as_secs_f64() * 1e6 / f64::from(rounds_slow - 1)
+        ));
+        // The same calls one by one, each after 100 ms asleep: what a call costs when the
+        // agent makes it (caches cold), against the back-to-back means above.
+        let mut cold = |name: &str, f: &mut dyn FnMut() -> bool| {
+            let (mut cpu, mut ok, n) = (Duration::ZERO, false, 10u32);
+            for _ in 0..n {
+                std::thread::sleep(Duration::from_millis(100));
+                let start = crate::telemetry::cpu::thread_cpu();
+                ok = f();
+                cpu += crate::telemetry::cpu::thread_cpu().saturating_sub(start);
+            }
+            out.push_str(&format!(
+                "GPU{i} cold {name:<32} {:>8.1} {}\n",
+                cpu.as_secs_f64() * 1e6 / f64::from(n),
+                if ok { "ok" } else { "err/n.a." }
+            ));
+        };
+        cold("fields POWER_INSTANT+AVERAGE", &mut || {
+            raw_field_values(
+                &d,
+                renumbered,
+                &[
+                    (field_id::NVML_FI_DEV_POWER_INSTANT, 0),
+                    (field_id::NVML_FI_DEV_POWER_AVERAGE, 0),
+                ],
+            )[1]
+            .is_some()
+        });
+        cold("utilization_rates", &mut || d.utilization_rates().is_ok());
+        cold("temperature", &mut || {
+            d.temperature(TemperatureSensor::Gpu).is_ok()
+        });
+        cold("clock_info(SM)", &mut || d.clock_info(Clock::SM).is_ok());
+        cold("current_throttle_reasons", &mut || {
+            d.current_throttle_reasons().is_ok()
+        });
+        cold("gpm_sample", &mut || d.gpm_sample().is_ok());
+        cold("field PCIE_REPLAY_COUNTER", &mut || {
+            raw_field_values(
+                &d,
+                renumbered,
+                &[(field_id::NVML_FI_DEV_PCIE_REPLAY_COUNTER, 0)],
+            )[0]
+            .is_some()
+        });
+        cold("memory_info", &mut || d.memory_info().is_ok());
+        cold("clock_info(Memory)", &mut || {
+            d.clock_info(Clock::Memory).is_ok()
+        });
+        cold("fields ECC SBE+DBE volatile", &mut || {
+            volatile_ecc(&d, renumbered).0.is_some()
+        });
+        cold("remapped_rows (raw)", &mut || remapped_rows(&d).is_some());
+        cold("running_compute_processes", &mut || {
+            d.running_compute_processes().is_ok()
+        });
+        cold("nothing (the clock reads alone)", &mut || true);
     }
     Ok(out)
+}
+
+/// The background thread's reads of one GPU per round, with what they carry between rounds
+/// (the previous GPM sample, the PCIe replay counter read every few rounds, how the GPU answers
+/// for per-link errors). Apart from the thread so the cost probe can time exactly one round.
+struct SlowReader {
+    nvml: &'static Nvml,
+    renumbered: bool,
+    has_links: Vec<bool>,
+    gpm_ok: Vec<bool>,
+    gpm_prev: Vec<Option<GpmSample<'static>>>,
+    pcie_replay: Vec<Option<u64>>,
+    link_source: Vec<LinkErrorSource>,
+}
+
+impl SlowReader {
+    fn new(
+        nvml: &'static Nvml,
+        devices: &[Device<'static>],
+        has_links: Vec<bool>,
+        renumbered: bool,
+    ) -> Self {
+        let n = devices.len();
+        Self {
+            nvml,
+            renumbered,
+            has_links,
+            gpm_ok: devices
+                .iter()
+                .map(|d| d.gpm_support().unwrap_or(false))
+                .collect(),
+            gpm_prev: (0..n).map(|_| None).collect(),
+            pcie_replay: vec![None; n],
+            link_source: vec![LinkErrorSource::Untried; n],
+        }
+    }
+
+    /// Round `round`'s readings of GPU `i`.
+    fn read(&mut self, i: usize, d: &Device<'static>, round: u32) -> SlowReadings {
+        let renumbered = self.renumbered;
+        let has_links = self.has_links.get(i).copied().unwrap_or(false);
+        let mut r = SlowReadings::default();
+        if self.gpm_ok.get(i).copied().unwrap_or(false)
+            && let Ok(sample) = d.gpm_sample()
+        {
+            if let Some(prev) = &self.gpm_prev[i] {
+                // NVLink GPM rates are asked only of GPUs that have links.
+                let metrics: &[GpmMetricId] = if has_links {
+                    &GPM_METRICS
+                } else {
+                    &GPM_METRICS[..GPM_METRICS_WITHOUT_NVLINK]
+                };
+                read_gpm(self.nvml, prev, &sample, metrics, &mut r);
+            }
+            self.gpm_prev[i] = Some(sample);
+        }
+        if round.is_multiple_of(PCIE_REPLAY_EVERY) {
+            let fields = raw_field_values(
+                d,
+                renumbered,
+                &[(field_id::NVML_FI_DEV_PCIE_REPLAY_COUNTER, 0)],
+            );
+            self.pcie_replay[i] = fields.first().copied().flatten().map(|v| v as u64);
+        }
+        r.pcie_replay_count = self.pcie_replay[i];
+        if has_links {
+            r.nvlink_link_up = nvlink_link_states(d);
+            r.nvlink_links_active = r
+                .nvlink_link_up
+                .as_ref()
+                .map(|s| s.iter().filter(|up| **up).count() as u32);
+            let errs = raw_field_values(
+                d,
+                renumbered,
+                &[
+                    (field_id::NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL, 0),
+                    (field_id::NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL, 0),
+                    (field_id::NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL, 0),
+                ],
+            );
+            for (k, v) in errs.into_iter().take(3).enumerate() {
+                r.nvlink_errors[k] = v.map(|v| v as u64);
+            }
+            // Which links the errors are on: asked when a total shows errors, and every round
+            // where the totals are not answered at all (a driver that keeps only per-link
+            // counters), whose sums then stand in for the totals.
+            let totals_known = r.nvlink_errors.iter().any(Option::is_some);
+            if !totals_known || r.nvlink_errors.iter().flatten().any(|v| *v > 0) {
+                let links = r.nvlink_link_up.as_ref().map_or(0, Vec::len);
+                r.nvlink_link_errors =
+                    link_errors(d, renumbered, links as u32, &mut self.link_source[i]);
+                if !totals_known
+                    && matches!(
+                        self.link_source[i],
+                        LinkErrorSource::Fields | LinkErrorSource::Calls
+                    )
+                {
+                    r.nvlink_errors = link_totals(&r.nvlink_link_errors);
+                }
+            }
+        }
+        r.memory = d.memory_info().ok().map(|m| (m.used, m.total));
+        r.mem_clock_mhz = d.clock_info(Clock::Memory).ok();
+        r.ecc = volatile_ecc(d, renumbered);
+        r.remapped = remapped_rows(d);
+        r.compute_pids = d
+            .running_compute_processes()
+            .ok()
+            .map(|ps| ps.iter().map(|p| p.pid).collect());
+        r
+    }
+}
+
+/// Volatile ECC totals, corrected and uncorrected: both in one field-values call (two
+/// `nvmlDeviceGetTotalEccErrors` calls cost ~12 µs on the H200), the classic calls where the
+/// fields do not answer.
+fn volatile_ecc(d: &Device<'_>, renumbered: bool) -> (Option<u64>, Option<u64>) {
+    let fields = raw_field_values(
+        d,
+        renumbered,
+        &[
+            (field_id::NVML_FI_DEV_ECC_SBE_VOL_TOTAL, 0),
+            (field_id::NVML_FI_DEV_ECC_DBE_VOL_TOTAL, 0),
+        ],
+    );
+    let f = |k: usize| fields.get(k).copied().flatten().map(|v| v as u64);
+    (
+        f(0).or_else(|| {
+            d.total_ecc_errors(MemoryError::Corrected, EccCounter::Volatile)
+                .ok()
+        }),
+        f(1).or_else(|| {
+            d.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile)
+                .ok()
+        }),
+    )
 }
 
 /// The GPM metrics the agent reads (the cost probe prints their units).
@@ -696,15 +884,19 @@ const GPM_METRICS: [GpmMetricId; 7] = [
     GpmMetricId::NvlinkTotalRxPerSec,
 ];
 
+/// How many of [`GPM_METRICS`] come before the NVLink ones.
+const GPM_METRICS_WITHOUT_NVLINK: usize = 5;
+
 /// GPM rates between two samples. PCIe and NVLink GPM rates are in MiB/s (NVML's unit string
 /// says so; the agent logs it once).
 fn read_gpm(
     nvml: &'static Nvml,
     prev: &GpmSample<'static>,
     cur: &GpmSample<'static>,
+    metrics: &[GpmMetricId],
     r: &mut SlowReadings,
 ) {
-    let Ok(results) = nvml_wrapper::gpm::gpm_metrics_get(nvml, prev, cur, &GPM_METRICS) else {
+    let Ok(results) = nvml_wrapper::gpm::gpm_metrics_get(nvml, prev, cur, metrics) else {
         return;
     };
     const MIB: f64 = 1024.0 * 1024.0;
