@@ -72,22 +72,46 @@ pub fn parse_rate_gbps(text: &str) -> Option<f32> {
 /// one `pread` at offset 0, which makes sysfs call the attribute's `show` again). A file that
 /// is missing is remembered as missing until the next listing, so an absent `hw_counters` is
 /// not looked up every second either.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct HeldFiles {
     files: HashMap<PathBuf, Option<std::fs::File>>,
     buf: Vec<u8>,
+    cap: usize,
 }
 
-/// Open files the reader keeps at most: a node with 16 RDMA ports and a dozen interfaces holds
-/// about 500; past this, files are opened for each read instead (never an fd shortage).
-const MAX_HELD_FILES: usize = 1024;
+impl Default for HeldFiles {
+    fn default() -> Self {
+        Self {
+            files: HashMap::new(),
+            buf: Vec::new(),
+            cap: held_files_cap(),
+        }
+    }
+}
+
+/// Open files the reader keeps at most: a node with 8 RDMA ports and 6 interfaces holds about
+/// 250; past this (or half the process's open-file limit, if lower), files are opened for each
+/// read instead, so NVML and the pipes never meet an fd shortage.
+const MAX_HELD_FILES: usize = 512;
+
+/// [`MAX_HELD_FILES`], or half the soft limit on open files when that is lower.
+fn held_files_cap() -> usize {
+    // SAFETY: getrlimit writes into the struct we own.
+    let mut limit: libc::rlimit = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return MAX_HELD_FILES / 4;
+    }
+    usize::try_from(limit.rlim_cur / 2)
+        .unwrap_or(MAX_HELD_FILES)
+        .min(MAX_HELD_FILES)
+}
 
 impl HeldFiles {
     fn read_trim(&mut self, path: &Path) -> Option<String> {
         use std::os::unix::fs::FileExt;
         if !self.files.contains_key(path) {
             let file = std::fs::File::open(path).ok();
-            if self.files.len() >= MAX_HELD_FILES {
+            if self.files.len() >= self.cap {
                 let mut text = String::new();
                 std::io::Read::read_to_string(&mut file?, &mut text).ok()?;
                 return Some(text.trim().to_string());
@@ -610,6 +634,24 @@ mod tests {
                 .keys()
                 .all(|p| !p.to_string_lossy().contains("mlx5_1"))
         );
+    }
+
+    #[test]
+    fn past_the_cap_files_are_read_and_closed() {
+        let t = Tree::new("cap");
+        let mut held = HeldFiles {
+            cap: 2,
+            ..HeldFiles::default()
+        };
+        for k in 0..4 {
+            t.write(t.0.join(format!("f{k}")), &k.to_string());
+        }
+        let values: Vec<Option<u64>> = (0..4)
+            .map(|k| held.read_u64(&t.0.join(format!("f{k}"))))
+            .collect();
+        assert_eq!(values, [Some(0), Some(1), Some(2), Some(3)]);
+        assert_eq!(held.files.len(), 2, "only two held");
+        assert!(held_files_cap() >= 1 && held_files_cap() <= MAX_HELD_FILES);
     }
 
     #[test]
