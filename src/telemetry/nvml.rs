@@ -26,6 +26,16 @@ const SLOW_PERIOD: Duration = Duration::from_secs(2);
 /// of CPU back to back and ~740 µs after the thread slept (`--probe-costs`, "cold", on the
 /// H200 VM), and a cumulative error counter needs no finer grain on a burn-in.
 const PCIE_REPLAY_EVERY: u32 = 15;
+/// Instant power and the 1 s average, in one field-values call.
+const POWER_FIELDS: [(u32, u32); 2] = [
+    (field_id::NVML_FI_DEV_POWER_INSTANT, 0),
+    (field_id::NVML_FI_DEV_POWER_AVERAGE, 0),
+];
+/// Volatile ECC totals, corrected (single-bit) then uncorrected (double-bit).
+const ECC_FIELDS: [(u32, u32); 2] = [
+    (field_id::NVML_FI_DEV_ECC_SBE_VOL_TOTAL, 0),
+    (field_id::NVML_FI_DEV_ECC_DBE_VOL_TOTAL, 0),
+];
 /// Xid events kept per GPU until the next frame takes them.
 const XID_QUEUE: usize = 64;
 
@@ -321,10 +331,6 @@ impl NvmlSampler {
             // One field-values call carries both power readings (the 1 s average costs ~18 µs
             // through nvmlDeviceGetPowerUsage in a VM, ~0.5 µs as a field). NVLink throughput
             // is asked only of GPUs that have NVLink: it costs ~8 µs even when NotSupported.
-            const POWER: [(u32, u32); 2] = [
-                (field_id::NVML_FI_DEV_POWER_INSTANT, 0),
-                (field_id::NVML_FI_DEV_POWER_AVERAGE, 0),
-            ];
             const NVLINK: [(u32, u32); 2] = [
                 (
                     field_id::NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX,
@@ -339,10 +345,10 @@ impl NvmlSampler {
                 raw_field_values(
                     d,
                     self.renumbered,
-                    &[POWER[0], POWER[1], NVLINK[0], NVLINK[1]],
+                    &[POWER_FIELDS[0], POWER_FIELDS[1], NVLINK[0], NVLINK[1]],
                 )
             } else {
-                raw_field_values(d, self.renumbered, &POWER)
+                raw_field_values(d, self.renumbered, &POWER_FIELDS)
             };
             let f = |k: usize| fields.get(k).copied().flatten();
             // NVLink throughput counters are cumulative KiB; the rate needs two readings.
@@ -550,23 +556,14 @@ pub fn probe_costs(rounds: u32) -> Result<String, NvmlUnavailable> {
             .is_some()
         });
         time(&mut out, "field PCIE_REPLAY_COUNTER", &mut || {
-            raw_field_values(
+            answers(
                 &d,
                 renumbered,
                 &[(field_id::NVML_FI_DEV_PCIE_REPLAY_COUNTER, 0)],
-            )[0]
-            .is_some()
+            )
         });
         time(&mut out, "fields ECC SBE+DBE volatile", &mut || {
-            raw_field_values(
-                &d,
-                renumbered,
-                &[
-                    (field_id::NVML_FI_DEV_ECC_SBE_VOL_TOTAL, 0),
-                    (field_id::NVML_FI_DEV_ECC_DBE_VOL_TOTAL, 0),
-                ],
-            )[0]
-            .is_some()
+            raw_field_values(&d, renumbered, &ECC_FIELDS)[0].is_some()
         });
         time(&mut out, "remapped_rows (raw)", &mut || {
             remapped_rows(&d).is_some()
@@ -582,15 +579,7 @@ pub fn probe_costs(rounds: u32) -> Result<String, NvmlUnavailable> {
                 .is_some()
         });
         time(&mut out, "fields POWER_INSTANT+AVERAGE", &mut || {
-            raw_field_values(
-                &d,
-                renumbered,
-                &[
-                    (field_id::NVML_FI_DEV_POWER_INSTANT, 0),
-                    (field_id::NVML_FI_DEV_POWER_AVERAGE, 0),
-                ],
-            )[1]
-            .is_some()
+            raw_field_values(&d, renumbered, &POWER_FIELDS)[1].is_some()
         });
         time(&mut out, "gpm_sample", &mut || d.gpm_sample().is_ok());
         // Is the field fresh? NVML may serve fields from a cache; its timestamp says when the
@@ -694,15 +683,7 @@ pub fn probe_costs(rounds: u32) -> Result<String, NvmlUnavailable> {
             ));
         };
         cold("fields POWER_INSTANT+AVERAGE", &mut || {
-            raw_field_values(
-                &d,
-                renumbered,
-                &[
-                    (field_id::NVML_FI_DEV_POWER_INSTANT, 0),
-                    (field_id::NVML_FI_DEV_POWER_AVERAGE, 0),
-                ],
-            )[1]
-            .is_some()
+            raw_field_values(&d, renumbered, &POWER_FIELDS)[1].is_some()
         });
         cold("utilization_rates", &mut || d.utilization_rates().is_ok());
         cold("temperature", &mut || {
@@ -714,12 +695,11 @@ pub fn probe_costs(rounds: u32) -> Result<String, NvmlUnavailable> {
         });
         cold("gpm_sample", &mut || d.gpm_sample().is_ok());
         cold("field PCIE_REPLAY_COUNTER", &mut || {
-            raw_field_values(
+            answers(
                 &d,
                 renumbered,
                 &[(field_id::NVML_FI_DEV_PCIE_REPLAY_COUNTER, 0)],
-            )[0]
-            .is_some()
+            )
         });
         cold("memory_info", &mut || d.memory_info().is_ok());
         cold("clock_info(Memory)", &mut || {
@@ -852,14 +832,7 @@ impl SlowReader {
 /// `nvmlDeviceGetTotalEccErrors` calls cost ~12 µs on the H200), the classic calls where the
 /// fields do not answer.
 fn volatile_ecc(d: &Device<'_>, renumbered: bool) -> (Option<u64>, Option<u64>) {
-    let fields = raw_field_values(
-        d,
-        renumbered,
-        &[
-            (field_id::NVML_FI_DEV_ECC_SBE_VOL_TOTAL, 0),
-            (field_id::NVML_FI_DEV_ECC_DBE_VOL_TOTAL, 0),
-        ],
-    );
+    let fields = raw_field_values(d, renumbered, &ECC_FIELDS);
     let f = |k: usize| fields.get(k).copied().flatten().map(|v| v as u64);
     (
         f(0).or_else(|| {
@@ -1036,6 +1009,13 @@ fn remapped_rows(d: &Device<'_>) -> Option<(u32, u32, bool, bool)> {
         let ret = sym(d.handle(), &mut corr, &mut unc, &mut pending, &mut failure);
         (ret == 0).then_some((corr, unc, pending != 0, failure != 0))
     }
+}
+
+/// Whether a field-values call answered any of `ids` (the cost probe's success column).
+fn answers(d: &Device<'_>, renumbered: bool, ids: &[(u32, u32)]) -> bool {
+    raw_field_values(d, renumbered, ids)
+        .iter()
+        .any(Option::is_some)
 }
 
 /// One `nvmlDeviceGetFieldValues` call with explicit scope IDs (nvml-wrapper's
