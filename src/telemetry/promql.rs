@@ -274,26 +274,23 @@ impl PromClient {
             Auth::Basic(u, p) => req.basic_auth(u, Some(p)),
         };
         // Without the URL: it holds the whole query, which would bury the reason.
-        let resp = req.send().await.map_err(|e| {
+        let failed = |doing: &str, e: reqwest::Error| {
             format!(
-                "Prometheus {}: {}",
+                "Prometheus {}: {doing}{}",
                 self.base,
                 crate::probes::s3::server_metrics::short_error(&e.without_url())
             )
-        })?;
+        };
+        let mut resp = req.send().await.map_err(|e| failed("", e))?;
         let status = resp.status();
         // Read in chunks up to a limit: a URL that points at something else (a file server, a
         // proxy's endless page) must not take the console's memory.
-        let mut resp = resp;
         let mut body: Vec<u8> = Vec::new();
         loop {
-            let chunk = resp.chunk().await.map_err(|e| {
-                format!(
-                    "Prometheus {}: reading the answer: {}",
-                    self.base,
-                    crate::probes::s3::server_metrics::short_error(&e.without_url())
-                )
-            })?;
+            let chunk = resp
+                .chunk()
+                .await
+                .map_err(|e| failed("reading the answer: ", e))?;
             let Some(chunk) = chunk else { break };
             if body.len() + chunk.len() > MAX_ANSWER_BYTES {
                 return Err(format!(
