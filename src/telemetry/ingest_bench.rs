@@ -10,7 +10,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::cluster::ClusterStore;
+use crate::cluster::{ClusterStore, median};
 use crate::telemetry::SourceEvent;
 use crate::telemetry::cpu::thread_cpu;
 use crate::telemetry::sim::{SIM_EPOCH_MS, SimCluster, SimConfig, SimLoad};
@@ -122,13 +122,10 @@ pub fn measure(nodes: usize, gpus: u32, seconds: u64, rounds: usize) -> Figures 
     }
 }
 
-/// The median of some rates (the upper one of the middle pair).
-fn median(mut rates: Vec<f64>) -> f64 {
-    rates.sort_by(f64::total_cmp);
-    rates.get(rates.len() / 2).copied().unwrap_or(0.0)
-}
-
-fn rate(v: f64) -> String {
+fn rate(v: Option<f64>) -> String {
+    let Some(v) = v else {
+        return "n/a".to_string();
+    };
     if v >= 1e6 {
         format!("{:.3} M/s", v / 1e6)
     } else {
@@ -147,8 +144,8 @@ impl Figures {
         let line = |name: &str, r: &Round| {
             format!(
                 "{name:<34} {:>10}  ({})  {} samples\n",
-                rate(r.per_cpu_second()),
-                rate(r.per_wall_second()),
+                rate(Some(r.per_cpu_second())),
+                rate(Some(r.per_wall_second())),
                 r.samples
             )
         };
@@ -164,15 +161,9 @@ impl Figures {
         }
         out.push_str(&format!(
             "median: decode+store warm {} per CPU second ({} per wall second); decode only {}\n",
-            rate(median(
-                self.warm.iter().map(Round::per_cpu_second).collect()
-            )),
-            rate(median(
-                self.warm.iter().map(Round::per_wall_second).collect()
-            )),
-            rate(median(
-                self.decode_only.iter().map(Round::per_cpu_second).collect()
-            )),
+            rate(median(self.warm.iter().map(Round::per_cpu_second))),
+            rate(median(self.warm.iter().map(Round::per_wall_second))),
+            rate(median(self.decode_only.iter().map(Round::per_cpu_second))),
         ));
         out
     }
