@@ -499,6 +499,49 @@ mod tests {
         );
     }
 
+    /// The `--stats` figures are arithmetic on the counters: checked on hand-made counters, so
+    /// a wrong divisor (per frame against per GPU-sample) shows.
+    #[test]
+    fn stats_summary_divides_by_the_right_counts() {
+        let ms = Duration::from_millis;
+        let stats = AgentStats {
+            frames: 100,
+            gpu_samples: 800,
+            tick_cpu: ms(40),
+            read_cpu: ms(24),
+            write_cpu: ms(6),
+            process_cpu: ms(160),
+            steady_cpu: ms(144),
+            steady_samples: 720,
+            steady_wall: Duration::from_secs(9),
+            run_wall: Duration::from_secs(10),
+        };
+        let totals = stats.summary(Measure::Totals);
+        // 144 ms over 720 samples; 160 ms over 800; 144 ms over 9 s.
+        assert!(totals.contains("after frame 10: 200.0 µs"), "{totals}");
+        assert!(totals.contains("whole run 200.0 µs (0.160 s)"), "{totals}");
+        assert!(totals.contains("after frame 10: process 16000"), "{totals}");
+        assert!(totals.contains("background threads"), "{totals}");
+        assert!(!totals.contains("tick path"), "{totals}");
+        let split = stats.summary(Measure::Split);
+        // 40 ms over 800 samples; 24 ms over 800; 6 ms over 100 frames; the rest 10 ms over 100.
+        assert!(
+            split.contains(
+                "tick path 50.0 µs per GPU-sample (GPU reads 30.0; per frame: encode+write \
+                 60.0 µs, sleep and wake-up 100.0 µs)"
+            ),
+            "{split}"
+        );
+        let short = AgentStats {
+            frames: 3,
+            gpu_samples: 3,
+            ..AgentStats::default()
+        };
+        let text = short.summary(Measure::Totals);
+        assert!(text.contains("n/a (too few frames)"), "{text}");
+        assert!(!text.contains("per second"), "{text}");
+    }
+
     #[test]
     fn stops_when_stdout_closes() {
         struct Closed;
