@@ -366,6 +366,59 @@ pub fn run(
     stats
 }
 
+/// `burnin bench agent`: the real agent (NVML sampler, its background threads, the fabric
+/// thread, frames encoded and written to /dev/null) for `frames` frames, with `slots` GPU slots
+/// read round robin from this host's GPUs, so a one-GPU machine pays for every call an
+/// `slots`-GPU node would make. Returns the report: what was read, then the `--stats` line.
+pub fn bench(
+    slots: u32,
+    interval: Duration,
+    frames: u64,
+    measure: Measure,
+) -> Result<String, crate::telemetry::nvml::NvmlUnavailable> {
+    let mut sampler = NvmlSampler::open_slots(Some(slots))?;
+    let hello = sampler.hello();
+    let physical = {
+        let mut uuids: Vec<&str> = hello.gpus.iter().map(|g| g.uuid.as_str()).collect();
+        uuids.sort_unstable();
+        uuids.dedup();
+        uuids.len()
+    };
+    let fabric = FabricThread::start(
+        std::path::PathBuf::from("/sys"),
+        interval.max(crate::telemetry::fabric::MIN_PERIOD),
+    );
+    // A real write per frame, as to the pipe of an SSH session.
+    let mut out: Box<dyn Write> = match std::fs::OpenOptions::new().write(true).open("/dev/null") {
+        Ok(f) => Box::new(f),
+        Err(_) => Box::new(std::io::sink()),
+    };
+    let stats = run(
+        &mut sampler,
+        Some(&fabric),
+        None,
+        interval,
+        Some(frames),
+        measure,
+        &mut out,
+    );
+    Ok(format!(
+        "burnin bench agent: {} GPU slots over {physical} physical GPU(s) ({}), every {} ms, {} \
+         frames to /dev/null{}\n{}\n",
+        hello.gpus.len(),
+        hello.gpus.first().map_or("none", |g| g.name.as_str()),
+        interval.as_millis(),
+        stats.frames,
+        if hello.gpus.len() > physical {
+            "; slots repeat GPUs: the calls and their CPU are real, the GPUs behind them are not \
+             distinct"
+        } else {
+            ""
+        },
+        stats.summary(measure)
+    ))
+}
+
 /// `burnin agent`: returns the exit code.
 pub fn main(args: &AgentArgs) -> i32 {
     if args.probe_costs {

@@ -493,6 +493,23 @@ pub enum BenchKind {
         #[arg(long, default_value_t = 5)]
         rounds: usize,
     },
+    /// The agent's CPU per GPU-sample on this node's NVML, as `burnin agent --stats` gives it,
+    /// with SLOTS GPU slots read round robin from the GPUs here: a one-GPU machine makes the
+    /// calls of an eight-GPU node (the GPUs behind the slots repeat; the report says so).
+    Agent {
+        /// GPU slots (at least the GPUs present).
+        #[arg(long, default_value_t = 8)]
+        slots: u32,
+        /// Sample period: `1s`, `100ms`, or milliseconds.
+        #[arg(long, default_value = "1s", value_parser = parse_duration)]
+        interval: std::time::Duration,
+        /// Frames to write.
+        #[arg(long, default_value_t = 60)]
+        frames: u64,
+        /// Also split the tick path (as `burnin agent --stats-split`).
+        #[arg(long)]
+        split: bool,
+    },
 }
 
 /// `burnin workload …`.

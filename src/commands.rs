@@ -139,6 +139,27 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
             print!("{}", figures.report(nodes, gpus, seconds));
             Ok(0)
         }
+        Some(Command::Bench {
+            what:
+                crate::cli::BenchKind::Agent {
+                    slots,
+                    interval,
+                    frames,
+                    split,
+                },
+        }) => {
+            let measure = if split {
+                crate::agent::Measure::Split
+            } else {
+                crate::agent::Measure::Totals
+            };
+            crate::agent::bench(slots, interval, frames, measure)
+                .map(|report| {
+                    print!("{report}");
+                    0
+                })
+                .map_err(|e| eyre!("burnin bench agent: {e}"))
+        }
         Some(Command::Report { run_dir }) => match crate::report::write(&run_dir) {
             Ok(files) => {
                 println!("{}", files.markdown.display());

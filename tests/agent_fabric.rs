@@ -95,3 +95,25 @@ fn agent_streams_ports_from_sysfs() {
         assert!(frames.iter().all(|f| f.gpus.is_empty()));
     }
 }
+
+/// `burnin bench agent` measures the real NVML path only: without a driver it says why and
+/// fails, rather than printing a figure of something else.
+#[test]
+fn bench_agent_without_a_driver_fails_naming_nvml() {
+    if Path::new("/proc/driver/nvidia/version").exists() {
+        return;
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_burnin"))
+        .args(["bench", "agent", "--slots", "8", "--frames", "2"])
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .expect("run bench agent");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("burnin bench agent: NVML:"), "{stderr}");
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

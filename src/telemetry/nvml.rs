@@ -100,7 +100,19 @@ pub struct NvmlSampler {
     prev_nvlink: Vec<Option<(u64, u64, Instant)>>,
     /// Whether each GPU answers NVLink throughput at all (decided once at start).
     has_nvlink: Vec<bool>,
+    /// NVML's index of the GPU behind each slot (the same as the slot's, except under
+    /// [`NvmlSampler::open_slots`]).
+    nvml_index: Vec<u32>,
     hello: NodeHello,
+}
+
+/// Which physical GPU each of `slots` GPU slots reads, round robin over `count` GPUs: how
+/// `burnin bench agent` makes a one-GPU machine pay for the calls of an eight-GPU node.
+pub fn slot_gpus(count: u32, slots: u32) -> Vec<u32> {
+    if count == 0 {
+        return Vec::new();
+    }
+    (0..slots.max(count)).map(|k| k % count).collect()
 }
 
 /// Why NVML could not be used.
@@ -127,6 +139,14 @@ pub fn hostname() -> String {
 impl NvmlSampler {
     /// Load NVML and open every GPU. Fails with NVML's own words when there is no driver.
     pub fn open() -> Result<Self, NvmlUnavailable> {
+        Self::open_slots(None)
+    }
+
+    /// [`NvmlSampler::open`], or, with `Some(n)` and fewer than `n` GPUs, a sampler whose `n`
+    /// GPU slots read the host's GPUs round robin ([`slot_gpus`]): every call and every
+    /// thread's round is made once per slot, as on a node with `n` GPUs, but the slots repeat
+    /// physical GPUs. For measuring the agent's CPU only; the hello says so in `unavailable`.
+    pub fn open_slots(slots: Option<u32>) -> Result<Self, NvmlUnavailable> {
         let nvml = Nvml::init().map_err(|e| NvmlUnavailable(e.to_string()))?;
         // The sampler lives for the whole agent process; leaking gives devices a 'static borrow
         // that the background threads can share.
@@ -135,9 +155,13 @@ impl NvmlSampler {
             .device_count()
             .map_err(|e| NvmlUnavailable(format!("device count: {e}")))?;
         let mut devices = Vec::new();
-        for i in 0..count {
+        let mut nvml_index = Vec::new();
+        for i in slot_gpus(count, slots.unwrap_or(count)) {
             match nvml.device_by_index(i) {
-                Ok(d) => devices.push(d),
+                Ok(d) => {
+                    devices.push(d);
+                    nvml_index.push(i);
+                }
                 Err(e) => tracing::warn!("GPU {i}: {e}"),
             }
         }
@@ -151,7 +175,11 @@ impl NvmlSampler {
             .iter()
             .enumerate()
             .map(|(i, d)| GpuInfo {
-                index: d.index().unwrap_or(i as u32),
+                index: if slots.is_some_and(|n| n > count) {
+                    i as u32
+                } else {
+                    d.index().unwrap_or(i as u32)
+                },
                 name: d.name().unwrap_or_else(|_| "unknown".into()),
                 uuid: d.uuid().unwrap_or_default(),
                 power_limit_watts: d.enforced_power_limit().ok().map(|mw| mw as f32 / 1000.0),
@@ -172,7 +200,18 @@ impl NvmlSampler {
             gpus,
             topology: read_topology(),
             system: Some(Box::new(crate::telemetry::system::read_system())),
-            unavailable: Vec::new(),
+            unavailable: if devices.len() as u32 > count {
+                vec![crate::model::Unavailable {
+                    reading: "distinct GPUs".into(),
+                    why: format!(
+                        "{} GPU slots over {count} physical GPU(s): a CPU measurement \
+                         (burnin bench agent), not a node",
+                        devices.len()
+                    ),
+                }]
+            } else {
+                Vec::new()
+            },
         };
         let n = devices.len();
         let shared = Arc::new(Mutex::new(Shared {
@@ -201,6 +240,7 @@ impl NvmlSampler {
             shared,
             prev_nvlink: vec![None; n],
             has_nvlink,
+            nvml_index,
             hello,
         };
         sampler.spawn_slow_thread();
@@ -219,12 +259,12 @@ impl NvmlSampler {
         std::mem::take(&mut s.notes)
     }
 
-    /// Fresh handles to the same GPUs, for a background thread (handles are not Clone).
-    fn reopen(&self) -> Vec<Device<'static>> {
-        self.hello
-            .gpus
+    /// Fresh handles to the same GPUs, slot for slot, for a background thread (handles are not
+    /// Clone). A GPU that does not open again is `None`, so the other slots keep their places.
+    fn reopen(&self) -> Vec<Option<Device<'static>>> {
+        self.nvml_index
             .iter()
-            .filter_map(|g| self.nvml.device_by_index(g.index).ok())
+            .map(|&i| self.nvml.device_by_index(i).ok())
             .collect()
     }
 
@@ -243,6 +283,7 @@ impl NvmlSampler {
             .spawn(move || {
                 for round in 0u32.. {
                     for (i, d) in devices.iter().enumerate() {
+                        let Some(d) = d else { continue };
                         let r = reader.read(i, d, round);
                         let mut s = shared.lock().unwrap_or_else(PoisonError::into_inner);
                         if let Some(slot) = s.slow.get_mut(i) {
@@ -261,6 +302,7 @@ impl NvmlSampler {
     fn spawn_xid_thread(&self) {
         let nvml = self.nvml;
         let devices = self.reopen();
+        let nvml_index = self.nvml_index.clone();
         let shared = Arc::clone(&self.shared);
         let spawned = std::thread::Builder::new()
             .name("nvml-xid".into())
@@ -273,13 +315,22 @@ impl NvmlSampler {
                     Ok(s) => s,
                     Err(e) => return note(format!("Xid events unavailable: {e}")),
                 };
-                let mut uuids = Vec::new();
-                for d in &devices {
-                    set = match d.register_events(EventTypes::CRITICAL_XID_ERROR, set) {
-                        Ok(s) => s,
-                        Err(e) => return note(format!("Xid events unavailable: {}", e.error)),
-                    };
-                    uuids.push(d.uuid().unwrap_or_default());
+                // Slot by slot; a GPU behind several slots (`open_slots`) registers once, and
+                // its events go to its first slot.
+                let mut uuids: Vec<String> = Vec::new();
+                for (slot, d) in devices.iter().enumerate() {
+                    let uuid = d.as_ref().and_then(|d| d.uuid().ok()).unwrap_or_default();
+                    if let Some(d) = d
+                        && !nvml_index[..slot].contains(&nvml_index[slot])
+                    {
+                        set = match d.register_events(EventTypes::CRITICAL_XID_ERROR, set) {
+                            Ok(s) => s,
+                            Err(e) => {
+                                return note(format!("Xid events unavailable: {}", e.error));
+                            }
+                        };
+                    }
+                    uuids.push(uuid);
                 }
                 loop {
                     crate::telemetry::cpu::XID_THREAD.publish();
@@ -648,8 +699,12 @@ pub fn probe_costs(rounds: u32) -> Result<String, NvmlUnavailable> {
         // One whole background round of this GPU, as the agent's thread makes it: 100 ms
         // apart, so caches are as cold as they are between real rounds.
         let has_links = nvlink_link_states(&d).is_some();
-        let mut reader =
-            SlowReader::new(nvml, std::slice::from_ref(&d), vec![has_links], renumbered);
+        let mut reader = SlowReader::new(
+            nvml,
+            &[nvml.device_by_index(i).ok()],
+            vec![has_links],
+            renumbered,
+        );
         let (mut cpu, rounds_slow) = (Duration::ZERO, 12u32);
         for round in 0..rounds_slow {
             std::thread::sleep(Duration::from_millis(100));
@@ -733,7 +788,7 @@ struct SlowReader {
 impl SlowReader {
     fn new(
         nvml: &'static Nvml,
-        devices: &[Device<'static>],
+        devices: &[Option<Device<'static>>],
         has_links: Vec<bool>,
         renumbered: bool,
     ) -> Self {
@@ -744,7 +799,7 @@ impl SlowReader {
             has_links,
             gpm_ok: devices
                 .iter()
-                .map(|d| d.gpm_support().unwrap_or(false))
+                .map(|d| d.as_ref().is_some_and(|d| d.gpm_support().unwrap_or(false)))
                 .collect(),
             gpm_prev: (0..n).map(|_| None).collect(),
             pcie_replay: vec![None; n],
@@ -1123,5 +1178,15 @@ mod tests {
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(err.starts_with("NVML: "), "{err}");
+    }
+
+    #[test]
+    fn slots_read_the_gpus_round_robin() {
+        assert_eq!(slot_gpus(1, 8), vec![0; 8]);
+        assert_eq!(slot_gpus(2, 5), vec![0, 1, 0, 1, 0]);
+        // Never fewer slots than GPUs: every GPU is read.
+        assert_eq!(slot_gpus(4, 2), vec![0, 1, 2, 3]);
+        assert_eq!(slot_gpus(8, 8), (0..8).collect::<Vec<u32>>());
+        assert!(slot_gpus(0, 8).is_empty());
     }
 }
