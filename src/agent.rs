@@ -378,12 +378,7 @@ pub fn bench(
 ) -> Result<String, crate::telemetry::nvml::NvmlUnavailable> {
     let mut sampler = NvmlSampler::open_slots(Some(slots))?;
     let hello = sampler.hello();
-    let physical = {
-        let mut uuids: Vec<&str> = hello.gpus.iter().map(|g| g.uuid.as_str()).collect();
-        uuids.sort_unstable();
-        uuids.dedup();
-        uuids.len()
-    };
+    let physical = sampler.physical_gpus();
     let fabric = FabricThread::start(
         std::path::PathBuf::from("/sys"),
         interval.max(crate::telemetry::fabric::MIN_PERIOD),

@@ -97,18 +97,39 @@ fn agent_streams_ports_from_sysfs() {
 }
 
 /// `burnin bench agent` measures the real NVML path only: without a driver it says why and
-/// fails, rather than printing a figure of something else.
+/// fails, rather than printing a figure of something else; with one, it reports the slots and
+/// the `--stats` figures.
 #[test]
-fn bench_agent_without_a_driver_fails_naming_nvml() {
-    if Path::new("/proc/driver/nvidia/version").exists() {
-        return;
-    }
+fn bench_agent_measures_nvml_or_fails_naming_it() {
     let out = Command::new(env!("CARGO_BIN_EXE_burnin"))
-        .args(["bench", "agent", "--slots", "8", "--frames", "2"])
+        .args([
+            "bench",
+            "agent",
+            "--slots",
+            "8",
+            "--interval",
+            "100ms",
+            "--frames",
+            "12",
+        ])
         .env("RUST_BACKTRACE", "0")
         .output()
         .expect("run bench agent");
     let stderr = String::from_utf8_lossy(&out.stderr);
+    if Path::new("/proc/driver/nvidia/version").exists() {
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{stderr}");
+        assert!(
+            stdout.contains("burnin bench agent: 8 GPU slots over "),
+            "{stdout}"
+        );
+        assert!(stdout.contains("12 frames"), "{stdout}");
+        assert!(
+            stdout.contains("96 GPU-samples; process CPU per GPU-sample after frame 10: "),
+            "{stdout}"
+        );
+        return;
+    }
     assert!(!out.status.success(), "{stderr}");
     assert!(stderr.contains("burnin bench agent: NVML:"), "{stderr}");
     assert!(

@@ -145,7 +145,7 @@ impl NvmlSampler {
     /// [`NvmlSampler::open`], or, with `Some(n)` and fewer than `n` GPUs, a sampler whose `n`
     /// GPU slots read the host's GPUs round robin ([`slot_gpus`]): every call and every
     /// thread's round is made once per slot, as on a node with `n` GPUs, but the slots repeat
-    /// physical GPUs. For measuring the agent's CPU only; the hello says so in `unavailable`.
+    /// physical GPUs ([`NvmlSampler::physical_gpus`]). For measuring the agent's CPU only.
     pub fn open_slots(slots: Option<u32>) -> Result<Self, NvmlUnavailable> {
         let nvml = Nvml::init().map_err(|e| NvmlUnavailable(e.to_string()))?;
         // The sampler lives for the whole agent process; leaking gives devices a 'static borrow
@@ -200,18 +200,7 @@ impl NvmlSampler {
             gpus,
             topology: read_topology(),
             system: Some(Box::new(crate::telemetry::system::read_system())),
-            unavailable: if devices.len() as u32 > count {
-                vec![crate::model::Unavailable {
-                    reading: "distinct GPUs".into(),
-                    why: format!(
-                        "{} GPU slots over {count} physical GPU(s): a CPU measurement \
-                         (burnin bench agent), not a node",
-                        devices.len()
-                    ),
-                }]
-            } else {
-                Vec::new()
-            },
+            unavailable: Vec::new(),
         };
         let n = devices.len();
         let shared = Arc::new(Mutex::new(Shared {
@@ -257,6 +246,15 @@ impl NvmlSampler {
     pub fn take_notes(&self) -> Vec<String> {
         let mut s = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
         std::mem::take(&mut s.notes)
+    }
+
+    /// How many distinct GPUs the slots read (fewer than the slots only under
+    /// [`NvmlSampler::open_slots`]).
+    pub fn physical_gpus(&self) -> usize {
+        let mut seen = self.nvml_index.clone();
+        seen.sort_unstable();
+        seen.dedup();
+        seen.len()
     }
 
     /// Fresh handles to the same GPUs, slot for slot, for a background thread (handles are not
