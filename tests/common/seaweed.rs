@@ -71,6 +71,26 @@ impl Seaweed {
 
     fn start_with(tls: Option<(&std::path::Path, &std::path::Path)>) -> Option<Seaweed> {
         let weed = weed_binary()?;
+        // Free ports are picked before weed binds them, and anything on the machine (another
+        // test's server, an outgoing connection) may take one in between: a start that dies
+        // on "address already in use" is tried again on other ports. Any other exit fails.
+        const ATTEMPTS: u32 = 3;
+        for attempt in 1..=ATTEMPTS {
+            match Self::spawn(&weed, tls) {
+                Ok(me) => return Some(me),
+                Err(log) if attempt < ATTEMPTS && log.contains("address already in use") => {}
+                Err(log) => panic!("weed exited before it served (attempt {attempt}); log: {log}"),
+            }
+        }
+        unreachable!("the last attempt returns or panics")
+    }
+
+    /// One start on fresh ports and a fresh directory; `Err(log)` when weed exited before it
+    /// served.
+    fn spawn(
+        weed: &std::path::Path,
+        tls: Option<(&std::path::Path, &std::path::Path)>,
+    ) -> Result<Seaweed, String> {
         let dir = std::env::temp_dir().join(format!(
             "burnin-seaweed-{}-{}",
             std::process::id(),
@@ -131,12 +151,13 @@ impl Seaweed {
         };
         // The S3 gateway needs its filer: wait for both to answer HTTP (a TLS port answers a
         // plain request with 400, which is an answer too).
-        me.wait_ready(filer);
-        me.wait_ready(s3);
-        Some(me)
+        me.wait_ready(filer)?;
+        me.wait_ready(s3)?;
+        Ok(me)
     }
 
-    fn wait_ready(&mut self, port: u16) {
+    /// Waits until `port` answers HTTP; `Err(log)` when weed exits first.
+    fn wait_ready(&mut self, port: u16) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(60);
         while Instant::now() < deadline {
             // Any HTTP status line will do: the server is listening and serving.
@@ -146,11 +167,11 @@ impl Seaweed {
                 let _ = s.write_all(b"GET / HTTP/1.0\r\nHost: x\r\n\r\n");
                 let mut buf = [0u8; 12];
                 if s.read_exact(&mut buf).is_ok() && buf.starts_with(b"HTTP/1.") {
-                    return;
+                    return Ok(());
                 }
             }
             if let Some(Ok(Some(status))) = self.child.as_mut().map(Child::try_wait) {
-                panic!("weed exited with {status}; log: {}", self.log());
+                return Err(format!("weed exited with {status}; {}", self.log()));
             }
             std::thread::sleep(Duration::from_millis(200));
         }
