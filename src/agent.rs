@@ -201,6 +201,25 @@ pub struct AgentStats {
     pub steady_wall: Duration,
     /// Wall-clock time of the whole run.
     pub run_wall: Duration,
+    /// CPU time of each background thread ([`BACKGROUND`] order) over the whole run, start-up
+    /// included.
+    pub background_cpu: [Duration; 3],
+    /// The same after the first [`STEADY_AFTER`] frames, over `steady_wall`: what each thread
+    /// costs a long run.
+    pub background_steady_cpu: [Duration; 3],
+}
+
+/// The background threads `--stats` reports, by name, in [`AgentStats::background_cpu`] order.
+pub const BACKGROUND: [&str; 3] = ["NVML", "Xid", "fabric"];
+
+/// Each background thread's CPU time now, in [`BACKGROUND`] order.
+fn background_now() -> [Duration; 3] {
+    use crate::telemetry::cpu::{FABRIC_THREAD, NVML_SLOW_THREAD, XID_THREAD};
+    [
+        NVML_SLOW_THREAD.total(),
+        XID_THREAD.total(),
+        FABRIC_THREAD.total(),
+    ]
 }
 
 /// Whether and how finely `run` measures itself.
@@ -224,7 +243,14 @@ impl AgentStats {
     /// path split per GPU-sample and per frame, so a one-GPU measurement says what an
     /// eight-GPU node would pay.
     pub fn summary(&self, measure: Measure) -> String {
-        use crate::telemetry::cpu::{FABRIC_THREAD, NVML_SLOW_THREAD, XID_THREAD};
+        let named = |cpu: &[Duration; 3], rate: &dyn Fn(Duration) -> f64| {
+            BACKGROUND
+                .iter()
+                .zip(cpu)
+                .map(|(name, d)| format!("{name} {:.0}", rate(*d)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         let per = |d: Duration, n: u64| {
             if n == 0 {
                 0.0
@@ -249,20 +275,18 @@ impl AgentStats {
         if wall > 0.0 {
             let per_second = |d: Duration| d.as_secs_f64() * 1e6 / wall;
             text.push_str(&format!(
-                "; µs of CPU per second after frame {STEADY_AFTER}: process {:.0}",
-                per_second(self.steady_cpu)
+                "; µs of CPU per second after frame {STEADY_AFTER}: process {:.0} (background \
+                 threads: {})",
+                per_second(self.steady_cpu),
+                named(&self.background_steady_cpu, &per_second),
             ));
         }
-        // The background threads' totals include their start-up; per second of the run.
         let run_wall = self.run_wall.as_secs_f64();
         if run_wall > 0.0 {
             let per_second = |d: Duration| d.as_secs_f64() * 1e6 / run_wall;
             text.push_str(&format!(
-                "; background threads, µs of CPU per second of the run: NVML {:.0}, Xid {:.0}, \
-                 fabric {:.0}",
-                per_second(NVML_SLOW_THREAD.total()),
-                per_second(XID_THREAD.total()),
-                per_second(FABRIC_THREAD.total()),
+                "; background threads over the whole run, start-up included, µs/s: {}",
+                named(&self.background_cpu, &per_second),
             ));
         }
         if measure == Measure::Split {
@@ -313,13 +337,18 @@ pub fn run(
     let mut next = Instant::now();
     // One buffer for every tick's lines: the tick path allocates nothing for encoding.
     let mut text: Vec<u8> = Vec::with_capacity(4096);
-    let mut steady_from: Option<(Duration, u64, Instant)> = None;
+    let mut steady_from: Option<(Duration, [Duration; 3], u64, Instant)> = None;
     loop {
         if max_frames.is_some_and(|m| stats.frames >= m) {
             break;
         }
         if stats.frames == STEADY_AFTER && steady_from.is_none() {
-            steady_from = Some((process_cpu(), stats.gpu_samples, Instant::now()));
+            steady_from = Some((
+                process_cpu(),
+                background_now(),
+                stats.gpu_samples,
+                Instant::now(),
+            ));
         }
         let read_start = clock();
         let mut frame = sampler.sample();
@@ -358,8 +387,12 @@ pub fn run(
     stats.tick_cpu = thread_cpu().saturating_sub(tick_cpu_start);
     stats.process_cpu = process_cpu();
     stats.run_wall = started.elapsed();
-    if let Some((cpu, samples, at)) = steady_from {
+    stats.background_cpu = background_now();
+    if let Some((cpu, background, samples, at)) = steady_from {
         stats.steady_cpu = stats.process_cpu.saturating_sub(cpu);
+        for (k, start) in background.iter().enumerate() {
+            stats.background_steady_cpu[k] = stats.background_cpu[k].saturating_sub(*start);
+        }
         stats.steady_samples = stats.gpu_samples - samples;
         stats.steady_wall = at.elapsed();
     }
@@ -563,13 +596,23 @@ mod tests {
             steady_samples: 720,
             steady_wall: Duration::from_secs(9),
             run_wall: Duration::from_secs(10),
+            background_cpu: [ms(10), ms(2), ms(5)],
+            background_steady_cpu: [ms(9), ms(0), ms(3)],
         };
         let totals = stats.summary(Measure::Totals);
         // 144 ms over 720 samples; 160 ms over 800; 144 ms over 9 s.
         assert!(totals.contains("after frame 10: 200.0 µs"), "{totals}");
         assert!(totals.contains("whole run 200.0 µs (0.160 s)"), "{totals}");
         assert!(totals.contains("after frame 10: process 16000"), "{totals}");
-        assert!(totals.contains("background threads"), "{totals}");
+        // 9, 0 and 3 ms over the 9 s after frame 10; 10, 2 and 5 ms over the 10 s run.
+        assert!(
+            totals.contains("process 16000 (background threads: NVML 1000, Xid 0, fabric 333)"),
+            "{totals}"
+        );
+        assert!(
+            totals.contains("start-up included, µs/s: NVML 1000, Xid 200, fabric 500"),
+            "{totals}"
+        );
         assert!(!totals.contains("tick path"), "{totals}");
         let split = stats.summary(Measure::Split);
         // 40 ms over 800 samples; 24 ms over 800; 6 ms over 100 frames; the rest 10 ms over 100.

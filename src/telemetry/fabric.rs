@@ -426,6 +426,7 @@ impl FabricThread {
         let spawned = std::thread::Builder::new()
             .name("fabric".into())
             .spawn(move || {
+                crate::telemetry::cpu::FABRIC_THREAD.register();
                 loop {
                     std::thread::sleep(period);
                     let now = Instant::now();

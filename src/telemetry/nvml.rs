@@ -279,6 +279,7 @@ impl NvmlSampler {
         let spawned = std::thread::Builder::new()
             .name("nvml-slow".into())
             .spawn(move || {
+                crate::telemetry::cpu::NVML_SLOW_THREAD.register();
                 for round in 0u32.. {
                     for (i, d) in devices.iter().enumerate() {
                         let Some(d) = d else { continue };
@@ -305,6 +306,7 @@ impl NvmlSampler {
         let spawned = std::thread::Builder::new()
             .name("nvml-xid".into())
             .spawn(move || {
+                crate::telemetry::cpu::XID_THREAD.register();
                 let note = |text: String| {
                     let mut s = shared.lock().unwrap_or_else(PoisonError::into_inner);
                     s.notes.push(text);
