@@ -623,6 +623,10 @@ pub fn probe_costs(rounds: u32) -> Result<String, NvmlUnavailable> {
         time(&mut out, "running_compute_processes", &mut || {
             d.running_compute_processes().is_ok()
         });
+        let mut process_buf = Vec::new();
+        time(&mut out, "compute_pids (one call)", &mut || {
+            compute_pids(&d, &mut process_buf).is_some()
+        });
         time(&mut out, "nvlink is_active x18", &mut || {
             nvlink_links_active(&d).is_some()
         });
@@ -660,6 +664,13 @@ pub fn probe_costs(rounds: u32) -> Result<String, NvmlUnavailable> {
             ));
             std::thread::sleep(Duration::from_millis(100));
         }
+        // The process list both ways: the agent's one call must list what nvml-wrapper lists.
+        out.push_str(&format!(
+            "GPU{i} compute processes: nvml-wrapper {:?}, one call {:?}\n",
+            d.running_compute_processes()
+                .map(|ps| ps.iter().map(|p| p.pid).collect::<Vec<_>>()),
+            compute_pids(&d, &mut Vec::new()),
+        ));
         // Both ways of reading volatile ECC, side by side: the agent makes the calls.
         let ecc_fields = raw_field_values(&d, renumbered, &ECC_FIELDS);
         out.push_str(&format!(
@@ -722,19 +733,40 @@ pub fn probe_costs(rounds: u32) -> Result<String, NvmlUnavailable> {
         ));
         // The same calls one by one, each after 100 ms asleep: what a call costs when the
         // agent makes it (caches cold), against the back-to-back means above.
-        let mut cold = |name: &str, f: &mut dyn FnMut() -> bool| {
-            let (mut cpu, mut ok, n) = (Duration::ZERO, false, 10u32);
+        // Wall beside CPU: a call that waits on the GPU's firmware sleeps (wall only), one that
+        // polls for it burns CPU.
+        let after = |out: &mut String,
+                     name: &str,
+                     gap: Duration,
+                     before: &mut dyn FnMut(),
+                     f: &mut dyn FnMut() -> bool| {
+            let (mut cpu, mut wall, mut ok, n) = (Duration::ZERO, Duration::ZERO, false, 10u32);
             for _ in 0..n {
-                std::thread::sleep(Duration::from_millis(100));
-                let start = crate::telemetry::cpu::thread_cpu();
+                std::thread::sleep(gap);
+                before();
+                let (t, start) = (Instant::now(), crate::telemetry::cpu::thread_cpu());
                 ok = f();
                 cpu += crate::telemetry::cpu::thread_cpu().saturating_sub(start);
+                wall += t.elapsed();
             }
             out.push_str(&format!(
-                "GPU{i} cold {name:<32} {:>8.1} {}\n",
+                "GPU{i} {name:<37} {:>8.1} {:>8.1} {}\n",
+                wall.as_secs_f64() * 1e6 / f64::from(n),
                 cpu.as_secs_f64() * 1e6 / f64::from(n),
                 if ok { "ok" } else { "err/n.a." }
             ));
+        };
+        out.push_str(&format!(
+            "GPU{i} each call alone after 100 ms asleep, mean of 10, µs: wall, then CPU\n"
+        ));
+        let mut cold = |name: &str, f: &mut dyn FnMut() -> bool| {
+            after(
+                &mut out,
+                &format!("cold {name}"),
+                Duration::from_millis(100),
+                &mut || {},
+                f,
+            );
         };
         cold("fields POWER_INSTANT+AVERAGE", &mut || {
             raw_field_values(&d, renumbered, &POWER_FIELDS)[1].is_some()
@@ -767,7 +799,48 @@ pub fn probe_costs(rounds: u32) -> Result<String, NvmlUnavailable> {
         cold("running_compute_processes", &mut || {
             d.running_compute_processes().is_ok()
         });
+        let mut process_buf = Vec::new();
+        cold("compute_pids (one call)", &mut || {
+            compute_pids(&d, &mut process_buf).is_some()
+        });
         cold("nothing (the clock reads alone)", &mut || true);
+        // What makes a GPM sample expensive after a pause (~260 µs of CPU against ~50 back to
+        // back): the thread waking (then any first call pays it, and a round over eight GPUs
+        // pays it once), or GPM itself going cold with time (then every GPU of a round pays it,
+        // and eight GPUs cost eight times one). The gap rows say how fast it cools; the row
+        // after memory_info says whether another call warms it.
+        for (name, gap) in [
+            ("gpm_sample 1 ms after the last", 1),
+            ("gpm_sample 10 ms after the last", 10),
+            ("gpm_sample 50 ms after the last", 50),
+            ("gpm_sample 500 ms after the last", 500),
+        ] {
+            after(
+                &mut out,
+                name,
+                Duration::from_millis(gap),
+                &mut || {},
+                &mut || d.gpm_sample().is_ok(),
+            );
+        }
+        after(
+            &mut out,
+            "gpm_sample after memory_info, 100 ms",
+            Duration::from_millis(100),
+            &mut || {
+                let _ = d.memory_info();
+            },
+            &mut || d.gpm_sample().is_ok(),
+        );
+        after(
+            &mut out,
+            "memory_info after gpm_sample, 100 ms",
+            Duration::from_millis(100),
+            &mut || {
+                let _ = d.gpm_sample();
+            },
+            &mut || d.memory_info().is_ok(),
+        );
     }
     Ok(out)
 }
@@ -783,6 +856,8 @@ struct SlowReader {
     gpm_prev: Vec<Option<GpmSample<'static>>>,
     pcie_replay: Vec<Option<u64>>,
     link_source: Vec<LinkErrorSource>,
+    /// Where [`compute_pids`] reads the process list into, kept between rounds.
+    process_buf: Vec<nvml_wrapper_sys::bindings::nvmlProcessInfo_t>,
 }
 
 impl SlowReader {
@@ -804,6 +879,7 @@ impl SlowReader {
             gpm_prev: (0..n).map(|_| None).collect(),
             pcie_replay: vec![None; n],
             link_source: vec![LinkErrorSource::Untried; n],
+            process_buf: Vec::new(),
         }
     }
 
@@ -875,10 +951,7 @@ impl SlowReader {
         r.mem_clock_mhz = d.clock_info(Clock::Memory).ok();
         r.ecc = volatile_ecc(d);
         r.remapped = remapped_rows(d);
-        r.compute_pids = d
-            .running_compute_processes()
-            .ok()
-            .map(|ps| ps.iter().map(|p| p.pid).collect());
+        r.compute_pids = compute_pids(d, &mut self.process_buf);
         r
     }
 }
@@ -895,6 +968,58 @@ fn volatile_ecc(d: &Device<'_>) -> (Option<u64>, Option<u64>) {
         d.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile)
             .ok(),
     )
+}
+
+/// PIDs of the compute processes on a GPU, in one `nvmlDeviceGetComputeRunningProcesses_v3`
+/// call into `buf`, which the caller keeps between rounds. nvml-wrapper's
+/// `running_compute_processes` asks for the count first and then for the list: two calls
+/// whenever a process runs, which is all through a burn-in, and the first call after the
+/// thread slept costs ~157 µs of CPU against ~83 µs for one call (`--probe-costs` on the H200,
+/// under a GEMM and idle). The buffer grows when NVML says it is too small; `None` when NVML
+/// cannot say.
+fn compute_pids(
+    d: &Device<'_>,
+    buf: &mut Vec<nvml_wrapper_sys::bindings::nvmlProcessInfo_t>,
+) -> Option<Vec<u32>> {
+    let get = d
+        .nvml()
+        .lib()
+        .nvmlDeviceGetComputeRunningProcesses_v3
+        .as_ref()
+        .ok()?;
+    process_list(buf, |count, infos| {
+        // SAFETY: `infos` holds `*count` initialised entries; NVML writes at most that many
+        // and sets `*count` to how many it wrote (or, when too small, how many there are).
+        unsafe { get(d.handle(), count, infos.as_mut_ptr()) }
+    })
+}
+
+/// The buffer handling of [`compute_pids`], apart from NVML so a test can play NVML's part:
+/// `call` fills the slice and sets the count, or answers "insufficient size" with the count
+/// it needs; the buffer then grows and the call is made once more (processes may start in
+/// between, so a second "too small" gives up rather than loop).
+fn process_list(
+    buf: &mut Vec<nvml_wrapper_sys::bindings::nvmlProcessInfo_t>,
+    mut call: impl FnMut(&mut u32, &mut [nvml_wrapper_sys::bindings::nvmlProcessInfo_t]) -> u32,
+) -> Option<Vec<u32>> {
+    use nvml_wrapper_sys::bindings::nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_SIZE as TOO_SMALL;
+    // SAFETY: nvmlProcessInfo_t is plain C data; all-zero is a valid empty entry.
+    let empty: nvml_wrapper_sys::bindings::nvmlProcessInfo_t = unsafe { std::mem::zeroed() };
+    if buf.is_empty() {
+        buf.resize(16, empty);
+    }
+    for _ in 0..2 {
+        let mut count = u32::try_from(buf.len()).unwrap_or(u32::MAX);
+        match call(&mut count, buf.as_mut_slice()) {
+            0 => {
+                let n = (count as usize).min(buf.len());
+                return Some(buf[..n].iter().map(|p| p.pid).collect());
+            }
+            TOO_SMALL => buf.resize((count as usize).saturating_add(8).min(4096), empty),
+            _ => return None,
+        }
+    }
+    None
 }
 
 /// The GPM metrics the agent reads (the cost probe prints their units).
@@ -1178,6 +1303,41 @@ mod tests {
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(err.starts_with("NVML: "), "{err}");
+    }
+
+    /// NVML's part played by hand: the list fits; it does not fit and then does; it grows
+    /// again between the two calls (give up, do not loop); an error is `None`.
+    #[test]
+    fn process_list_grows_its_buffer_once() {
+        use nvml_wrapper_sys::bindings::nvmlProcessInfo_t;
+        let running = |pids: Vec<u32>| {
+            move |count: &mut u32, infos: &mut [nvmlProcessInfo_t]| -> u32 {
+                if (*count as usize) < pids.len() {
+                    *count = pids.len() as u32;
+                    return 7;
+                }
+                for (slot, pid) in infos.iter_mut().zip(&pids) {
+                    slot.pid = *pid;
+                }
+                *count = pids.len() as u32;
+                0
+            }
+        };
+        let mut buf = Vec::new();
+        assert_eq!(process_list(&mut buf, running(vec![])), Some(vec![]));
+        assert_eq!(process_list(&mut buf, running(vec![660, 661])), Some(vec![660, 661]));
+        let many: Vec<u32> = (1000..1040).collect();
+        assert_eq!(process_list(&mut buf, running(many.clone())), Some(many));
+        assert!(buf.len() >= 40, "the buffer stays grown: {}", buf.len());
+        let mut calls = 0u32;
+        let growing = |count: &mut u32, _: &mut [nvmlProcessInfo_t]| -> u32 {
+            calls += 1;
+            *count += 1;
+            7
+        };
+        assert_eq!(process_list(&mut Vec::new(), growing), None);
+        assert_eq!(calls, 2);
+        assert_eq!(process_list(&mut buf, |_: &mut u32, _: &mut [_]| 999), None);
     }
 
     #[test]
