@@ -439,7 +439,9 @@ pub fn bench(
         stats.frames,
         if hello.gpus.len() > physical {
             "; slots repeat GPUs: the calls and their CPU are real, the GPUs behind them are not \
-             distinct"
+             distinct, and a GPU read again right after itself answers cheaper than one read \
+             once a round (a GPM sample ~5x: see --probe-costs), so this understates a node \
+             with that many GPUs"
         } else {
             ""
         },

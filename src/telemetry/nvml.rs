@@ -1325,7 +1325,10 @@ mod tests {
         };
         let mut buf = Vec::new();
         assert_eq!(process_list(&mut buf, running(vec![])), Some(vec![]));
-        assert_eq!(process_list(&mut buf, running(vec![660, 661])), Some(vec![660, 661]));
+        assert_eq!(
+            process_list(&mut buf, running(vec![660, 661])),
+            Some(vec![660, 661])
+        );
         let many: Vec<u32> = (1000..1040).collect();
         assert_eq!(process_list(&mut buf, running(many.clone())), Some(many));
         assert!(buf.len() >= 40, "the buffer stays grown: {}", buf.len());
