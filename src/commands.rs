@@ -56,12 +56,15 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
                     ..LookArgs::default()
                 },
                 None,
+                false,
             )
             .await
         }
-        Some(Command::Watch { look, resume }) => {
-            watch(&config, ssh_config, &look, resume.as_deref()).await
-        }
+        Some(Command::Watch {
+            look,
+            resume,
+            record,
+        }) => watch(&config, ssh_config, &look, resume.as_deref(), record).await,
         Some(Command::Triage { json, watch_for }) => {
             triage_nodes(&config, ssh_config, json, watch_for).await
         }
@@ -294,6 +297,7 @@ async fn watch(
     ssh_config: Option<PathBuf>,
     look: &LookArgs,
     resume: Option<&std::path::Path>,
+    record: bool,
 ) -> Result<i32> {
     let Some(inventory) = load_inventory(config) else {
         return Ok(2);
@@ -341,6 +345,7 @@ async fn watch(
         eprintln!("burnin: --resume {}: {e}", dir.display());
         return Ok(2);
     }
+    driver.set_record_from_start(record);
     let source = Box::new(fleet(inventory, ssh_config)?.with_phases(driver));
     run_console(
         source,

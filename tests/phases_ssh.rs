@@ -148,6 +148,17 @@ struct Console {
 impl Console {
     /// Start it (taking over `resume` when given).
     fn start(site: &Site, gpus: u32, resume: Option<&Path>) -> Console {
+        Console::start_with(site, gpus, resume, false)
+    }
+
+    /// [`Console::start`], opening the run record with the console when `record_from_start`
+    /// (`burnin watch --record`).
+    fn start_with(
+        site: &Site,
+        gpus: u32,
+        resume: Option<&Path>,
+        record_from_start: bool,
+    ) -> Console {
         use burnin::telemetry::Source;
         use std::sync::Arc;
         let text = format!(
@@ -187,6 +198,7 @@ impl Console {
         if let Some(dir) = resume {
             driver.resume(dir).expect("resume");
         }
+        driver.set_record_from_start(record_from_start);
         let source = Box::new(
             burnin::telemetry::fleet::FleetSource::new(inventory, ssh, PathBuf::from(BIN))
                 .with_phases(driver),
@@ -577,6 +589,72 @@ command = "echo started; sleep 300"
                     .any(|s| s.node == "node01" && s.last.gpus.len() == 4)
             })
         },
+    );
+}
+
+/// `burnin watch --record`: the record opens with the console, and the GPUs' telemetry is in
+/// it before any phase starts; a phase started later goes into the same run. Watching without
+/// it leaves no run behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_records_from_its_start_when_asked() {
+    use burnin::cluster::PhaseState;
+    use burnin::phases::PhaseCommand;
+    let plan_text = r#"
+[[phase]]
+id = "T5"
+title = "echo"
+scope = "each-node"
+parser = "none"
+command = "echo hello"
+"#;
+    let Some(site) = Site::new(1, 2, plan_text) else {
+        return;
+    };
+    let runs = || -> Vec<PathBuf> {
+        std::fs::read_dir(&site.runs)
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default()
+    };
+    let gpus_stream =
+        |s: &burnin::cluster::ClusterStore| s.node("node01").is_some_and(|n| n.gpus.len() == 2);
+    {
+        let mut console = Console::start(&site, 2, None);
+        console.until("telemetry", &gpus_stream).await;
+        assert!(runs().is_empty(), "watching alone made a run: {:?}", runs());
+    }
+    let mut console = Console::start_with(&site, 2, None, true);
+    console.until("telemetry", &gpus_stream).await;
+    let found = runs();
+    assert_eq!(found.len(), 1, "{found:?}");
+    let run = found[0].clone();
+    wait_for(
+        "the telemetry before any phase in the record",
+        Duration::from_secs(40),
+        || {
+            burnin::record::telemetry::read_telemetry(&run).is_ok_and(|t| {
+                t.seconds
+                    .iter()
+                    .any(|s| s.node == "node01" && s.last.gpus.len() == 2)
+            })
+        },
+    );
+    let events = std::fs::read_to_string(run.join("events.jsonl")).expect("events");
+    assert!(!events.contains(r#""event":"operator""#), "{events}");
+    console
+        .commands
+        .send(PhaseCommand::Start("T5".into()))
+        .expect("send");
+    console
+        .until("T5 to end", &|s| {
+            matches!(s.phase("T5").map(|p| p.state), Some(PhaseState::Done(_)))
+        })
+        .await;
+    assert_eq!(runs(), vec![run.clone()]);
+    let events = std::fs::read_to_string(run.join("events.jsonl")).expect("events");
+    assert!(
+        events.lines().any(|l| l.contains(r#""event":"operator""#)
+            && l.contains(r#""action":"start","phase":"T5""#)),
+        "{events}"
     );
 }
 

@@ -36,6 +36,8 @@ pub struct PhaseDriver {
     /// What the telemetry writes into the record, once the record is open.
     recording: Option<TelemetryRecording>,
     recording_failed: bool,
+    /// Open the record when the console starts ([`PhaseDriver::set_record_from_start`]).
+    record_from_start: bool,
     /// Counts the operator's confirmations for a drill (`c`).
     confirm: watch::Sender<u64>,
 }
@@ -102,6 +104,7 @@ impl PhaseDriver {
             attempts: BTreeMap::new(),
             recording: None,
             recording_failed: false,
+            record_from_start: false,
         }
     }
 
@@ -145,6 +148,52 @@ impl PhaseDriver {
             }
             Err(e) => tracing::warn!("run record: telemetry: {e}"),
         }
+    }
+
+    /// Create the run's record unless it exists; what to tell the engineer when it was
+    /// created (its directory) or could not be (why, then `otherwise`).
+    fn create_session(&mut self, otherwise: &str) -> Option<String> {
+        let mut s = match self.session.lock() {
+            Ok(s) => s,
+            Err(p) => p.into_inner(),
+        };
+        if s.is_some() {
+            return None;
+        }
+        match RunSession::create(
+            &self.runs_dir,
+            &self.ctx.run_id,
+            &self.inventory,
+            &self.ctx.plan,
+            self.baseline_path.as_deref(),
+        ) {
+            Ok(new) => {
+                let dir = new.dir().display().to_string();
+                *s = Some(new);
+                Some(format!("run record: {dir}"))
+            }
+            Err(e) => Some(format!("no run record ({e}); {otherwise}")),
+        }
+    }
+
+    /// Open the run record when the console starts rather than at the first phase start
+    /// (`burnin watch --record`): the hours before the first phase, an Xid at boot, a node
+    /// that never came up are then in the record too. Without it, a console opened only to
+    /// look leaves no run behind.
+    pub fn set_record_from_start(&mut self, on: bool) {
+        self.record_from_start = on;
+    }
+
+    /// At the console's start: open the record now when [`Self::set_record_from_start`] asked
+    /// for it (a resumed run has its record already).
+    pub async fn open_at_start(&mut self, events: &mpsc::Sender<SourceEvent>) {
+        if !self.record_from_start {
+            return;
+        }
+        if let Some(text) = self.create_session("the console records nothing until it can") {
+            let _ = events.send(SourceEvent::Notice { text }).await;
+        }
+        self.open_recording();
     }
 
     fn operator(&self, action: &str, phase: &str) {
@@ -200,32 +249,8 @@ impl PhaseDriver {
                         .await;
                     return;
                 }
-                // The record opens with the first phase.
-                let opened = {
-                    let mut s = match self.session.lock() {
-                        Ok(s) => s,
-                        Err(p) => p.into_inner(),
-                    };
-                    if s.is_none() {
-                        match RunSession::create(
-                            &self.runs_dir,
-                            &self.ctx.run_id,
-                            &self.inventory,
-                            &self.ctx.plan,
-                            self.baseline_path.as_deref(),
-                        ) {
-                            Ok(new) => {
-                                let dir = new.dir().display().to_string();
-                                *s = Some(new);
-                                Some(format!("run record: {dir}"))
-                            }
-                            Err(e) => Some(format!("no run record ({e}); the phase runs anyway")),
-                        }
-                    } else {
-                        None
-                    }
-                };
-                if let Some(text) = opened {
+                // The record opens with the first phase (unless it opened with the console).
+                if let Some(text) = self.create_session("the phase runs anyway") {
                     let _ = events.send(notice(text)).await;
                 }
                 self.open_recording();

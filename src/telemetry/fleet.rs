@@ -200,6 +200,7 @@ impl Source for FleetSource {
             // A console that took a run over shows its verdicts and re-attaches.
             if let Some(d) = phases.as_mut() {
                 d.resume_pending(&events).await;
+                d.open_at_start(&events).await;
             }
             // With phases to judge, every node event also passes through their telemetry log.
             let log = phases.as_ref().and_then(|d| d.telemetry());
