@@ -35,7 +35,9 @@ pub fn process_cpu() -> Duration {
 /// registers its CPU clock when it starts, so a reader gets the exact figure now rather than
 /// the one of the thread's last round (the slow NVML thread publishes every 2 s, the Xid thread
 /// every 10 s, which would smear a steady-state figure by a whole round). Once the thread has
-/// ended its clock no longer answers, and the total it last published stands.
+/// ended its clock no longer answers, and the total it last published stands. (The clock names
+/// the thread by its kernel id, which a later thread may be given again; the agent's threads
+/// end only with the process.)
 #[derive(Debug)]
 pub struct ThreadCpu {
     published: AtomicU64,
