@@ -830,7 +830,7 @@ impl ClusterStore {
                 n.expected_nic_rate_gbps = nic_rate_gbps;
             }
             SourceEvent::Note { node, text, .. } => self.node_mut(&node).note = Some(text),
-            SourceEvent::Notice { .. } => {}
+            SourceEvent::Notice { .. } | SourceEvent::Recording { .. } => {}
             SourceEvent::Rewind => self.rewind(),
             SourceEvent::Phase(ev) => self.ingest_phase(ev),
             SourceEvent::Probe(window) => self.storage.ingest(window),

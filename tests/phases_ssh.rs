@@ -140,6 +140,8 @@ fn figure(doc: &serde_json::Value, id: &str, name: &str, subject: &str) -> Optio
 /// a simulated agent with `gpus` GPUs) with a phase driver, and a store fed from it.
 struct Console {
     store: burnin::cluster::ClusterStore,
+    /// The run directory the driver said it records into (`SourceEvent::Recording`).
+    recording: Option<String>,
     rx: tokio::sync::mpsc::Receiver<burnin::telemetry::SourceEvent>,
     commands: tokio::sync::mpsc::UnboundedSender<burnin::phases::PhaseCommand>,
     task: tokio::task::JoinHandle<()>,
@@ -210,6 +212,7 @@ impl Console {
         store.set_plan(&plan);
         Console {
             store,
+            recording: None,
             rx,
             commands,
             task,
@@ -221,6 +224,9 @@ impl Console {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
         while !done(&self.store) {
             match tokio::time::timeout_at(deadline, self.rx.recv()).await {
+                Ok(Some(burnin::telemetry::SourceEvent::Recording { dir })) => {
+                    self.recording = Some(dir);
+                }
                 Ok(Some(ev)) => self.store.ingest(ev),
                 _ => panic!("timed out waiting for {what}"),
             }
@@ -500,6 +506,8 @@ command = "echo started; sleep 300"
         .await;
     let t4 = console.store.phase("T4").expect("T4");
     assert_eq!(t4.state, PhaseState::Done(Verdict::Pass), "{:?}", t4.reason);
+    // The first start opened the record, and the console was told (its status bar: REC).
+    assert!(console.recording.is_some());
     assert_eq!(t4.busbw.len(), 31);
     assert_eq!(t4.busbw[&8_589_934_592].per_node["node01"], 338.82);
     assert!(
@@ -621,12 +629,15 @@ command = "echo hello"
         let mut console = Console::start(&site, 2, None);
         console.until("telemetry", &gpus_stream).await;
         assert!(runs().is_empty(), "watching alone made a run: {:?}", runs());
+        assert_eq!(console.recording, None);
     }
     let mut console = Console::start_with(&site, 2, None, true);
     console.until("telemetry", &gpus_stream).await;
     let found = runs();
     assert_eq!(found.len(), 1, "{found:?}");
     let run = found[0].clone();
+    // The console was told, so its status bar shows that it records.
+    assert_eq!(console.recording, Some(run.display().to_string()));
     wait_for(
         "the telemetry before any phase in the record",
         Duration::from_secs(40),
@@ -1332,6 +1343,8 @@ command = "i=0; while [ $i -lt 60 ]; do echo \"line $i\"; i=$((i+1)); sleep 0.05
     );
     let t5 = console.store.phase("T5").expect("T5");
     assert_eq!(t5.state, PhaseState::Done(Verdict::Pass), "{:?}", t5.reason);
+    // The taken-over run's record is open from the start, and the console was told.
+    assert_eq!(console.recording, Some(run_dir.display().to_string()));
     drop(console);
     let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events");
     let lines: Vec<String> = events

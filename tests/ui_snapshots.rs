@@ -214,6 +214,20 @@ fn paused_display_says_so() {
     assert!(text.contains("PAUSED"));
 }
 
+/// A console whose run record is open says so in its status bar, and one whose is not does not.
+#[test]
+fn recording_console_says_so() {
+    let mut state = demo_state(30, (100, 30));
+    let before = screen(&state).backend().to_string();
+    assert!(!before.contains("REC"), "{before}");
+    state.update(Event::Source(burnin::telemetry::SourceEvent::Recording {
+        dir: "burnin-runs/20261204-140000".into(),
+    }));
+    let term = screen(&state);
+    assert!(term.backend().to_string().contains("● REC"));
+    assert_snapshot!(term.backend());
+}
+
 #[test]
 fn tiny_terminal_does_not_panic() {
     for (w, h) in [(1, 1), (10, 3), (20, 5), (40, 10), (79, 23)] {

@@ -153,6 +153,8 @@ pub struct State {
     pub quitting: bool,
     /// Set when the console plays a run record: the replay keys steer it.
     pub playback: Option<Playback>,
+    /// The run directory the console records into, once its record is open.
+    pub recording: Option<String>,
 }
 
 impl State {
@@ -205,6 +207,7 @@ impl State {
             source_label: source_label.into(),
             quitting: false,
             playback: None,
+            recording: None,
         }
     }
 
@@ -314,6 +317,9 @@ impl State {
         }
         if let SourceEvent::Notice { text } = &ev {
             self.say(Tone::Warn, text.clone());
+        }
+        if let SourceEvent::Recording { dir } = &ev {
+            self.recording = Some(dir.clone());
         }
         self.store.ingest(ev);
         if clock {

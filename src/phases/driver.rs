@@ -38,6 +38,8 @@ pub struct PhaseDriver {
     recording_failed: bool,
     /// Open the record when the console starts ([`PhaseDriver::set_record_from_start`]).
     record_from_start: bool,
+    /// Whether the console was told the record is open.
+    record_announced: bool,
     /// Counts the operator's confirmations for a drill (`c`).
     confirm: watch::Sender<u64>,
 }
@@ -105,6 +107,7 @@ impl PhaseDriver {
             recording: None,
             recording_failed: false,
             record_from_start: false,
+            record_announced: false,
         }
     }
 
@@ -185,15 +188,36 @@ impl PhaseDriver {
     }
 
     /// At the console's start: open the record now when [`Self::set_record_from_start`] asked
-    /// for it (a resumed run has its record already).
+    /// for it (a resumed run has its record already), and tell the console when it is open.
     pub async fn open_at_start(&mut self, events: &mpsc::Sender<SourceEvent>) {
         if !self.record_from_start {
+            self.announce_record(events).await;
             return;
         }
         if let Some(text) = self.create_session("the console records nothing until it can") {
             let _ = events.send(SourceEvent::Notice { text }).await;
         }
         self.open_recording();
+        self.announce_record(events).await;
+    }
+
+    /// Tell the console, once, that its record is open (a resumed run's opened before the
+    /// console started; the others with the first phase or `--record`).
+    async fn announce_record(&mut self, events: &mpsc::Sender<SourceEvent>) {
+        if self.record_announced || self.recording.is_none() {
+            return;
+        }
+        let dir = match self.session.lock() {
+            Ok(g) => g.as_ref().map(|s| s.dir().display().to_string()),
+            Err(p) => p
+                .into_inner()
+                .as_ref()
+                .map(|s| s.dir().display().to_string()),
+        };
+        if let Some(dir) = dir {
+            self.record_announced = true;
+            let _ = events.send(SourceEvent::Recording { dir }).await;
+        }
     }
 
     fn operator(&self, action: &str, phase: &str) {
@@ -254,6 +278,7 @@ impl PhaseDriver {
                     let _ = events.send(notice(text)).await;
                 }
                 self.open_recording();
+                self.announce_record(events).await;
                 self.operator("start", &id);
                 self.spawn(spec, events, None);
             }

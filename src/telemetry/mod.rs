@@ -83,6 +83,12 @@ pub enum SourceEvent {
         /// The text.
         text: String,
     },
+    /// The console's run record is open: what it sees goes into the run at `dir` (the status
+    /// bar says so, so the engineer knows whether the hours on screen are kept).
+    Recording {
+        /// The run's directory.
+        dir: String,
+    },
     /// Forget what was said so far: a replay seeking backwards starts over (the events up to
     /// the new instant follow at once).
     Rewind,

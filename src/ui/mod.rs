@@ -116,6 +116,11 @@ fn status_bar(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
         format!("{} {} ", clock(ctx.store.now_ms), state.source_label),
         theme.status,
     ));
+    if state.recording.is_some() {
+        // Whether what is on screen is being kept: the record opens with the first phase, or
+        // with the console under `watch --record`.
+        left.push(Span::styled("● REC ", theme.status.patch(theme.ok)));
+    }
     if let Some(p) = &state.playback {
         // The replay's time cursor: where in the record, how fast, and whether it plays.
         let (pos, len) = (p.position_s(ctx.store.now_ms), p.length_s());
