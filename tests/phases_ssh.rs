@@ -669,6 +669,104 @@ command = "echo hello"
     );
 }
 
+/// Without `--record`, the console keeps what it sees in memory, and the first phase start
+/// writes it into the record it opens: the run starts when the console did, its telemetry and
+/// node states from before the phase are in it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_phase_keeps_what_the_console_saw_before_it() {
+    use burnin::cluster::PhaseState;
+    use burnin::phases::PhaseCommand;
+    let plan_text = r#"
+[[phase]]
+id = "T5"
+title = "echo"
+scope = "each-node"
+parser = "none"
+command = "echo hello"
+"#;
+    let Some(site) = Site::new(1, 2, plan_text) else {
+        return;
+    };
+    let opened_ms = burnin::model::now_ms();
+    let mut console = Console::start(&site, 2, None);
+    console
+        .until("telemetry", &|s| {
+            s.node("node01").is_some_and(|n| n.gpus.len() == 2)
+        })
+        .await;
+    // Three seconds of watching before anything starts.
+    let watched_until = burnin::model::now_ms() + 3000;
+    console
+        .until("three more seconds", &|s| s.now_ms >= watched_until)
+        .await;
+    assert!(
+        std::fs::read_dir(&site.runs).map_or(true, |mut d| d.next().is_none()),
+        "no run before a phase"
+    );
+    assert_eq!(console.recording, None);
+    console
+        .commands
+        .send(PhaseCommand::Start("T5".into()))
+        .expect("send");
+    console
+        .until("T5 to end", &|s| {
+            matches!(s.phase("T5").map(|p| p.state), Some(PhaseState::Done(_)))
+        })
+        .await;
+    let run = std::fs::read_dir(&site.runs)
+        .expect("runs")
+        .flatten()
+        .next()
+        .expect("a run")
+        .path();
+    assert_eq!(console.recording, Some(run.display().to_string()));
+    // The summary is rewritten just after the console hears of the end.
+    let read = || -> serde_json::Value {
+        std::fs::read_to_string(run.join("summary.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default()
+    };
+    wait_for("the summary to hold T5", Duration::from_secs(10), || {
+        read()["phases"].as_array().is_some_and(|p| !p.is_empty())
+    });
+    let summary = read();
+    let started = summary["started_ms"].as_u64().expect("started_ms");
+    let t5_started = phase(&summary, "T5")["started_ms"]
+        .as_u64()
+        .expect("T5 started_ms");
+    assert!(
+        started >= opened_ms && started + 3000 <= t5_started,
+        "the run starts with the console: {started} (console {opened_ms}, T5 {t5_started})"
+    );
+    wait_for(
+        "the telemetry from before the phase in the record",
+        Duration::from_secs(20),
+        || {
+            burnin::record::telemetry::read_telemetry(&run).is_ok_and(|t| {
+                t.seconds
+                    .iter()
+                    .filter(|s| s.node == "node01" && s.t + 2000 < t5_started)
+                    .count()
+                    >= 2
+            })
+        },
+    );
+    let events = std::fs::read_to_string(run.join("events.jsonl")).expect("events");
+    // The node's state from the console's first second, written ahead of the phase's events.
+    let lines: Vec<serde_json::Value> = events
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let connecting = lines.iter().position(|e| {
+        e["event"] == "node_state"
+            && e["state"] == "connecting"
+            && e["at_ms"].as_u64().is_some_and(|t| t < started + 1000)
+    });
+    let operator = lines.iter().position(|e| e["event"] == "operator");
+    assert!(connecting.is_some() && connecting < operator, "{events}");
+}
+
 /// `a` on a `together` phase while its first member runs alone: the member is aborted and the
 /// chain stops there (the group never starts).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -40,6 +40,9 @@ pub struct PhaseDriver {
     record_from_start: bool,
     /// Whether the console was told the record is open.
     record_announced: bool,
+    /// Since when the recording kept in memory (before the record opens) holds what the
+    /// console saw.
+    kept_since: Option<UnixMillis>,
     /// Counts the operator's confirmations for a drill (`c`).
     confirm: watch::Sender<u64>,
 }
@@ -108,11 +111,13 @@ impl PhaseDriver {
             recording_failed: false,
             record_from_start: false,
             record_announced: false,
+            kept_since: None,
         }
     }
 
-    /// Write what a telemetry event changes into the record (once it is open): the
-    /// per-second telemetry, findings raised and cleared, node states, AIStor windows.
+    /// Write what a telemetry event changes into the record (or, before it opens, into the
+    /// recording kept in memory): the per-second telemetry, findings raised and cleared, node
+    /// states, AIStor windows.
     pub fn observe(&mut self, ev: &SourceEvent, at_ms: UnixMillis, findings: Option<&[Finding]>) {
         if let Some(r) = self.recording.as_mut()
             && let Err(e) = r.observe(ev, at_ms, findings)
@@ -120,35 +125,77 @@ impl PhaseDriver {
         {
             tracing::warn!("run record: telemetry: {e}");
         }
+        if self
+            .recording
+            .as_ref()
+            .is_some_and(TelemetryRecording::full)
+        {
+            // Hours of watching without a phase: keep the newest stretch, not all of it.
+            tracing::info!(
+                "kept {} of telemetry in memory before the first phase; keeping afresh from now",
+                crate::model::human_secs(
+                    at_ms.saturating_sub(self.kept_since.unwrap_or(at_ms)) / 1000
+                )
+            );
+            self.keep_in_memory();
+        }
     }
 
-    /// Start the record's telemetry segment and note the operator's key in it.
+    /// A recording told what the inventory expects, as the fleet told the console before the
+    /// record opened, so a replay shows the same.
+    fn expecting(&self, mut r: TelemetryRecording) -> TelemetryRecording {
+        let at_ms = crate::model::now_ms();
+        for n in &self.inventory.nodes {
+            let ev = SourceEvent::Expect {
+                node: n.name.clone(),
+                gpus: n.gpus,
+                nic_rate_gbps: n.nic_rate_gbps,
+            };
+            if let Err(e) = r.observe(&ev, at_ms, None) {
+                tracing::warn!("run record: {e}");
+            }
+        }
+        r
+    }
+
+    /// Keep what the console sees in memory from now, for the record the first phase opens.
+    fn keep_in_memory(&mut self) {
+        self.kept_since = Some(crate::model::now_ms());
+        self.recording = Some(self.expecting(TelemetryRecording::in_memory()));
+    }
+
+    /// Start the record's telemetry segment: the recording kept in memory since the console
+    /// started goes into the record (the run then starts when the console did), else a new one.
     fn open_recording(&mut self) {
-        if self.recording.is_some() {
+        if self
+            .recording
+            .as_ref()
+            .is_some_and(TelemetryRecording::attached)
+        {
             return;
         }
-        let guard = match self.session.lock() {
+        let session = Arc::clone(&self.session);
+        let mut guard = match session.lock() {
             Ok(g) => g,
             Err(p) => p.into_inner(),
         };
-        let Some(s) = guard.as_ref() else { return };
-        match TelemetryRecording::new(s) {
-            Ok(mut r) => {
-                // The fleet told the console what to expect before the record opened; the
-                // record is told the same, so a replay shows the same.
-                let at_ms = crate::model::now_ms();
-                for n in &self.inventory.nodes {
-                    let ev = SourceEvent::Expect {
-                        node: n.name.clone(),
-                        gpus: n.gpus,
-                        nic_rate_gbps: n.nic_rate_gbps,
-                    };
-                    if let Err(e) = r.observe(&ev, at_ms, None) {
-                        tracing::warn!("run record: {e}");
-                    }
-                }
-                self.recording = Some(r);
+        let Some(s) = guard.as_mut() else { return };
+        if let Some(mut kept) = self.recording.take() {
+            if let Some(since) = self.kept_since.take()
+                && let Err(e) = s.backdate(since)
+            {
+                tracing::warn!("run record: {e}");
             }
+            match kept.attach(s) {
+                Ok(()) => {
+                    self.recording = Some(kept);
+                    return;
+                }
+                Err(e) => tracing::warn!("run record: what the console kept before it: {e}"),
+            }
+        }
+        match TelemetryRecording::new(s) {
+            Ok(r) => self.recording = Some(self.expecting(r)),
             Err(e) => tracing::warn!("run record: telemetry: {e}"),
         }
     }
@@ -191,6 +238,11 @@ impl PhaseDriver {
     /// for it (a resumed run has its record already), and tell the console when it is open.
     pub async fn open_at_start(&mut self, events: &mpsc::Sender<SourceEvent>) {
         if !self.record_from_start {
+            // A taken-over run's record is open already; otherwise keep what the console sees
+            // until the first phase opens one.
+            if self.recording.is_none() {
+                self.keep_in_memory();
+            }
             self.announce_record(events).await;
             return;
         }
@@ -204,7 +256,12 @@ impl PhaseDriver {
     /// Tell the console, once, that its record is open (a resumed run's opened before the
     /// console started; the others with the first phase or `--record`).
     async fn announce_record(&mut self, events: &mpsc::Sender<SourceEvent>) {
-        if self.record_announced || self.recording.is_none() {
+        if self.record_announced
+            || !self
+                .recording
+                .as_ref()
+                .is_some_and(TelemetryRecording::attached)
+        {
             return;
         }
         let dir = match self.session.lock() {

@@ -103,6 +103,17 @@ impl RunSession {
         })
     }
 
+    /// The run began before its record: the console kept what it saw since `started_ms` in
+    /// memory and writes it into the record now, so the run starts then (a replay plays from
+    /// there, a report counts from there).
+    pub fn backdate(&mut self, started_ms: crate::model::UnixMillis) -> Result<(), String> {
+        if started_ms >= self.summary.started_ms {
+            return Ok(());
+        }
+        self.summary.started_ms = started_ms;
+        locked(&self.record)?.write_summary(&self.summary)
+    }
+
     /// Keep the run's times by `clock` (Unix ms) instead of the wall clock: the simulated run
     /// records simulated time, so its record reads like the run it simulates.
     pub fn use_clock(&mut self, clock: Arc<AtomicU64>) -> Result<(), String> {

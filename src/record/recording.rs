@@ -12,21 +12,81 @@ use crate::telemetry::SourceEvent;
 /// What the telemetry writes into the run's record: the per-second telemetry segment, and
 /// the findings and node states as they change.
 pub struct TelemetryRecording {
-    /// The record's `events.jsonl`.
-    pub record: SharedRecord,
+    /// The record's `events.jsonl`; `None` while kept in memory ([`Self::in_memory`]).
+    record: Option<SharedRecord>,
     /// This run's telemetry segment.
     pub telemetry: Arc<Mutex<TelemetryRecorder>>,
     changes: ChangeLog,
+    /// Events waiting for the record while kept in memory.
+    held: Vec<RecordEvent>,
 }
+
+/// Events a recording kept in memory holds at most; past this (or [`MAX_HELD_BYTES`] of
+/// telemetry) the console starts keeping afresh rather than grow without bound.
+pub const MAX_HELD_EVENTS: usize = 50_000;
+/// Compressed telemetry a recording kept in memory holds at most (a 12-node cluster at 1 s
+/// writes a few MB an hour).
+pub const MAX_HELD_BYTES: usize = 48 << 20;
 
 impl TelemetryRecording {
     /// Start the next telemetry segment of the run in `session`.
     pub fn new(session: &RunSession) -> Result<Self, String> {
         Ok(Self {
-            record: session.record(),
+            record: Some(session.record()),
             telemetry: Arc::new(Mutex::new(TelemetryRecorder::create(session.dir())?)),
             changes: ChangeLog::new(),
+            held: Vec::new(),
         })
+    }
+
+    /// A recording with no run yet: telemetry and changes are kept in memory until
+    /// [`Self::attach`] gives them one (what the console sees before its first phase).
+    pub fn in_memory() -> Self {
+        Self {
+            record: None,
+            telemetry: Arc::new(Mutex::new(TelemetryRecorder::in_memory())),
+            changes: ChangeLog::new(),
+            held: Vec::new(),
+        }
+    }
+
+    /// Whether it writes into a run's record (rather than memory).
+    pub fn attached(&self) -> bool {
+        self.record.is_some()
+    }
+
+    /// Whether what is kept in memory has reached its bounds ([`MAX_HELD_EVENTS`],
+    /// [`MAX_HELD_BYTES`]).
+    pub fn full(&self) -> bool {
+        !self.attached()
+            && (self.held.len() >= MAX_HELD_EVENTS
+                || self
+                    .telemetry
+                    .lock()
+                    .is_ok_and(|t| t.memory_bytes() >= MAX_HELD_BYTES))
+    }
+
+    /// Write what was kept in memory into `session`'s record (events in order, telemetry as
+    /// the run's next segment) and go on writing there.
+    pub fn attach(&mut self, session: &RunSession) -> Result<(), String> {
+        if self.attached() {
+            return Ok(());
+        }
+        self.telemetry
+            .lock()
+            .map_err(|_| "telemetry segment: a writer panicked".to_string())?
+            .persist(session.dir())?;
+        let record = session.record();
+        {
+            let mut r = record
+                .lock()
+                .map_err(|_| "run record: a writer panicked".to_string())?;
+            for e in self.held.drain(..) {
+                r.record_event(&e)?;
+            }
+        }
+        self.record = Some(record);
+        Ok(())
     }
 
     /// Record what `ev` changes; `findings` are triage's findings when it just ran.
@@ -64,14 +124,18 @@ impl TelemetryRecording {
         if let Some(found) = findings {
             events.extend(self.changes.findings(at_ms, found));
         }
-        if !events.is_empty() {
-            let mut record = self
-                .record
-                .lock()
-                .map_err(|_| "run record: a writer panicked".to_string())?;
-            for e in &events {
-                record.record_event(e)?;
-            }
+        if events.is_empty() {
+            return Ok(());
+        }
+        let Some(record) = &self.record else {
+            self.held.extend(events);
+            return Ok(());
+        };
+        let mut record = record
+            .lock()
+            .map_err(|_| "run record: a writer panicked".to_string())?;
+        for e in &events {
+            record.record_event(e)?;
         }
         Ok(())
     }
@@ -81,6 +145,34 @@ impl TelemetryRecording {
         match self.telemetry.lock() {
             Ok(mut t) => t.finish(),
             Err(_) => Err("telemetry segment: a writer panicked".into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::NodeLink;
+
+    /// Watching for hours without a phase: what is kept in memory says it is full at its bound
+    /// (the driver then keeps afresh), and counts nothing before.
+    #[test]
+    fn a_recording_in_memory_is_full_at_its_bound() {
+        let mut r = TelemetryRecording::in_memory();
+        assert!(!r.attached() && !r.full());
+        for i in 0..MAX_HELD_EVENTS as u64 {
+            let link = if i % 2 == 0 {
+                NodeLink::Connecting
+            } else {
+                NodeLink::Stale
+            };
+            let ev = SourceEvent::Link {
+                node: "n1".into(),
+                at_ms: i,
+                link,
+            };
+            r.observe(&ev, i, None).expect("observe");
+            assert_eq!(r.full(), i + 1 >= MAX_HELD_EVENTS as u64, "after {}", i + 1);
         }
     }
 }

@@ -258,10 +258,32 @@ struct Pending {
     last: Option<NodeFrame>,
 }
 
+/// Where a segment's compressed bytes go: its file, or memory until the run's record exists
+/// ([`TelemetryRecorder::in_memory`]).
+enum Sink {
+    Memory(Vec<u8>),
+    File(BufWriter<File>),
+}
+
+impl Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Sink::Memory(v) => v.write(buf),
+            Sink::File(f) => f.write(buf),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Sink::Memory(_) => Ok(()),
+            Sink::File(f) => f.flush(),
+        }
+    }
+}
+
 /// Writes one segment of a run's telemetry.
 pub struct TelemetryRecorder {
     path: PathBuf,
-    out: Option<GzEncoder<BufWriter<File>>>,
+    out: Option<GzEncoder<Sink>>,
     pending: HashMap<String, Pending>,
     flushed_at: Option<UnixMillis>,
     lines: u64,
@@ -270,22 +292,68 @@ pub struct TelemetryRecorder {
 impl TelemetryRecorder {
     /// Start the next segment in `run_dir/telemetry/`.
     pub fn create(run_dir: &Path) -> Result<Self, String> {
-        let dir = run_dir.join(TELEMETRY_DIR);
-        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let next = segments(run_dir).len();
-        let path = dir.join(format!("{next:03}.jsonl.gz"));
-        let file = File::options()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let (path, file) = next_segment_file(run_dir)?;
         Ok(Self {
             path,
-            out: Some(GzEncoder::new(BufWriter::new(file), Compression::default())),
+            out: Some(GzEncoder::new(
+                Sink::File(BufWriter::new(file)),
+                Compression::default(),
+            )),
             pending: HashMap::new(),
             flushed_at: None,
             lines: 0,
         })
+    }
+
+    /// A segment kept in memory until [`TelemetryRecorder::persist`] gives it a run: what the
+    /// console sees before its record opens.
+    pub fn in_memory() -> Self {
+        Self {
+            path: PathBuf::from("(memory)"),
+            out: Some(GzEncoder::new(
+                Sink::Memory(Vec::new()),
+                Compression::default(),
+            )),
+            pending: HashMap::new(),
+            flushed_at: None,
+            lines: 0,
+        }
+    }
+
+    /// Compressed bytes held in memory (0 once persisted).
+    pub fn memory_bytes(&self) -> usize {
+        match self.out.as_ref().map(GzEncoder::get_ref) {
+            Some(Sink::Memory(v)) => v.len(),
+            _ => 0,
+        }
+    }
+
+    /// Make an in-memory segment the next segment of `run_dir`: what it holds goes into the
+    /// file, and the same gzip stream carries on there. A segment already in a file is left
+    /// as it is.
+    pub fn persist(&mut self, run_dir: &Path) -> Result<(), String> {
+        if !matches!(
+            self.out.as_ref().map(GzEncoder::get_ref),
+            Some(Sink::Memory(_))
+        ) {
+            return Ok(());
+        }
+        self.flush()?;
+        let (path, file) = next_segment_file(run_dir)?;
+        let Some(out) = self.out.as_mut() else {
+            return Err(format!("{}: already finished", self.path.display()));
+        };
+        let mut writer = BufWriter::new(file);
+        if let Sink::Memory(held) = out.get_mut() {
+            writer
+                .write_all(held)
+                .and_then(|_| writer.flush())
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+        // The encoder's state (header written, CRC and length so far) goes on over the file.
+        *out.get_mut() = Sink::File(writer);
+        self.path = path;
+        Ok(())
     }
 
     /// The segment being written.
@@ -404,6 +472,20 @@ impl Drop for TelemetryRecorder {
         // A recorder dropped without `finish` (an error path) still leaves a readable segment.
         let _ = self.finish();
     }
+}
+
+/// A new, empty file for the next segment of `run_dir`.
+fn next_segment_file(run_dir: &Path) -> Result<(PathBuf, File), String> {
+    let dir = run_dir.join(TELEMETRY_DIR);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let next = segments(run_dir).len();
+    let path = dir.join(format!("{next:03}.jsonl.gz"));
+    let file = File::options()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok((path, file))
 }
 
 /// The segments of a run, in order.
@@ -695,6 +777,40 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).expect("tmp");
         d
+    }
+
+    /// Seconds kept in memory before the run existed land in its first segment, ahead of
+    /// those written after, in one gzip stream; the file reads back whole (also mid-run,
+    /// after a flush).
+    #[test]
+    fn a_segment_kept_in_memory_carries_on_in_its_file() {
+        let dir = tmp("memory");
+        let mut r = TelemetryRecorder::in_memory();
+        for s in 0..30u64 {
+            r.frame(&frame("n1", s * 1000, 500.0 + s as f32))
+                .expect("frame");
+        }
+        r.flush().expect("flush");
+        assert!(r.memory_bytes() > 0);
+        assert!(segments(&dir).is_empty(), "nothing on disk yet");
+        r.persist(&dir).expect("persist");
+        assert_eq!(r.memory_bytes(), 0);
+        assert_eq!(segments(&dir), vec![r.path().to_path_buf()]);
+        r.persist(&dir).expect("a second persist changes nothing");
+        for s in 30..60u64 {
+            r.frame(&frame("n1", s * 1000, 500.0 + s as f32))
+                .expect("frame");
+        }
+        r.flush().expect("flush");
+        let mid = read_telemetry(&dir).expect("read mid-run");
+        assert!(mid.seconds.len() >= 58, "{}", mid.seconds.len());
+        r.finish().expect("finish");
+        let read = read_telemetry(&dir).expect("read");
+        assert!(read.torn.is_empty() && read.bad_lines == 0);
+        let seconds: Vec<u64> = read.seconds.iter().map(|s| s.t / 1000).collect();
+        assert_eq!(seconds, (0..60).collect::<Vec<_>>());
+        assert_eq!(segments(&dir).len(), 1);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
