@@ -97,6 +97,16 @@ impl Site {
     }
 
     /// The one phase directory of `phase` on `node` (there is one run per test).
+    /// The (first) run directory under the site's runs.
+    fn the_run(&self) -> PathBuf {
+        std::fs::read_dir(&self.runs)
+            .expect("runs")
+            .flatten()
+            .next()
+            .expect("a run")
+            .path()
+    }
+
     fn phase_dir(&self, phase: &str, node: &str) -> Option<PathBuf> {
         let run = std::fs::read_dir(&self.remote)
             .ok()?
@@ -219,6 +229,20 @@ impl Console {
         }
     }
 
+    /// Start phase `id` (the `s` key) and feed events until it has ended.
+    async fn run_to_end(&mut self, id: &str) {
+        self.commands
+            .send(burnin::phases::PhaseCommand::Start(id.into()))
+            .expect("send");
+        self.until(&format!("{id} to end"), &|s| {
+            matches!(
+                s.phase(id).map(|p| p.state),
+                Some(burnin::cluster::PhaseState::Done(_))
+            )
+        })
+        .await;
+    }
+
     /// Feed events into the store until `done` holds (40 s at most).
     async fn until(&mut self, what: &str, done: &dyn Fn(&burnin::cluster::ClusterStore) -> bool) {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
@@ -251,12 +275,18 @@ fn kill_console_mid_phase(site: &Site, phase: &str, marker: &str) -> PathBuf {
     });
     first.kill().expect("kill the console");
     let _ = first.wait();
-    std::fs::read_dir(&site.runs)
-        .expect("runs")
-        .flatten()
-        .next()
-        .expect("a run")
-        .path()
+    site.the_run()
+}
+
+/// Wait (40 s at most) until the telemetry recorded in `run` satisfies `enough`.
+fn wait_for_seconds(
+    run: &Path,
+    what: &str,
+    enough: impl Fn(&[burnin::record::telemetry::NodeSecond]) -> bool,
+) {
+    wait_for(what, Duration::from_secs(40), || {
+        burnin::record::telemetry::read_telemetry(run).is_ok_and(|t| enough(&t.seconds))
+    });
 }
 
 fn wait_for(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
@@ -560,12 +590,7 @@ command = "echo started; sleep 300"
         Some(PhaseState::Done(Verdict::Aborted))
     );
     // Both phases are in one run record.
-    let run = std::fs::read_dir(&site.runs)
-        .expect("runs")
-        .flatten()
-        .next()
-        .expect("a run")
-        .path();
+    let run = site.the_run();
     // The summary is rewritten just after the console hears of the end.
     let read = || -> serde_json::Value {
         serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).expect("summary"))
@@ -587,27 +612,14 @@ command = "echo started; sleep 300"
             "{action} {phase}: {events}"
         );
     }
-    wait_for(
-        "the console's telemetry in the record",
-        Duration::from_secs(40),
-        || {
-            burnin::record::telemetry::read_telemetry(&run).is_ok_and(|t| {
-                t.seconds
-                    .iter()
-                    .any(|s| s.node == "node01" && s.last.gpus.len() == 4)
-            })
-        },
-    );
+    wait_for_seconds(&run, "the console's telemetry in the record", |s| {
+        s.iter()
+            .any(|s| s.node == "node01" && s.last.gpus.len() == 4)
+    });
 }
 
-/// `burnin watch --record`: the record opens with the console, and the GPUs' telemetry is in
-/// it before any phase starts; a phase started later goes into the same run. Watching without
-/// it leaves no run behind.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_console_records_from_its_start_when_asked() {
-    use burnin::cluster::PhaseState;
-    use burnin::phases::PhaseCommand;
-    let plan_text = r#"
+/// A plan of one quick phase (T5 prints a line), for the record-opening tests.
+const ECHO_T5: &str = r#"
 [[phase]]
 id = "T5"
 title = "echo"
@@ -615,7 +627,13 @@ scope = "each-node"
 parser = "none"
 command = "echo hello"
 "#;
-    let Some(site) = Site::new(1, 2, plan_text) else {
+
+/// `burnin watch --record`: the record opens with the console, and the GPUs' telemetry is in
+/// it before any phase starts; a phase started later goes into the same run. Watching without
+/// it leaves no run behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_records_from_its_start_when_asked() {
+    let Some(site) = Site::new(1, 2, ECHO_T5) else {
         return;
     };
     let runs = || -> Vec<PathBuf> {
@@ -638,28 +656,13 @@ command = "echo hello"
     let run = found[0].clone();
     // The console was told, so its status bar shows that it records.
     assert_eq!(console.recording, Some(run.display().to_string()));
-    wait_for(
-        "the telemetry before any phase in the record",
-        Duration::from_secs(40),
-        || {
-            burnin::record::telemetry::read_telemetry(&run).is_ok_and(|t| {
-                t.seconds
-                    .iter()
-                    .any(|s| s.node == "node01" && s.last.gpus.len() == 2)
-            })
-        },
-    );
+    wait_for_seconds(&run, "the telemetry before any phase in the record", |s| {
+        s.iter()
+            .any(|s| s.node == "node01" && s.last.gpus.len() == 2)
+    });
     let events = std::fs::read_to_string(run.join("events.jsonl")).expect("events");
     assert!(!events.contains(r#""event":"operator""#), "{events}");
-    console
-        .commands
-        .send(PhaseCommand::Start("T5".into()))
-        .expect("send");
-    console
-        .until("T5 to end", &|s| {
-            matches!(s.phase("T5").map(|p| p.state), Some(PhaseState::Done(_)))
-        })
-        .await;
+    console.run_to_end("T5").await;
     assert_eq!(runs(), vec![run.clone()]);
     let events = std::fs::read_to_string(run.join("events.jsonl")).expect("events");
     assert!(
@@ -674,17 +677,7 @@ command = "echo hello"
 /// node states from before the phase are in it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_phase_keeps_what_the_console_saw_before_it() {
-    use burnin::cluster::PhaseState;
-    use burnin::phases::PhaseCommand;
-    let plan_text = r#"
-[[phase]]
-id = "T5"
-title = "echo"
-scope = "each-node"
-parser = "none"
-command = "echo hello"
-"#;
-    let Some(site) = Site::new(1, 2, plan_text) else {
+    let Some(site) = Site::new(1, 2, ECHO_T5) else {
         return;
     };
     let opened_ms = burnin::model::now_ms();
@@ -704,21 +697,8 @@ command = "echo hello"
         "no run before a phase"
     );
     assert_eq!(console.recording, None);
-    console
-        .commands
-        .send(PhaseCommand::Start("T5".into()))
-        .expect("send");
-    console
-        .until("T5 to end", &|s| {
-            matches!(s.phase("T5").map(|p| p.state), Some(PhaseState::Done(_)))
-        })
-        .await;
-    let run = std::fs::read_dir(&site.runs)
-        .expect("runs")
-        .flatten()
-        .next()
-        .expect("a run")
-        .path();
+    console.run_to_end("T5").await;
+    let run = site.the_run();
     assert_eq!(console.recording, Some(run.display().to_string()));
     // The summary is rewritten just after the console hears of the end.
     let read = || -> serde_json::Value {
@@ -739,17 +719,14 @@ command = "echo hello"
         started >= opened_ms && started + 3000 <= t5_started,
         "the run starts with the console: {started} (console {opened_ms}, T5 {t5_started})"
     );
-    wait_for(
+    wait_for_seconds(
+        &run,
         "the telemetry from before the phase in the record",
-        Duration::from_secs(20),
-        || {
-            burnin::record::telemetry::read_telemetry(&run).is_ok_and(|t| {
-                t.seconds
-                    .iter()
-                    .filter(|s| s.node == "node01" && s.t + 2000 < t5_started)
-                    .count()
-                    >= 2
-            })
+        |s| {
+            s.iter()
+                .filter(|s| s.node == "node01" && s.t + 2000 < t5_started)
+                .count()
+                >= 2
         },
     );
     let events = std::fs::read_to_string(run.join("events.jsonl")).expect("events");
@@ -938,7 +915,15 @@ within = "20s"
         .join("tests/fixtures/nccl-tests/h100-2node-16rank-allreduce.txt");
     let level = site.cluster.dir.join("level");
     let warned = site.cluster.dir.join("warned");
-    std::fs::write(&level, "380.00").expect("level");
+    // The load reads the level every 0.1 s: a new level is renamed into place, so the load
+    // never reads a file half-written (an empty level printed a row of 11 fields, which the
+    // parser rightly reported, turning the verdict to WARN).
+    let set_level = |text: &str| {
+        let tmp = level.with_extension("new");
+        std::fs::write(&tmp, text).expect("level");
+        std::fs::rename(&tmp, &level).expect("level");
+    };
+    set_level("380.00");
     site.cluster.install_tool(
         "all_reduce_perf",
         &format!(
@@ -985,13 +970,13 @@ within = "20s"
     };
     wait_line("ASKS     step 1/2: Pull the cable — press Enter when done");
     // The cable is out: the collective hangs and NCCL complains; then it limps; then it is back.
-    std::fs::write(&level, "stall").expect("level");
+    set_level("stall");
     stdin.write_all(b"\n").expect("confirm");
     stdin.flush().expect("flush");
     std::thread::sleep(Duration::from_millis(1500));
-    std::fs::write(&level, "150.00").expect("level");
+    set_level("150.00");
     std::thread::sleep(Duration::from_millis(1000));
-    std::fs::write(&level, "380.00").expect("level");
+    set_level("380.00");
     wait_line("ASKS     step 2/2: Put it back");
     stdin.write_all(b"\n").expect("confirm");
     stdin.flush().expect("flush");
