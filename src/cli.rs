@@ -203,10 +203,10 @@ pub enum Command {
         /// still running on the nodes, and record the next phases into it.
         #[arg(long, value_name = "RUN_DIR")]
         resume: Option<PathBuf>,
-        /// Open the run record now, not at the first phase start: the telemetry, findings
-        /// and node states from the console's first second go in (the idle hours before the
-        /// first phase, an Xid at boot). Without it, a console opened only to look leaves no
-        /// run behind.
+        /// Open the run record now, not at the first phase start, so it is on disk from the
+        /// first second, phase or not. Without it the console keeps what it sees in memory
+        /// and the first phase writes that into the record it opens; a look with no phase
+        /// leaves no run behind.
         #[arg(long)]
         record: bool,
     },

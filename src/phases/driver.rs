@@ -227,9 +227,9 @@ impl PhaseDriver {
     }
 
     /// Open the run record when the console starts rather than at the first phase start
-    /// (`burnin watch --record`): the hours before the first phase, an Xid at boot, a node
-    /// that never came up are then in the record too. Without it, a console opened only to
-    /// look leaves no run behind.
+    /// (`burnin watch --record`), so it is on disk from the first second, phase or not.
+    /// Without it, what the console sees is kept in memory until the first phase writes it
+    /// into the record, and a look with no phase leaves no run behind.
     pub fn set_record_from_start(&mut self, on: bool) {
         self.record_from_start = on;
     }
