@@ -973,10 +973,10 @@ fn volatile_ecc(d: &Device<'_>) -> (Option<u64>, Option<u64>) {
 /// PIDs of the compute processes on a GPU, in one `nvmlDeviceGetComputeRunningProcesses_v3`
 /// call into `buf`, which the caller keeps between rounds. nvml-wrapper's
 /// `running_compute_processes` asks for the count first and then for the list: two calls
-/// whenever a process runs, which is all through a burn-in, and the first call after the
-/// thread slept costs ~157 µs of CPU against ~83 µs for one call (`--probe-costs` on the H200,
-/// under a GEMM and idle). The buffer grows when NVML says it is too small; `None` when NVML
-/// cannot say.
+/// whenever a process runs, which is all through a burn-in: after the thread slept, with a
+/// GEMM's process listed, the two cost ~170 µs of CPU and this one call ~141 µs
+/// (`--probe-costs` on the H200). The buffer grows when NVML says it is too small; `None` when
+/// NVML cannot say.
 fn compute_pids(
     d: &Device<'_>,
     buf: &mut Vec<nvml_wrapper_sys::bindings::nvmlProcessInfo_t>,
