@@ -326,6 +326,34 @@ pub enum Command {
         #[command(subcommand)]
         action: WorkloadAction,
     },
+    /// What burnin reads from a tool's output, offline: the rows, the figures with their
+    /// units, the checks and failure lines, and the verdict each phase of the plan that reads
+    /// that kind of output would give. Exit 0: every file read and no phase failed it; 1: a
+    /// phase FAILED a file; 2: a file could not be read, or its kind not told.
+    Parse {
+        /// [KIND] FILE…: KIND is one of nccl-tests, perftest, nvbandwidth, trainlog, workload,
+        /// sanity, preflight, s3-probe, driver-version, kernel-log, lspci,
+        /// fabricmanager-version, smi-csv, topo, dcgm-exporter, minio; detected per file when
+        /// not given.
+        #[arg(required = true, num_args = 1.., value_name = "[KIND] FILE")]
+        args: Vec<String>,
+        /// Print one JSON document (`schema` 1) instead of text.
+        #[arg(long)]
+        json: bool,
+        /// The plan whose phases judge (default: the shipped plan).
+        #[arg(long, value_name = "FILE")]
+        plan: Option<PathBuf>,
+        /// A baseline for the `baseline` gates (`burnin baseline save RUN`).
+        #[arg(long, value_name = "FILE")]
+        baseline: Option<PathBuf>,
+        /// GPUs the node should have (GPU-count checks; a 1-rank nccl-tests job on a node of
+        /// more GPUs is no measurement).
+        #[arg(long, default_value_t = 8)]
+        gpus: u32,
+        /// For nvidia-smi CSV without a header: the --query-gpu fields, comma-separated.
+        #[arg(long, value_delimiter = ',', value_name = "FIELD,…")]
+        fields: Vec<String>,
+    },
     /// Write a commented starter burnin.toml and plan.toml.
     Init {
         /// Overwrite an existing file.

@@ -897,6 +897,9 @@ impl ClusterStore {
                         | PhaseMetric::Figure { .. }
                         | PhaseMetric::PairBw { .. }
                         | PhaseMetric::LinkBw { .. }
+                        | PhaseMetric::AvgBusBw { .. }
+                        | PhaseMetric::PairLat { .. }
+                        | PhaseMetric::LinkLat { .. }
                         | PhaseMetric::Step { .. }
                 ) {
                     view.keep_metric(metric.clone());
@@ -987,7 +990,7 @@ impl ClusterStore {
                     l.node = node;
                 }
                 l.wait_ms.push(step, data_wait_ms);
-                l.step_ms.push(step, Some(step_time_ms));
+                l.step_ms.push(step, step_time_ms);
                 l.last_step = Some(step);
                 l.tokens_per_sec = tokens_per_sec.or(l.tokens_per_sec);
                 l.loss = loss.or(l.loss);
@@ -1015,6 +1018,9 @@ impl ClusterStore {
             | PhaseMetric::Figure { .. }
             | PhaseMetric::PairBw { .. }
             | PhaseMetric::LinkBw { .. }
+            | PhaseMetric::AvgBusBw { .. }
+            | PhaseMetric::PairLat { .. }
+            | PhaseMetric::LinkLat { .. }
             | PhaseMetric::Check { .. }
             | PhaseMetric::Problem { .. }
             | PhaseMetric::Together { .. }

@@ -1,6 +1,6 @@
 //! What each subcommand does. `main.rs` parses and dispatches here.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use color_eyre::eyre::{Result, WrapErr, eyre};
@@ -25,6 +25,67 @@ use crate::ui::catalog::{self, Sources};
 pub const STATUS_SCHEMA: u32 = 1;
 
 /// Run the parsed command line; returns the process exit code.
+/// `burnin parse`: the kind (when the first argument names one that is not a file), the plan
+/// and baseline, then every file.
+fn parse_files(
+    args: Vec<String>,
+    json: bool,
+    plan: Option<PathBuf>,
+    baseline: Option<PathBuf>,
+    gpus: u32,
+    fields: Vec<String>,
+) -> Result<i32> {
+    use crate::parse_cmd::{Kind, Options};
+    let mut args = args.into_iter();
+    let first = args.next().unwrap_or_default();
+    let (kind, files): (Option<Kind>, Vec<PathBuf>) =
+        match Kind::from_name(&first).filter(|_| !Path::new(&first).exists()) {
+            Some(k) => (Some(k), args.map(PathBuf::from).collect()),
+            None => (
+                None,
+                std::iter::once(first)
+                    .chain(args)
+                    .map(PathBuf::from)
+                    .collect(),
+            ),
+        };
+    if files.is_empty() {
+        eprintln!("burnin parse: no file after the kind");
+        return Ok(2);
+    }
+    if gpus == 0 || gpus > 1024 {
+        eprintln!("burnin parse: --gpus {gpus}: a node has 1 to 1024 GPUs");
+        return Ok(2);
+    }
+    let plan = match plan {
+        Some(p) => match crate::phases::plan::Plan::load(&p) {
+            Ok(plan) => plan,
+            Err(e) => {
+                eprintln!("burnin parse: {e}");
+                return Ok(2);
+            }
+        },
+        None => crate::phases::plan::default_plan().clone(),
+    };
+    let baseline = match baseline {
+        Some(p) => match crate::phases::session::read_baseline(&p) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                eprintln!("burnin parse: {e}");
+                return Ok(2);
+            }
+        },
+        None => None,
+    };
+    let opts = Options {
+        plan,
+        baseline,
+        gpus,
+        smi_fields: (!fields.is_empty()).then_some(fields),
+    };
+    Ok(crate::parse_cmd::run(&files, kind, &opts, json))
+}
+
 pub async fn dispatch(cli: Cli) -> Result<i32> {
     let Cli {
         config,
@@ -117,6 +178,14 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
         Some(Command::Probe {
             kind: ProbeKind::S3(args),
         }) => crate::probes::s3::cli::run(&args).await,
+        Some(Command::Parse {
+            args,
+            json,
+            plan,
+            baseline,
+            gpus,
+            fields,
+        }) => parse_files(args, json, plan, baseline, gpus, fields),
         Some(Command::Bench {
             what:
                 crate::cli::BenchKind::Record {
@@ -307,8 +376,7 @@ async fn watch(
         inventory.file,
         inventory.nodes.len()
     );
-    let mut state = console_state(look, label);
-    state.set_thresholds(inventory.triage);
+    let mut state = watch_state(look, label, &inventory);
     let plan = match crate::headless::load_plan(&inventory) {
         Ok(p) => std::sync::Arc::new(p),
         Err(e) => {
@@ -361,6 +429,15 @@ async fn watch(
     Ok(0)
 }
 
+/// The console's state over the inventory's nodes: their sample period (stale after three of
+/// them) and the site's triage thresholds.
+fn watch_state(look: &LookArgs, label: String, inventory: &Inventory) -> State {
+    let mut state = console_state(look, label);
+    state.set_period(inventory.interval.as_millis() as u64);
+    state.set_thresholds(inventory.triage);
+    state
+}
+
 /// Connect to every node, wait until each has answered (a frame, or a failure),
 /// and return the store as it stands.
 pub async fn snapshot_nodes(
@@ -410,11 +487,39 @@ pub async fn snapshot_nodes(
 /// instead of leaving them out), and the store's clock is now.
 fn close_snapshot(store: &mut ClusterStore, inventory: &Inventory, waited: Duration) {
     for n in &inventory.nodes {
-        if store.node(&n.name).is_none() {
+        // A node that sent no telemetry frame in the window is no healthy node, whatever it
+        // said instead (a hello, garbage, one endless line): it cannot be judged, so it is
+        // unreachable with what it did send.
+        let why = match store.node(&n.name) {
+            None => Some(format!("no answer within {} s", waited.as_secs())),
+            Some(v) if v.last_frame_ms.is_none() && !matches!(v.link, NodeLink::Unreachable(_)) => {
+                let mut said = Vec::new();
+                if v.hello.is_some() {
+                    said.push("a hello".to_string());
+                }
+                if v.garbled_lines > 0 {
+                    said.push(format!("{} line(s) that are no frame", v.garbled_lines));
+                }
+                if let Some(note) = &v.note {
+                    said.push(format!("\"{}\"", crate::model::fit(note, 120)));
+                }
+                Some(format!(
+                    "no telemetry frame within {} s{}",
+                    waited.as_secs(),
+                    if said.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (it sent {})", said.join(", "))
+                    }
+                ))
+            }
+            Some(_) => None,
+        };
+        if let Some(why) = why {
             store.ingest(SourceEvent::Link {
                 node: n.name.clone(),
                 at_ms: store.now_ms,
-                link: NodeLink::Unreachable(format!("no answer within {} s", waited.as_secs())),
+                link: NodeLink::Unreachable(why),
             });
         }
     }
@@ -977,6 +1082,17 @@ mod tests {
         };
         let err = sim_config(&args).unwrap_err().to_string();
         assert!(err.contains("nope") && err.contains("loader-wait"), "{err}");
+    }
+
+    #[test]
+    fn the_console_over_nodes_keeps_their_interval() {
+        let inv = Inventory::parse(
+            "burnin.toml",
+            "[defaults]\nmode = \"sim\"\ninterval = \"5s\"\n[[node]]\nhost = \"n1\"\n",
+        )
+        .expect("inventory");
+        let state = watch_state(&LookArgs::default(), "t".into(), &inv);
+        assert_eq!(state.store.period_ms, 5_000);
     }
 
     #[test]

@@ -16,7 +16,8 @@
 //! - [`phases`]: the plan (TOML), the runner on the nodes (remote scripts, re-attach, stop),
 //!   gates, the run session, and the console's phase driver.
 //! - [`parsers`]: nccl-tests, perftest, nvbandwidth, T1 sanity, workload JSON, trainer logs,
-//!   Prometheus text.
+//!   Prometheus text; launcher prefixes (`srun -l`, `--tag-output`) taken off first.
+//! - [`parse_cmd`]: `burnin parse`, what burnin reads from a file and each phase's verdict.
 //! - [`record`]: the run directory (events, logs, summary).
 //! - [`headless`]: `burnin run` and `burnin baseline save`.
 //! - [`workloads`]: the PyTorch workloads shipped inside the binary.
@@ -45,6 +46,7 @@ mod fixtures;
 pub mod headless;
 pub mod inventory;
 pub mod model;
+pub mod parse_cmd;
 pub mod parsers;
 pub mod phases;
 pub mod probes;

@@ -483,6 +483,20 @@ pub fn human_secs(s: u64) -> String {
     }
 }
 
+/// Text from outside (a node, a tool's output, a file) made safe for a terminal: control
+/// characters (C0, DEL, C1: escape sequences, bells, carriage returns) are dropped, a tab
+/// becomes a space, so nothing a node prints can move the cursor, retitle the window or
+/// write the clipboard.
+pub fn strip_controls(s: &str) -> String {
+    s.chars()
+        .filter_map(|c| match c {
+            '\t' => Some(' '),
+            c if c.is_control() => None,
+            c => Some(c),
+        })
+        .collect()
+}
+
 /// Cut a string to `width` characters, marking the cut (tables, status lines, short reasons).
 pub fn fit(s: &str, width: usize) -> String {
     if s.chars().count() <= width {

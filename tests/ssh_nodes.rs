@@ -310,7 +310,7 @@ async fn smi_mode_replays_real_output_and_falls_back_to_old_field_names() {
                echo 'Field \"power.draw.average\" is not a valid field to query.'; exit 2\nfi\n\
              if echo \"$*\" | grep -q power.draw.average; then\n\
                while true; do tail -n +2 {fixture}; sleep 1; done\nfi\n\
-             while true; do echo '0, GPU-1, NVIDIA H200, 350.50, 700.00, 41, 87, 1980, 1980, 3201, 1011, 143771, 0x0000000000000001, 0, 0'; sleep 0.2; done\n",
+             while true; do echo '0, GPU-1, NVIDIA H200, 350.50, 700.00, 41, 87, 1980, 1980, 3201, 1011, 143771, 0x0000000000000001, 0, 0, 535.183.01'; sleep 0.2; done\n",
         ),
     );
     let text = "[defaults]\nmode = \"smi\"\ninterval = \"200ms\"\nconnect_timeout = \"5s\"\ngpus = 1\n\
@@ -334,6 +334,15 @@ async fn smi_mode_replays_real_output_and_falls_back_to_old_field_names() {
         .expect("node02 sample");
     assert_eq!(g2.power_avg_watts, Some(350.5));
     assert_eq!(g2.clock_event_reasons, Some(1));
+    // The driver version the CSV carries is the node's, as an agent's hello would say.
+    assert_eq!(
+        w.store
+            .node("node02")
+            .and_then(|n| n.hello.as_ref())
+            .and_then(|h| h.driver.clone())
+            .as_deref(),
+        Some("535.183.01")
+    );
     assert!(
         w.store
             .node("node02")
@@ -400,6 +409,68 @@ fn status_and_deploy_through_the_binary() {
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("node02   unreachable: refused"), "{out}");
     let _ = std::fs::remove_dir_all(&runtime);
+}
+
+/// `burnin triage` cannot call a cluster healthy while a node sends no telemetry frame:
+/// a hello and then silence, garbage that never decodes, one endless line. Each is a finding
+/// naming what the node did send, and the exit code is critical (it was 0, "findings: none").
+#[test]
+fn triage_never_clears_a_node_that_sends_no_frame() {
+    let Some(cluster) = Cluster::start(4) else {
+        return;
+    };
+    let hello = r#"{"hello":{"node":"x","host":"x","agent_version":"t","gpus":[{"index":0,"name":"g","uuid":"u"}]}}"#;
+    let mute = cluster.install_tool(
+        "mute-agent",
+        &format!("#!/bin/sh\necho '{hello}'\nexec sleep 600\n"),
+    );
+    let noisy = cluster.install_tool(
+        "noise-agent",
+        "#!/bin/sh\nwhile true; do echo 'Warning: not JSON at all'; sleep 0.1; done\n",
+    );
+    let endless = cluster.install_tool("endless-agent", "#!/bin/sh\nexec tr '\\0' x < /dev/zero\n");
+    let text = format!(
+        "[defaults]\nmode = \"agent\"\ninterval = \"200ms\"\nconnect_timeout = \"3s\"\ngpus = 1\n\
+         [[node]]\nhost = \"node01\"\nagent_path = \"{}\"\n\
+         [[node]]\nhost = \"node02\"\nagent_path = \"{}\"\n\
+         [[node]]\nhost = \"node03\"\nagent_path = \"{}\"\n\
+         [[node]]\nhost = \"node04\"\nagent_path = \"{BIN}\"\nagent_args = [\"--sim\", \"--gpus\", \"1\", \"--load\", \"full\"]\n",
+        mute.display(),
+        noisy.display(),
+        endless.display()
+    );
+    let inv = cluster.dir.join("burnin.toml");
+    std::fs::write(&inv, text).expect("inventory");
+    let runtime = PathBuf::from(format!("/tmp/brx{}", std::process::id()));
+    std::fs::create_dir_all(&runtime).expect("runtime dir");
+    let out = std::process::Command::new(BIN)
+        .args(["triage", "--for", "8s", "-c"])
+        .arg(&inv)
+        .arg("--ssh-config")
+        .arg(&cluster.ssh_config)
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .env("BURNIN_LOG", cluster.dir.join("burnin.log"))
+        .output()
+        .expect("run burnin triage");
+    let _ = std::fs::remove_dir_all(&runtime);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(!text.contains("findings: none"), "{text}");
+    let line = |node: &str| {
+        text.lines()
+            .find(|l| l.contains(node) && l.contains("unreachable"))
+            .unwrap_or_else(|| panic!("no finding for {node}:\n{text}"))
+            .to_string()
+    };
+    assert!(line("node01").contains("hello"), "{text}");
+    assert!(line("node02").contains("that are no frame"), "{text}");
+    assert!(line("node03").contains("no telemetry frame"), "{text}");
+    assert!(
+        !text
+            .lines()
+            .any(|l| l.contains("node04") && l.contains("unreachable")),
+        "the healthy node is not a finding:\n{text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -163,6 +163,13 @@ impl State {
         self.triage = Triage::with_thresholds(thresholds);
     }
 
+    /// The sources' sample period (the inventory's `interval`): one history slot a period,
+    /// a node stale after three periods without a frame. Called before anything arrives; the
+    /// store starts afresh with it.
+    pub fn set_period(&mut self, period_ms: u64) {
+        self.store = ClusterStore::with_period(period_ms);
+    }
+
     /// The thresholds triage judges by (panes draw their gate lines from them).
     pub fn thresholds(&self) -> &crate::triage::Thresholds {
         self.triage.thresholds()
@@ -713,6 +720,52 @@ mod tests {
             }
         }
         state
+    }
+
+    /// A node that sends a frame every 5 s is not stale between its frames once the console
+    /// knows the period (it was, at the default 1 s, in every Prometheus-mode site).
+    #[test]
+    fn a_five_second_period_is_not_stale_between_frames() {
+        use crate::model::{NodeFrame, NodeHello};
+        let hello = NodeHello {
+            node: "n1".into(),
+            host: "n1".into(),
+            agent_version: "test".into(),
+            driver: None,
+            cuda: None,
+            gpus: Vec::new(),
+            topology: None,
+            system: None,
+            unavailable: Vec::new(),
+        };
+        let stale_at = |state: &mut State| {
+            state.update(Event::Source(SourceEvent::Hello(hello.clone())));
+            for at_ms in (0..=4).map(|i| 1_000 + i * 5_000) {
+                state.update(Event::Source(SourceEvent::Frame(NodeFrame {
+                    node: "n1".into(),
+                    at_ms,
+                    gpus: Vec::new(),
+                    nics: Vec::new(),
+                    netdevs: Vec::new(),
+                })));
+                for t in [at_ms, at_ms + 4_000] {
+                    state.update(Event::Source(SourceEvent::Clock { at_ms: t }));
+                    if state.findings.iter().any(|f| f.rule == "stale") {
+                        return Some(t);
+                    }
+                }
+            }
+            None
+        };
+        let mut five = State::new(vec![], vec![], "test", (80, 24));
+        five.set_period(5_000);
+        assert_eq!(stale_at(&mut five), None);
+        let mut default = State::new(vec![], vec![], "test", (80, 24));
+        assert_eq!(
+            stale_at(&mut default),
+            Some(5_000),
+            "the failure this guards against"
+        );
     }
 
     #[test]

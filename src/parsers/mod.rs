@@ -2,6 +2,7 @@
 //! with errors that name the line. Each tool has its own module with typed results;
 //! [`OutputParser`] turns them into the [`PhaseMetric`]s a phase records and its gates judge.
 
+pub mod launcher;
 pub mod nccl_tests;
 pub mod nvbandwidth;
 pub mod perftest;
@@ -83,9 +84,9 @@ pub struct ParseContext {
 }
 
 /// Lines that mean a job failed whatever the tool: a Python traceback, out of memory, NCCL
-/// errors, a crash.
+/// errors, a collective the NCCL watchdog timed out, a crash.
 pub fn problem_line(line: &str) -> bool {
-    const SIGNS: [&str; 7] = [
+    const SIGNS: [&str; 10] = [
         "Traceback (most recent call last)",
         "CUDA out of memory",
         "OutOfMemoryError",
@@ -93,15 +94,117 @@ pub fn problem_line(line: &str) -> bool {
         "ncclInternalError",
         "ncclSystemError",
         "Segmentation fault",
+        // PyTorch's NCCL watchdog: a collective hung past its timeout (the job is dead).
+        "Watchdog caught collective operation timeout",
+        "ChildFailedError",
+        "CUDA error: ",
     ];
     SIGNS.iter().any(|s| line.contains(s))
+}
+
+/// One nccl-tests run (a table) as it is read: what the zero-busbw check needs at its end.
+#[derive(Debug, Default)]
+struct NcclJob {
+    /// The collective, from the program name the log printed, else told by the first row's
+    /// shape ([`nccl_tests::infer_collective`]).
+    collective: Option<String>,
+    /// `# Rank` lines (every rank, gathered to rank 0).
+    ranks: u32,
+    /// Rows read.
+    rows: u32,
+    /// Rows whose collective is not told yet (a log that names no test and starts with
+    /// empty rows): sent once a row tells it, or at the run's end as `unknown`.
+    pending: Vec<nccl_tests::Row>,
+    /// Rows of 1 MiB and more, and whether any of them moved data.
+    large_rows: u32,
+    large_nonzero: bool,
+}
+
+/// Rows held while a log's collective is not told yet.
+const MAX_PENDING_ROWS: usize = 64;
+
+impl NcclJob {
+    fn new(collective: Option<String>) -> Self {
+        Self {
+            collective,
+            ..Self::default()
+        }
+    }
+
+    /// One row as a metric of this run (its collective known, or `unknown`).
+    fn row_metric(&mut self, node: &str, r: nccl_tests::Row) -> PhaseMetric {
+        let placements = std::iter::once(r.out_of_place).chain(r.in_place);
+        // Validated when any placement was checked: alltoall's in-place is never checked
+        // (its #wrong is N/A) while its out-of-place is.
+        let wrong = placements.fold(None, |acc: Option<u64>, p| match p.wrong {
+            Some(w) => Some(acc.unwrap_or(0).saturating_add(w)),
+            None => acc,
+        });
+        let busbw = r.out_of_place.busbw_gb_per_s.unwrap_or(0.0);
+        self.rows += 1;
+        if r.size_bytes >= 1 << 20 {
+            self.large_rows += 1;
+            let in_place = r.in_place.and_then(|p| p.busbw_gb_per_s).unwrap_or(0.0);
+            self.large_nonzero |= busbw > 0.0 || in_place > 0.0;
+        }
+        PhaseMetric::BusBw {
+            node: Some(node.to_string()),
+            collective: self.collective.clone().unwrap_or_else(|| "unknown".into()),
+            size_bytes: r.size_bytes,
+            busbw_gb_per_s: busbw,
+            algbw_gb_per_s: r.out_of_place.algbw_gb_per_s.unwrap_or(0.0),
+            wrong,
+            ranks: self.ranks,
+        }
+    }
+
+    /// The end of a run: rows still waiting for their collective go out as `unknown`, then
+    /// why its bandwidth is no measurement, if it is none.
+    fn close(&mut self, node: &str, expected_gpus: u32) -> Vec<PhaseMetric> {
+        let mut out = Vec::new();
+        if !self.pending.is_empty() {
+            self.collective.get_or_insert_with(|| "unknown".into());
+            for row in std::mem::take(&mut self.pending) {
+                out.push(self.row_metric(node, row));
+            }
+        }
+        if let Some(why) = self.zero_busbw(expected_gpus) {
+            out.push(PhaseMetric::Problem {
+                node: node.to_string(),
+                text: why,
+            });
+        }
+        out
+    }
+
+    /// Why this run's bandwidth is no measurement, when busbw is 0 at every size of 1 MiB
+    /// and up: a 1-rank job where the node has more GPUs (busbw is 0 by definition: a
+    /// non-MPI nccl-tests binary under mpirun/srun runs one such job per process), or data
+    /// that did not move.
+    fn zero_busbw(&self, expected_gpus: u32) -> Option<String> {
+        if self.large_rows == 0 || self.large_nonzero {
+            return None;
+        }
+        // Only the `# Rank` lines count every rank (nThread × nGpus is one process's share).
+        let c = self.collective.as_deref().unwrap_or("the collective");
+        match self.ranks {
+            1 if expected_gpus > 1 => Some(format!(
+                "{c} ran as a 1-rank job on a node of {expected_gpus} GPUs: busbw is 0 by \
+                 definition (nccl-tests built without MPI under mpirun/srun runs one such job \
+                 per process; build with MPI=1, or run -g {expected_gpus})"
+            )),
+            n if n >= 2 => Some(format!(
+                "{c} busbw 0.00 at every size of 1 MiB and up over {n} ranks: no data moved"
+            )),
+            _ => None,
+        }
+    }
 }
 
 enum Inner {
     Nccl {
         parser: nccl_tests::NcclTestsParser,
-        collective: String,
-        ranks: u32,
+        job: NcclJob,
     },
     Perftest(perftest::PerftestParser),
     Nvbandwidth(nvbandwidth::NvbandwidthParser),
@@ -113,11 +216,42 @@ enum Inner {
     None,
 }
 
+impl Inner {
+    fn new(kind: ParserKind) -> Self {
+        match kind {
+            ParserKind::NcclTests => Inner::Nccl {
+                parser: nccl_tests::NcclTestsParser::new(),
+                job: NcclJob::new(None),
+            },
+            ParserKind::Perftest => Inner::Perftest(perftest::PerftestParser::new()),
+            ParserKind::Nvbandwidth => Inner::Nvbandwidth(nvbandwidth::NvbandwidthParser::new()),
+            ParserKind::Workload => Inner::Workload,
+            ParserKind::Trainlog => Inner::Trainlog(trainlog::TrainLogParser::new()),
+            ParserKind::Sanity => Inner::Sanity(sanity::SanityParser::new()),
+            ParserKind::Preflight => Inner::Preflight(preflight::PreflightParser::new()),
+            ParserKind::S3Probe => Inner::S3Probe,
+            ParserKind::None => Inner::None,
+        }
+    }
+}
+
+/// How many launcher-labelled streams one output keeps apart; a label past it shares the
+/// unlabelled stream (a node's output cannot grow the parser without bound).
+const MAX_STREAMS: usize = 1024;
+
 /// One node's output of one phase, read line by line into figures.
+///
+/// Launcher prefixes (`srun -l`, `mpirun --tag-output`, Hydra's `-l`, torchrun's) are taken off
+/// first ([`launcher`]); for the table tools (nccl-tests, perftest, nvbandwidth) each label's
+/// lines go to a parser of their own, so tasks that each print a whole table (a non-MPI binary
+/// under a launcher) are not read as one garbled table.
 pub struct OutputParser {
     ctx: ParseContext,
-    inner: Inner,
+    kind: ParserKind,
+    /// The unlabelled stream, then one per label, in order of first appearance.
+    streams: Vec<(Option<u32>, Inner)>,
     line_no: usize,
+    launcher: Option<launcher::Launcher>,
 }
 
 /// `all_reduce_perf_mpi` → `all_reduce` (words after the program name are a comment).
@@ -135,8 +269,9 @@ fn step_metric(node: &str, s: trainlog::Step) -> PhaseMetric {
         step_time_ms: s.step_time_ms,
         data_wait_ms: s.data_wait_ms,
         tokens_per_sec: s.tokens_per_sec,
+        tokens_per_sec_per_gpu: s.tokens_per_sec_per_gpu,
         loss: s.loss,
-        world: None,
+        world: s.world,
         variant: None,
     }
 }
@@ -144,93 +279,161 @@ fn step_metric(node: &str, s: trainlog::Step) -> PhaseMetric {
 impl OutputParser {
     /// A parser of `kind` for output from `ctx.node`.
     pub fn new(kind: ParserKind, ctx: ParseContext) -> Self {
-        let inner = match kind {
-            ParserKind::NcclTests => Inner::Nccl {
-                parser: nccl_tests::NcclTestsParser::new(),
-                collective: "all_reduce".into(),
-                ranks: 0,
-            },
-            ParserKind::Perftest => Inner::Perftest(perftest::PerftestParser::new()),
-            ParserKind::Nvbandwidth => Inner::Nvbandwidth(nvbandwidth::NvbandwidthParser::new()),
-            ParserKind::Workload => Inner::Workload,
-            ParserKind::Trainlog => Inner::Trainlog(trainlog::TrainLogParser::new()),
-            ParserKind::Sanity => Inner::Sanity(sanity::SanityParser::new()),
-            ParserKind::Preflight => Inner::Preflight(preflight::PreflightParser::new()),
-            ParserKind::S3Probe => Inner::S3Probe,
-            ParserKind::None => Inner::None,
-        };
         Self {
             ctx,
-            inner,
+            kind,
+            streams: vec![(None, Inner::new(kind))],
             line_no: 0,
+            launcher: None,
         }
+    }
+
+    /// The launcher whose prefixes the output carried, once one was seen.
+    pub fn launcher(&self) -> Option<launcher::Launcher> {
+        self.launcher
+    }
+
+    /// Lines read so far.
+    pub fn lines(&self) -> usize {
+        self.line_no
+    }
+
+    /// The stream a label's lines go to (created on first sight, up to [`MAX_STREAMS`]).
+    fn stream(&mut self, label: Option<u32>) -> usize {
+        let demux = matches!(
+            self.kind,
+            ParserKind::NcclTests | ParserKind::Perftest | ParserKind::Nvbandwidth
+        );
+        let key = if demux { label } else { None };
+        if let Some(i) = self.streams.iter().position(|(k, _)| *k == key) {
+            return i;
+        }
+        if self.streams.len() >= MAX_STREAMS {
+            return 0;
+        }
+        // A labelled run whose unlabelled stream saw nothing takes that stream over, so the
+        // common case (every line labelled `0:`) stays one stream.
+        if self.streams.len() == 1 && self.line_no == 1 {
+            self.streams[0].0 = key;
+            return 0;
+        }
+        self.streams.push((key, Inner::new(self.kind)));
+        self.streams.len() - 1
     }
 
     /// Read one line: the figures it completed, or why it could not be read.
     pub fn push(&mut self, line: &str) -> Result<Vec<PhaseMetric>, LineError> {
         self.line_no += 1;
+        let raw = line.trim_end_matches(['\r', '\n']);
+        // Nested launchers (srun over mpirun --tag-output) label twice: the inner label is
+        // the rank.
+        let mut labelled = launcher::strip(raw);
+        let outer = labelled.label;
+        let inner = launcher::strip(labelled.body);
+        if inner.label.is_some() {
+            labelled = inner;
+        }
+        let label = labelled.label.or(outer);
+        if let Some((l, _)) = label {
+            self.launcher.get_or_insert(l);
+        }
+        let body = labelled.body;
+        let at = self.stream(label.map(|(_, rank)| rank));
         let node = self.ctx.node.clone();
+        let expected_gpus = self.ctx.expected_gpus;
+        let line_no = self.line_no;
         let problem = |text: &str| PhaseMetric::Problem {
             node: node.clone(),
             text: crate::model::fit(text.trim(), 200),
         };
         let mut out = Vec::new();
-        match &mut self.inner {
-            Inner::Nccl {
-                parser,
-                collective,
-                ranks,
-            } => match parser.push(line)? {
-                Some(nccl_tests::Item::Started { program }) => {
-                    *ranks = 0;
+        match &mut self.streams[at].1 {
+            Inner::Nccl { parser, job } => match parser.push(body)? {
+                Some(nccl_tests::Item::Started { program, .. }) => {
+                    out.extend(job.close(&node, expected_gpus));
+                    // The plan's echo, the tool's own "starting" line and its nThread line
+                    // open one run together: a run that has no rank or row yet carries on.
+                    if job.rows > 0 || job.ranks > 0 || !job.pending.is_empty() {
+                        *job = NcclJob::new(None);
+                    }
                     if let Some(p) = program {
-                        *collective = collective_of(&p);
+                        job.collective = Some(collective_of(&p));
                     }
                 }
-                Some(nccl_tests::Item::Rank { .. }) => *ranks += 1,
+                Some(nccl_tests::Item::Rank { .. }) => job.ranks += 1,
                 Some(nccl_tests::Item::Row(r)) => {
-                    let placements = std::iter::once(r.out_of_place).chain(r.in_place);
-                    let wrong = placements
-                        .map(|p| p.wrong)
-                        .try_fold(0u64, |acc, w| w.map(|w| acc + w));
-                    out.push(PhaseMetric::BusBw {
-                        node: Some(node.clone()),
-                        collective: collective.clone(),
-                        size_bytes: r.size_bytes,
-                        busbw_gb_per_s: r.out_of_place.busbw_gb_per_s.unwrap_or(0.0),
-                        algbw_gb_per_s: r.out_of_place.algbw_gb_per_s.unwrap_or(0.0),
-                        wrong,
-                        ranks: *ranks,
-                    });
+                    if job.collective.is_none() {
+                        match nccl_tests::infer_collective(&r, job.ranks) {
+                            Some(c) => job.collective = Some(c.to_string()),
+                            None if job.pending.len() < MAX_PENDING_ROWS => {
+                                job.pending.push(r);
+                                return Ok(out);
+                            }
+                            None => job.collective = Some("unknown".into()),
+                        }
+                    }
+                    let pending = std::mem::take(&mut job.pending);
+                    for row in pending.into_iter().chain(std::iter::once(r)) {
+                        out.push(job.row_metric(&node, row));
+                    }
                 }
                 Some(nccl_tests::Item::OutOfBounds { count }) if count > 0 => out.push(problem(
                     &format!("nccl-tests: {count} out-of-bounds checks found wrong values"),
                 )),
+                Some(nccl_tests::Item::AvgBusBw {
+                    gb_per_s,
+                    min_bw_ok,
+                }) => {
+                    out.push(PhaseMetric::AvgBusBw {
+                        node: Some(node.clone()),
+                        collective: job.collective.clone().unwrap_or_else(|| "unknown".into()),
+                        ranks: job.ranks,
+                        gb_per_s,
+                    });
+                    if min_bw_ok == Some(false) {
+                        out.push(problem(&format!(
+                            "nccl-tests' own check failed: avg busbw {gb_per_s} under 90 % of NCCL_TESTS_MIN_BW"
+                        )));
+                    }
+                }
                 Some(nccl_tests::Item::Failure { text }) => out.push(problem(&text)),
                 Some(_) | None => {}
             },
-            Inner::Perftest(p) => match p.push(line)? {
+            Inner::Perftest(p) => match p.push(body)? {
                 Some(perftest::Item::Row(r)) => out.push(PhaseMetric::LinkBw {
                     node,
                     device: r.device,
+                    test: r.test.map(|t| t.verb),
                     size_bytes: r.size_bytes,
                     bw_avg_gbit_per_s: r.bw_avg_gbit_per_s,
                     bw_peak_gbit_per_s: r.bw_peak_gbit_per_s,
                     msg_rate_mpps: r.msg_rate_mpps,
                 }),
+                Some(perftest::Item::Lat(r)) => {
+                    if let Some(latency_us) = r.t_typical_us.or(r.t_avg_us) {
+                        out.push(PhaseMetric::LinkLat {
+                            node,
+                            device: r.device,
+                            test: r.test.map(|t| t.verb),
+                            size_bytes: r.size_bytes,
+                            latency_us,
+                            p99_us: r.t_p99_us,
+                        })
+                    }
+                }
                 Some(perftest::Item::Failure { text }) => out.push(problem(&text)),
                 None => {}
             },
             Inner::Nvbandwidth(p) => {
-                if let Some(item) = p.push(line)? {
+                if let Some(item) = p.push(body)? {
                     out.extend(nvbandwidth_metrics(&node, item));
                 }
             }
             Inner::Workload => {
-                if problem_line(line) {
-                    out.push(problem(line));
+                if problem_line(body) {
+                    out.push(problem(body));
                 }
-                match workload::parse_line(self.line_no, line)? {
+                match workload::parse_line(line_no, body)? {
                     Some(workload::Record::Gemm { gpu, dtype, tflops }) => {
                         out.push(PhaseMetric::Tflops {
                             node,
@@ -250,9 +453,10 @@ impl OutputParser {
                     }) => out.push(PhaseMetric::Step {
                         node: Some(node),
                         step,
-                        step_time_ms,
+                        step_time_ms: Some(step_time_ms),
                         data_wait_ms: Some(data_wait_ms),
                         tokens_per_sec: Some(tokens_per_sec),
+                        tokens_per_sec_per_gpu: None,
                         loss: Some(loss),
                         world,
                         // Pinned (or unsaid) is the main job; unpinned is the comparison.
@@ -266,14 +470,14 @@ impl OutputParser {
                 }
             }
             Inner::Trainlog(p) => {
-                if problem_line(line) {
-                    out.push(problem(line));
+                if problem_line(body) {
+                    out.push(problem(body));
                 }
-                out.extend(p.push(line).into_iter().map(|s| step_metric(&node, s)));
+                out.extend(p.push(body).into_iter().map(|s| step_metric(&node, s)));
             }
-            Inner::Sanity(p) => p.push(line),
-            Inner::Preflight(p) => p.push(line),
-            Inner::S3Probe => match s3_probe::parse_line(self.line_no, line)? {
+            Inner::Sanity(p) => p.push(body),
+            Inner::Preflight(p) => p.push(body),
+            Inner::S3Probe => match s3_probe::parse_line(line_no, body)? {
                 Some(s3_probe::Record::S3Window(window)) => {
                     out.push(PhaseMetric::Storage { node, window })
                 }
@@ -303,51 +507,95 @@ impl OutputParser {
                 Some(s3_probe::Record::Other) | None => {}
             },
             Inner::None => {
-                if problem_line(line) {
-                    out.push(problem(line));
+                if problem_line(body) {
+                    out.push(problem(body));
                 }
             }
         }
         Ok(out)
     }
 
-    /// The end of the output: figures that needed it (T1 checks, an unfinished matrix).
+    /// The end of the output: figures that needed it (T1 checks, an unfinished matrix, a
+    /// run whose bandwidth was zero throughout).
     pub fn finish(&mut self) -> Vec<PhaseMetric> {
         let node = self.ctx.node.clone();
-        match &mut self.inner {
-            Inner::Nvbandwidth(p) => p
-                .finish()
-                .map(|i| nvbandwidth_metrics(&node, i))
-                .unwrap_or_default(),
-            Inner::Trainlog(p) => p
-                .finish()
-                .map(|s| step_metric(&node, s))
-                .into_iter()
-                .collect(),
-            Inner::Sanity(p) => p.finish(&node, self.ctx.expected_gpus),
-            Inner::Preflight(p) => p.finish(&node, self.ctx.expected_gpus),
-            _ => Vec::new(),
+        let expected_gpus = self.ctx.expected_gpus;
+        let mut out = Vec::new();
+        for (_, inner) in &mut self.streams {
+            match inner {
+                Inner::Nccl { job, .. } => {
+                    out.extend(job.close(&node, expected_gpus));
+                    *job = NcclJob::new(None);
+                }
+                Inner::Nvbandwidth(p) => out.extend(
+                    p.finish()
+                        .into_iter()
+                        .flat_map(|i| nvbandwidth_metrics(&node, i)),
+                ),
+                Inner::Trainlog(p) => out.extend(p.finish().map(|s| step_metric(&node, s))),
+                Inner::Sanity(p) => out.extend(p.finish(&node, expected_gpus)),
+                Inner::Preflight(p) => out.extend(p.finish(&node, expected_gpus)),
+                _ => {}
+            }
         }
+        out
     }
 }
 
 fn nvbandwidth_metrics(node: &str, item: nvbandwidth::Item) -> Vec<PhaseMetric> {
+    use crate::phases::CheckStatus;
     match item {
-        nvbandwidth::Item::Matrix { test, cells, .. } => cells
-            .into_iter()
-            .map(|c| PhaseMetric::PairBw {
+        nvbandwidth::Item::Matrix {
+            test,
+            unit,
+            cells,
+            sum,
+        } => {
+            let detail = format!(
+                "{test}: {} cell(s) measured{}",
+                cells.len(),
+                sum.map(|s| format!(", SUM {s:.2} {}", unit.label()))
+                    .unwrap_or_else(|| ", no SUM line (the log ended inside it)".into())
+            );
+            let mut out: Vec<PhaseMetric> = cells
+                .into_iter()
+                .map(|c| match unit {
+                    nvbandwidth::Unit::GbPerS => PhaseMetric::PairBw {
+                        node: node.to_string(),
+                        test: test.clone(),
+                        src: c.row,
+                        dst: c.col,
+                        gb_per_s: c.value,
+                    },
+                    nvbandwidth::Unit::Ns => PhaseMetric::PairLat {
+                        node: node.to_string(),
+                        test: test.clone(),
+                        src: c.row,
+                        dst: c.col,
+                        ns: c.value,
+                    },
+                })
+                .collect();
+            out.push(PhaseMetric::Check {
                 node: node.to_string(),
-                test: test.clone(),
-                src: c.row,
-                dst: c.col,
-                gb_per_s: c.gb_per_s,
-            })
-            .collect(),
+                name: "nvbandwidth-testcase".into(),
+                status: if out.is_empty() {
+                    CheckStatus::Failed
+                } else {
+                    CheckStatus::Ok
+                },
+                detail,
+            });
+            out
+        }
         nvbandwidth::Item::Waived { text } => vec![PhaseMetric::Check {
             node: node.to_string(),
             name: "nvbandwidth-waived".into(),
-            status: crate::phases::CheckStatus::Unknown,
-            detail: format!("nvbandwidth waived {text}"),
+            status: CheckStatus::Failed,
+            detail: format!(
+                "nvbandwidth waived {text}: not measured (peer test cases are waived where \
+                 GPUs cannot reach each other peer-to-peer, or there are too few)"
+            ),
         }],
         nvbandwidth::Item::Failure { text } => vec![PhaseMetric::Problem {
             node: node.to_string(),
@@ -388,13 +636,20 @@ mod tests {
             ranks,
             wrong,
             ..
-        }) = m.last()
+        }) = m.iter().rfind(|x| matches!(x, PhaseMetric::BusBw { .. }))
         else {
             panic!("{m:?}")
         };
         assert_eq!(collective, "all_gather");
         assert_eq!(*ranks, 2);
         assert_eq!(*wrong, Some(0));
+        // nccl-tests' own average, a figure of its own.
+        assert!(m.contains(&PhaseMetric::AvgBusBw {
+            node: Some("gpu01".into()),
+            collective: "all_gather".into(),
+            ranks: 2,
+            gb_per_s: 1.54321
+        }));
     }
 
     #[test]
@@ -405,6 +660,7 @@ mod tests {
         );
         assert!(
             m.iter()
+                .filter(|x| matches!(x, PhaseMetric::BusBw { .. }))
                 .all(|x| matches!(x, PhaseMetric::BusBw { wrong: None, .. }))
         );
     }
@@ -415,7 +671,17 @@ mod tests {
             ParserKind::Nvbandwidth,
             "nvbandwidth/v0.2-h800-8gpu-d2d-read-ce.txt",
         );
-        assert_eq!(m.len(), 56);
+        let pairs = m
+            .iter()
+            .filter(|x| matches!(x, PhaseMetric::PairBw { .. }))
+            .count();
+        assert_eq!(pairs, 56);
+        // The test case that ran is a check of its own, so T3's `checks` gate has one.
+        assert!(m.iter().any(|x| matches!(
+            x,
+            PhaseMetric::Check { status: crate::phases::CheckStatus::Ok, detail, .. }
+                if detail.contains("device_to_device_memcpy_read_ce: 56 cell(s) measured, SUM 9642.08 GB/s")
+        )));
         let m = metrics(
             ParserKind::Perftest,
             "perftest/write-bw-sweep-ib-gbits-truncated.txt",

@@ -25,8 +25,14 @@ pub struct Placement {
 pub struct Row {
     /// Message size in bytes.
     pub size_bytes: u64,
+    /// Element count, as printed.
+    pub elements: Option<u64>,
     /// Element type (`float`, `bfloat16`, …).
     pub dtype: String,
+    /// Reduction op (`sum`, `none`…), where the table has the column.
+    pub redop: Option<String>,
+    /// Root rank (`-1`: none), where the table has the column.
+    pub root: Option<i64>,
     /// Out-of-place figures.
     pub out_of_place: Placement,
     /// In-place figures, when the row has them.
@@ -40,6 +46,9 @@ pub enum Item {
     Started {
         /// e.g. `all_reduce_perf_mpi`.
         program: Option<String>,
+        /// GPUs each process drives (`nThread × nGpus` of the `# nThread` line), when this is
+        /// that line.
+        gpus_per_process: Option<u32>,
     },
     /// A rank line in the device list (`#  Rank  3 Group 0 Pid … on host device 3 …`).
     Rank {
@@ -53,10 +62,13 @@ pub enum Item {
         /// Checks that found at least one wrong element.
         count: u64,
     },
-    /// `# Avg bus bandwidth : X`.
+    /// `# Avg bus bandwidth : X [OK|FAILED]`: the mean of every busbw of the table, both
+    /// placements (nccl-tests' own figure, which contracts quote).
     AvgBusBw {
         /// GB/s.
         gb_per_s: f64,
+        /// nccl-tests' own check against `NCCL_TESTS_MIN_BW`, when that was set.
+        min_bw_ok: Option<bool>,
     },
     /// A failure line (`Test NCCL failure …`, `Test CUDA failure …`, `NCCL failure …`).
     Failure {
@@ -68,13 +80,39 @@ pub enum Item {
 /// Where the figures sit in a row.
 #[derive(Debug, Clone, PartialEq)]
 struct Columns {
-    count: usize,
+    /// Fields a row has.
+    fields: usize,
     size: usize,
+    /// The element count (`count`, v1's `N`).
+    elements: Option<usize>,
     dtype: usize,
+    /// The reduction op (`redop`, v1's `op`).
+    redop: Option<usize>,
+    root: Option<usize>,
     /// Index of `time` for each placement.
     placements: Vec<usize>,
     /// The validation column is a count (`#wrong`) rather than a deviation (`error`, `res`).
     wrong_is_count: bool,
+}
+
+impl Columns {
+    /// The same layout with its (empty) `redop` cell gone.
+    fn without_redop(&self) -> Columns {
+        let Some(at) = self.redop else {
+            return self.clone();
+        };
+        let shift = |i: usize| if i > at { i - 1 } else { i };
+        Columns {
+            fields: self.fields - 1,
+            size: shift(self.size),
+            elements: self.elements.map(shift),
+            dtype: shift(self.dtype),
+            redop: None,
+            root: self.root.map(shift),
+            placements: self.placements.iter().map(|&p| shift(p)).collect(),
+            wrong_is_count: self.wrong_is_count,
+        }
+    }
 }
 
 /// Streaming parser: feed it lines in order.
@@ -84,34 +122,25 @@ pub struct NcclTestsParser {
     line_no: usize,
 }
 
-/// Drop an Open MPI `--tag-output` prefix (`[1,0]<stdout>:`); `None` for tagged stderr.
-fn untag(line: &str) -> Option<&str> {
-    let Some(rest) = line.strip_prefix('[') else {
-        return Some(line);
-    };
-    let Some((tag, body)) = rest.split_once(">:") else {
-        return Some(line);
-    };
-    let Some((ranks, stream)) = tag.split_once("]<") else {
-        return Some(line);
-    };
-    if !ranks.chars().all(|c| c.is_ascii_digit() || c == ',') {
-        return Some(line);
-    }
-    match stream {
-        "stdout" => Some(body),
-        _ => None,
-    }
+/// Lines nccl-tests prints when a rank fails or times out (`common.h`'s CUDACHECK/NCCLCHECK,
+/// `common.cu`'s timeout; v1's bare `NCCL failure`). The ` .. host pid N: Test failure` line
+/// that follows each is the same failure's location, not another one.
+fn is_failure(line: &str) -> bool {
+    line.contains("Test NCCL failure")
+        || line.contains("Test CUDA failure")
+        || line.contains(": Test timeout (")
+        || line.starts_with("NCCL failure")
 }
 
 fn number(token: &str) -> Result<Option<f64>, String> {
     if token == "N/A" {
         return Ok(None);
     }
-    token
-        .parse::<f64>()
-        .map(Some)
-        .map_err(|_| format!("'{token}' is not a number"))
+    match token.parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(Some(v)),
+        Ok(_) => Err(format!("'{token}' is not a finite number")),
+        Err(_) => Err(format!("'{token}' is not a number")),
+    }
 }
 
 impl NcclTestsParser {
@@ -120,22 +149,17 @@ impl NcclTestsParser {
         Self::default()
     }
 
-    /// Read one line; `Ok(None)` for lines that carry nothing (noise, headers, blank).
+    /// Read one line (its launcher prefix, if any, already taken off: see
+    /// [`super::launcher`]); `Ok(None)` for lines that carry nothing (noise, headers, blank).
     pub fn push(&mut self, raw: &str) -> Result<Option<Item>, LineError> {
         self.line_no += 1;
         let line_no = self.line_no;
         let err = |message: String| LineError { line_no, message };
-        let Some(line) = untag(raw.trim_end_matches(['\r', '\n'])) else {
-            return Ok(None);
-        };
-        let trimmed = line.trim();
+        let trimmed = raw.trim();
         if trimmed.is_empty() {
             return Ok(None);
         }
-        if trimmed.contains("Test NCCL failure")
-            || trimmed.contains("Test CUDA failure")
-            || trimmed.starts_with("NCCL failure")
-        {
+        if is_failure(trimmed) {
             return Ok(Some(Item::Failure {
                 text: trimmed.to_string(),
             }));
@@ -143,12 +167,18 @@ impl NcclTestsParser {
         if let Some(body) = trimmed.strip_prefix('#') {
             return self.comment(body.trim()).map_err(err);
         }
-        // v1 printed the nThread line without '#'.
-        if trimmed.starts_with("nThread ") {
-            self.columns = None;
-            return Ok(Some(Item::Started { program: None }));
+        // v1 printed the nThread line and the trailer without '#'.
+        if trimmed.starts_with("nThread ")
+            || trimmed.starts_with("Out of bounds values")
+            || trimmed.starts_with("Avg bus bandwidth")
+        {
+            return self.comment(trimmed).map_err(err);
         }
-        let tokens: Vec<&str> = trimmed.split_whitespace().collect();
+        // A launcher that labels each write can leave a label inside a row (NVIDIA/nccl#1453).
+        let tokens: Vec<&str> = trimmed
+            .split_whitespace()
+            .filter(|t| !super::launcher::is_label_token(t))
+            .collect();
         let looks_like_row = tokens.len() >= 8
             && tokens[0].bytes().all(|b| b.is_ascii_digit())
             && tokens[1].bytes().all(|b| b.is_ascii_digit());
@@ -164,11 +194,24 @@ impl NcclTestsParser {
             self.columns = None;
             return Ok(Some(Item::Started {
                 program: Some(program.trim().to_string()),
+                gpus_per_process: None,
             }));
         }
         if body.starts_with("nThread ") {
             self.columns = None;
-            return Ok(Some(Item::Started { program: None }));
+            let mut it = body.split_whitespace();
+            let mut value_of = |key: &str| -> Option<u32> {
+                it.by_ref()
+                    .skip_while(|t| *t != key)
+                    .nth(1)
+                    .and_then(|v| v.parse().ok())
+            };
+            let threads = value_of("nThread");
+            let gpus = value_of("nGpus");
+            return Ok(Some(Item::Started {
+                program: None,
+                gpus_per_process: threads.zip(gpus).map(|(t, g)| t.saturating_mul(g)),
+            }));
         }
         if let Some(rest) = body.strip_prefix("Rank") {
             // "Rank  3 Group  0 Pid  123 on host device 3 [...]" (and older shapes): the host
@@ -190,12 +233,18 @@ impl NcclTestsParser {
             };
         }
         if let Some(rest) = body.strip_prefix("Avg bus bandwidth") {
-            let value = rest
-                .trim_start_matches([' ', ':'])
-                .split_whitespace()
-                .next();
-            return match value.map(str::parse::<f64>) {
-                Some(Ok(gb_per_s)) => Ok(Some(Item::AvgBusBw { gb_per_s })),
+            let mut words = rest.trim_start_matches([' ', ':']).split_whitespace();
+            let value = words.next().map(str::parse::<f64>);
+            let min_bw_ok = match words.next() {
+                Some("OK") => Some(true),
+                Some("FAILED") => Some(false),
+                _ => None,
+            };
+            return match value {
+                Some(Ok(gb_per_s)) if gb_per_s.is_finite() => Ok(Some(Item::AvgBusBw {
+                    gb_per_s,
+                    min_bw_ok,
+                })),
                 _ => Err(format!("average trailer without a number: '{body}'")),
             };
         }
@@ -208,14 +257,16 @@ impl NcclTestsParser {
 
     fn row(&mut self, tokens: &[&str]) -> Result<Row, String> {
         let columns = match &self.columns {
-            Some(c) if c.count == tokens.len() => c.clone(),
+            Some(c) if c.fields == tokens.len() => c.clone(),
             // `-S 1` adds a timestamp with a space in it after the in-place block.
-            Some(c) if tokens.len() == c.count + 2 => c.clone(),
+            Some(c) if tokens.len() == c.fields + 2 => c.clone(),
+            // Pre-2.13 tests without a reduction printed an empty `redop` cell (`%6s` of "").
+            Some(c) if tokens.len() + 1 == c.fields && c.redop.is_some() => c.without_redop(),
             Some(c) => {
                 return Err(format!(
                     "row has {} fields, the header has {}",
                     tokens.len(),
-                    c.count
+                    c.fields
                 ));
             }
             None => columns_by_count(tokens.len()).ok_or_else(|| {
@@ -247,9 +298,13 @@ impl NcclTestsParser {
         }
         let mut it = placements.into_iter();
         let out_of_place = it.next().ok_or("row without figures")?;
+        let at = |i: Option<usize>| i.and_then(|i| tokens.get(i)).copied();
         Ok(Row {
             size_bytes,
+            elements: at(columns.elements).and_then(|t| t.parse().ok()),
             dtype: tokens[columns.dtype].to_string(),
+            redop: at(columns.redop).map(str::to_string),
+            root: at(columns.root).and_then(|t| t.parse().ok()),
             out_of_place,
             in_place: it.next(),
         })
@@ -274,9 +329,12 @@ fn columns_from_header(names: &[&str]) -> Result<Columns, String> {
     // Per-iteration columns (`-I 1`) or a timestamp only add fields after each block.
     let wrong_is_count = names.contains(&"#wrong");
     Ok(Columns {
-        count: names.len(),
+        fields: names.len(),
         size,
+        elements: find("count").or_else(|| find("N")),
         dtype,
+        redop: find("redop").or_else(|| find("op")),
+        root: find("root"),
         placements,
         wrong_is_count,
     })
@@ -284,18 +342,80 @@ fn columns_from_header(names: &[&str]) -> Result<Columns, String> {
 
 /// The layouts a log that starts mid-table can have, told apart by their field count.
 fn columns_by_count(n: usize) -> Option<Columns> {
-    let (lead, wrong_is_count) = match n {
-        13 => (5, true),  // >= 2.13: size count type redop root
-        12 => (4, false), // pre-2.13 all_reduce: size count type redop
-        11 => (3, false), // pre-2.13 all_gather: size count type
+    let (lead, wrong_is_count, redop, root) = match n {
+        13 => (5, true, Some(3), Some(4)), // >= 2.13: size count type redop root
+        12 => (4, false, Some(3), None),   // pre-2.13 all_reduce: size count type redop
+        11 => (3, false, None, None),      // pre-2.13 all_gather: size count type
         _ => return None,
     };
     Some(Columns {
-        count: n,
+        fields: n,
         size: 0,
+        elements: Some(1),
         dtype: 2,
+        redop,
+        root,
         placements: vec![lead, lead + 4],
         wrong_is_count,
+    })
+}
+
+/// Bytes of one element of a type nccl-tests names.
+fn type_size(dtype: &str) -> Option<u64> {
+    Some(match dtype {
+        "int8" | "uint8" | "char" | "f8e4m3" | "f8e5m2" => 1,
+        "half" | "bfloat16" | "float16" => 2,
+        "float" | "int32" | "uint32" | "int" | "float32" => 4,
+        "double" | "int64" | "uint64" | "float64" => 8,
+        _ => return None,
+    })
+}
+
+/// The collective a row comes from, told by its shape, for logs that do not name their test
+/// (nccl-tests before 2.16 print no "Collective test starting" line): a reduction op or not
+/// (`none` is printed only by tests without one), a root or not, and whether the size is the
+/// element count's bytes (`all_reduce`, `alltoall`, `broadcast`, …) or that times the ranks
+/// (`all_gather`, `reduce_scatter`: the printed size is the larger of send and receive).
+/// sendrecv prints the reduction op too: it differs from all_reduce by its bus factor (1
+/// against 2(n-1)/n), which is 1 for both at 2 ranks, so there a 2-rank run is taken as
+/// all_reduce, and with the ranks unknown the row cannot tell. `None` when the row cannot tell
+/// (an empty row, gather against scatter).
+pub fn infer_collective(row: &Row, ranks: u32) -> Option<&'static str> {
+    let ts = type_size(&row.dtype)?;
+    let elements = row.elements?;
+    let one = elements.checked_mul(ts)?;
+    if one == 0 || row.size_bytes == 0 {
+        return None;
+    }
+    let gathered = row.size_bytes > one;
+    let reduces = row
+        .redop
+        .as_deref()
+        .is_some_and(|op| matches!(op, "sum" | "prod" | "max" | "min" | "avg" | "mulsum"));
+    let rooted = row.root.is_some_and(|r| r >= 0);
+    Some(match (rooted, reduces, gathered) {
+        (true, true, _) => "reduce",
+        (true, false, false) => "broadcast",
+        (true, false, true) => return None,
+        (false, true, true) => "reduce_scatter",
+        (false, false, true) => "all_gather",
+        (false, false, false) => "alltoall",
+        (false, true, false) => {
+            let p = row.out_of_place;
+            let factor = match (p.algbw_gb_per_s, p.busbw_gb_per_s) {
+                (Some(a), Some(b)) if a > 0.0 => b / a,
+                _ => return None,
+            };
+            if factor > 1.02 {
+                "all_reduce"
+            } else {
+                match ranks {
+                    2 => "all_reduce",
+                    r if r > 2 => "sendrecv",
+                    _ => return None,
+                }
+            }
+        }
     })
 }
 
@@ -310,7 +430,7 @@ mod tests {
         let mut items = Vec::new();
         let mut errors = Vec::new();
         for line in tool_output(&format!("nccl-tests/{rel}")).lines() {
-            match p.push(line) {
+            match p.push(super::super::launcher::strip(line).body) {
                 Ok(Some(i)) => items.push(i),
                 Ok(None) => {}
                 Err(e) => errors.push(e),
@@ -346,7 +466,10 @@ mod tests {
         assert_eq!(last.out_of_place.time_us, Some(47535.0));
         assert_eq!(last.in_place.and_then(|p| p.busbw_gb_per_s), Some(337.35));
         assert_eq!(last.out_of_place.wrong, Some(0));
-        assert!(items.contains(&Item::AvgBusBw { gb_per_s: 70.742 }));
+        assert!(items.contains(&Item::AvgBusBw {
+            gb_per_s: 70.742,
+            min_bw_ok: None
+        }));
         assert!(items.contains(&Item::OutOfBounds { count: 0 }));
     }
 
@@ -357,13 +480,17 @@ mod tests {
         assert_eq!(
             items[0],
             Item::Started {
-                program: Some("all_reduce_perf_mpi".into())
+                program: Some("all_reduce_perf_mpi".into()),
+                gpus_per_process: None,
             }
         );
         let r = rows(&items);
         assert_eq!(r.len(), 8);
         assert_eq!(r[7].out_of_place.busbw_gb_per_s, Some(2.30));
-        assert!(items.contains(&Item::AvgBusBw { gb_per_s: 1.57614 }));
+        assert!(items.contains(&Item::AvgBusBw {
+            gb_per_s: 1.57614,
+            min_bw_ok: None
+        }));
     }
 
     #[test]

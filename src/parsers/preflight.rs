@@ -458,6 +458,18 @@ impl PreflightParser {
     }
 
     fn acs_check(&self, node: &str) -> PhaseMetric {
+        // `lspci -vvv` starts each device with its address (`0000:16:00.0 PCI bridge: …`, or
+        // `16:00.0 …`); the ACS lines that follow are that device's.
+        fn is_device_line(l: &str) -> bool {
+            let Some(first) = l.split_whitespace().next() else {
+                return false;
+            };
+            let parts: Vec<&str> = first.split([':', '.']).collect();
+            matches!(parts.len(), 3 | 4)
+                && parts
+                    .iter()
+                    .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_hexdigit()))
+        }
         let check = |status, detail: String| PhaseMetric::Check {
             node: node.to_string(),
             name: "pcie-acs".into(),
@@ -484,7 +496,7 @@ impl PreflightParser {
                 if ctl.contains("ReqRedir+") || ctl.contains("CmpltRedir+") {
                     redirecting.push(bridge.split_whitespace().next().unwrap_or("?").to_string());
                 }
-            } else {
+            } else if is_device_line(l) {
                 bridge = l;
             }
         }

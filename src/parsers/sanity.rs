@@ -275,7 +275,31 @@ pub(crate) fn fabric_manager_checks(
     vec![version, active]
 }
 
-/// The `xid` section judged: kernel log lines with `NVRM: Xid`, or why the log was unreadable.
+/// A GPU's Xid in a kernel log line: `NVRM: Xid (PCI:0000:1b:00): 79, pid=…` → (PCI id, code).
+fn xid_of(line: &str) -> Option<(&str, u32)> {
+    let rest = &line[line.find("NVRM: Xid")? + "NVRM: Xid".len()..];
+    let rest = rest.trim_start().strip_prefix("(PCI:")?;
+    let (pci, rest) = rest.split_once(')')?;
+    let code = rest.trim_start_matches([':', ' ']);
+    let digits: &str = &code[..code.bytes().take_while(u8::is_ascii_digit).count()];
+    Some((pci, digits.parse().ok()?))
+}
+
+/// An NVSwitch error: `nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 20034, Fatal, …` → (code,
+/// fatal).
+fn sxid_of(line: &str) -> Option<(u32, bool)> {
+    let rest = &line[line.find("SXid (PCI:")? + "SXid (PCI:".len()..];
+    let (_, rest) = rest.split_once(')')?;
+    let rest = rest.trim_start_matches([':', ' ']);
+    let digits: &str = &rest[..rest.bytes().take_while(u8::is_ascii_digit).count()];
+    let fatal = rest.contains("Fatal") && !rest.contains("Non-fatal");
+    Some((digits.parse().ok()?, fatal))
+}
+
+/// The `xid` section judged: the kernel log's GPU Xid lines (`NVRM: Xid (PCI:…): CODE`), a GPU
+/// that fell off the bus, a driver whose user space and kernel module disagree (`API
+/// mismatch`), NVSwitch SXid errors (fatal fails, non-fatal warns), or why the log was
+/// unreadable. A line that only mentions "Xid" is not one.
 pub(crate) fn xid_check(node: &str, lines: Option<&[String]>) -> PhaseMetric {
     let check = |status, detail: String| PhaseMetric::Check {
         node: node.to_string(),
@@ -290,17 +314,67 @@ pub(crate) fn xid_check(node: &str, lines: Option<&[String]>) -> PhaseMetric {
         let l = l.to_ascii_lowercase();
         l.contains("not permitted") || l.contains("permission denied")
     });
-    let xids: Vec<&String> = lines.iter().filter(|l| l.contains("Xid")).collect();
-    match (denied, xids.first()) {
-        (_, Some(first)) => check(
+    let mut codes: Vec<String> = Vec::new();
+    let mut first_xid = None;
+    let mut xids = 0usize;
+    for l in lines {
+        if let Some((pci, code)) = xid_of(l) {
+            xids += 1;
+            first_xid.get_or_insert(l);
+            let c = format!("Xid {code} on {pci}");
+            if !codes.contains(&c) && codes.len() < 8 {
+                codes.push(c);
+            }
+        }
+    }
+    let off_bus = lines.iter().find(|l| l.contains("fallen off the bus"));
+    let mismatch = lines.iter().find(|l| l.contains("API mismatch"));
+    let sxids: Vec<(u32, bool, &String)> = lines
+        .iter()
+        .filter_map(|l| sxid_of(l).map(|(c, f)| (c, f, l)))
+        .collect();
+    if let Some(first) = first_xid {
+        return check(
             CheckStatus::Failed,
-            format!("{} Xid lines in the kernel log, first: {first}", xids.len()),
-        ),
-        (Some(why), None) => check(
+            format!(
+                "{xids} Xid line(s) in the kernel log ({}), first: {first}",
+                codes.join(", ")
+            ),
+        );
+    }
+    if let Some(l) = off_bus {
+        return check(
+            CheckStatus::Failed,
+            format!("a GPU fell off the bus (no Xid line with it): {l}"),
+        );
+    }
+    if let Some(l) = mismatch {
+        return check(
+            CheckStatus::Failed,
+            format!("the driver's user space and kernel module are different versions: {l}"),
+        );
+    }
+    if let Some((code, _, l)) = sxids.iter().find(|s| s.1) {
+        return check(
+            CheckStatus::Failed,
+            format!("fatal NVSwitch error SXid {code}: {l}"),
+        );
+    }
+    if let Some((code, _, l)) = sxids.first() {
+        return check(
+            CheckStatus::Warn,
+            format!(
+                "{} non-fatal NVSwitch SXid line(s), first SXid {code} (no GPU Xid): {l}",
+                sxids.len()
+            ),
+        );
+    }
+    match denied {
+        Some(why) => check(
             CheckStatus::Unknown,
             format!("kernel log not readable here: {why}"),
         ),
-        (None, None) => check(CheckStatus::Ok, "no Xid in the kernel log".into()),
+        None => check(CheckStatus::Ok, "no Xid in the kernel log".into()),
     }
 }
 

@@ -1,58 +1,172 @@
-//! Step figures from the logs of common trainers, for sites that run their own job in T5/T8:
-//! Megatron-LM (`elapsed time per iteration (ms)`, `lm loss`, and the `batch-generator` timer
-//! that `--timing-log-level 2` prints after it), NeMo (`train_step_timing in s`,
-//! `reduced_train_loss`), and Lightning's progress bar (`it/s` or `s/it`, `loss=`). Progress
-//! bars rewrite their line with carriage returns; every segment is read.
+//! Step figures from the logs of common trainers, for sites that run their own job (T6):
+//!
+//! - **Megatron-LM / Megatron-Core / Megatron-Bridge / Megatron-DeepSpeed**: `iteration N/ M |
+//!   … | elapsed time per iteration (ms): X | … | lm loss: Y | … | number of nan iterations: K`,
+//!   Megatron-DeepSpeed's `tokens per gpu per second (tgs): T`, and the data loader's time from
+//!   the timers (`batch-generator: X` in one line, or `batch-generator ….: (min, max)` on its
+//!   own). `using world size: N` gives the job's GPUs.
+//! - **NeMo 1** (a Lightning progress bar with `reduced_train_loss=`, `global_step=`,
+//!   `train_step_timing in s=`) and **NeMo 2 / NeMo-Run** (`Training epoch 0, iteration i/n |
+//!   … | global_step: g | reduced_train_loss: l | train_step_timing in s: t |
+//!   tokens_per_sec_per_gpu: x`).
+//! - **PyTorch Lightning** progress bars (`Epoch e: …| n/total [elapsed<left, r it/s, k=v, …]`),
+//!   the loss from `train_loss_step=`, `train_loss=`, `loss=` or `train_loss_epoch=`, in that
+//!   order.
+//! - **Hugging Face Trainer**: `{'loss': l, …, 'epoch': e}` dicts, numbered by the tqdm bar's
+//!   position when one came before (its `s/it` gives the step time), else counted.
+//! - **torchtitan**: `step: N  loss: L  … tps: 5,856 …` (`tps` is per GPU; a negative loss is
+//!   the placeholder non-last pipeline stages print, not a loss).
+//!
+//! Progress bars rewrite their line with carriage returns (SageMaker's log escapes them as
+//! `#015`); every segment is read, and a step repeated (a bar redrawn, every rank printing the
+//! same line) is reported once. A loss printed as `nan`/`inf` is kept as such: it is the
+//! broken run the gates must see.
 
 use std::sync::LazyLock;
 
 use regex::Regex;
 
 /// One step as a trainer log shows it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Step {
     /// Step (iteration) number.
     pub step: u64,
-    /// Wall time per step, ms.
-    pub step_time_ms: f64,
+    /// Wall time per step, ms, where the log says (from its own timing, or a bar's rate).
+    pub step_time_ms: Option<f64>,
     /// Data wait, ms, where the log prints it.
     pub data_wait_ms: Option<f64>,
-    /// Tokens/s, where the log prints it.
+    /// Tokens/s over all GPUs, where the log prints it so (or per GPU × the job's GPUs).
     pub tokens_per_sec: Option<f64>,
-    /// Loss, where the log prints it.
+    /// Loss, where the log prints it (NaN and infinities kept).
     pub loss: Option<f64>,
+    /// Tokens/s of one GPU, where the log prints it per GPU.
+    pub tokens_per_sec_per_gpu: Option<f64>,
+    /// GPUs of the job, where the log says.
+    pub world: Option<u32>,
 }
 
-static MEGATRON: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"iteration\s+(\d+)/\s*\d+\s*\|.*?elapsed time per iteration \(ms\):\s*([0-9.]+)")
-        .expect("static regex")
-});
-static MEGATRON_LOSS: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"lm loss:\s*([0-9.Ee+-]+)").expect("static regex"));
-static MEGATRON_TOKENS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"tokens per second(?: per GPU)?:\s*([0-9.Ee+-]+)").expect("static regex")
-});
-static MEGATRON_BATCH: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"batch-generator\s*\.*:\s*\(\s*[0-9.]+,\s*([0-9.]+)\)").expect("static regex")
-});
-static NEMO_TIMING: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"train_step_timing in s\s*[=:]\s*([0-9.]+)").expect("static regex")
-});
-static NEMO_STEP: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"global_step\s*[=:]\s*([0-9.]+)").expect("static regex"));
-static NEMO_LOSS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"reduced_train_loss\s*[=:]\s*([0-9.Ee+-]+)").expect("static regex")
-});
-static LIGHTNING: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"Epoch (\d+):.*?\|\s*(\d+)/(\d+) \[[^\],]*,\s*([0-9.]+)(it/s|s/it)([^\]]*)\]")
-        .expect("static regex")
-});
-static LIGHTNING_LOSS: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\b(?:train_)?loss=([0-9.Ee+-]+)").expect("static regex"));
+/// Which trainer's format a line was read as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framework {
+    /// Megatron-LM and its descendants.
+    Megatron,
+    /// NeMo 1 bars and NeMo 2 log lines.
+    Nemo,
+    /// PyTorch Lightning progress bars.
+    Lightning,
+    /// Hugging Face Trainer dicts.
+    HfTrainer,
+    /// torchtitan.
+    Torchtitan,
+}
 
-fn num(s: Option<regex::Match<'_>>) -> Option<f64> {
-    s.and_then(|m| m.as_str().parse::<f64>().ok())
+impl Framework {
+    /// Its name in messages and `burnin parse`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Framework::Megatron => "megatron",
+            Framework::Nemo => "nemo",
+            Framework::Lightning => "lightning",
+            Framework::HfTrainer => "hf-trainer",
+            Framework::Torchtitan => "torchtitan",
+        }
+    }
+}
+
+/// A decimal with optional exponent (`1.073e+04`, `9e+3`, `794.0`).
+const NUM: &str = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?";
+/// A loss: a number, or `nan`/`inf` as Python and NeMo print them (`nan`, `nan.0`, `-inf`).
+const LOSS: &str =
+    r"[-+]?(?:[nN][aA][nN]|[iI][nN][fF])(?:\.0+)?|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?";
+
+fn re(pattern: &str) -> Regex {
+    Regex::new(&pattern.replace("NUM", NUM).replace("LOSS", LOSS)).expect("static regex")
+}
+
+static MEGATRON: LazyLock<Regex> = LazyLock::new(|| re(r"\biteration\s+(\d+)/\s*\d+\s*\|"));
+static MEGATRON_ELAPSED: LazyLock<Regex> =
+    LazyLock::new(|| re(r"elapsed time per iteration \(ms\):\s*(NUM)"));
+static MEGATRON_LOSS: LazyLock<Regex> = LazyLock::new(|| re(r"\blm loss:\s*(LOSS)"));
+static MEGATRON_NAN: LazyLock<Regex> = LazyLock::new(|| re(r"number of nan iterations:\s*(\d+)"));
+static MEGATRON_TGS: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"(?:tokens per gpu per second \(tgs\)|tokens per second per GPU):\s*(NUM)")
+});
+static MEGATRON_WORLD: LazyLock<Regex> = LazyLock::new(|| re(r"using world size:\s*(\d+)"));
+static BATCH_TIMER_INLINE: LazyLock<Regex> =
+    LazyLock::new(|| re(r"\|\s*batch[- ]generator:\s*(NUM)"));
+static BATCH_TIMER_RANGE: LazyLock<Regex> =
+    LazyLock::new(|| re(r"batch-generator\s*\.*:\s*\(\s*NUM,\s*(NUM)\)"));
+static NEMO_TIMING: LazyLock<Regex> =
+    LazyLock::new(|| re(r"train_step_timing in s\s*[=:]\s*(NUM)"));
+static NEMO_STEP: LazyLock<Regex> = LazyLock::new(|| re(r"\bglobal_step\s*[=:]\s*(NUM)"));
+static NEMO_LOSS: LazyLock<Regex> = LazyLock::new(|| re(r"\breduced_train_loss\s*[=:]\s*(LOSS)"));
+static NEMO_TOKENS_PER_GPU: LazyLock<Regex> =
+    LazyLock::new(|| re(r"\btokens_per_sec_per_gpu\s*[=:]\s*(NUM)"));
+static NEMO2_ITERATION: LazyLock<Regex> =
+    LazyLock::new(|| re(r"Training epoch \d+, iteration (\d+)/\d+"));
+static BAR: LazyLock<Regex> =
+    LazyLock::new(|| re(r"Epoch (\d+):.*?[|%]\s*(\d+)/(\d+) \[([^\]]*)\]?"));
+static BAR_RATE: LazyLock<Regex> = LazyLock::new(|| re(r"(?:^|,)\s*(NUM)\s*(it/s|s/it)\b"));
+static TQDM: LazyLock<Regex> =
+    LazyLock::new(|| re(r"\|\s*(\d+)/\d+ \[[^\],]*,\s*(NUM)\s*(it/s|s/it)"));
+static LIGHTNING_LOSSES: LazyLock<[Regex; 4]> = LazyLock::new(|| {
+    [
+        re(r"\btrain_loss_step=(LOSS)"),
+        re(r"\btrain_loss=(LOSS)"),
+        re(r"(?:^|[\s,])loss=(LOSS)"),
+        re(r"\btrain_loss_epoch=(LOSS)"),
+    ]
+});
+static HF_LOSS: LazyLock<Regex> = LazyLock::new(|| re(r"^\s*\{'loss':\s*(LOSS)\s*,"));
+static TITAN: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?:^|[^a-z_])step:\s*(\d+)\s+loss:\s*(LOSS)"));
+static TITAN_TPS: LazyLock<Regex> = LazyLock::new(|| re(r"\btps:\s*([\d,]+(?:\.\d+)?)"));
+
+/// A finite number from a capture (rates, times, steps).
+fn num(m: Option<regex::Match<'_>>) -> Option<f64> {
+    m.and_then(|m| m.as_str().parse::<f64>().ok())
         .filter(|v| v.is_finite())
+}
+
+/// A loss from a capture: `nan`/`inf` kept.
+fn loss(m: Option<regex::Match<'_>>) -> Option<f64> {
+    let s = m?.as_str().to_ascii_lowercase();
+    let neg = s.starts_with('-');
+    let word = s.trim_start_matches(['-', '+']);
+    if word.starts_with("nan") {
+        Some(f64::NAN)
+    } else if word.starts_with("inf") {
+        Some(if neg {
+            f64::NEG_INFINITY
+        } else {
+            f64::INFINITY
+        })
+    } else {
+        s.parse().ok()
+    }
+}
+
+fn cap<'a>(re: &Regex, seg: &'a str) -> Option<regex::Match<'a>> {
+    re.captures(seg).and_then(|c| c.get(1))
+}
+
+/// A whole step number from a decimal that may be printed `9e+3` or `794.0`.
+fn step_number(m: Option<regex::Match<'_>>) -> Option<u64> {
+    num(m)
+        .filter(|v| *v >= 0.0 && *v < 1e15)
+        .map(|v| v.round() as u64)
+}
+
+/// A bar's rate in ms per step.
+fn rate_ms(value: f64, unit: &str) -> Option<f64> {
+    if value <= 0.0 {
+        return None;
+    }
+    Some(if unit == "it/s" {
+        1000.0 / value
+    } else {
+        value * 1000.0
+    })
 }
 
 /// Streaming parser over a trainer's log.
@@ -61,6 +175,13 @@ pub struct TrainLogParser {
     /// A Megatron step waits for the timer lines printed after it.
     pending: Option<Step>,
     last_step: Option<u64>,
+    /// The job's GPUs, once the log said.
+    world: Option<u32>,
+    /// The last tqdm bar (position, ms per step), for Hugging Face's dicts.
+    bar: Option<(u64, Option<f64>)>,
+    /// Hugging Face dicts seen (their step when no bar numbers them).
+    hf_count: u64,
+    framework: Option<Framework>,
 }
 
 impl TrainLogParser {
@@ -69,10 +190,15 @@ impl TrainLogParser {
         Self::default()
     }
 
+    /// The trainer the log was read as, once a step was seen.
+    pub fn framework(&self) -> Option<Framework> {
+        self.framework
+    }
+
     /// Read one line; returns the steps it completed.
     pub fn push(&mut self, line: &str) -> Vec<Step> {
         let mut out = Vec::new();
-        for seg in line.split('\r') {
+        for seg in line.split('\r').flat_map(|s| s.split("#015")) {
             self.segment(seg, &mut out);
         }
         out
@@ -80,87 +206,177 @@ impl TrainLogParser {
 
     /// The end of the log: a step still waiting for its timers.
     pub fn finish(&mut self) -> Option<Step> {
-        self.pending.take()
+        let step = self.pending.take()?;
+        self.admit(step)
     }
 
     fn segment(&mut self, seg: &str, out: &mut Vec<Step>) {
-        if let Some(c) = MEGATRON.captures(seg) {
-            out.extend(self.pending.take());
-            let (Some(step), Some(ms)) = (
-                c.get(1).and_then(|m| m.as_str().parse::<u64>().ok()),
-                num(c.get(2)),
-            ) else {
-                return;
-            };
+        if let Some(w) = cap(&MEGATRON_WORLD, seg).and_then(|m| m.as_str().parse().ok()) {
+            self.world = Some(w);
+        }
+        // NeMo 2 prints `iteration i/n |` too; Megatron's line always has its elapsed time.
+        if let Some(step) = cap(&MEGATRON, seg)
+            .filter(|_| seg.contains("elapsed time per iteration"))
+            .and_then(|m| m.as_str().parse::<u64>().ok())
+        {
+            self.framework = Some(Framework::Megatron);
+            if let Some(prev) = self.pending.take() {
+                out.extend(self.admit(prev));
+            }
+            let nan_iterations = cap(&MEGATRON_NAN, seg)
+                .and_then(|m| m.as_str().parse::<u64>().ok())
+                .unwrap_or(0);
+            let loss = loss(cap(&MEGATRON_LOSS, seg)).or((nan_iterations > 0).then_some(f64::NAN));
             self.pending = Some(Step {
                 step,
-                step_time_ms: ms,
-                data_wait_ms: None,
-                tokens_per_sec: num(MEGATRON_TOKENS.captures(seg).and_then(|c| c.get(1))),
-                loss: num(MEGATRON_LOSS.captures(seg).and_then(|c| c.get(1))),
+                step_time_ms: num(cap(&MEGATRON_ELAPSED, seg)),
+                data_wait_ms: num(cap(&BATCH_TIMER_INLINE, seg)),
+                tokens_per_sec_per_gpu: num(cap(&MEGATRON_TGS, seg)),
+                loss,
+                ..Step::default()
             });
             return;
         }
-        if let Some(c) = MEGATRON_BATCH.captures(seg) {
+        if let Some(wait) = num(cap(&BATCH_TIMER_INLINE, seg)).or(num(cap(&BATCH_TIMER_RANGE, seg)))
+        {
             if let Some(p) = &mut self.pending {
-                p.data_wait_ms = num(c.get(1));
+                p.data_wait_ms = Some(wait);
             }
             return;
         }
-        if let Some(c) = NEMO_TIMING.captures(seg) {
-            let Some(secs) = num(c.get(1)) else { return };
-            let step = num(NEMO_STEP.captures(seg).and_then(|c| c.get(1)))
-                .map(|s| s as u64)
-                .unwrap_or_else(|| self.last_step.map_or(0, |s| s + 1));
+        if let Some(c) = TITAN.captures(seg) {
+            let before = &seg[..c.get(0).map_or(0, |m| m.start())];
+            // torchtitan's validation and summary lines are not training steps.
+            if before.ends_with("validate ") || before.ends_with("final ") {
+                return;
+            }
+            let Some(step) = c.get(1).and_then(|m| m.as_str().parse::<u64>().ok()) else {
+                return;
+            };
+            // Pipeline stages other than the last print a negative placeholder loss: their line
+            // is not the step's; the last stage's, with the loss, is.
+            let loss = loss(c.get(2));
+            if loss.is_some_and(|l| l < 0.0) {
+                return;
+            }
+            self.framework = Some(Framework::Torchtitan);
+            let tps = cap(&TITAN_TPS, seg).and_then(|m| m.as_str().replace(',', "").parse().ok());
             self.emit(
                 out,
                 Step {
                     step,
-                    step_time_ms: secs * 1000.0,
-                    data_wait_ms: None,
-                    tokens_per_sec: None,
-                    loss: num(NEMO_LOSS.captures(seg).and_then(|c| c.get(1))),
+                    loss,
+                    tokens_per_sec_per_gpu: tps.filter(|t: &f64| t.is_finite()),
+                    ..Step::default()
                 },
             );
             return;
         }
-        if let Some(c) = LIGHTNING.captures(seg) {
-            let parse = |i| c.get(i).and_then(|m| m.as_str().parse::<u64>().ok());
-            let (Some(epoch), Some(n), Some(total), Some(rate)) =
-                (parse(1), parse(2), parse(3), num(c.get(4)))
-            else {
-                return;
-            };
-            if n == 0 || rate <= 0.0 {
-                return;
-            }
-            let step_time_ms = if c.get(5).is_some_and(|u| u.as_str() == "it/s") {
-                1000.0 / rate
-            } else {
-                rate * 1000.0
-            };
-            let rest = c.get(6).map_or("", |m| m.as_str());
+        let nemo_time = num(cap(&NEMO_TIMING, seg));
+        let nemo_loss = loss(cap(&NEMO_LOSS, seg));
+        let nemo_tokens = num(cap(&NEMO_TOKENS_PER_GPU, seg));
+        let bar = BAR.captures(seg);
+        if nemo_time.is_some() || nemo_loss.is_some() || nemo_tokens.is_some() {
+            let step = step_number(cap(&NEMO_STEP, seg))
+                .or_else(|| step_number(cap(&NEMO2_ITERATION, seg)))
+                .or_else(|| bar.as_ref().and_then(|b| bar_step(b)));
+            let Some(step) = step else { return };
+            self.framework = Some(Framework::Nemo);
+            let bar_time = bar.as_ref().and_then(|b| bar_rate(b));
             self.emit(
                 out,
                 Step {
-                    step: epoch * total + n,
+                    step,
+                    step_time_ms: nemo_time.map(|s| s * 1000.0).or(bar_time),
+                    loss: nemo_loss,
+                    tokens_per_sec_per_gpu: nemo_tokens,
+                    ..Step::default()
+                },
+            );
+            return;
+        }
+        if let Some(b) = &bar {
+            let Some(step) = bar_step(b) else { return };
+            let inside = b.get(4).map_or("", |m| m.as_str());
+            let loss = LIGHTNING_LOSSES.iter().find_map(|r| loss(cap(r, inside)));
+            let step_time_ms = bar_rate(b);
+            if step_time_ms.is_none() && loss.is_none() {
+                return;
+            }
+            self.framework = Some(Framework::Lightning);
+            self.emit(
+                out,
+                Step {
+                    step,
                     step_time_ms,
-                    data_wait_ms: None,
-                    tokens_per_sec: None,
-                    loss: num(LIGHTNING_LOSS.captures(rest).and_then(|c| c.get(1))),
+                    loss,
+                    ..Step::default()
+                },
+            );
+            return;
+        }
+        if let Some(c) = TQDM.captures(seg) {
+            let n = c.get(1).and_then(|m| m.as_str().parse::<u64>().ok());
+            let ms = num(c.get(2)).and_then(|v| rate_ms(v, c.get(3).map_or("", |m| m.as_str())));
+            if let Some(n) = n {
+                self.bar = Some((n, ms));
+            }
+        }
+        if let Some(l) = HF_LOSS.captures(seg) {
+            self.framework = Some(Framework::HfTrainer);
+            self.hf_count += 1;
+            let (step, step_time_ms) = match self.bar {
+                Some((n, ms)) if self.last_step.is_none_or(|last| n > last) => (n, ms),
+                _ => (self.last_step.map_or(self.hf_count, |l| l + 1), None),
+            };
+            self.emit(
+                out,
+                Step {
+                    step,
+                    step_time_ms,
+                    loss: loss(l.get(1)),
+                    ..Step::default()
                 },
             );
         }
     }
 
-    /// Progress bars repeat a step while it runs; each step is reported once.
-    fn emit(&mut self, out: &mut Vec<Step>, step: Step) {
-        if self.last_step.is_some_and(|s| s >= step.step) {
-            return;
+    /// A step goes out once: a bar redrawn, or every rank printing the same line, repeats it
+    /// (a rank lagging a step or two behind too); a step far behind the last is a new job.
+    fn admit(&mut self, mut step: Step) -> Option<Step> {
+        if let Some(last) = self.last_step
+            && step.step <= last
+            && last - step.step <= 2
+        {
+            return None;
         }
         self.last_step = Some(step.step);
-        out.push(step);
+        step.world = step.world.or(self.world);
+        if step.tokens_per_sec.is_none()
+            && let (Some(per_gpu), Some(w)) = (step.tokens_per_sec_per_gpu, step.world)
+        {
+            step.tokens_per_sec = Some(per_gpu * f64::from(w));
+        }
+        Some(step)
     }
+
+    fn emit(&mut self, out: &mut Vec<Step>, step: Step) {
+        out.extend(self.admit(step));
+    }
+}
+
+/// A Lightning bar's global step: epoch × batches per epoch + position.
+fn bar_step(c: &regex::Captures<'_>) -> Option<u64> {
+    let parse = |i| c.get(i).and_then(|m| m.as_str().parse::<u64>().ok());
+    let (epoch, n, total) = (parse(1)?, parse(2)?, parse(3)?);
+    epoch.checked_mul(total)?.checked_add(n)
+}
+
+/// A Lightning bar's rate as ms per step.
+fn bar_rate(c: &regex::Captures<'_>) -> Option<f64> {
+    let inside = c.get(4)?.as_str();
+    let r = BAR_RATE.captures(inside)?;
+    rate_ms(num(r.get(1))?, r.get(2)?.as_str())
 }
 
 #[cfg(test)]
@@ -183,10 +399,10 @@ mod tests {
             s,
             [Step {
                 step: 20,
-                step_time_ms: 1520.3,
+                step_time_ms: Some(1520.3),
                 data_wait_ms: Some(12.40),
-                tokens_per_sec: None,
                 loss: Some(8.912345),
+                ..Default::default()
             }]
         );
         assert_eq!(p.finish().map(|s| s.step), Some(30));
@@ -200,7 +416,7 @@ mod tests {
         assert_eq!(s.len(), 2);
         assert_eq!(s[1].step, 10);
         assert_eq!(s[1].loss, Some(7.11));
-        assert!((s[1].step_time_ms - 1190.0).abs() < 1e-9);
+        assert_eq!(s[1].step_time_ms, Some(1190.0));
         let s = p.push("Training epoch 0, iteration 11/199 | lr: 1e-05 | global_step: 11 | reduced_train_loss: 7.05 | train_step_timing in s: 1.18 | consumed_samples: 96");
         assert_eq!(s.len(), 1);
         assert_eq!(s[0].step, 11);
@@ -212,11 +428,20 @@ mod tests {
         let s = p.push("Epoch 1:  10%|█         | 10/100 [00:05<00:45,  2.00it/s, v_num=0, train_loss=2.310]\rEpoch 1:  10%|█         | 10/100 [00:05<00:45,  2.00it/s, v_num=0, train_loss=2.310]");
         assert_eq!(s.len(), 1);
         assert_eq!(s[0].step, 110);
-        assert_eq!(s[0].step_time_ms, 500.0);
+        assert_eq!(s[0].step_time_ms, Some(500.0));
         assert_eq!(s[0].loss, Some(2.31));
         let s =
             p.push("Epoch 1:  11%|█         | 11/100 [00:07<00:45,  1.50s/it, v_num=0, loss=2.2]");
-        assert_eq!(s[0].step_time_ms, 1500.0);
+        assert_eq!(s[0].step_time_ms, Some(1500.0));
+    }
+
+    #[test]
+    fn losses_printed_as_nan_stay_nan() {
+        let mut p = TrainLogParser::new();
+        let s = p.push("Epoch 0: :   3%|▎         | 9000/301500 [1:42:42<55:37:46, v_num=0-56, reduced_train_loss=nan.0, global_step=9e+3, consumed_samples=6.3e+5, train_step_timing in s=0.615, val_loss=7.040]");
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0].step, 9000, "9e+3 is 9000, not 9");
+        assert!(s[0].loss.is_some_and(f64::is_nan));
     }
 
     proptest! {

@@ -23,19 +23,70 @@ pub struct Sample {
 /// Figure name → its samples, in a stable order.
 pub type Figures = BTreeMap<String, Vec<Sample>>;
 
-fn put(f: &mut Figures, figure: String, subject: String, group: &str, value: f64, keep_max: bool) {
+/// Logged steps a job needs before `loss-falling` judges a trend: losses are noisy from one
+/// logged step to the next, and an excerpt of a few steps of a healthy run can end higher than
+/// it began.
+pub const MIN_LOSS_STEPS: usize = 20;
+
+/// Which of a subject's values a figure keeps when it sees several.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    /// The highest (a bandwidth's peak over sizes).
+    Max,
+    /// The lowest (a latency over sizes).
+    Min,
+    /// The last one seen.
+    Last,
+}
+
+fn put(f: &mut Figures, figure: String, subject: String, group: &str, value: f64, keep: Keep) {
     if !value.is_finite() {
         return;
     }
     let samples = f.entry(figure).or_default();
     match samples.iter_mut().find(|s| s.subject == subject) {
-        Some(s) if keep_max => s.value = s.value.max(value),
-        Some(s) => s.value = value,
+        Some(s) => {
+            s.value = match keep {
+                Keep::Max => s.value.max(value),
+                Keep::Min => s.value.min(value),
+                Keep::Last => value,
+            }
+        }
         None => samples.push(Sample {
             subject,
             group: group.to_string(),
             value,
         }),
+    }
+}
+
+/// nvbandwidth test cases whose cells are GPU pairs (not per-GPU totals of all-to-one,
+/// one-to-all or broadcast, not host copies): single-node, multinode (GB200/GB300 NVL72
+/// domains, processes numbered across the domain) and the multinode bisect pairs.
+fn pair_test(test: &str) -> bool {
+    let peer = test.starts_with("device_to_device")
+        || test.starts_with("multinode_device_to_device")
+        || test.starts_with("multinode_bisect");
+    peer && !["all_to_one", "all_from_one", "broadcast"]
+        .iter()
+        .any(|w| test.contains(w))
+}
+
+/// The subject of a pair figure: `node 0->1 memcpy_read_ce`.
+fn pair_subject(node: &str, src: u32, dst: u32, test: &str) -> String {
+    let short = test
+        .trim_start_matches("multinode_")
+        .trim_start_matches("device_to_device_");
+    format!("{node} {src}->{dst} {short}")
+}
+
+/// The subject of an RDMA link figure: `node/mlx5_0 write` (the test named when the log
+/// showed its banner, so write, read and send are never compared with each other).
+fn link_subject(node: &str, device: Option<&str>, test: Option<&str>) -> String {
+    let base = format!("{node}/{}", device.unwrap_or("?"));
+    match test {
+        Some(t) => format!("{base} {t}"),
+        None => base,
     }
 }
 
@@ -89,7 +140,7 @@ pub fn figures(metrics: &[PhaseMetric]) -> Figures {
                 format!("{node}/gpu{gpu}"),
                 "",
                 *tflops,
-                true,
+                Keep::Max,
             ),
             PhaseMetric::BusBw {
                 node,
@@ -99,18 +150,18 @@ pub fn figures(metrics: &[PhaseMetric]) -> Figures {
                 ..
             } => {
                 let subject = node.clone().unwrap_or_else(|| "job".into());
-                let top = most_ranks
-                    .get(&(collective.as_str(), subject.as_str()))
-                    .copied()
-                    .unwrap_or(0);
-                // The largest run is the figure the gates judge; smaller ones (2, 4 GPUs)
-                // are kept beside it as the scaling curve.
-                let name = if *ranks < top {
-                    format!("busbw_{collective}_{ranks}gpu")
-                } else {
-                    format!("busbw_{collective}")
-                };
-                put(&mut f, name, subject, "", *busbw_gb_per_s, true)
+                let name = busbw_name("busbw", collective, *ranks, &most_ranks, &subject);
+                put(&mut f, name, subject, "", *busbw_gb_per_s, Keep::Max)
+            }
+            PhaseMetric::AvgBusBw {
+                node,
+                collective,
+                ranks,
+                gb_per_s,
+            } => {
+                let subject = node.clone().unwrap_or_else(|| "job".into());
+                let name = busbw_name("avg_busbw", collective, *ranks, &most_ranks, &subject);
+                put(&mut f, name, subject, "", *gb_per_s, Keep::Max)
             }
             PhaseMetric::PairBw {
                 node,
@@ -118,29 +169,55 @@ pub fn figures(metrics: &[PhaseMetric]) -> Figures {
                 src,
                 dst,
                 gb_per_s,
-            } if test.starts_with("device_to_device") => put(
+            } if pair_test(test) => put(
                 &mut f,
                 "pair_gb_per_s".into(),
-                format!(
-                    "{node} {src}->{dst} {}",
-                    test.trim_start_matches("device_to_device_")
-                ),
+                pair_subject(node, *src, *dst, test),
                 test,
                 *gb_per_s,
-                true,
+                Keep::Max,
+            ),
+            PhaseMetric::PairLat {
+                node,
+                test,
+                src,
+                dst,
+                ns,
+            } => put(
+                &mut f,
+                "pair_latency_ns".into(),
+                pair_subject(node, *src, *dst, test),
+                test,
+                *ns,
+                Keep::Min,
             ),
             PhaseMetric::LinkBw {
                 node,
                 device,
+                test,
                 bw_avg_gbit_per_s,
                 ..
             } => put(
                 &mut f,
                 "link_gbit_per_s".into(),
-                format!("{node}/{}", device.as_deref().unwrap_or("?")),
-                "",
+                link_subject(node, device.as_deref(), test.as_deref()),
+                test.as_deref().unwrap_or(""),
                 *bw_avg_gbit_per_s,
-                true,
+                Keep::Max,
+            ),
+            PhaseMetric::LinkLat {
+                node,
+                device,
+                test,
+                latency_us,
+                ..
+            } => put(
+                &mut f,
+                "link_latency_us".into(),
+                link_subject(node, device.as_deref(), test.as_deref()),
+                test.as_deref().unwrap_or(""),
+                *latency_us,
+                Keep::Min,
             ),
             PhaseMetric::Step {
                 node,
@@ -148,6 +225,7 @@ pub fn figures(metrics: &[PhaseMetric]) -> Figures {
                 step_time_ms,
                 data_wait_ms,
                 tokens_per_sec,
+                tokens_per_sec_per_gpu,
                 world,
                 variant,
                 ..
@@ -159,17 +237,23 @@ pub fn figures(metrics: &[PhaseMetric]) -> Figures {
                 .or_default()
                 .entry(world.unwrap_or(0))
                 .or_default()
-                .push((*step, *step_time_ms, *data_wait_ms, *tokens_per_sec)),
+                .push(StepRow {
+                    step: *step,
+                    step_time_ms: *step_time_ms,
+                    data_wait_ms: *data_wait_ms,
+                    tokens_per_sec: *tokens_per_sec,
+                    tokens_per_sec_per_gpu: *tokens_per_sec_per_gpu,
+                }),
             PhaseMetric::FirstBatch { ms } => put(
                 &mut f,
                 "first_batch_ms".into(),
                 "job".into(),
                 "",
                 *ms,
-                false,
+                Keep::Last,
             ),
             PhaseMetric::Figure { node, name, value } => {
-                put(&mut f, name.clone(), node.clone(), "", *value, false)
+                put(&mut f, name.clone(), node.clone(), "", *value, Keep::Last)
             }
             _ => {}
         }
@@ -183,35 +267,23 @@ pub fn figures(metrics: &[PhaseMetric]) -> Figures {
         };
         let suffix = variant.map(|v| format!("_{v}")).unwrap_or_default();
         let big = step_figures(rows);
-        if let Some(m) = big.step_time_ms {
-            put(
-                &mut f,
-                format!("step_time_ms{suffix}"),
-                node.clone(),
-                "",
-                m,
-                false,
-            );
-        }
-        if let Some(m) = big.tokens_per_sec {
-            put(
-                &mut f,
-                format!("tokens_per_sec{suffix}"),
-                node.clone(),
-                "",
-                m,
-                false,
-            );
-        }
-        if let Some(p) = big.data_wait_pct {
-            put(
-                &mut f,
-                format!("data_wait_pct{suffix}"),
-                node.clone(),
-                "",
-                p,
-                false,
-            );
+        let per_node = [
+            ("step_time_ms", big.step_time_ms),
+            ("tokens_per_sec", big.tokens_per_sec),
+            ("tokens_per_sec_per_gpu", big.tokens_per_sec_per_gpu),
+            ("data_wait_pct", big.data_wait_pct),
+        ];
+        for (name, value) in per_node {
+            if let Some(v) = value {
+                put(
+                    &mut f,
+                    format!("{name}{suffix}"),
+                    node.clone(),
+                    "",
+                    v,
+                    Keep::Last,
+                );
+            }
         }
         if suffix.is_empty()
             && largest > 1
@@ -220,35 +292,72 @@ pub fn figures(metrics: &[PhaseMetric]) -> Figures {
             && t1 > 0.0
         {
             let pct = 100.0 * tn / (t1 * f64::from(largest));
-            put(&mut f, "scaling_pct".into(), node.clone(), "", pct, false);
+            put(
+                &mut f,
+                "scaling_pct".into(),
+                node.clone(),
+                "",
+                pct,
+                Keep::Last,
+            );
         }
     }
     f
 }
 
-/// Per-step rows of one job: (step, step time, data wait, tokens/s).
-type StepRow = (u64, f64, Option<f64>, Option<f64>);
+/// The name of a busbw figure: the run with the most ranks of its collective on its subject
+/// is the one gates judge; smaller runs (2, 4 GPUs) are kept beside it as the scaling curve.
+fn busbw_name(
+    prefix: &str,
+    collective: &str,
+    ranks: u32,
+    most_ranks: &BTreeMap<(&str, &str), u32>,
+    subject: &str,
+) -> String {
+    let top = most_ranks.get(&(collective, subject)).copied().unwrap_or(0);
+    if ranks < top {
+        format!("{prefix}_{collective}_{ranks}gpu")
+    } else {
+        format!("{prefix}_{collective}")
+    }
+}
+
+/// One step of one job as the figures read it.
+#[derive(Debug, Clone, Copy)]
+struct StepRow {
+    step: u64,
+    step_time_ms: Option<f64>,
+    data_wait_ms: Option<f64>,
+    tokens_per_sec: Option<f64>,
+    tokens_per_sec_per_gpu: Option<f64>,
+}
 
 /// Medians of one job's steps after the first tenth (warm-up), and its data-wait share.
 struct StepFigures {
     step_time_ms: Option<f64>,
     tokens_per_sec: Option<f64>,
+    tokens_per_sec_per_gpu: Option<f64>,
     data_wait_pct: Option<f64>,
 }
 
 fn step_figures(rows: &[StepRow]) -> StepFigures {
     let mut s = rows.to_vec();
-    s.sort_by_key(|x| x.0);
+    s.sort_by_key(|x| x.step);
     let skip = if s.len() >= 10 { s.len() / 10 } else { 0 };
     let s = &s[skip..];
-    let mut times: Vec<f64> = s.iter().map(|x| x.1).collect();
-    let mut tokens: Vec<f64> = s.iter().filter_map(|x| x.3).collect();
-    let waited: Vec<(f64, f64)> = s.iter().filter_map(|x| x.2.map(|w| (w, x.1))).collect();
+    let mut times: Vec<f64> = s.iter().filter_map(|x| x.step_time_ms).collect();
+    let mut tokens: Vec<f64> = s.iter().filter_map(|x| x.tokens_per_sec).collect();
+    let mut per_gpu: Vec<f64> = s.iter().filter_map(|x| x.tokens_per_sec_per_gpu).collect();
+    let waited: Vec<(f64, f64)> = s
+        .iter()
+        .filter_map(|x| x.data_wait_ms.zip(x.step_time_ms))
+        .collect();
     let step_sum: f64 = waited.iter().map(|x| x.1).sum();
     let wait_sum: f64 = waited.iter().map(|x| x.0).sum();
     StepFigures {
         step_time_ms: median(&mut times),
         tokens_per_sec: median(&mut tokens),
+        tokens_per_sec_per_gpu: median(&mut per_gpu),
         data_wait_pct: (step_sum > 0.0).then(|| 100.0 * wait_sum / step_sum),
     }
 }
@@ -319,6 +428,12 @@ pub struct Observed {
     pub members: Vec<(String, Verdict, String)>,
     /// A `together` phase: its figures beside the same members' runs alone.
     pub changes: Vec<FigureChange>,
+    /// A phase run as one job over the inventory (`mpirun` scope): the GPUs of every node,
+    /// which its ranks should number.
+    pub expected_ranks: Option<u32>,
+    /// Judged offline from a file (`burnin parse`): no exit status and no telemetry exist,
+    /// so the gates that need them say they were not judged instead of warning.
+    pub offline: bool,
 }
 
 /// One figure of one subject of a `together` phase's member: alone, and beside the others.
@@ -457,6 +572,26 @@ pub fn judge(
             Level::Fail,
             format!("{} failure line(s), first {first}", problems.len()),
         ));
+    }
+    if let Some(expected) = observed.expected_ranks {
+        let most = metrics
+            .iter()
+            .filter_map(|m| match m {
+                PhaseMetric::BusBw { ranks, .. } => Some(*ranks),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
+        // Zero: the output listed no ranks (a log without its device list), not judged.
+        if most > 0 && most < expected {
+            findings.push((
+                Level::Fail,
+                format!(
+                    "the job ran on {most} ranks, the inventory has {expected} GPUs: not every node \
+                     took part (an acceptance phase must run on all of them)"
+                ),
+            ));
+        }
     }
     if observed.unparsed.0 > 0 {
         findings.push((
@@ -621,6 +756,9 @@ pub fn judge(
                 }
             },
             Gate::NoXid => match &observed.telemetry {
+                None if observed.offline => {
+                    summary.push("Xid not judged (no telemetry in a file)".into())
+                }
                 None => findings.push((Level::Warn, "no telemetry watched: Xid not judged".into())),
                 Some(t) => {
                     if let Some(x) = t.xids.first() {
@@ -700,12 +838,37 @@ pub fn judge(
                         findings.push((Level::Fail, format!("{node}: loss {l} at step {step}")));
                         continue;
                     }
-                    let k = (s.len() / 10).max(1);
+                    // A loss of exactly 0 is no training signal: labels all masked, or an
+                    // fp16 overflow the trainer skipped and logged as 0.
+                    let last = s.last().map_or(f64::NAN, |x| x.1);
+                    if s.len() >= 2 && last == 0.0 {
+                        let zeros = s.iter().rev().take_while(|x| x.1 == 0.0).count();
+                        findings.push((
+                            Level::Fail,
+                            format!(
+                                "{node}: loss 0 on the last {zeros} of {} logged steps: no training signal (labels all masked, or an fp16 overflow skipped and logged as 0)",
+                                s.len()
+                            ),
+                        ));
+                        continue;
+                    }
+                    // The first and last fifth of the steps, so one noisy step decides nothing.
+                    let k = (s.len() / 5).max(1);
                     let head: f64 = s[..k].iter().map(|x| x.1).sum::<f64>() / k as f64;
                     let tail: f64 = s[s.len() - k..].iter().map(|x| x.1).sum::<f64>() / k as f64;
                     if !falling {
                         summary.push(format!("{node} loss finite over {} steps", s.len()));
-                    } else if s.len() < 2 || tail >= head {
+                    } else if s.len() < MIN_LOSS_STEPS {
+                        findings.push((
+                            Level::Warn,
+                            format!(
+                                "{node}: {} logged step(s) are too few to tell whether loss falls (it takes {MIN_LOSS_STEPS}; {} -> {})",
+                                s.len(),
+                                fmt_value(head),
+                                fmt_value(tail)
+                            ),
+                        ));
+                    } else if tail >= head {
                         findings.push((
                             Level::Fail,
                             format!(
@@ -900,6 +1063,9 @@ pub fn judge(
         Level::Fail => Verdict::Fail,
     };
     findings.sort_by_key(|f| std::cmp::Reverse(f.0));
+    // Several gates on one missing figure each say so: once is enough.
+    let mut said = BTreeSet::new();
+    findings.retain(|f| said.insert(f.1.clone()));
     let mut parts: Vec<String> = findings.into_iter().map(|f| f.1).collect();
     parts.extend(summary);
     if parts.is_empty() {
@@ -1027,9 +1193,10 @@ mod tests {
         let step = |i: u64, wait: f64, variant: Option<&str>| PhaseMetric::Step {
             node: Some("n1".into()),
             step: i,
-            step_time_ms: 100.0,
+            step_time_ms: Some(100.0),
             data_wait_ms: Some(wait),
             tokens_per_sec: Some(1000.0),
+            tokens_per_sec_per_gpu: None,
             loss: Some(10.0),
             world: Some(8),
             variant: variant.map(str::to_string),
@@ -1050,9 +1217,10 @@ mod tests {
         let step = |node: &str, world: u32, i: u64, tokens: f64| PhaseMetric::Step {
             node: Some(node.into()),
             step: i,
-            step_time_ms: 100.0,
+            step_time_ms: Some(100.0),
             data_wait_ms: Some(1.0),
             tokens_per_sec: Some(tokens),
+            tokens_per_sec_per_gpu: None,
             loss: Some(5.0 - i as f64 * 0.01),
             world: Some(world),
             variant: None,
@@ -1089,19 +1257,20 @@ mod tests {
         let step = |i: u64, loss: f64| PhaseMetric::Step {
             node: Some("n1".into()),
             step: i,
-            step_time_ms: 100.0,
+            step_time_ms: Some(100.0),
             data_wait_ms: Some(1.0),
             tokens_per_sec: Some(1000.0),
+            tokens_per_sec_per_gpu: None,
             loss: Some(loss),
             world: Some(1),
             variant: None,
         };
         // Both runs fall on their own; merged by step number they would not.
-        let mut m: Vec<PhaseMetric> = (0..10).map(|i| step(i, 9.0 - i as f64 * 0.5)).collect();
+        let mut m: Vec<PhaseMetric> = (0..20).map(|i| step(i, 9.0 - i as f64 * 0.2)).collect();
         m.extend((0..20).map(|i| step(i, 9.5 - i as f64 * 0.1)));
         let (_, why) = judge(t5, &m, &observed(&["n1"]), None);
-        assert!(why.contains("n1 (1 GPU) job 1 loss 9.00 -> 4.50"), "{why}");
-        assert!(why.contains("n1 (1 GPU) job 2 loss 9.45 -> 7.65"), "{why}");
+        assert!(why.contains("n1 (1 GPU) job 1 loss 8.70 -> 5.50"), "{why}");
+        assert!(why.contains("n1 (1 GPU) job 2 loss 9.35 -> 7.75"), "{why}");
         assert!(!why.contains("not falling"), "{why}");
     }
 
@@ -1163,9 +1332,10 @@ mod tests {
         let step = |node: &str, i: u64, loss: f64| PhaseMetric::Step {
             node: Some(node.into()),
             step: i,
-            step_time_ms: if i < 2 { 5000.0 } else { 100.0 },
+            step_time_ms: Some(if i < 2 { 5000.0 } else { 100.0 }),
             data_wait_ms: Some(if i < 2 { 4000.0 } else { 2.0 }),
             tokens_per_sec: Some(if i < 2 { 10.0 } else { 1000.0 }),
+            tokens_per_sec_per_gpu: None,
             loss: Some(loss),
             world: None,
             variant: None,
@@ -1178,7 +1348,21 @@ mod tests {
         assert_eq!(f["data_wait_pct"][0].value, 2.0);
         let (v, why) = judge(t5, &m, &observed(&["n1"]), None);
         assert_eq!(v, Verdict::Warn, "{why}");
-        assert!(why.contains("n1 loss 4.95 -> 3.15"), "{why}");
+        assert!(why.contains("n1 loss 4.85 -> 3.25"), "{why}");
+        // A few logged steps say nothing of a trend: too few, said so, not a FAIL.
+        let (v, why) = judge(t5, &m[..6], &observed(&["n1"]), None);
+        assert_eq!(v, Verdict::Warn, "{why}");
+        assert!(why.contains("6 logged step(s) are too few"), "{why}");
+        // A loss that collapsed to exactly 0 is no training.
+        let zero: Vec<PhaseMetric> = (0..20)
+            .map(|i| step("n1", i, if i < 3 { 5.0 } else { 0.0 }))
+            .collect();
+        let (v, why) = judge(t5, &zero, &observed(&["n1"]), None);
+        assert_eq!(v, Verdict::Fail, "{why}");
+        assert!(
+            why.contains("loss 0 on the last 17 of 20 logged steps"),
+            "{why}"
+        );
         let flat: Vec<PhaseMetric> = (0..20).map(|i| step("n1", i, f64::NAN)).collect();
         let (v, why) = judge(t5, &flat, &observed(&["n1"]), None);
         assert_eq!(v, Verdict::Fail);
@@ -1251,7 +1435,14 @@ mod tests {
         let fig = |name: &str, rows: &[(&str, f64)]| -> Figures {
             let mut f = Figures::new();
             for (subject, value) in rows {
-                put(&mut f, name.into(), (*subject).into(), "", *value, false);
+                put(
+                    &mut f,
+                    name.into(),
+                    (*subject).into(),
+                    "",
+                    *value,
+                    Keep::Last,
+                );
             }
             f
         };

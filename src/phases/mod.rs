@@ -72,6 +72,18 @@ pub enum PhaseMetric {
         /// Ranks taking part.
         ranks: u32,
     },
+    /// nccl-tests' own `# Avg bus bandwidth` of one run: the mean of every busbw of its table,
+    /// both placements (the figure contracts quote).
+    AvgBusBw {
+        /// Node whose output it was.
+        node: Option<String>,
+        /// Collective name, e.g. "all_reduce".
+        collective: String,
+        /// Ranks taking part.
+        ranks: u32,
+        /// GB/s.
+        gb_per_s: f64,
+    },
     /// A latency distribution as points of its CDF (the S3 probe's GET TTFB per concurrency
     /// level), for the report's plot.
     LatencyCdf {
@@ -103,14 +115,20 @@ pub enum PhaseMetric {
         node: Option<String>,
         /// Step number.
         step: u64,
-        /// Wall time of the step.
-        step_time_ms: f64,
+        /// Wall time of the step (`None` where the log does not say: a Hugging Face Trainer's
+        /// loss lines, torchtitan's).
+        #[serde(default)]
+        step_time_ms: Option<f64>,
         /// Time the step waited for its batch (`None` where the trainer does not print it).
         #[serde(default)]
         data_wait_ms: Option<f64>,
         /// Tokens per second over all ranks (`None` where the log does not say).
         #[serde(default)]
         tokens_per_sec: Option<f64>,
+        /// Tokens per second of one GPU, where the log prints it so (NeMo's
+        /// `tokens_per_sec_per_gpu`, Megatron's "tokens per second per GPU").
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokens_per_sec_per_gpu: Option<f64>,
         /// Training loss.
         #[serde(default)]
         loss: Option<f64>,
@@ -140,12 +158,29 @@ pub enum PhaseMetric {
         /// GB/s (10^9 B/s).
         gb_per_s: f64,
     },
-    /// One perftest row (`ib_write_bw`, `ib_read_bw`).
+    /// One GPU-to-GPU (or host-to-GPU) latency from nvbandwidth's latency test cases.
+    PairLat {
+        /// Node name.
+        node: String,
+        /// nvbandwidth test case, e.g. `device_to_device_latency_sm`.
+        test: String,
+        /// Row id.
+        src: u32,
+        /// Column id.
+        dst: u32,
+        /// Nanoseconds.
+        ns: f64,
+    },
+    /// One perftest bandwidth row (`ib_write_bw`, `ib_read_bw`, `ib_send_bw`).
     LinkBw {
         /// Node the client ran on.
         node: String,
         /// RDMA device, e.g. `mlx5_0`.
         device: Option<String>,
+        /// What the test did: `write`, `read`, `send`, `write-bidir`… (`None`: the log showed
+        /// no banner).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        test: Option<String>,
         /// Message size.
         size_bytes: u64,
         /// Average bandwidth, Gbit/s.
@@ -154,6 +189,23 @@ pub enum PhaseMetric {
         bw_peak_gbit_per_s: f64,
         /// Million messages a second.
         msg_rate_mpps: f64,
+    },
+    /// One perftest latency row (`ib_write_lat`, `ib_read_lat`, `ib_send_lat`).
+    LinkLat {
+        /// Node the client ran on.
+        node: String,
+        /// RDMA device.
+        device: Option<String>,
+        /// What the test did: `write`, `read`, `send`, `atomic`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        test: Option<String>,
+        /// Message size.
+        size_bytes: u64,
+        /// Typical (median) latency, µs; the average in duration mode, which prints no other.
+        latency_us: f64,
+        /// 99th percentile, µs, where printed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        p99_us: Option<f64>,
     },
     /// A yes/no check of a sanity phase (T1), with what was seen.
     Check {

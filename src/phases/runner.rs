@@ -994,6 +994,9 @@ async fn execute(
     let mut metrics = Vec::new();
     let mut observed = Observed {
         nodes: order.clone(),
+        // One job across the inventory: every GPU of every node should be one of its ranks.
+        expected_ranks: (spec.scope == Scope::Mpirun)
+            .then(|| ctx.nodes.iter().map(|n| n.spec.gpus).sum()),
         ..Observed::default()
     };
     let mut failures = server_failures;

@@ -469,7 +469,7 @@ fn data_wait_charts(
         for m in metrics {
             if let PhaseMetric::Step {
                 step,
-                step_time_ms,
+                step_time_ms: Some(step_time_ms),
                 data_wait_ms: Some(w),
                 variant: None,
                 ..

@@ -440,24 +440,35 @@ async fn attempt(ctx: &NodeCtx, legacy_smi: bool, garbled_total: &mut u64) -> Op
         .checked_sub(GARBLED_REPORT_EVERY)
         .unwrap_or_else(tokio::time::Instant::now);
     let first_deadline = ctx.inventory.connect_timeout + ctx.inventory.interval * 3;
+    // Until its first frame, a node has this long in all: a hello and then silence, garbage
+    // that never decodes, or one endless line is a node that does not report, not one still
+    // connecting.
+    let first_frame_by = tokio::time::Instant::now() + first_deadline;
+    let mut framed = false;
     // Inside a line longer than MAX_LINE_BYTES: skip to its end.
     let mut oversized = false;
     loop {
         line.clear();
         let mut limited = (&mut reader).take(MAX_LINE_BYTES);
         let read = limited.read_until(b'\n', &mut line);
-        let n = if streamed {
+        let timed_out = |what: String| Ended {
+            reason: format!("timeout: {what} within {} s", first_deadline.as_secs()),
+            streamed: false,
+            legacy_smi: false,
+        };
+        let n = if framed {
             read.await
         } else {
-            match tokio::time::timeout(first_deadline, read).await {
+            match tokio::time::timeout_at(first_frame_by, read).await {
                 Ok(r) => r,
                 Err(_) => {
                     let _ = child.kill().await;
-                    return Some(Ended {
-                        reason: format!("timeout: no data within {} s", first_deadline.as_secs()),
-                        streamed: false,
-                        legacy_smi: false,
-                    });
+                    let what = match (streamed, decoder.garbled()) {
+                        (false, 0) => "no data".to_string(),
+                        (true, 0) => "a hello but no telemetry frame".to_string(),
+                        (_, g) => format!("no telemetry frame, {g} line(s) that are no frame"),
+                    };
+                    return Some(timed_out(what));
                 }
             }
         };
@@ -490,6 +501,7 @@ async fn attempt(ctx: &NodeCtx, legacy_smi: bool, garbled_total: &mut u64) -> Op
                 }
                 WireMessage::Frame(mut f) => {
                     f.node = ctx.node.name.clone();
+                    framed = true;
                     // Frames are stamped on arrival: staleness and histories run on the console's
                     // clock, so a node with a wrong clock neither flaps stale nor drags the others.
                     let arrived = now_ms();

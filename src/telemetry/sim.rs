@@ -1013,9 +1013,10 @@ impl SimCluster {
                     PhaseMetric::Step {
                         node: None,
                         step,
-                        step_time_ms: step_total,
+                        step_time_ms: Some(step_total),
                         data_wait_ms: Some(wait_ms),
                         tokens_per_sec: Some(tokens),
+                        tokens_per_sec_per_gpu: None,
                         loss: Some(loss),
                         world: None,
                         variant: None,
@@ -1208,10 +1209,14 @@ impl SimCluster {
                         ),
                     )
                 } else if r.id == "T7" && !unhealthy.is_empty() {
+                    // An acceptance phase that did not run on every node of the inventory
+                    // has not passed, whatever the others measured.
                     (
-                        Verdict::Warn,
+                        Verdict::Fail,
                         format!(
-                            "ran without {} ; busbw {best:.0} GB/s at 8G, #wrong 0",
+                            "did not run on {} of {} nodes: {}; busbw {best:.0} GB/s at 8G on the rest, #wrong 0",
+                            unhealthy.len(),
+                            self.config.nodes,
                             named(&unhealthy)
                         ),
                     )

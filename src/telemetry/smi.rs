@@ -25,6 +25,7 @@ pub const MODERN_FIELDS: &[&str] = &[
     "clocks_event_reasons.active",
     "ecc.errors.corrected.volatile.total",
     "ecc.errors.uncorrected.volatile.total",
+    "driver_version",
 ];
 
 /// Fields for older drivers (when the modern query says a field is not valid).
@@ -44,6 +45,7 @@ pub const LEGACY_FIELDS: &[&str] = &[
     "clocks_throttle_reasons.active",
     "ecc.errors.corrected.volatile.total",
     "ecc.errors.uncorrected.volatile.total",
+    "driver_version",
 ];
 
 /// What nvidia-smi prints when a field of the query is unknown to the driver.
@@ -78,6 +80,7 @@ enum Col {
     Reasons,
     EccCorrected,
     EccUncorrected,
+    DriverVersion,
     Ignored,
 }
 
@@ -101,8 +104,18 @@ fn column(name: &str) -> Col {
         "clocks_event_reasons.active" | "clocks_throttle_reasons.active" => Col::Reasons,
         "ecc.errors.corrected.volatile.total" => Col::EccCorrected,
         "ecc.errors.uncorrected.volatile.total" => Col::EccUncorrected,
+        "driver_version" => Col::DriverVersion,
         _ => Col::Ignored,
     }
+}
+
+/// Whether a header cell is shaped like a `--query-gpu` field (`power.draw [W]`,
+/// `clocks_throttle_reasons.supported`): a letter first, then letters, digits, `.` and `_`.
+pub fn is_field_name(cell: &str) -> bool {
+    let name = cell.split(" [").next().unwrap_or(cell).trim();
+    let mut bytes = name.bytes();
+    bytes.next().is_some_and(|b| b.is_ascii_lowercase())
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_')
 }
 
 /// A cell's value: `None` for `[...]` and `N/A`; units after the number are dropped.
@@ -135,6 +148,8 @@ pub struct SmiDecoder {
     columns: Vec<Col>,
     expected_gpus: u32,
     rows: Vec<(GpuSample, GpuInfo)>,
+    /// The driver version the rows carry (`driver_version`), for the hello.
+    driver: Option<String>,
     hello_sent: bool,
     lines: u64,
     garbled: u64,
@@ -149,6 +164,7 @@ impl SmiDecoder {
             columns: fields.iter().map(|f| column(f)).collect(),
             expected_gpus: expected_gpus.max(1),
             rows: Vec::new(),
+            driver: None,
             hello_sent: false,
             lines: 0,
             garbled: 0,
@@ -179,8 +195,12 @@ impl SmiDecoder {
         }
         let cells: Vec<&str> = line.split(',').collect();
         let first = cells.first().map_or("", |c| c.trim());
-        // A header names fields; a data row starts with the GPU index (a number).
-        if first.parse::<u32>().is_err() && cells.iter().any(|c| column(c) != Col::Ignored) {
+        // A header names fields; a data row starts with the GPU index (a number), or has a
+        // value that is no field name (a GPU name, a number, `[N/A]`).
+        if first.parse::<u32>().is_err()
+            && (cells.iter().any(|c| column(c) != Col::Ignored)
+                || cells.iter().all(|c| is_field_name(c)))
+        {
             self.columns = cells.iter().map(|c| column(c)).collect();
             return Ok(Vec::new());
         }
@@ -229,9 +249,16 @@ impl SmiDecoder {
                 Col::Reasons => s.clock_event_reasons = hex_or_int(raw),
                 Col::EccCorrected => s.ecc_corrected_volatile = hex_or_int(raw),
                 Col::EccUncorrected => s.ecc_uncorrected_volatile = hex_or_int(raw),
+                Col::DriverVersion => {
+                    if self.driver.is_none() {
+                        self.driver = cell(raw).map(|v| crate::model::fit(v, 40));
+                    }
+                }
                 Col::Ignored => {}
             }
         }
+        // Without the index, rows of one GPU's samples and of several GPUs look alike: no GPU
+        // is made up from a row's position.
         let Some(index) = index else {
             return Err(garbled("no GPU index in the row".into()));
         };
@@ -253,6 +280,12 @@ impl SmiDecoder {
         Ok(out)
     }
 
+    /// The end of the stream: the rows of a last, short loop (fewer GPUs than expected, a
+    /// capture that ends) as a frame.
+    pub fn finish(&mut self, now_ms: UnixMillis) -> Vec<WireMessage> {
+        self.flush(now_ms)
+    }
+
     fn flush(&mut self, now_ms: UnixMillis) -> Vec<WireMessage> {
         if self.rows.is_empty() {
             return Vec::new();
@@ -265,7 +298,7 @@ impl SmiDecoder {
                 node: self.node.clone(),
                 host: self.node.clone(),
                 agent_version: "nvidia-smi (no agent)".into(),
-                driver: None,
+                driver: self.driver.clone(),
                 cuda: None,
                 gpus: rows.iter().map(|(_, i)| i.clone()).collect(),
                 topology: None,
@@ -303,6 +336,17 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn the_driver_version_the_rows_carry_is_the_hellos() {
+        let mut d = SmiDecoder::new("gpu01", MODERN_FIELDS, 1);
+        let row = "0, GPU-1, NVIDIA H200, 88.46, 76.62, 700.00, 32, 0, 345, 1980, 3201, 0, 143771, 0x0000000000000001, 0, 0, 580.159.04";
+        let out = d.push_line(row, 1).expect("row");
+        let Some(WireMessage::Hello(h)) = out.first() else {
+            panic!("{out:?}")
+        };
+        assert_eq!(h.driver.as_deref(), Some("580.159.04"));
     }
 
     #[test]
