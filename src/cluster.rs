@@ -33,6 +33,10 @@ const XIDS_KEPT: usize = 32;
 pub struct GpuView {
     /// NVML index on its node.
     pub index: u32,
+    /// Why the newest sample's GPM readings (SM, tensor, DRAM activity) are n/a: they read
+    /// as idle while the GPU is loaded near its power limit, which cannot be (another process
+    /// toggled GPM streaming, a profiler holds the counters).
+    pub gpm_implausible: Option<String>,
     /// Facts from the hello, if one came.
     pub info: Option<GpuInfo>,
     /// The newest sample.
@@ -120,6 +124,7 @@ impl GpuView {
         let h = || History::new(period_ms, HISTORY_SLOTS);
         Self {
             index,
+            gpm_implausible: None,
             info: None,
             latest: None,
             power_watts: h(),
@@ -161,7 +166,17 @@ impl GpuView {
             .or_else(|| self.info.as_ref().and_then(|i| i.sm_clock_max_mhz))
     }
 
-    fn ingest(&mut self, at_ms: UnixMillis, sample: GpuSample) {
+    fn ingest(&mut self, at_ms: UnixMillis, mut sample: GpuSample) {
+        // A GPM reading that cannot be true is n/a, with why, never evidence.
+        let limit = sample
+            .power_limit_watts
+            .or_else(|| self.power_limit_watts());
+        self.gpm_implausible = implausible_gpm(&sample, limit);
+        if self.gpm_implausible.is_some() {
+            sample.sm_active_pct = None;
+            sample.tensor_active_pct = None;
+            sample.dram_active_pct = None;
+        }
         let f = |v: Option<f32>| v.map(f64::from);
         self.power_watts.push(at_ms, f(sample.power_avg_watts));
         self.util_pct.push(at_ms, f(sample.utilization_pct));
@@ -194,6 +209,25 @@ impl GpuView {
         }
         self.latest = Some(sample);
     }
+}
+
+/// GPM's SM and tensor activity read (all but) zero while utilization says loaded and the
+/// power is over half the limit: no GPU does that (a bf16 GEMM at 688 W of 700 reads 95 % SM
+/// activity; a kernel spinning on a few SMs draws 119 W). Seen on the H200 after another process
+/// switched GPM streaming on and off; DCGM's profiling module can do the same.
+fn implausible_gpm(s: &GpuSample, limit: Option<f32>) -> Option<String> {
+    const ZERO: f32 = 0.5;
+    let sm = s.sm_active_pct?;
+    let (util, power, limit) = (s.utilization_pct?, s.power_avg_watts?, limit?);
+    let all_zero = sm <= ZERO && s.tensor_active_pct.is_none_or(|t| t <= ZERO);
+    (all_zero && util >= 50.0 && limit > 0.0 && power >= 0.5 * limit).then(|| {
+        format!(
+            "GPM reads SM {sm:.1} % / tensor {} at {power:.0} W of {limit:.0} W and {util:.0} % utilization: \
+             not possible (another process toggling GPM streaming, or a profiler holding the counters)",
+            s.tensor_active_pct
+                .map_or_else(|| "n/a".into(), |t| format!("{t:.1} %"))
+        )
+    })
 }
 
 /// Samples of a port's cumulative counters kept for "did it rise lately" questions.

@@ -215,6 +215,7 @@ struct TriageFile {
     aistor_p99_ttfb_ms: Option<toml::Spanned<f64>>,
     loader_wait_pct: Option<toml::Spanned<f64>>,
     busy_idle_sm_pct: Option<toml::Spanned<f64>>,
+    busy_idle_power_pct: Option<toml::Spanned<f64>>,
     clock_low_pct: Option<toml::Spanned<f64>>,
     clear_after: Option<toml::Spanned<String>>,
 }
@@ -283,6 +284,12 @@ impl TriageFile {
                 d.busy_idle_sm_pct,
                 100.0,
                 "busy_idle_sm_pct",
+            )?,
+            busy_idle_power_pct: num(
+                &self.busy_idle_power_pct,
+                d.busy_idle_power_pct,
+                100.0,
+                "busy_idle_power_pct",
             )?,
             clock_low_pct: num(&self.clock_low_pct, d.clock_low_pct, 100.0, "clock_low_pct")?,
             clear_after_ms: u64::try_from(clear_after.as_millis()).unwrap_or(u64::MAX),

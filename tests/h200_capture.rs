@@ -175,7 +175,7 @@ fn a_real_spinning_kernel_is_busy_but_idle() {
     assert!(
         crit[0]
             .why
-            .starts_with("util 100 % but SM activity 0.8 % for 10 s"),
+            .starts_with("util 100 % but SM activity 0.8 % at 124 W of 700 for 10 s"),
         "{}",
         crit[0].why
     );
@@ -190,6 +190,52 @@ fn a_real_spinning_kernel_is_busy_but_idle() {
         serde_json::from_str(&fixture("triage-busy-idle.json")).expect("json");
     assert_eq!(doc["findings"][0]["rule"], "busy-idle");
     assert_eq!(doc["findings"][0]["severity"], "crit");
+}
+
+/// The GEMM capture as a GPU reads it once another process switched GPM streaming on and off
+/// (seen on the H200: SM and tensor activity 0.0 % at 688 W, every later sampler): the GPM
+/// readings are n/a with why, and no busy-idle CRIT lands on a healthy GPU. The spinning kernel
+/// above, at 124 W, still is one.
+#[test]
+fn gpm_reading_zero_under_a_full_gemm_is_na_not_busy_idle() {
+    let mut store = ClusterStore::new();
+    let mut triage = Triage::new();
+    let mut worst = Vec::new();
+    for m in decode("agent-load.ndjson") {
+        match m {
+            WireMessage::Hello(h) => store.ingest(SourceEvent::Hello(h)),
+            WireMessage::Frame(mut f) => {
+                for g in &mut f.gpus {
+                    if g.sm_active_pct.is_some() {
+                        g.sm_active_pct = Some(0.0);
+                        g.tensor_active_pct = Some(0.0);
+                    }
+                }
+                let at_ms = f.at_ms;
+                store.ingest(SourceEvent::Frame(f));
+                store.ingest(SourceEvent::Clock { at_ms });
+                worst.extend(
+                    triage
+                        .evaluate(&store)
+                        .into_iter()
+                        .filter(|f| f.severity > Severity::Info),
+                );
+            }
+            WireMessage::Error(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!(worst, vec![], "a healthy GEMM with GPM reading zero");
+    let gpu = &store.nodes[0].gpus[0];
+    let why = gpu.gpm_implausible.as_deref().expect("GPM marked n/a");
+    assert!(
+        why.starts_with("GPM reads SM 0.0 % / tensor 0.0 % at 69"),
+        "{why}"
+    );
+    assert!(
+        why.contains("of 700 W and 99 % utilization: not possible"),
+        "{why}"
+    );
+    assert_eq!(gpu.sm_active_pct.latest(), None);
 }
 
 #[test]

@@ -768,6 +768,44 @@ mod tests {
         );
     }
 
+    /// The demo's node07 GPU3 stalls in T4 and never recovers: its finding lives from the first
+    /// raise to the end of the plan, across every phase boundary, with one `since` (it used to
+    /// flap at each boundary: "stalled 48s", then "18s", then "0s").
+    #[test]
+    fn a_stalled_gpu_stays_stalled_across_phase_boundaries() {
+        let mut state = State::new(vec![], vec![], "test", (160, 48));
+        let mut sim = SimCluster::new(SimConfig::demo(1));
+        let mut first: Option<(u64, u64)> = None;
+        for sec in 0..=380 {
+            for e in sim.advance_to(SIM_EPOCH_MS + sec * 1000) {
+                state.update(Event::Source(e));
+            }
+            let stall = state.findings.iter().find(|f| {
+                f.rule == "stalled" && f.node.as_deref() == Some("node07") && f.gpu == Some(3)
+            });
+            match (first, stall) {
+                (None, Some(f)) => first = Some((sec, f.since_ms)),
+                (Some((from, since)), Some(f)) => {
+                    assert_eq!(
+                        f.since_ms, since,
+                        "since moved at {sec} s (raised at {from} s)"
+                    );
+                    assert!(
+                        f.last_seen_ms >= SIM_EPOCH_MS + sec * 1000,
+                        "clearing at {sec} s (raised at {from} s): {}",
+                        f.why
+                    );
+                }
+                (Some((from, _)), None) => panic!("gone at {sec} s (raised at {from} s)"),
+                (None, None) => {}
+            }
+        }
+        assert!(
+            first.is_some_and(|(s, _)| (110..130).contains(&s)),
+            "{first:?}"
+        );
+    }
+
     #[test]
     fn abort_asks_first_then_commands() {
         let mut state = state_at(30);

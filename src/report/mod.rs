@@ -40,12 +40,11 @@ pub struct ReportData {
     pub together_limits: BTreeMap<(String, String), f64>,
 }
 
-/// One finding of the run.
+/// One finding of the run: one row however often it came and went.
 pub struct FindingRow {
-    /// When it was raised, Unix ms.
-    pub raised_ms: u64,
-    /// When it cleared (`None`: still there at the end of the record).
-    pub cleared_ms: Option<u64>,
+    /// When it was up: raised, and cleared (`None`: still there at the end of the record),
+    /// in order.
+    pub spans: Vec<(u64, Option<u64>)>,
     /// `info`, `warn`, `crit`.
     pub severity: String,
     /// Rule.
@@ -202,6 +201,7 @@ pub fn write(run_dir: &Path) -> Result<ReportFiles, String> {
 fn finding_rows(events: &[Recorded]) -> Vec<FindingRow> {
     let mut rows: Vec<FindingRow> = Vec::new();
     let mut open: BTreeMap<(String, String, Option<String>), usize> = BTreeMap::new();
+    let mut seen: BTreeMap<(String, String, Option<String>), usize> = BTreeMap::new();
     for e in events {
         let Recorded::Run(RecordEvent::Finding {
             at_ms,
@@ -218,11 +218,16 @@ fn finding_rows(events: &[Recorded]) -> Vec<FindingRow> {
         };
         let key = (rule.clone(), subject.clone(), phase.clone());
         match change {
+            // The same finding again (it cleared, the condition came back): a span of its row.
+            Change::Raised if let Some(&i) = seen.get(&key) => {
+                rows[i].spans.push((*at_ms, None));
+                open.insert(key, i);
+            }
             Change::Raised => {
-                open.insert(key, rows.len());
+                open.insert(key.clone(), rows.len());
+                seen.insert(key, rows.len());
                 rows.push(FindingRow {
-                    raised_ms: *at_ms,
-                    cleared_ms: None,
+                    spans: vec![(*at_ms, None)],
                     severity: severity.clone(),
                     rule: rule.clone(),
                     subject: match phase {
@@ -234,8 +239,10 @@ fn finding_rows(events: &[Recorded]) -> Vec<FindingRow> {
                 });
             }
             Change::Cleared => {
-                if let Some(i) = open.remove(&key) {
-                    rows[i].cleared_ms = Some(*at_ms);
+                if let Some(i) = open.remove(&key)
+                    && let Some(span) = rows[i].spans.last_mut()
+                {
+                    span.1 = Some(*at_ms);
                 }
             }
         }
@@ -248,7 +255,7 @@ fn finding_rows(events: &[Recorded]) -> Vec<FindingRow> {
     rows.sort_by(|a, b| {
         rank(&a.severity)
             .cmp(&rank(&b.severity))
-            .then(a.raised_ms.cmp(&b.raised_ms))
+            .then(a.spans.first().cmp(&b.spans.first()))
     });
     rows
 }

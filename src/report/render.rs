@@ -413,9 +413,8 @@ fn document(d: &ReportData) -> Vec<Block<'_>> {
                 "severity",
                 "subject",
                 "rule",
-                "raised",
-                "cleared",
-                "why",
+                "when (raised → cleared)",
+                "why (when first raised)",
                 "next step",
             ],
             rows: d
@@ -434,14 +433,25 @@ fn document(d: &ReportData) -> Vec<Block<'_>> {
                         },
                         Cell::plain(&f.subject),
                         Cell::plain(&f.rule),
-                        Cell::plain(format!(
-                            "+{}",
-                            duration(f.raised_ms.saturating_sub(s.started_ms))
-                        )),
-                        Cell::plain(f.cleared_ms.map_or_else(
-                            || "still at the end".into(),
-                            |c| format!("+{}", duration(c.saturating_sub(s.started_ms))),
-                        )),
+                        Cell::plain(
+                            f.spans
+                                .iter()
+                                .map(|(raised, cleared)| {
+                                    format!(
+                                        "+{} → {}",
+                                        duration(raised.saturating_sub(s.started_ms)),
+                                        cleared.map_or_else(
+                                            || "still at the end".into(),
+                                            |c| format!(
+                                                "+{}",
+                                                duration(c.saturating_sub(s.started_ms))
+                                            ),
+                                        )
+                                    )
+                                })
+                                .collect::<Vec<_>>()
+                                .join("; "),
+                        ),
                         Cell::plain(&f.why),
                         Cell::plain(&f.next),
                     ]

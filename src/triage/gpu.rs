@@ -419,7 +419,27 @@ fn windowed(
 /// Stalled: idle (or far under its peers' power) for every one of the newest samples while the
 /// node's other GPUs are loaded. Returns the evidence line.
 fn stall_evidence(node: &NodeView, gpu: &GpuView, ctx: &Ctx) -> Option<String> {
-    windowed(ctx, "stalled", node, gpu, |n| stall_over(node, gpu, ctx, n))
+    windowed(ctx, "stalled", node, gpu, |n| stall_over(node, gpu, ctx, n)).or_else(|| {
+        ctx.was("stalled", &node.name, Some(gpu.index))
+            .then(|| still_idle(gpu, ctx))
+            .flatten()
+    })
+}
+
+/// A stalled GPU stays stalled until it works again: when its peers fall idle too (between
+/// phases) nothing tells a stall from a rest, so the finding holds while the GPU itself stays
+/// idle, and is judged afresh once the peers load (it flapped at every phase boundary, its
+/// `since` restarting each time).
+fn still_idle(gpu: &GpuView, ctx: &Ctx) -> Option<String> {
+    let n = HOLD_SAMPLES.min(ctx.stall_samples);
+    let util: Vec<f64> = gpu.util_pct.tail(n).flatten().collect();
+    if util.len() < n || util.iter().any(|u| *u >= ctx.thresholds.stall_util_pct) {
+        return None;
+    }
+    Some(format!(
+        "util {:.0} % and still idle; its peers are idle too now, so it is judged again when they load",
+        util.last().copied().unwrap_or(0.0)
+    ))
 }
 
 fn stall_over(node: &NodeView, gpu: &GpuView, ctx: &Ctx, n: usize) -> Option<String> {
@@ -476,6 +496,7 @@ fn busy_idle_over(gpu: &GpuView, ctx: &Ctx, n: usize) -> Option<String> {
     let t = &ctx.thresholds;
     let util: Vec<f64> = gpu.util_pct.tail(n).flatten().collect();
     let sm: Vec<f64> = gpu.sm_active_pct.tail(n).flatten().collect();
+    let power: Vec<f64> = gpu.power_watts.tail(n).flatten().collect();
     if util.len() < n || sm.len() < n {
         return None;
     }
@@ -485,10 +506,18 @@ fn busy_idle_over(gpu: &GpuView, ctx: &Ctx, n: usize) -> Option<String> {
         return None;
     }
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    // The power must agree: a kernel spinning on a few SMs draws little. Without a power
+    // reading and a limit, or with the GPU near its limit, GPM's word alone is no evidence.
+    let limit = f64::from(gpu.power_limit_watts()?);
+    if power.len() < n || limit <= 0.0 || mean(&power) >= t.busy_idle_power_pct / 100.0 * limit {
+        return None;
+    }
     Some(format!(
-        "util {:.0} % but SM activity {:.1} % for {} s: a kernel spins on a few SMs (a hung collective?)",
+        "util {:.0} % but SM activity {:.1} % at {:.0} W of {:.0} for {} s: a kernel spins on a few SMs (a hung collective?)",
         mean(&util),
         mean(&sm),
+        mean(&power),
+        limit,
         ctx.window_secs(n)
     ))
 }
@@ -827,11 +856,18 @@ mod tests {
         assert_eq!(b.severity, Severity::Crit);
         assert!(
             b.why
-                .starts_with("util 100 % but SM activity 0.8 % for 10 s"),
+                .starts_with("util 100 % but SM activity 0.8 % at 250 W of 1100 for 10 s"),
             "{}",
             b.why
         );
         assert!(!has(&f, "stalled", "n1 GPU1"), "{f:?}");
+        // Near its power limit a GPU is working, whatever GPM says: no busy-idle without the
+        // power to back it.
+        let at_limit = judge(12, |t, s| {
+            hung(t, s);
+            on_gpu1(s, |s| s.power_avg_watts = Some(900.0));
+        });
+        assert!(!has(&at_limit, "busy-idle", "n1 GPU1"), "{at_limit:?}");
         // Without GPM (pre-Hopper, or NotSupported), the rule stays quiet: the stall rule's
         // power comparison still sees it.
         let no_gpm = judge(12, |t, s| {

@@ -17,6 +17,10 @@ pub const LOADER_WAIT_SHARE: f64 = 0.10;
 /// GPM SM activity under this while utilization reads busy: a kernel spins on a few SMs (the
 /// signature of a hung collective).
 pub const BUSY_IDLE_SM_PCT: f64 = 5.0;
+/// Busy-idle needs the power to agree: a kernel spinning on a few SMs draws little (119 W of
+/// 700 on the H200 capture), a GEMM near the limit (688 W). Mean power over the window under
+/// this share of the enforced limit corroborates the GPM reading.
+pub const BUSY_IDLE_POWER_PCT: f64 = 50.0;
 /// SM clock under this share of its maximum while loaded is a finding. An H200 at its 700 W cap
 /// runs at 67–75 % of max (shared/fixtures/h200), so the default sits well below that.
 pub const CLOCK_LOW_PCT: f64 = 50.0;
@@ -49,6 +53,8 @@ pub struct Thresholds {
     pub loader_wait_pct: f64,
     /// GPM SM activity under this while utilization reads loaded is "busy but idle", %.
     pub busy_idle_sm_pct: f64,
+    /// …only while the mean power stays under this share of the enforced limit, %.
+    pub busy_idle_power_pct: f64,
     /// SM clock under this share of its maximum while loaded is a finding, %.
     pub clock_low_pct: f64,
     /// How long a finding stays listed after its rule stopped firing, ms.
@@ -65,6 +71,7 @@ impl Default for Thresholds {
             aistor_p99_ttfb_ms: AISTOR_P99_TTFB_MS,
             loader_wait_pct: LOADER_WAIT_SHARE * 100.0,
             busy_idle_sm_pct: BUSY_IDLE_SM_PCT,
+            busy_idle_power_pct: BUSY_IDLE_POWER_PCT,
             clock_low_pct: CLOCK_LOW_PCT,
             clear_after_ms: CLEAR_AFTER_MS,
         }

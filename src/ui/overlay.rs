@@ -228,6 +228,12 @@ fn gpu_details(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
             fmt(gpu.sm_active_pct.latest(), "%"),
         ));
     }
+    if let Some(why) = &gpu.gpm_implausible {
+        lines.push(Line::styled(
+            fit(&format!(" n/a SM/tensor active: {why}"), width as usize - 2),
+            t.muted,
+        ));
+    }
     lines.push(hist(
         "NVLink tx",
         &gpu.nvlink_tx,
