@@ -134,8 +134,34 @@ pub fn detect(text: &str) -> Option<Kind> {
     if section("fabricmanager-active") || section("fabric") {
         return Some(Kind::Tool(ParserKind::Sanity));
     }
+    let nccl_row = |l: &str| {
+        let t: Vec<&str> = l.split_whitespace().collect();
+        t.len() >= 8
+            && t[0].bytes().all(|b| b.is_ascii_digit())
+            && t[1].bytes().all(|b| b.is_ascii_digit())
+            && matches!(
+                t[2],
+                "float"
+                    | "half"
+                    | "bfloat16"
+                    | "double"
+                    | "int8"
+                    | "uint8"
+                    | "int32"
+                    | "uint32"
+                    | "int64"
+                    | "uint64"
+                    | "f8e4m3"
+                    | "f8e5m2"
+                    | "char"
+                    | "int"
+            )
+    };
     if any(&|l: &str| {
-        l.starts_with("# nThread")
+        nccl_row(l)
+            || l.contains("Test NCCL failure")
+            || l.contains("Test CUDA failure")
+            || l.starts_with("# nThread")
             || l.starts_with("nThread ")
             || l.starts_with("# Collective test starting")
             || l.starts_with("# Avg bus bandwidth")
@@ -961,5 +987,69 @@ pub fn run(files: &[std::path::PathBuf], kind: Option<Kind>, opts: &Options, jso
         1
     } else {
         0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn opts() -> Options {
+        Options {
+            plan: crate::phases::plan::default_plan().clone(),
+            baseline: None,
+            gpus: 8,
+            smi_fields: None,
+        }
+    }
+
+    #[test]
+    fn every_kind_has_a_name_it_reads_back() {
+        for (name, kind) in KINDS {
+            assert_eq!(Kind::from_name(name), Some(*kind));
+            assert_eq!(kind.name(), *name);
+        }
+    }
+
+    #[test]
+    fn text_from_the_file_reaches_the_terminal_without_control_characters() {
+        let text = "# nThread 1 nGpus 1\nhost\u{1b}]0;PWNED\u{7}: Test NCCL failure common.cu:1 'x\u{1b}[2J'\n";
+        let r = read_text("n.log", text, None, &opts()).expect("read");
+        let shown = render(&r);
+        assert!(shown.contains("Test NCCL failure"), "{shown}");
+        assert!(
+            !shown.contains('\u{1b}') && !shown.contains('\u{7}'),
+            "{shown:?}"
+        );
+    }
+
+    #[test]
+    fn nothing_it_does_not_know_is_called_a_kind() {
+        let e = read_text("x", "hello world\nnothing here\n", None, &opts()).unwrap_err();
+        assert!(e.contains("not an output burnin reads"), "{e}");
+    }
+
+    proptest! {
+        #[test]
+        fn any_text_as_any_kind_never_panics(
+            lines in proptest::collection::vec(".{0,120}", 0..40),
+            k in 0..KINDS.len(),
+        ) {
+            let text = lines.join("\n");
+            let _ = detect(&text);
+            let _ = read_text("p", &text, None, &opts());
+            let _ = read_text("p", &text, Some(KINDS[k].1), &opts());
+        }
+
+        #[test]
+        fn tool_shaped_garbage_never_panics(
+            rows in proptest::collection::vec(
+                proptest::collection::vec("[0-9a-zN/A.e+:#\\[\\]-]{1,9}", 1..16), 0..30),
+            k in 0..KINDS.len(),
+        ) {
+            let text: Vec<String> = rows.iter().map(|r| r.join("  ")).collect();
+            let _ = read_text("p", &text.join("\n"), Some(KINDS[k].1), &opts());
+        }
     }
 }

@@ -86,6 +86,12 @@ pub struct ParseContext {
 /// Lines that mean a job failed whatever the tool: a Python traceback, out of memory, NCCL
 /// errors, a collective the NCCL watchdog timed out, a crash.
 pub fn problem_line(line: &str) -> bool {
+    problem_at(line).is_some()
+}
+
+/// Where in `line` its failure sign starts (a progress bar can have the watchdog's message
+/// glued to its end): the failure is quoted from there.
+fn problem_at(line: &str) -> Option<usize> {
     const SIGNS: [&str; 10] = [
         "Traceback (most recent call last)",
         "CUDA out of memory",
@@ -99,7 +105,15 @@ pub fn problem_line(line: &str) -> bool {
         "ChildFailedError",
         "CUDA error: ",
     ];
-    SIGNS.iter().any(|s| line.contains(s))
+    SIGNS.iter().filter_map(|s| line.find(s)).min()
+}
+
+/// The failure part of a problem line, from its sign on (whole when it starts there).
+fn problem_text(line: &str) -> &str {
+    match problem_at(line) {
+        Some(at) if at > 0 => &line[at..],
+        _ => line,
+    }
 }
 
 /// One nccl-tests run (a table) as it is read: what the zero-busbw check needs at its end.
@@ -108,8 +122,14 @@ struct NcclJob {
     /// The collective, from the program name the log printed, else told by the first row's
     /// shape ([`nccl_tests::infer_collective`]).
     collective: Option<String>,
-    /// `# Rank` lines (every rank, gathered to rank 0).
+    /// Distinct ranks of the `# Rank` lines (every rank, gathered to rank 0).
     ranks: u32,
+    /// The rank numbers seen, and how many lines repeated one: separate processes each
+    /// printing a 1-rank job's header, interleaved (a non-MPI binary under mpirun).
+    rank_ids: std::collections::BTreeSet<u32>,
+    repeated_ranks: u32,
+    /// `# Rank 0` lines: one per job whose header is in the stream.
+    rank0_lines: u32,
     /// Rows read.
     rows: u32,
     /// Rows whose collective is not told yet (a log that names no test and starts with
@@ -155,6 +175,7 @@ impl NcclJob {
             algbw_gb_per_s: r.out_of_place.algbw_gb_per_s.unwrap_or(0.0),
             wrong,
             ranks: self.ranks,
+            deviation: r.out_of_place.deviation || r.in_place.is_some_and(|p| p.deviation),
         }
     }
 
@@ -186,7 +207,21 @@ impl NcclJob {
             return None;
         }
         // Only the `# Rank` lines count every rank (nThread × nGpus is one process's share).
-        let c = self.collective.as_deref().unwrap_or("the collective");
+        let c = self
+            .collective
+            .as_deref()
+            .filter(|c| *c != "unknown")
+            .unwrap_or("the collective");
+        if self.repeated_ranks > 0 {
+            return Some(format!(
+                "{c} ran as {} separate jobs of {} rank(s) each (rank 0 printed {} times): \
+                 busbw is 0 by definition; nccl-tests built without MPI under mpirun/srun \
+                 starts one job per process: build it with MPI=1",
+                self.rank0_lines.max(2),
+                self.ranks,
+                self.rank0_lines.max(2)
+            ));
+        }
         match self.ranks {
             1 if expected_gpus > 1 => Some(format!(
                 "{c} ran as a 1-rank job on a node of {expected_gpus} GPUs: busbw is 0 by \
@@ -360,7 +395,23 @@ impl OutputParser {
                         job.collective = Some(collective_of(&p));
                     }
                 }
-                Some(nccl_tests::Item::Rank { .. }) => job.ranks += 1,
+                Some(nccl_tests::Item::Rank { rank, .. }) => match rank {
+                    Some(0) if job.rank_ids.contains(&0) => {
+                        job.rank0_lines += 1;
+                        job.repeated_ranks += 1;
+                    }
+                    Some(0) => {
+                        job.rank0_lines += 1;
+                        job.rank_ids.insert(0);
+                        job.ranks += 1;
+                    }
+                    Some(r) if job.rank_ids.contains(&r) => job.repeated_ranks += 1,
+                    Some(r) if job.rank_ids.len() < 65_536 => {
+                        job.rank_ids.insert(r);
+                        job.ranks += 1;
+                    }
+                    _ => job.ranks += 1,
+                },
                 Some(nccl_tests::Item::Row(r)) => {
                     if job.collective.is_none() {
                         match nccl_tests::infer_collective(&r, job.ranks) {
@@ -431,7 +482,7 @@ impl OutputParser {
             }
             Inner::Workload => {
                 if problem_line(body) {
-                    out.push(problem(body));
+                    out.push(problem(problem_text(body)));
                 }
                 match workload::parse_line(line_no, body)? {
                     Some(workload::Record::Gemm { gpu, dtype, tflops }) => {
@@ -471,7 +522,9 @@ impl OutputParser {
             }
             Inner::Trainlog(p) => {
                 if problem_line(body) {
-                    out.push(problem(body));
+                    out.push(problem(problem_text(body)));
+                } else if let Some(why) = trainlog::problem_of(body) {
+                    out.push(problem(&why));
                 }
                 out.extend(p.push(body).into_iter().map(|s| step_metric(&node, s)));
             }
@@ -508,7 +561,7 @@ impl OutputParser {
             },
             Inner::None => {
                 if problem_line(body) {
-                    out.push(problem(body));
+                    out.push(problem(problem_text(body)));
                 }
             }
         }
@@ -532,7 +585,9 @@ impl OutputParser {
                         .into_iter()
                         .flat_map(|i| nvbandwidth_metrics(&node, i)),
                 ),
-                Inner::Trainlog(p) => out.extend(p.finish().map(|s| step_metric(&node, s))),
+                Inner::Trainlog(p) => {
+                    out.extend(p.finish().into_iter().map(|s| step_metric(&node, s)))
+                }
                 Inner::Sanity(p) => out.extend(p.finish(&node, expected_gpus)),
                 Inner::Preflight(p) => out.extend(p.finish(&node, expected_gpus)),
                 _ => {}

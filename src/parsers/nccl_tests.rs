@@ -18,6 +18,9 @@ pub struct Placement {
     /// Wrong elements (`#wrong`); `None` for `N/A` (validation off) and for the pre-2.13
     /// `error` column, which is a float deviation rather than a count.
     pub wrong: Option<u64>,
+    /// The pre-2.13 `error` column held a deviation: the data was checked, and the log's
+    /// `Out of bounds values` line says whether it was within bounds.
+    pub deviation: bool,
 }
 
 /// One row of the table.
@@ -54,6 +57,8 @@ pub enum Item {
     Rank {
         /// Host name as printed.
         host: String,
+        /// The rank number, where the line gives one.
+        rank: Option<u32>,
     },
     /// A data row.
     Row(Row),
@@ -132,6 +137,16 @@ fn is_failure(line: &str) -> bool {
         || line.starts_with("NCCL failure")
 }
 
+/// A failure line from its host on: nccl-tests can print it in the middle of a row it had
+/// begun (`2097152  32768  float  none  -1 node0: Test CUDA failure …`).
+fn failure_text(line: &str) -> &str {
+    let Some(at) = line.find(": Test ") else {
+        return line;
+    };
+    let host_start = line[..at].rfind(char::is_whitespace).map_or(0, |i| i + 1);
+    &line[host_start..]
+}
+
 fn number(token: &str) -> Result<Option<f64>, String> {
     if token == "N/A" {
         return Ok(None);
@@ -161,7 +176,7 @@ impl NcclTestsParser {
         }
         if is_failure(trimmed) {
             return Ok(Some(Item::Failure {
-                text: trimmed.to_string(),
+                text: failure_text(trimmed).to_string(),
             }));
         }
         if let Some(body) = trimmed.strip_prefix('#') {
@@ -216,10 +231,12 @@ impl NcclTestsParser {
         if let Some(rest) = body.strip_prefix("Rank") {
             // "Rank  3 Group  0 Pid  123 on host device 3 [...]" (and older shapes): the host
             // follows "on".
+            let rank = rest.split_whitespace().next().and_then(|r| r.parse().ok());
             let mut it = rest.split_whitespace();
             let host = it.by_ref().skip_while(|t| *t != "on").nth(1);
             return Ok(host.map(|h| Item::Rank {
                 host: h.to_string(),
+                rank,
             }));
         }
         if let Some(rest) = body.strip_prefix("Out of bounds values") {
@@ -282,18 +299,18 @@ impl NcclTestsParser {
         let mut placements = Vec::new();
         for &at in &columns.placements {
             let get = |i: usize| tokens.get(at + i).copied().ok_or("row ends early");
-            let wrong = if columns.wrong_is_count {
-                number(get(3)?)?.map(|w| w.max(0.0).round() as u64)
+            let (wrong, deviation) = if columns.wrong_is_count {
+                (number(get(3)?)?.map(|w| w.max(0.0).round() as u64), false)
             } else {
                 // A deviation must still be a number (or N/A); it is not a count.
-                number(get(3)?)?;
-                None
+                (None, number(get(3)?)?.is_some())
             };
             placements.push(Placement {
                 time_us: number(get(0)?)?,
                 algbw_gb_per_s: number(get(1)?)?,
                 busbw_gb_per_s: number(get(2)?)?,
                 wrong,
+                deviation,
             });
         }
         let mut it = placements.into_iter();
@@ -372,14 +389,15 @@ fn type_size(dtype: &str) -> Option<u64> {
 }
 
 /// The collective a row comes from, told by its shape, for logs that do not name their test
-/// (nccl-tests before 2.16 print no "Collective test starting" line): a reduction op or not
-/// (`none` is printed only by tests without one), a root or not, and whether the size is the
-/// element count's bytes (`all_reduce`, `alltoall`, `broadcast`, …) or that times the ranks
-/// (`all_gather`, `reduce_scatter`: the printed size is the larger of send and receive).
-/// sendrecv prints the reduction op too: it differs from all_reduce by its bus factor (1
-/// against 2(n-1)/n), which is 1 for both at 2 ranks, so there a 2-rank run is taken as
-/// all_reduce, and with the ranks unknown the row cannot tell. `None` when the row cannot tell
-/// (an empty row, gather against scatter).
+/// (nccl-tests before 2.16 print no "Collective test starting" line). What tells them apart,
+/// from how each test prints its row: a reduction op or `none`; a root or `-1`; whether the size
+/// is the element count's bytes or that times the ranks (all_gather, reduce_scatter, alltoall,
+/// gather and scatter print the count per rank); the bus factor busbw/algbw (2(n-1)/n for
+/// all_reduce, 1 for sendrecv, which prints an op too, 0 on one rank); and which placements were
+/// checked (alltoall never checks in place). Where those cannot tell — sendrecv against a 2-rank
+/// all_reduce when the ranks are unknown, gather against scatter, all_gather against alltoall
+/// with validation off, any 1-rank run without an op — `None`: the caller says `unknown`
+/// rather than guess.
 pub fn infer_collective(row: &Row, ranks: u32) -> Option<&'static str> {
     let ts = type_size(&row.dtype)?;
     let elements = row.elements?;
@@ -387,33 +405,37 @@ pub fn infer_collective(row: &Row, ranks: u32) -> Option<&'static str> {
     if one == 0 || row.size_bytes == 0 {
         return None;
     }
-    let gathered = row.size_bytes > one;
+    let per_rank = row.size_bytes > one;
     let reduces = row
         .redop
         .as_deref()
         .is_some_and(|op| matches!(op, "sum" | "prod" | "max" | "min" | "avg" | "mulsum"));
     let rooted = row.root.is_some_and(|r| r >= 0);
-    Some(match (rooted, reduces, gathered) {
-        (true, true, _) => "reduce",
+    let p = row.out_of_place;
+    // Two decimals tell the factor only once the bandwidth is large enough (0.01/0.01 says
+    // nothing of 2(n-1)/n).
+    let factor = match (p.algbw_gb_per_s, p.busbw_gb_per_s) {
+        (Some(a), Some(b)) if a >= 1.0 => Some(b / a),
+        _ => None,
+    };
+    Some(match (rooted, reduces, per_rank) {
+        (true, true, false) => "reduce",
         (true, false, false) => "broadcast",
-        (true, false, true) => return None,
+        (true, _, true) => return None,
         (false, true, true) => "reduce_scatter",
-        (false, false, true) => "all_gather",
-        (false, false, false) => "alltoall",
-        (false, true, false) => {
-            let p = row.out_of_place;
-            let factor = match (p.algbw_gb_per_s, p.busbw_gb_per_s) {
-                (Some(a), Some(b)) if a > 0.0 => b / a,
+        (false, true, false) => match (ranks, factor) {
+            (2, _) => "all_reduce",
+            // One rank: no bus traffic at all; sendrecv's factor is always 1.
+            (_, Some(f)) if !(0.02..=1.02).contains(&f) => "all_reduce",
+            (r, Some(_)) if r > 2 => "sendrecv",
+            _ => return None,
+        },
+        (false, false, _) => {
+            let checked_in_place = row.in_place.map(|p| p.wrong.is_some());
+            match (p.wrong.is_some(), checked_in_place, per_rank) {
+                (true, Some(false), _) => "alltoall",
+                (true, Some(true), true) => "all_gather",
                 _ => return None,
-            };
-            if factor > 1.02 {
-                "all_reduce"
-            } else {
-                match ranks {
-                    2 => "all_reduce",
-                    r if r > 2 => "sendrecv",
-                    _ => return None,
-                }
             }
         }
     })

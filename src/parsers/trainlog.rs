@@ -122,6 +122,21 @@ static TITAN: LazyLock<Regex> =
     LazyLock::new(|| re(r"(?:^|[^a-z_])step:\s*(\d+)\s+loss:\s*(LOSS)"));
 static TITAN_TPS: LazyLock<Regex> = LazyLock::new(|| re(r"\btps:\s*([\d,]+(?:\.\d+)?)"));
 
+static MEGATRON_GRAD_NAN: LazyLock<Regex> = LazyLock::new(|| re(r"\bgrad norm:\s*[nN][aA][nN]\b"));
+static MEGATRON_SKIPPED: LazyLock<Regex> =
+    LazyLock::new(|| re(r"number of skipped iterations:\s*(\d+)"));
+
+/// A Megatron iteration whose gradient norm is NaN while no iteration was skipped: with fp16
+/// loss scaling an overflow is skipped (and counted), so a NaN norm that was not skipped
+/// means the gradients themselves are NaN (bf16 or fp32 training diverged).
+pub fn problem_of(line: &str) -> Option<String> {
+    let skipped = cap(&MEGATRON_SKIPPED, line)?.as_str().parse::<u64>().ok()?;
+    (MEGATRON_GRAD_NAN.is_match(line) && skipped == 0).then(|| {
+        let it = cap(&MEGATRON, line).map_or("?", |m| m.as_str());
+        format!("grad norm NaN at iteration {it} with no iteration skipped: the gradients are NaN")
+    })
+}
+
 /// A finite number from a capture (rates, times, steps).
 fn num(m: Option<regex::Match<'_>>) -> Option<f64> {
     m.and_then(|m| m.as_str().parse::<f64>().ok())
@@ -174,6 +189,9 @@ fn rate_ms(value: f64, unit: &str) -> Option<f64> {
 pub struct TrainLogParser {
     /// A Megatron step waits for the timer lines printed after it.
     pending: Option<Step>,
+    /// A progress bar's step waits for the bar to move on: the bar redraws a batch as its loss
+    /// updates, and the last drawing of it is the one to keep.
+    bar_pending: Option<Step>,
     last_step: Option<u64>,
     /// The job's GPUs, once the log said.
     world: Option<u32>,
@@ -204,10 +222,24 @@ impl TrainLogParser {
         out
     }
 
-    /// The end of the log: a step still waiting for its timers.
-    pub fn finish(&mut self) -> Option<Step> {
-        let step = self.pending.take()?;
-        self.admit(step)
+    /// The end of the log: a step still waiting for its timers, or for its bar to move on.
+    pub fn finish(&mut self) -> Vec<Step> {
+        let held = [self.pending.take(), self.bar_pending.take()];
+        held.into_iter()
+            .flatten()
+            .filter_map(|s| self.admit(s))
+            .collect()
+    }
+
+    /// A bar's step: held while the bar redraws the same batch (its loss updating), sent when
+    /// the bar moves to another.
+    fn bar(&mut self, out: &mut Vec<Step>, step: Step) {
+        match self.bar_pending.take() {
+            Some(p) if p.step == step.step => {}
+            Some(p) => out.extend(self.admit(p)),
+            None => {}
+        }
+        self.bar_pending = Some(step);
     }
 
     fn segment(&mut self, seg: &str, out: &mut Vec<Step>) {
@@ -277,22 +309,27 @@ impl TrainLogParser {
         let nemo_tokens = num(cap(&NEMO_TOKENS_PER_GPU, seg));
         let bar = BAR.captures(seg);
         if nemo_time.is_some() || nemo_loss.is_some() || nemo_tokens.is_some() {
-            let step = step_number(cap(&NEMO_STEP, seg))
-                .or_else(|| step_number(cap(&NEMO2_ITERATION, seg)))
-                .or_else(|| bar.as_ref().and_then(|b| bar_step(b)));
+            // A bar's position is exact; its `global_step=3.2e+4` is rounded for display.
+            let step = bar
+                .as_ref()
+                .and_then(|b| bar_step(b))
+                .or_else(|| step_number(cap(&NEMO_STEP, seg)))
+                .or_else(|| step_number(cap(&NEMO2_ITERATION, seg)));
             let Some(step) = step else { return };
             self.framework = Some(Framework::Nemo);
             let bar_time = bar.as_ref().and_then(|b| bar_rate(b));
-            self.emit(
-                out,
-                Step {
-                    step,
-                    step_time_ms: nemo_time.map(|s| s * 1000.0).or(bar_time),
-                    loss: nemo_loss,
-                    tokens_per_sec_per_gpu: nemo_tokens,
-                    ..Step::default()
-                },
-            );
+            let step = Step {
+                step,
+                step_time_ms: nemo_time.map(|s| s * 1000.0).or(bar_time),
+                loss: nemo_loss,
+                tokens_per_sec_per_gpu: nemo_tokens,
+                ..Step::default()
+            };
+            if bar.is_some() {
+                self.bar(out, step);
+            } else {
+                self.emit(out, step);
+            }
             return;
         }
         if let Some(b) = &bar {
@@ -304,7 +341,7 @@ impl TrainLogParser {
                 return;
             }
             self.framework = Some(Framework::Lightning);
-            self.emit(
+            self.bar(
                 out,
                 Step {
                     step,
@@ -361,6 +398,9 @@ impl TrainLogParser {
     }
 
     fn emit(&mut self, out: &mut Vec<Step>, step: Step) {
+        if let Some(p) = self.bar_pending.take() {
+            out.extend(self.admit(p));
+        }
         out.extend(self.admit(step));
     }
 }
@@ -405,43 +445,53 @@ mod tests {
                 ..Default::default()
             }]
         );
-        assert_eq!(p.finish().map(|s| s.step), Some(30));
+        assert_eq!(p.finish().first().map(|s| s.step), Some(30));
     }
 
     #[test]
     fn nemo_progress_bar_and_log_line() {
         let mut p = TrainLogParser::new();
         let bar = "Epoch 0: :   5%|▌         | 10/200 [00:14<04:26, reduced_train_loss=7.230, global_step=9.000, consumed_samples=80.00, train_step_timing in s=1.21]\rEpoch 0: :   6%|▌         | 11/200 [00:15<04:26, reduced_train_loss=7.110, global_step=10.00, consumed_samples=88.00, train_step_timing in s=1.19]";
+        // The bar's position numbers the steps (its global_step is rounded for display); the
+        // batch the bar still draws waits for the bar to move on.
         let s = p.push(bar);
-        assert_eq!(s.len(), 2);
-        assert_eq!(s[1].step, 10);
-        assert_eq!(s[1].loss, Some(7.11));
-        assert_eq!(s[1].step_time_ms, Some(1190.0));
-        let s = p.push("Training epoch 0, iteration 11/199 | lr: 1e-05 | global_step: 11 | reduced_train_loss: 7.05 | train_step_timing in s: 1.18 | consumed_samples: 96");
         assert_eq!(s.len(), 1);
-        assert_eq!(s[0].step, 11);
+        assert_eq!(s[0].step, 10);
+        assert_eq!(s[0].loss, Some(7.23));
+        assert_eq!(s[0].step_time_ms, Some(1210.0));
+        let s = p.push("Training epoch 0, iteration 12/199 | lr: 1e-05 | global_step: 12 | reduced_train_loss: 7.05 | train_step_timing in s: 1.18 | consumed_samples: 96");
+        let steps: Vec<(u64, Option<f64>)> = s.iter().map(|s| (s.step, s.loss)).collect();
+        assert_eq!(steps, [(11, Some(7.11)), (12, Some(7.05))]);
     }
 
     #[test]
     fn lightning_bar_rates_and_repeats() {
         let mut p = TrainLogParser::new();
-        let s = p.push("Epoch 1:  10%|█         | 10/100 [00:05<00:45,  2.00it/s, v_num=0, train_loss=2.310]\rEpoch 1:  10%|█         | 10/100 [00:05<00:45,  2.00it/s, v_num=0, train_loss=2.310]");
+        // A batch drawn twice, its loss updated the second time: the last drawing counts.
+        let s = p.push("Epoch 1:  10%|█         | 10/100 [00:05<00:45,  2.00it/s, v_num=0, train_loss=2.410]\rEpoch 1:  10%|█         | 10/100 [00:05<00:45,  2.00it/s, v_num=0, train_loss=2.310]");
+        assert!(s.is_empty());
+        let s =
+            p.push("Epoch 1:  11%|█         | 11/100 [00:07<00:45,  1.50s/it, v_num=0, loss=2.2]");
         assert_eq!(s.len(), 1);
         assert_eq!(s[0].step, 110);
         assert_eq!(s[0].step_time_ms, Some(500.0));
         assert_eq!(s[0].loss, Some(2.31));
-        let s =
-            p.push("Epoch 1:  11%|█         | 11/100 [00:07<00:45,  1.50s/it, v_num=0, loss=2.2]");
-        assert_eq!(s[0].step_time_ms, Some(1500.0));
+        let last = p.finish().pop().expect("the last batch at the end");
+        assert_eq!(last.step_time_ms, Some(1500.0));
     }
 
     #[test]
     fn losses_printed_as_nan_stay_nan() {
         let mut p = TrainLogParser::new();
         let s = p.push("Epoch 0: :   3%|▎         | 9000/301500 [1:42:42<55:37:46, v_num=0-56, reduced_train_loss=nan.0, global_step=9e+3, consumed_samples=6.3e+5, train_step_timing in s=0.615, val_loss=7.040]");
-        assert_eq!(s.len(), 1);
-        assert_eq!(s[0].step, 9000, "9e+3 is 9000, not 9");
-        assert!(s[0].loss.is_some_and(f64::is_nan));
+        assert!(s.is_empty(), "held until the bar moves on");
+        let s = p.finish().pop().expect("a step");
+        assert_eq!(s.step, 9000);
+        assert!(s.loss.is_some_and(f64::is_nan));
+        // Without a bar, global_step=9e+3 is 9000, not 9.
+        let mut p = TrainLogParser::new();
+        let s = p.push("global_step=9e+3, reduced_train_loss=2.5, train_step_timing in s=0.615");
+        assert_eq!(s.first().map(|s| s.step), Some(9000));
     }
 
     proptest! {

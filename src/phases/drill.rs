@@ -674,6 +674,7 @@ mod tests {
             algbw_gb_per_s: 200.0,
             wrong: Some(0),
             ranks: 16,
+            deviation: false,
         };
         assert_eq!(
             sample_of(&m),

@@ -570,7 +570,7 @@ pub fn judge(
     if let Some(first) = problems.first() {
         findings.push((
             Level::Fail,
-            format!("{} failure line(s), first {first}", problems.len()),
+            format!("{} failure(s), first {first}", problems.len()),
         ));
     }
     if let Some(expected) = observed.expected_ranks {
@@ -692,15 +692,23 @@ pub fn judge(
                 ));
             }
             Gate::ZeroWrong => {
-                let rows: Vec<Option<u64>> = metrics
+                let rows: Vec<(Option<u64>, bool)> = metrics
                     .iter()
                     .filter_map(|m| match m {
-                        PhaseMetric::BusBw { wrong, .. } => Some(*wrong),
+                        PhaseMetric::BusBw {
+                            wrong, deviation, ..
+                        } => Some((*wrong, *deviation)),
                         _ => None,
                     })
                     .collect();
-                let wrong: u64 = rows.iter().flatten().sum();
-                let unvalidated = rows.iter().filter(|w| w.is_none()).count();
+                let wrong: u64 = rows.iter().filter_map(|r| r.0).sum();
+                let unvalidated = rows.iter().filter(|r| r.0.is_none() && !r.1).count();
+                let by_deviation = rows.iter().filter(|r| r.0.is_none() && r.1).count();
+                // The trailer's "Out of bounds values" line (failures become problems) comes
+                // right before its "Avg bus bandwidth" line.
+                let trailer = metrics
+                    .iter()
+                    .any(|m| matches!(m, PhaseMetric::AvgBusBw { .. }));
                 if rows.is_empty() {
                     findings.push((Level::Fail, "no nccl-tests rows in the output".into()));
                 } else if wrong > 0 {
@@ -709,6 +717,17 @@ pub fn judge(
                     findings.push((
                         Level::Warn,
                         format!("{unvalidated} rows not validated (#wrong N/A: run with -c 1)"),
+                    ));
+                } else if by_deviation > 0 && !trailer {
+                    findings.push((
+                        Level::Warn,
+                        format!(
+                            "{by_deviation} rows of a pre-2.13 nccl-tests print a deviation, not a count, and the log ends before its Out of bounds line judges them"
+                        ),
+                    ));
+                } else if by_deviation > 0 {
+                    summary.push(format!(
+                        "{by_deviation} rows checked by deviation (pre-2.13), judged by the Out of bounds line"
                     ));
                 } else {
                     summary.push(format!("#wrong 0 over {} rows", rows.len()));
@@ -1181,6 +1200,7 @@ mod tests {
             algbw_gb_per_s: busbw / 1.75,
             wrong: Some(0),
             ranks,
+            deviation: false,
         };
         let f = figures(&[row(2, 300.0), row(4, 600.0), row(8, 800.0)]);
         assert_eq!(f["busbw_all_reduce"][0].value, 800.0);
@@ -1322,7 +1342,7 @@ mod tests {
         }];
         let (v, why) = judge(t4, &m, &o, None);
         assert_eq!(v, Verdict::Fail);
-        assert!(why.starts_with("n2 exited 1; 1 failure line(s)"), "{why}");
+        assert!(why.starts_with("n2 exited 1; 1 failure(s)"), "{why}");
         assert!(why.contains("no nccl-tests rows"), "{why}");
     }
 

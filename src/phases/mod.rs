@@ -67,8 +67,13 @@ pub enum PhaseMetric {
         busbw_gb_per_s: f64,
         /// Out-of-place algorithm bandwidth.
         algbw_gb_per_s: f64,
-        /// Wrong elements found by validation (`None` when validation was off: `N/A`).
+        /// Wrong elements found by validation (`None` when validation was off: `N/A`, or the
+        /// log is one that prints a deviation instead of a count).
         wrong: Option<u64>,
+        /// A pre-2.13 log printed a deviation rather than `#wrong`: validation ran, and its
+        /// `Out of bounds values` line judged it.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        deviation: bool,
         /// Ranks taking part.
         ranks: u32,
     },

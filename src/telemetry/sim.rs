@@ -1115,6 +1115,7 @@ impl SimCluster {
                     algbw_gb_per_s: algbw,
                     wrong: Some(0),
                     ranks,
+                    deviation: false,
                 },
             ));
             if let Some(r) = self.running.as_mut() {

@@ -236,9 +236,16 @@ impl SmiDecoder {
                 Col::Index => index = n().map(|v| v as u32),
                 Col::Uuid => info.uuid = cell(raw).unwrap_or_default().to_string(),
                 Col::Name => info.name = cell(raw).unwrap_or("unknown").to_string(),
-                Col::PowerAvg => s.power_avg_watts = n().map(|v| v as f32),
-                Col::PowerInstant => s.power_instant_watts = n().map(|v| v as f32),
-                Col::PowerLimit => s.power_limit_watts = n().map(|v| v as f32),
+                // A query may hold several aliases of one reading (power.draw and
+                // power.draw.average): the first with a value counts, an `[N/A]` alias after
+                // it does not blank it.
+                Col::PowerAvg => s.power_avg_watts = s.power_avg_watts.or(n().map(|v| v as f32)),
+                Col::PowerInstant => {
+                    s.power_instant_watts = s.power_instant_watts.or(n().map(|v| v as f32))
+                }
+                Col::PowerLimit => {
+                    s.power_limit_watts = s.power_limit_watts.or(n().map(|v| v as f32))
+                }
                 Col::Temperature => s.temperature_c = n().map(|v| v as f32),
                 Col::Utilization => s.utilization_pct = n().map(|v| v as f32),
                 Col::SmClock => s.sm_clock_mhz = n().map(|v| v as u32),

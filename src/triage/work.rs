@@ -371,6 +371,7 @@ mod tests {
             algbw_gb_per_s: gb / 1.75,
             wrong,
             ranks,
+            deviation: false,
         }
     }
 

@@ -128,14 +128,17 @@ pub fn snapshot(exp: &Exposition) -> ServerSnapshot {
             "minio_api_requests_5xx_errors_total",
         ),
         get_ttfb_buckets: ttfb,
+        // Before 2023 the v2 names said "disk" (minio_cluster_disk_online_total).
         drives_online: pick(
             "minio_cluster_drive_online_total",
             "minio_cluster_health_drives_online_count",
-        ),
+        )
+        .or_else(|| sum(exp.metric("minio_cluster_disk_online_total"))),
         drives_offline: pick(
             "minio_cluster_drive_offline_total",
             "minio_cluster_health_drives_offline_count",
-        ),
+        )
+        .or_else(|| sum(exp.metric("minio_cluster_disk_offline_total"))),
         samples: exp.samples.len(),
     }
 }

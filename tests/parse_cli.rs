@@ -1,0 +1,88 @@
+//! `burnin parse` through the built binary: text and JSON, the kind given or detected, and the
+//! exit code a script can act on (0 read and not failed, 1 a phase FAILED the file, 2 a file
+//! could not be read or its kind not told).
+
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_burnin");
+
+fn corpus(rel: &str) -> String {
+    format!("{}/tests/corpus/{rel}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn parse(args: &[&str]) -> (Option<i32>, String, String) {
+    let dir = std::env::temp_dir().join(format!("burnin-parse-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let out = Command::new(BIN)
+        .arg("parse")
+        .args(args)
+        .env("BURNIN_LOG", dir.join("burnin.log"))
+        .output()
+        .expect("burnin parse");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_healthy_single_node_run_warns_on_t4_and_fails_t7_for_want_of_net_ib() {
+    let f = corpus("nccl-tests/allreduce-2x8h200-runai-mpi-k8s-1g-16g.txt");
+    let (code, out, err) = parse(&["--json", &f]);
+    assert_eq!(code, Some(1), "T7 fails it (no NET/IB): {out}{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(doc["schema"], 1);
+    let file = &doc["files"][0];
+    assert_eq!(file["kind"], "nccl-tests");
+    assert_eq!(file["detected"], true);
+    let t4 = file["verdicts"]
+        .as_array()
+        .and_then(|v| v.iter().find(|v| v["phase"] == "T4"))
+        .expect("T4 judged");
+    assert_eq!(t4["verdict"], "WARN");
+    let fig = file["figures"]
+        .as_array()
+        .and_then(|v| v.iter().find(|f| f["name"] == "busbw_all_reduce"))
+        .expect("figure");
+    assert_eq!(fig["value"], 478.15);
+    assert_eq!(fig["unit"], "GB/s");
+}
+
+#[test]
+fn a_kind_named_first_and_a_baseline_from_the_file_itself() {
+    let f = corpus("nvbandwidth/v0.10-h100-8gpu-d2d-read-ce-cov.txt");
+    // A baseline saved from this very output: every pair is 100 % of itself.
+    let dir = std::env::temp_dir().join(format!("burnin-parse-base-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let (_, out, _) = parse(&["--json", "nvbandwidth", &f]);
+    let doc: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let mut figures = serde_json::Map::new();
+    let mut samples = Vec::new();
+    for fig in doc["files"][0]["figures"].as_array().expect("figures") {
+        if fig["name"] == "pair_gb_per_s" {
+            samples.push(
+                serde_json::json!({"subject": fig["subject"], "group": "", "value": fig["value"]}),
+            );
+        }
+    }
+    figures.insert("pair_gb_per_s".into(), serde_json::Value::Array(samples));
+    let base = serde_json::json!({"schema": 1, "source": "this file", "phases": {"T3": figures}});
+    let base_path = dir.join("baseline.json");
+    std::fs::write(&base_path, base.to_string()).expect("baseline");
+    let (code, out, err) = parse(&["nvbandwidth", &f, "--baseline", base_path.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("T3 PASS"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn unreadable_and_unknown_files_exit_2_with_the_reason() {
+    let (code, _, err) = parse(&["/nonexistent/file.log"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("/nonexistent/file.log"), "{err}");
+    let f = corpus("preflight/ibstat-a100-hdr200-all-active.txt");
+    let (code, _, err) = parse(&[&f]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("not an output burnin reads"), "{err}");
+}
