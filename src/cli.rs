@@ -353,6 +353,11 @@ pub enum Command {
         /// For nvidia-smi CSV without a header: the --query-gpu fields, comma-separated.
         #[arg(long, value_delimiter = ',', value_name = "FIELD,…")]
         fields: Vec<String>,
+        /// Save the figures of every phase that did not fail these files as a baseline (the
+        /// format of `burnin baseline save`): a known-good output of the reference node
+        /// becomes what the `baseline` gates compare with.
+        #[arg(long, value_name = "FILE")]
+        save_baseline: Option<PathBuf>,
     },
     /// Write a commented starter burnin.toml and plan.toml.
     Init {

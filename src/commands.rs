@@ -34,6 +34,7 @@ fn parse_files(
     baseline: Option<PathBuf>,
     gpus: u32,
     fields: Vec<String>,
+    save_baseline: Option<PathBuf>,
 ) -> Result<i32> {
     use crate::parse_cmd::{Kind, Options};
     let mut args = args.into_iter();
@@ -83,7 +84,13 @@ fn parse_files(
         gpus,
         smi_fields: (!fields.is_empty()).then_some(fields),
     };
-    Ok(crate::parse_cmd::run(&files, kind, &opts, json))
+    Ok(crate::parse_cmd::run(
+        &files,
+        kind,
+        &opts,
+        json,
+        save_baseline.as_deref(),
+    ))
 }
 
 pub async fn dispatch(cli: Cli) -> Result<i32> {
@@ -185,7 +192,8 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
             baseline,
             gpus,
             fields,
-        }) => parse_files(args, json, plan, baseline, gpus, fields),
+            save_baseline,
+        }) => parse_files(args, json, plan, baseline, gpus, fields, save_baseline),
         Some(Command::Bench {
             what:
                 crate::cli::BenchKind::Record {
@@ -816,6 +824,10 @@ pub struct StatusGpu {
     pub uuid: Option<String>,
     /// True when the GPU gives no readings.
     pub lost: bool,
+    /// Why the GPM activity readings (SM, tensor, DRAM) are n/a and left out of the sample,
+    /// when they could not be true (see `cluster::implausible_gpm`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpm_na: Option<String>,
     /// The newest sample.
     #[serde(flatten)]
     pub sample: GpuSample,
@@ -900,6 +912,7 @@ pub fn status_doc(store: &ClusterStore, findings: Vec<Finding>, source: String) 
                         name: g.info.as_ref().map(|i| i.name.clone()),
                         uuid: g.info.as_ref().map(|i| i.uuid.clone()),
                         lost: g.is_lost(),
+                        gpm_na: g.gpm_implausible.clone(),
                         sample: g.latest.clone().unwrap_or(GpuSample {
                             index: g.index,
                             ..GpuSample::default()

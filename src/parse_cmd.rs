@@ -470,10 +470,7 @@ fn read_tool(r: &mut Reading, text: &str, kind: ParserKind, opts: &Options) {
         .iter()
         .filter(|p| p.parser == kind)
         .flat_map(|p| p.gates.iter())
-        .filter_map(|g| match g {
-            Gate::OutputContains { text } => Some(text.clone()),
-            _ => None,
-        })
+        .flat_map(Gate::output_texts)
         .collect();
     let mut seen: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for line in text.lines() {
@@ -501,13 +498,56 @@ fn read_tool(r: &mut Reading, text: &str, kind: ParserKind, opts: &Options) {
     fill_from_metrics(r);
     let observed = Observed {
         nodes: vec![node.clone()],
+        node_gpus: BTreeMap::from([(node.clone(), opts.gpus)]),
         seen,
         unparsed: (r.unread_lines, r.unread.first().cloned()),
         offline: true,
         ..Observed::default()
     };
+    // The S3 probe says which mode it ran; a phase that runs it in another mode would never
+    // see this output (S2's GET sweep is not S3's checkpoint).
+    let output_mode = (kind == ParserKind::S3Probe)
+        .then(|| probe_mode_of_output(text))
+        .flatten();
+    // Phases reading one parser can read different outputs of it (T2 gemm.py, T5 training):
+    // where some phase finds the figures its gates read, a phase that finds none of its own
+    // is not the one this output came from. Where none does, every phase judges (an output
+    // that measured nothing fails them all).
+    let figures = gates::figures(&r.metrics);
+    let finds_its_figures = |spec: &crate::phases::plan::PhaseSpec| {
+        spec.gates
+            .iter()
+            .filter_map(Gate::figure)
+            .any(|f| figures.contains_key(f))
+    };
+    let any_finds = opts
+        .plan
+        .phases
+        .iter()
+        .filter(|p| p.parser == kind && p.together.is_empty() && p.drill.is_none())
+        .any(|p| finds_its_figures(p));
     for spec in &opts.plan.phases {
         if spec.parser != kind || !spec.together.is_empty() {
+            continue;
+        }
+        if let Some(mode) = &output_mode {
+            let runs = probe_mode_of_command(&spec.command);
+            if runs != mode {
+                r.not_judged.push(format!(
+                    "{} ({}): runs the probe in {runs} mode, this output is {mode} mode",
+                    spec.id, spec.title
+                ));
+                continue;
+            }
+        }
+        if any_finds && spec.drill.is_none() && !finds_its_figures(spec) {
+            let wanted: BTreeSet<&str> = spec.gates.iter().filter_map(Gate::figure).collect();
+            r.not_judged.push(format!(
+                "{} ({}): reads {}, none of which this output has (it is another phase's)",
+                spec.id,
+                spec.title,
+                wanted.into_iter().collect::<Vec<_>>().join(", ")
+            ));
             continue;
         }
         if spec.drill.is_some() {
@@ -529,6 +569,30 @@ fn read_tool(r: &mut Reading, text: &str, kind: ParserKind, opts: &Options) {
         "judged offline: a file has no exit status (taken as 0) and no telemetry (Xid not judged)"
             .into(),
     );
+}
+
+/// The mode an S3 probe output ran in, from its report line (`None`: no report in it).
+fn probe_mode_of_output(text: &str) -> Option<String> {
+    text.lines()
+        .filter(|l| l.starts_with("{\"burnin\":\"s3_report\""))
+        .find_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).ok()?;
+            v["report"]["mode"].as_str().map(str::to_string)
+        })
+}
+
+/// The mode a phase's command runs the S3 probe in: its `--mode` (`get` when not given).
+fn probe_mode_of_command(command: &str) -> &str {
+    let mut words = command.split_whitespace();
+    while let Some(w) = words.next() {
+        if w == "--mode" {
+            return words.next().unwrap_or("get");
+        }
+        if let Some(m) = w.strip_prefix("--mode=") {
+            return m;
+        }
+    }
+    "get"
 }
 
 /// Figures, checks and problems from the metrics.
@@ -880,17 +944,17 @@ pub fn render(r: &Reading) -> String {
         let _ = writeln!(
             o,
             "  {} {} ({}): {}",
-            v.phase,
+            clean(&v.phase),
             v.verdict.label(),
-            v.title,
+            clean(&v.title),
             clean(&v.reason)
         );
     }
     for n in &r.not_judged {
-        let _ = writeln!(o, "  not judged: {n}");
+        let _ = writeln!(o, "  not judged: {}", clean(n));
     }
     for n in &r.notes {
-        let _ = writeln!(o, "  note: {n}");
+        let _ = writeln!(o, "  note: {}", clean(n));
     }
     o
 }
@@ -951,7 +1015,13 @@ pub struct Document {
 /// `burnin parse`: read every file, print, and say how it went (0: every file read and no
 /// phase failed it; 1: a phase FAILED a file; 2: a file could not be read or its kind not
 /// told).
-pub fn run(files: &[std::path::PathBuf], kind: Option<Kind>, opts: &Options, json: bool) -> i32 {
+pub fn run(
+    files: &[std::path::PathBuf],
+    kind: Option<Kind>,
+    opts: &Options,
+    json: bool,
+    save_baseline: Option<&std::path::Path>,
+) -> i32 {
     let mut doc = Document {
         schema: 1,
         plan: opts.plan.file.clone(),
@@ -977,6 +1047,12 @@ pub fn run(files: &[std::path::PathBuf], kind: Option<Kind>, opts: &Options, jso
             eprintln!("burnin parse: {}", crate::model::strip_controls(e));
         }
     }
+    if let Some(to) = save_baseline
+        && let Err(e) = write_baseline(&doc.files, to)
+    {
+        eprintln!("burnin parse: {}", crate::model::strip_controls(&e));
+        return 2;
+    }
     if !doc.errors.is_empty() {
         2
     } else if doc
@@ -988,6 +1064,61 @@ pub fn run(files: &[std::path::PathBuf], kind: Option<Kind>, opts: &Options, jso
     } else {
         0
     }
+}
+
+/// The baseline these readings make: for every phase that judged a file and did not fail it,
+/// the figures it judged (several files of one kind add their subjects). `None`: no phase
+/// passed any file, so there is nothing good to compare with.
+pub fn baseline_of(files: &[Reading]) -> Option<Baseline> {
+    let mut b = Baseline {
+        schema: 1,
+        source: format!(
+            "burnin parse: {}",
+            files
+                .iter()
+                .map(|r| r.path.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        phases: BTreeMap::new(),
+    };
+    for r in files {
+        let figures = gates::figures(&r.metrics);
+        if figures.is_empty() {
+            continue;
+        }
+        for v in &r.verdicts {
+            if !matches!(v.verdict, Verdict::Pass | Verdict::Warn) {
+                continue;
+            }
+            let phase = b.phases.entry(v.phase.clone()).or_default();
+            for (name, samples) in &figures {
+                phase
+                    .entry(name.clone())
+                    .or_default()
+                    .extend(samples.iter().cloned());
+            }
+        }
+    }
+    (!b.phases.is_empty()).then_some(b)
+}
+
+fn write_baseline(files: &[Reading], to: &std::path::Path) -> Result<(), String> {
+    let b = baseline_of(files).ok_or_else(|| {
+        format!(
+            "--save-baseline {}: no phase passed these files with figures; nothing saved",
+            to.display()
+        )
+    })?;
+    let text = serde_json::to_string_pretty(&b).map_err(|e| e.to_string())?;
+    std::fs::write(to, text + "\n").map_err(|e| format!("{}: {e}", to.display()))?;
+    eprintln!(
+        "baseline {}: {} from {} file(s)",
+        to.display(),
+        b.phases.keys().cloned().collect::<Vec<_>>().join(", "),
+        files.len()
+    );
+    Ok(())
 }
 
 #[cfg(test)]
@@ -1022,6 +1153,87 @@ mod tests {
             !shown.contains('\u{1b}') && !shown.contains('\u{7}'),
             "{shown:?}"
         );
+    }
+
+    #[test]
+    fn an_s3_probe_output_is_judged_only_by_the_phase_that_runs_its_mode() {
+        assert_eq!(
+            probe_mode_of_command("{burnin} probe s3 --endpoint e --bucket b"),
+            "get"
+        );
+        assert_eq!(
+            probe_mode_of_command("{burnin} probe s3 --mode checkpoint --json-lines"),
+            "checkpoint"
+        );
+        assert_eq!(probe_mode_of_command("probe s3 --mode=loader"), "loader");
+        let get = crate::fixtures::tool_output("s3-probe/seaweed-get-healthy.jsonl");
+        let r = read_text(
+            "node01.jsonl",
+            &get,
+            Some(Kind::Tool(ParserKind::S3Probe)),
+            &opts(),
+        )
+        .expect("reads");
+        let phases: Vec<&str> = r.verdicts.iter().map(|v| v.phase.as_str()).collect();
+        assert_eq!(phases, ["S2"], "{:?}", r.not_judged);
+        assert!(
+            r.not_judged
+                .iter()
+                .any(|n| n.contains("S3") && n.contains("checkpoint mode, this output is get mode")),
+            "{:?}",
+            r.not_judged
+        );
+        // A hostile mode reaches the screen stripped.
+        let evil = get.replace("\"mode\":\"get\"", "\"mode\":\"\\u001b[2Jx\"");
+        let r = read_text(
+            "node01.jsonl",
+            &evil,
+            Some(Kind::Tool(ParserKind::S3Probe)),
+            &opts(),
+        )
+        .expect("reads");
+        assert!(!render(&r).contains('\u{1b}'));
+    }
+
+    #[test]
+    fn a_training_log_is_not_failed_by_the_gemm_phase_nor_a_gemm_log_by_training() {
+        let train = crate::fixtures::tool_output("h200-verdicts/healthy2/logs/T5/h200.log");
+        let r = read_text(
+            "h200.log",
+            &train,
+            Some(Kind::Tool(ParserKind::Workload)),
+            &opts(),
+        )
+        .expect("reads");
+        let phases: Vec<&str> = r.verdicts.iter().map(|v| v.phase.as_str()).collect();
+        assert_eq!(phases, ["T5", "T8"], "{:?}", r.not_judged);
+        assert!(
+            r.not_judged
+                .iter()
+                .any(|n| n.starts_with("T2 ") && n.contains("reads tflops_bf16, tflops_fp8")),
+            "{:?}",
+            r.not_judged
+        );
+        let gemm = crate::fixtures::tool_output("h200-verdicts/broken/logs/T2/h200.log");
+        let r = read_text(
+            "h200.log",
+            &gemm,
+            Some(Kind::Tool(ParserKind::Workload)),
+            &opts(),
+        )
+        .expect("reads");
+        let phases: Vec<&str> = r.verdicts.iter().map(|v| v.phase.as_str()).collect();
+        assert_eq!(phases, ["T2"], "{:?}", r.not_judged);
+        // An output that measured nothing is judged by every phase that reads its kind.
+        let r = read_text(
+            "h200.log",
+            "Traceback (most recent call last):\nRuntimeError: CUDA error: out of memory\n",
+            Some(Kind::Tool(ParserKind::Workload)),
+            &opts(),
+        )
+        .expect("reads");
+        assert!(r.verdicts.len() >= 3, "{:?}", r.verdicts);
+        assert!(r.verdicts.iter().all(|v| v.verdict == Verdict::Fail));
     }
 
     #[test]

@@ -192,25 +192,16 @@ fn a_real_spinning_kernel_is_busy_but_idle() {
     assert_eq!(doc["findings"][0]["severity"], "crit");
 }
 
-/// The GEMM capture as a GPU reads it once another process switched GPM streaming on and off
-/// (seen on the H200: SM and tensor activity 0.0 % at 688 W, every later sampler): the GPM
-/// readings are n/a with why, and no busy-idle CRIT lands on a healthy GPU. The spinning kernel
-/// above, at 124 W, still is one.
-#[test]
-fn gpm_reading_zero_under_a_full_gemm_is_na_not_busy_idle() {
+/// Feed an agent capture through the store and triage, as the console does: the store and
+/// every finding above info.
+fn through_triage(file: &str) -> (ClusterStore, Vec<burnin::triage::Finding>) {
     let mut store = ClusterStore::new();
     let mut triage = Triage::new();
     let mut worst = Vec::new();
-    for m in decode("agent-load.ndjson") {
+    for m in decode(file) {
         match m {
             WireMessage::Hello(h) => store.ingest(SourceEvent::Hello(h)),
-            WireMessage::Frame(mut f) => {
-                for g in &mut f.gpus {
-                    if g.sm_active_pct.is_some() {
-                        g.sm_active_pct = Some(0.0);
-                        g.tensor_active_pct = Some(0.0);
-                    }
-                }
+            WireMessage::Frame(f) => {
                 let at_ms = f.at_ms;
                 store.ingest(SourceEvent::Frame(f));
                 store.ingest(SourceEvent::Clock { at_ms });
@@ -224,6 +215,26 @@ fn gpm_reading_zero_under_a_full_gemm_is_na_not_busy_idle() {
             WireMessage::Error(e) => panic!("{e}"),
         }
     }
+    (store, worst)
+}
+
+/// A bf16 GEMM on the H200 read by the agent after another process switched GPM streaming on
+/// and off through NVML (`scripts/device-verdicts.sh`, 2026-12-04): SM and tensor activity
+/// 0.0 % at ~690 W, 100 % utilization, every frame. The same GEMM a few seconds before the
+/// switch read 88.4 % / 81.1 %. The GPM readings are n/a with why, and no busy-idle CRIT lands
+/// on a healthy GPU. The spinning kernel above, at 124 W, still is one.
+#[test]
+fn gpm_reading_zero_under_a_full_gemm_is_na_not_busy_idle() {
+    let (store, worst) = through_triage("agent-load-before-toggle.ndjson");
+    assert_eq!(worst, vec![], "the GEMM before the switch");
+    let gpu = &store.nodes[0].gpus[0];
+    assert_eq!(gpu.gpm_implausible, None);
+    assert!(
+        gpu.sm_active_pct.latest().is_some_and(|v| v > 80.0),
+        "GPM read before the switch"
+    );
+
+    let (store, worst) = through_triage("agent-load-gpm-zero.ndjson");
     assert_eq!(worst, vec![], "a healthy GEMM with GPM reading zero");
     let gpu = &store.nodes[0].gpus[0];
     let why = gpu.gpm_implausible.as_deref().expect("GPM marked n/a");
@@ -232,10 +243,44 @@ fn gpm_reading_zero_under_a_full_gemm_is_na_not_busy_idle() {
         "{why}"
     );
     assert!(
-        why.contains("of 700 W and 99 % utilization: not possible"),
+        why.contains("of 700 W and 100 % utilization: not possible"),
         "{why}"
     );
     assert_eq!(gpu.sm_active_pct.latest(), None);
+    // The status document (status/triage --json) says why the readings are left out.
+    let doc = serde_json::to_value(burnin::commands::status_doc(
+        &store,
+        Vec::new(),
+        "h200".into(),
+    ))
+    .expect("json");
+    let g = &doc["nodes"][0]["gpus"][0];
+    assert!(g["sm_active_pct"].is_null(), "{g}");
+    assert!(
+        g["gpm_na"]
+            .as_str()
+            .is_some_and(|w| w.contains("not possible")),
+        "{g}"
+    );
+}
+
+/// `burnin triage --json` as it ran on the device during that capture: exit 0, no busy-idle,
+/// no GPM reading in the document (that binary predates its `gpm_na`, checked above).
+#[test]
+fn triage_on_the_device_raised_nothing_on_the_zero_gpm_gemm() {
+    let doc: serde_json::Value =
+        serde_json::from_str(&fixture("triage-gpm-zero.json")).expect("json");
+    let rules: Vec<&str> = doc["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter_map(|f| f["rule"].as_str())
+        .collect();
+    assert_eq!(rules, ["power-capped"], "{doc}");
+    assert!(
+        doc["nodes"][0]["gpus"][0]["sm_active_pct"].is_null(),
+        "{doc}"
+    );
 }
 
 #[test]

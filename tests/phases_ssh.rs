@@ -1096,6 +1096,50 @@ within = "20s"
     assert!(reason.contains("first sample again after"), "{reason}");
 }
 
+/// The same drill on a site whose job is not restarted (no loop, no supervisor): the step's
+/// kill ends the load for good. The drill fails on that and says so, not "the load ended by
+/// itself" (on the H200, tests/fixtures/h200-verdicts/d2-noloop, it was burnin's own kill).
+#[test]
+fn a_drill_whose_killed_job_never_comes_back_fails_naming_the_missing_restart() {
+    let plan = r#"
+[[phase]]
+id = "D2"
+title = "Drill: kill training"
+scope = "each-node"
+parser = "workload"
+timeout = "2m"
+gates = [{ kind = "loss-finite" }]
+command = "train"
+[phase.drill]
+watch = ["tokens_per_sec"]
+steady = "2s"
+settle = "1s"
+[[phase.drill.steps]]
+ask = "burnin kills the job"
+run = "touch {dir}/killed"
+within = "20s"
+"#;
+    let Some(site) = Site::new(1, 1, plan) else {
+        return;
+    };
+    site.cluster.install_tool(
+        "train",
+        "#!/bin/sh\ni=0\nwhile :; do\n  if [ -e killed ]; then exit 137; fi\n  printf '{\"burnin\":\"step\",\"step\":%d,\"step_time_ms\":100.0,\"data_wait_ms\":0.5,\"tokens_per_sec\":8192.0,\"loss\":2.5,\"world\":1}\\n' $i\n  i=$((i+1))\n  sleep 0.1\ndone\n",
+    );
+    let (code, doc, stderr) = finish(site.spawn(&["run", "--json", "--no-telemetry"]));
+    let d = phase(&doc, "D2");
+    assert_eq!(d["verdict"], "FAIL", "{stderr}\n{d}");
+    assert_eq!(code, Some(1));
+    let reason = d["reason"].as_str().expect("reason");
+    assert!(
+        reason.contains(
+            "the load ended during step 1/1 (burnin kills the job) and nothing started it again"
+        ),
+        "{reason}"
+    );
+    assert!(!reason.contains("ended by itself"), "{reason}");
+}
+
 /// T0 as shipped, over real SSH, against two stand-in nodes whose tools answer as an installed
 /// node would (node01: R580 open module, 8 GPUs, services active) and as a node installed
 /// wrong (node02: R550 proprietary, 7 of 8 GPUs, an Xid since boot). The stand-ins tell the

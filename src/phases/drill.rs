@@ -312,6 +312,14 @@ impl DrillTracker {
         }
     }
 
+    /// The step (0-based) being timed, if one is.
+    pub fn step_timed(&self) -> Option<usize> {
+        match self.stage {
+            Stage::Watching { step, .. } => Some(step),
+            _ => None,
+        }
+    }
+
     /// Whether a step is being timed (the operator confirmed, the series not yet resolved).
     pub fn watching(&self) -> bool {
         matches!(self.stage, Stage::Watching { .. })

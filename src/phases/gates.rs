@@ -431,6 +431,8 @@ pub struct Observed {
     /// A phase run as one job over the inventory (`mpirun` scope): the GPUs of every node,
     /// which its ranks should number.
     pub expected_ranks: Option<u32>,
+    /// GPUs each node of the phase should have, from the inventory (absent: not known).
+    pub node_gpus: BTreeMap<String, u32>,
     /// Judged offline from a file (`burnin parse`): no exit status and no telemetry exist,
     /// so the gates that need them say they were not judged instead of warning.
     pub offline: bool,
@@ -733,13 +735,28 @@ pub fn judge(
                     summary.push(format!("#wrong 0 over {} rows", rows.len()));
                 }
             }
-            Gate::OutputContains { text } => {
-                let seen = observed.seen.get(text);
-                let missing: Vec<&String> = observed
+            Gate::OutputContains { text, evidence } => {
+                let showed =
+                    |t: &String, n: &String| observed.seen.get(t).is_some_and(|s| s.contains(n));
+                let (missing, silent): (Vec<&String>, Vec<&String>) = observed
                     .nodes
                     .iter()
-                    .filter(|n| !seen.is_some_and(|s| s.contains(*n)))
-                    .collect();
+                    .filter(|n| !showed(text, n))
+                    .partition(|n| evidence.as_ref().is_none_or(|e| showed(e, n)));
+                if !silent.is_empty() {
+                    findings.push((
+                        Level::Warn,
+                        format!(
+                            "{text:?} not judged on {}: no {:?} line in the output",
+                            silent
+                                .iter()
+                                .map(|s| s.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", "),
+                            evidence.as_deref().unwrap_or_default()
+                        ),
+                    ));
+                }
                 if !missing.is_empty() {
                     findings.push((
                         Level::Fail,
@@ -755,6 +772,15 @@ pub fn judge(
                 }
             }
             Gate::Scaling { pct } => match figs.get("scaling_pct") {
+                // A node of one GPU has nothing to scale to: its full job is the 1-GPU job.
+                None if !observed.nodes.is_empty()
+                    && observed
+                        .nodes
+                        .iter()
+                        .all(|n| observed.node_gpus.get(n) == Some(&1)) =>
+                {
+                    summary.push("scaling n/a: 1 GPU per node".into())
+                }
                 None => findings.push((
                     Level::Warn,
                     "scaling not judged: no run on 1 GPU beside a larger one".into(),
@@ -1232,6 +1258,40 @@ mod tests {
     }
 
     #[test]
+    fn output_contains_with_evidence_warns_where_the_tool_was_silent() {
+        let t7 = default_plan().find("T7").unwrap();
+        let row = |node: &str| PhaseMetric::BusBw {
+            node: Some(node.into()),
+            collective: "all_reduce".into(),
+            size_bytes: 1 << 30,
+            ranks: 16,
+            busbw_gb_per_s: 400.0,
+            algbw_gb_per_s: 213.0,
+            wrong: Some(0),
+            deviation: false,
+        };
+        let m = vec![row("n1"), row("n2"), row("n3")];
+        let mut o = observed(&["n1", "n2", "n3"]);
+        // n1 printed INFO lines and NET/IB; n2 INFO lines but another network; n3 no INFO at all.
+        for (text, nodes) in [("NET/IB", &["n1"][..]), ("NCCL INFO", &["n1", "n2"][..])] {
+            o.seen
+                .insert(text.into(), nodes.iter().map(|n| n.to_string()).collect());
+        }
+        let (v, why) = judge(t7, &m, &o, None);
+        assert_eq!(v, Verdict::Fail, "{why}");
+        assert!(why.contains("\"NET/IB\" not in the output of n2"), "{why}");
+        assert!(
+            why.contains("\"NET/IB\" not judged on n3: no \"NCCL INFO\" line in the output"),
+            "{why}"
+        );
+        // Only silent nodes: WARN, never a FAIL for want of a line the tool never prints.
+        o.seen.insert("NCCL INFO".into(), ["n1".to_string()].into());
+        o.nodes = vec!["n1".into(), "n3".into()];
+        let (v, why) = judge(t7, &m, &o, None);
+        assert_eq!(v, Verdict::Warn, "{why}");
+    }
+
+    #[test]
     fn scaling_compares_the_full_job_with_one_gpu() {
         let t5 = default_plan().find("T5").unwrap();
         let step = |node: &str, world: u32, i: u64, tokens: f64| PhaseMetric::Step {
@@ -1268,6 +1328,17 @@ mod tests {
         // One GPU only: not judged, and said.
         let one: Vec<PhaseMetric> = (0..20).map(|i| step("n1", 1, i, 1000.0)).collect();
         let (_, why) = judge(t5, &one, &observed(&["n1"]), None);
+        assert!(why.contains("scaling not judged"), "{why}");
+        // ... unless the node has one GPU: nothing to scale to, the gate holds and says so.
+        let mut single = observed(&["n1"]);
+        single.node_gpus.insert("n1".into(), 1);
+        let (v, why) = judge(t5, &one, &single, None);
+        assert!(why.contains("scaling n/a: 1 GPU per node"), "{why}");
+        assert!(!why.contains("scaling not judged"), "{why}");
+        assert_ne!(v, Verdict::Fail, "{why}");
+        // A node of 8 GPUs whose jobs all ran on 1 is still not judged.
+        single.node_gpus.insert("n1".into(), 8);
+        let (_, why) = judge(t5, &one, &single, None);
         assert!(why.contains("scaling not judged"), "{why}");
     }
 

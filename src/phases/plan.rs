@@ -87,6 +87,11 @@ pub enum Gate {
     OutputContains {
         /// Text to find.
         text: String,
+        /// Where the output has no line with this text at all, the tool did not print what
+        /// `text` would be found in (e.g. `NCCL INFO`: NCCL ran below INFO level), so a node
+        /// without `text` is not judged (WARN) rather than failed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        evidence: Option<String>,
     },
     /// Loss finite throughout and lower at the end than at the start.
     LossFalling,
@@ -223,6 +228,29 @@ fn names_figure(pattern: &str, figure: &str) -> bool {
 }
 
 impl Gate {
+    /// The texts an `output-contains` gate looks for in the output (its text and its
+    /// evidence), for the readers that note which nodes showed them.
+    pub fn output_texts(&self) -> Vec<String> {
+        match self {
+            Gate::OutputContains { text, evidence } => std::iter::once(text.clone())
+                .chain(evidence.clone())
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The figure the gate reads, if it reads one.
+    pub fn figure(&self) -> Option<&str> {
+        match self {
+            Gate::Min { figure, .. }
+            | Gate::Max { figure, .. }
+            | Gate::Baseline { figure, .. }
+            | Gate::Peers { figure, .. }
+            | Gate::Together { figure, .. } => Some(figure),
+            _ => None,
+        }
+    }
+
     /// The gate in words, for the phases pane and reports.
     pub fn describe(&self) -> String {
         match self {
@@ -232,7 +260,7 @@ impl Gate {
             Gate::Max { figure, value } => format!("{figure} <= {value}"),
             Gate::Baseline { figure, pct } => format!("{figure} >= {pct} % of baseline"),
             Gate::Peers { figure, pct } => format!("{figure} >= {pct} % of peer median"),
-            Gate::OutputContains { text } => format!("output shows {text:?}"),
+            Gate::OutputContains { text, .. } => format!("output shows {text:?}"),
             Gate::LossFalling => "loss finite and falling".into(),
             Gate::LossFinite => "loss finite".into(),
             Gate::NoXid => "no Xid during the phase".into(),
@@ -240,17 +268,6 @@ impl Gate {
             Gate::Together { figure, worse_pct } => {
                 format!("{figure} at most {worse_pct} % worse together than alone")
             }
-        }
-    }
-
-    fn figure(&self) -> Option<&str> {
-        match self {
-            Gate::Min { figure, .. }
-            | Gate::Max { figure, .. }
-            | Gate::Baseline { figure, .. }
-            | Gate::Peers { figure, .. }
-            | Gate::Together { figure, .. } => Some(figure),
-            _ => None,
         }
     }
 

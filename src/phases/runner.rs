@@ -250,10 +250,7 @@ impl NodeJob {
             .phase
             .gates
             .iter()
-            .filter_map(|g| match g {
-                Gate::OutputContains { text } => Some(text.clone()),
-                _ => None,
-            })
+            .flat_map(Gate::output_texts)
             .collect();
         let mut parser = OutputParser::new(
             self.parser,
@@ -828,6 +825,14 @@ async fn drive_phase(
 }
 
 /// The telemetry findings of a phase's window, in words.
+/// GPUs each node of the inventory should have, by name: for the gates that depend on it.
+fn node_gpus(ctx: &RunContext) -> BTreeMap<String, u32> {
+    ctx.nodes
+        .iter()
+        .map(|n| (n.spec.name.clone(), n.spec.gpus))
+        .collect()
+}
+
 fn found_in(observed: &Observed) -> Vec<String> {
     observed
         .telemetry
@@ -997,6 +1002,7 @@ async fn execute(
         // One job across the inventory: every GPU of every node should be one of its ranks.
         expected_ranks: (spec.scope == Scope::Mpirun)
             .then(|| ctx.nodes.iter().map(|n| n.spec.gpus).sum()),
+        node_gpus: node_gpus(ctx),
         ..Observed::default()
     };
     let mut failures = server_failures;
@@ -1172,6 +1178,7 @@ async fn drive_together(
     let mut observed = Observed {
         nodes: watched.clone(),
         telemetry: window.clone(),
+        node_gpus: node_gpus(ctx),
         ..Observed::default()
     };
     // Figures compared: those the gates read and those the plan asks to see; every figure
@@ -1428,10 +1435,24 @@ async fn drive_drill(
         return (verdict, reason, metrics, Vec::new());
     }
     if !done {
-        problems.push(format!(
-            "the load ended by itself before the drill did ({} of {steps} step(s) done)",
-            outcomes.iter().map(|o| o.step).max().unwrap_or(0)
-        ));
+        problems.push(match tracker.step_timed() {
+            // The step's action ended the load and nothing started it again: the drill's
+            // whole point (a killed job comes back) failed, whatever the exit status says.
+            Some(step) => format!(
+                "the load ended during step {}/{steps} ({}) and nothing started it again: it did \
+                 not recover (the plan's command must bring it back: a restart loop or the \
+                 site's supervisor)",
+                step + 1,
+                spec.drill
+                    .as_ref()
+                    .and_then(|d| d.steps.get(step))
+                    .map_or("", |s| s.ask.as_str())
+            ),
+            None => format!(
+                "the load ended by itself before the drill did ({} of {steps} step(s) done)",
+                outcomes.iter().map(|o| o.step).max().unwrap_or(0)
+            ),
+        });
     }
     for o in outcomes.iter().filter(|o| o.failed()) {
         problems.push(format!("step {} ({}): {}", o.step, o.ask, o.describe()));
