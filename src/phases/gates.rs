@@ -614,6 +614,37 @@ pub fn judge(
         findings.push((level, format!("{member} {}: {why}", verdict.label())));
     }
     let figs = figures(metrics);
+    // A figure a gate reads is missing. In a run the phase's own command made the output, so
+    // that is a failure; a file judged offline may be another command's (an all_gather log
+    // before T4's all_reduce gates): where it measured other figures, it is not judged.
+    let checked_ok = metrics.iter().any(|m| {
+        matches!(
+            m,
+            PhaseMetric::Check {
+                status: CheckStatus::Ok,
+                ..
+            }
+        )
+    });
+    let missing = |figure: &str| -> (Level, String) {
+        if observed.offline && (!figs.is_empty() || checked_ok) {
+            let measured: Vec<&str> = figs.keys().map(String::as_str).take(3).collect();
+            (
+                Level::Warn,
+                if measured.is_empty() {
+                    format!("no {figure} in this output (it measured something else): not judged")
+                } else {
+                    format!(
+                        "no {figure} in this output (it measured {}{}): not judged",
+                        measured.join(", "),
+                        if figs.len() > 3 { ", …" } else { "" }
+                    )
+                },
+            )
+        } else {
+            (Level::Fail, format!("no {figure} in the output"))
+        }
+    };
     let mut summary: Vec<String> = Vec::new();
     // Critical telemetry findings while it ran are worth a look whatever the gates say.
     if let Some(t) = &observed.telemetry {
@@ -974,7 +1005,7 @@ pub fn judge(
             Gate::Min { figure, value } | Gate::Max { figure, value } => {
                 let is_min = matches!(gate, Gate::Min { .. });
                 let Some(samples) = figs.get(figure) else {
-                    findings.push((Level::Fail, format!("no {figure} in the output")));
+                    findings.push(missing(figure));
                     continue;
                 };
                 let bad: Vec<&Sample> = samples
@@ -1006,7 +1037,7 @@ pub fn judge(
             }
             Gate::Peers { figure, pct } => {
                 let Some(samples) = figs.get(figure) else {
-                    findings.push((Level::Fail, format!("no {figure} in the output")));
+                    findings.push(missing(figure));
                     continue;
                 };
                 let shares = peer_shares(samples);
@@ -1034,7 +1065,7 @@ pub fn judge(
             }
             Gate::Baseline { figure, pct } => {
                 let Some(samples) = figs.get(figure) else {
-                    findings.push((Level::Fail, format!("no {figure} in the output")));
+                    findings.push(missing(figure));
                     continue;
                 };
                 let base = baseline
@@ -1289,6 +1320,37 @@ mod tests {
         o.nodes = vec!["n1".into(), "n3".into()];
         let (v, why) = judge(t7, &m, &o, None);
         assert_eq!(v, Verdict::Warn, "{why}");
+    }
+
+    #[test]
+    fn a_missing_figure_fails_a_run_but_not_a_file_that_measured_something_else() {
+        let t4 = default_plan().find("T4").unwrap();
+        let m = vec![PhaseMetric::BusBw {
+            node: Some("n1".into()),
+            collective: "all_gather".into(),
+            size_bytes: 1 << 30,
+            ranks: 8,
+            busbw_gb_per_s: 350.0,
+            algbw_gb_per_s: 400.0,
+            wrong: Some(0),
+            deviation: false,
+        }];
+        let mut o = observed(&["n1"]);
+        let (v, why) = judge(t4, &m, &o, None);
+        assert_eq!(v, Verdict::Fail, "{why}");
+        assert!(why.contains("no busbw_all_reduce in the output"), "{why}");
+        o.offline = true;
+        let (v, why) = judge(t4, &m, &o, None);
+        assert_eq!(v, Verdict::Warn, "{why}");
+        assert!(
+            why.contains(
+                "no busbw_all_reduce in this output (it measured busbw_all_gather): not judged"
+            ),
+            "{why}"
+        );
+        // A file that measured nothing still fails.
+        let (v, _) = judge(t4, &[], &o, None);
+        assert_eq!(v, Verdict::Fail);
     }
 
     #[test]
