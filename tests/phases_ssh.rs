@@ -369,7 +369,7 @@ command = "printf '%s|' 'a b' \"it's\" '$(touch PWNED)' ';' 'x;y' && echo"
     assert_eq!(phase(&doc, "T3")["verdict"], "PASS", "{doc}");
     // The launcher phase ran once, on the first node, and read the 8-byte row (0.17 Gb/s).
     assert_eq!(
-        figure(&doc, "S1", "link_gbit_per_s", "node01/mlx5_0"),
+        figure(&doc, "S1", "link_gbit_per_s", "node01/mlx5_0 write"),
         Some(0.17)
     );
     assert_eq!(phase(&doc, "S1")["verdict"], "PASS", "{doc}");
@@ -1525,7 +1525,12 @@ command = "for d in {ib_devs}; do ib_write_bw -d $d -F --report_gbits {peer}; do
     assert_eq!(s1["verdict"], "PASS", "{doc}");
     for node in ["node01", "node02"] {
         assert_eq!(
-            figure(&doc, "S1", "link_gbit_per_s", &format!("{node}/mlx5_0")),
+            figure(
+                &doc,
+                "S1",
+                "link_gbit_per_s",
+                &format!("{node}/mlx5_0 write")
+            ),
             Some(0.17)
         );
     }
