@@ -151,6 +151,14 @@ impl NcclJob {
         }
     }
 
+    /// The rank count when the `# Rank` lines list every rank once, 0 to n-1 (a log's tail
+    /// may show only its last rank; separate jobs repeat rank 0): `None` otherwise.
+    fn every_rank_listed(&self) -> Option<u32> {
+        let n = u32::try_from(self.rank_ids.len()).ok()?;
+        let last = *self.rank_ids.last()?;
+        (self.repeated_ranks == 0 && n == self.ranks && last.checked_add(1) == Some(n)).then_some(n)
+    }
+
     /// One row as a metric of this run (its collective known, or `unknown`).
     fn row_metric(&mut self, node: &str, r: nccl_tests::Row) -> PhaseMetric {
         let placements = std::iter::once(r.out_of_place).chain(r.in_place);
@@ -413,6 +421,17 @@ impl OutputParser {
                     _ => job.ranks += 1,
                 },
                 Some(nccl_tests::Item::Row(r)) => {
+                    // Numbers that disagree with each other are no reading (a garbled or
+                    // edited line): the row is left out and counted as not understood.
+                    if let Some(c) = &job.collective
+                        && let Some(ranks) = job.every_rank_listed()
+                        && let Some(why) = nccl_tests::inconsistent_busbw(&r, c, ranks)
+                    {
+                        return Err(LineError {
+                            line_no,
+                            message: why,
+                        });
+                    }
                     if job.collective.is_none() {
                         match nccl_tests::infer_collective(&r, job.ranks) {
                             Some(c) => job.collective = Some(c.to_string()),
@@ -678,6 +697,52 @@ mod tests {
         }
         out.extend(p.finish());
         out
+    }
+
+    /// A real 8 × H100 all_reduce log (every busbw = algbw × 2·7/8, as nccl-tests computes
+    /// it), then the same log with its peak row's busbw edited to 999.99: that row is no
+    /// reading, left out with why, and the figure is what the untouched rows say.
+    #[test]
+    fn an_all_reduce_row_whose_busbw_disagrees_with_its_algbw_is_left_out() {
+        let rel =
+            "../corpus/nccl-tests/allreduce-1x8h100-dgx-8rank-side-work-header-fields-480gbps.txt";
+        let real = tool_output(rel);
+        let run = |text: &str| {
+            let mut p = OutputParser::new(
+                ParserKind::NcclTests,
+                ParseContext {
+                    node: "gpu01".into(),
+                    expected_gpus: 8,
+                },
+            );
+            let (mut rows, mut errors) = (Vec::new(), Vec::new());
+            for l in text.lines() {
+                match p.push(l) {
+                    Ok(m) => rows.extend(m),
+                    Err(e) => errors.push(e.message),
+                }
+            }
+            let peak = rows
+                .iter()
+                .filter_map(|m| match m {
+                    PhaseMetric::BusBw { busbw_gb_per_s, .. } => Some(*busbw_gb_per_s),
+                    _ => None,
+                })
+                .fold(0.0, f64::max);
+            (peak, errors)
+        };
+        let (peak, errors) = run(&real);
+        assert_eq!((peak, errors.len()), (480.16, 0), "{errors:?}");
+        let edited = real.replacen("274.38  480.16", "274.38  999.99", 1);
+        assert_ne!(edited, real);
+        let (peak, errors) = run(&edited);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0]
+                .starts_with("busbw 999.99 is not algbw 274.38 x 1.7500 (all_reduce, 8 ranks)"),
+            "{errors:?}"
+        );
+        assert!(peak < 480.0, "the edited row is no figure: {peak}");
     }
 
     #[test]

@@ -388,6 +388,35 @@ fn type_size(dtype: &str) -> Option<u64> {
     })
 }
 
+/// busbw/algbw as every nccl-tests version computes it (`AllReduceGetBw`): 2(n-1)/n for
+/// all_reduce. The other collectives' factors changed between versions (a pre-2.13 DGX-2 log
+/// in the corpus prints reduce_scatter with busbw = algbw, today's prints (n-1)/n), so they are
+/// not checked. `None` when not all_reduce or no rank count.
+pub fn bus_factor(collective: &str, ranks: u32) -> Option<f64> {
+    if ranks == 0 || collective != "all_reduce" {
+        return None;
+    }
+    let n = f64::from(ranks);
+    Some(2.0 * (n - 1.0) / n)
+}
+
+/// Why a row's out-of-place busbw cannot be what nccl-tests printed for this collective and
+/// rank count (it computes busbw from algbw by a fixed factor, [`bus_factor`]), or `None` when
+/// it can be or cannot be told. Both are printed with two decimals, so each is off by up to 0.005.
+pub fn inconsistent_busbw(row: &Row, collective: &str, ranks: u32) -> Option<String> {
+    let factor = bus_factor(collective, ranks)?;
+    let p = row.out_of_place;
+    let (algbw, busbw) = (p.algbw_gb_per_s?, p.busbw_gb_per_s?);
+    let expected = algbw * factor;
+    let slack = 0.005 * factor + 0.005 + 1e-9;
+    ((busbw - expected).abs() > slack).then(|| {
+        format!(
+            "busbw {busbw} is not algbw {algbw} x {factor:.4} ({collective}, {ranks} ranks) = \
+             {expected:.2}: not a row nccl-tests computed; left out"
+        )
+    })
+}
+
 /// The collective a row comes from, told by its shape, for logs that do not name their test
 /// (nccl-tests before 2.16 print no "Collective test starting" line). What tells them apart,
 /// from how each test prints its row: a reduction op or `none`; a root or `-1`; whether the size
