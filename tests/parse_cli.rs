@@ -50,7 +50,7 @@ fn a_healthy_run_without_nccl_info_lines_warns_and_never_fails_for_want_of_net_i
     assert!(
         t7["reason"]
             .as_str()
-            .is_some_and(|r| r.contains("not judged") && r.contains("no \"NCCL INFO\" line")),
+            .is_some_and(|r| r.contains("not judged") && r.contains("no \"Using network\" line")),
         "{t7}"
     );
     let fig = file["figures"]

@@ -1303,8 +1303,11 @@ mod tests {
         };
         let m = vec![row("n1"), row("n2"), row("n3")];
         let mut o = observed(&["n1", "n2", "n3"]);
-        // n1 printed INFO lines and NET/IB; n2 INFO lines but another network; n3 no INFO at all.
-        for (text, nodes) in [("NET/IB", &["n1"][..]), ("NCCL INFO", &["n1", "n2"][..])] {
+        // n1 named NET/IB; n2 named another network; n3 never said which (no INFO lines).
+        for (text, nodes) in [
+            ("NET/IB", &["n1"][..]),
+            ("Using network", &["n1", "n2"][..]),
+        ] {
             o.seen
                 .insert(text.into(), nodes.iter().map(|n| n.to_string()).collect());
         }
@@ -1312,11 +1315,12 @@ mod tests {
         assert_eq!(v, Verdict::Fail, "{why}");
         assert!(why.contains("\"NET/IB\" not in the output of n2"), "{why}");
         assert!(
-            why.contains("\"NET/IB\" not judged on n3: no \"NCCL INFO\" line in the output"),
+            why.contains("\"NET/IB\" not judged on n3: no \"Using network\" line in the output"),
             "{why}"
         );
         // Only silent nodes: WARN, never a FAIL for want of a line the tool never prints.
-        o.seen.insert("NCCL INFO".into(), ["n1".to_string()].into());
+        o.seen
+            .insert("Using network".into(), ["n1".to_string()].into());
         o.nodes = vec!["n1".into(), "n3".into()];
         let (v, why) = judge(t7, &m, &o, None);
         assert_eq!(v, Verdict::Warn, "{why}");

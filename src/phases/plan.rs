@@ -88,7 +88,7 @@ pub enum Gate {
         /// Text to find.
         text: String,
         /// Where the output has no line with this text at all, the tool did not print what
-        /// `text` would be found in (e.g. `NCCL INFO`: NCCL ran below INFO level), so a node
+        /// `text` would be found in (e.g. `Using network`: NCCL ran below INFO level, or the log is a tail), so a node
         /// without `text` is not judged (WARN) rather than failed.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         evidence: Option<String>,
@@ -247,6 +247,7 @@ impl Gate {
             | Gate::Baseline { figure, .. }
             | Gate::Peers { figure, .. }
             | Gate::Together { figure, .. } => Some(figure),
+            Gate::Scaling { .. } => Some("scaling_pct"),
             _ => None,
         }
     }
@@ -274,15 +275,7 @@ impl Gate {
     /// Whether the gate reads figures (the members of a `together` phase keep only the gates
     /// that do not: their figures are judged against their own run alone instead).
     pub fn reads_figures(&self) -> bool {
-        matches!(
-            self,
-            Gate::Min { .. }
-                | Gate::Max { .. }
-                | Gate::Baseline { .. }
-                | Gate::Peers { .. }
-                | Gate::Scaling { .. }
-                | Gate::Together { .. }
-        )
+        self.figure().is_some()
     }
 }
 
