@@ -29,16 +29,16 @@ sed -e 's|gemm.py --seconds 20|gemm.py --seconds 10|' \
 run_dir() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_dir"])' "$1" 2>/dev/null; }
 
 # 2. Healthy, then its baseline.
-timeout 240 $B run --only T0,T1,T2,T5,T8 --json > healthy1.json 2> healthy1.err; echo "rc=$?" >> healthy1.err
+timeout 240 "$B" run --only T0,T1,T2,T5,T8 --json > healthy1.json 2> healthy1.err; echo "rc=$?" >> healthy1.err
 R1=$(run_dir healthy1.json)
-$B baseline save "$R1" > baseline.out 2>&1; echo "rc=$?" >> baseline.out
+"$B" baseline save "$R1" > baseline.out 2>&1; echo "rc=$?" >> baseline.out
 # 3. Healthy against it.
-timeout 200 $B run --only T2,T5,T8 --json > healthy2.json 2> healthy2.err; echo "rc=$?" >> healthy2.err
+timeout 200 "$B" run --only T2,T5,T8 --json > healthy2.json 2> healthy2.err; echo "rc=$?" >> healthy2.err
 # 4. Broken: another tenant's GEMM on the same GPU all along.
 gemm_load 170 > competitor.txt 2>&1 &
 COMP=$!
 sleep 5
-timeout 160 $B run --only T2,T5,T8 --json > broken.json 2> broken.err; echo "rc=$?" >> broken.err
+timeout 160 "$B" run --only T2,T5,T8 --json > broken.json 2> broken.err; echo "rc=$?" >> broken.err
 kill "$COMP" 2>/dev/null; wait "$COMP" 2>/dev/null
 rm -rf shards
 tar czf "$OUT/runs.tgz" -C "$O" .
@@ -49,7 +49,7 @@ G=$O/gpm; mkdir -p "$G"
 printf '[defaults]\nmode = "local"\ngpus = 1\ninterval = "1s"\n[[node]]\nhost = "h200"\n' > "$G/burnin.toml"
 gemm_load 75 > "$G/gemm.txt" 2>&1 &
 sleep 6
-$B agent --interval 1s --frames 8 --log-file "$G/agent-before.log" > "$G/agent-load-before-toggle.ndjson" 2>&1
+"$B" agent --interval 1s --frames 8 --log-file "$G/agent-before.log" > "$G/agent-load-before-toggle.ndjson" 2>&1
 python3 - > "$G/toggle.txt" 2>&1 <<'PY'
 import ctypes
 n = ctypes.CDLL("libnvidia-ml.so.1")
@@ -60,8 +60,8 @@ print("streaming on", n.nvmlGpmSetStreamingEnabled(h, 1))
 print("streaming off", n.nvmlGpmSetStreamingEnabled(h, 0))
 print("shutdown", n.nvmlShutdown())
 PY
-$B agent --interval 1s --frames 25 --log-file "$G/agent-after.log" > "$G/agent-load-gpm-zero.ndjson" 2> "$G/agent-after.err" &
-$B triage --for 20s --json -c "$G/burnin.toml" --log-file "$G/triage.log" > "$G/triage-gpm-zero.json" 2> "$G/triage.err"; echo "rc=$?" >> "$G/triage.err"
+"$B" agent --interval 1s --frames 25 --log-file "$G/agent-after.log" > "$G/agent-load-gpm-zero.ndjson" 2> "$G/agent-after.err" &
+"$B" triage --for 20s --json -c "$G/burnin.toml" --log-file "$G/triage.log" > "$G/triage-gpm-zero.json" 2> "$G/triage.err"; echo "rc=$?" >> "$G/triage.err"
 wait
 tar czf "$OUT/gpm.tgz" -C "$G" .
 cat "$G/toggle.txt" "$G/gemm.txt" "$G/triage.err"

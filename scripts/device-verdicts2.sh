@@ -38,17 +38,17 @@ PY
 gemm_load 100 > competitor.txt 2>&1 &
 COMP=$!
 sleep 5
-timeout 120 $B run --only T8 --json > t8-tenant.json 2> t8-tenant.err < /dev/null; echo "rc=$?" >> t8-tenant.err
+timeout 120 "$B" run --only T8 --json > t8-tenant.json 2> t8-tenant.err < /dev/null; echo "rc=$?" >> t8-tenant.err
 kill "$COMP" 2>/dev/null; wait "$COMP" 2>/dev/null
 
 # 2. T8 with every CPU busy.
 HOGS=()
 for _ in $(seq 48); do (while :; do :; done) & HOGS+=($!); done
-timeout 120 $B run --only T8 --json > t8-cpu.json 2> t8-cpu.err < /dev/null; echo "rc=$?" >> t8-cpu.err
+timeout 120 "$B" run --only T8 --json > t8-cpu.json 2> t8-cpu.err < /dev/null; echo "rc=$?" >> t8-cpu.err
 kill "${HOGS[@]}" 2>/dev/null; wait 2>/dev/null
 
 # 3. D2 without the restart loop.
-timeout 200 $B run --only D2 --json > d2-noloop.json 2> d2-noloop.err < /dev/null; echo "rc=$?" >> d2-noloop.err
+timeout 200 "$B" run --only D2 --json > d2-noloop.json 2> d2-noloop.err < /dev/null; echo "rc=$?" >> d2-noloop.err
 
 rm -rf shards
 find burnin-runs -name '*.pt' -delete

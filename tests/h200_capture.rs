@@ -138,8 +138,9 @@ fn a_loaded_gpu_at_its_cap_is_not_a_finding() {
     );
 }
 
-/// Every finding after each frame of a captured agent stream, replayed into a store.
-fn replay(name: &str) -> Vec<Vec<burnin::triage::Finding>> {
+/// A captured agent stream replayed into a store as the console does: the store, and every
+/// finding after each frame.
+fn replay_into(name: &str) -> (ClusterStore, Vec<Vec<burnin::triage::Finding>>) {
     let mut store = ClusterStore::new();
     let mut triage = Triage::new();
     let mut out = Vec::new();
@@ -155,7 +156,12 @@ fn replay(name: &str) -> Vec<Vec<burnin::triage::Finding>> {
             WireMessage::Error(e) => panic!("{e}"),
         }
     }
-    out
+    (store, out)
+}
+
+/// Every finding after each frame of a captured agent stream, replayed into a store.
+fn replay(name: &str) -> Vec<Vec<burnin::triage::Finding>> {
+    replay_into(name).1
 }
 
 #[test]
@@ -192,29 +198,14 @@ fn a_real_spinning_kernel_is_busy_but_idle() {
     assert_eq!(doc["findings"][0]["severity"], "crit");
 }
 
-/// Feed an agent capture through the store and triage, as the console does: the store and
-/// every finding above info.
+/// The store after a capture, and every finding above info it raised on the way.
 fn through_triage(file: &str) -> (ClusterStore, Vec<burnin::triage::Finding>) {
-    let mut store = ClusterStore::new();
-    let mut triage = Triage::new();
-    let mut worst = Vec::new();
-    for m in decode(file) {
-        match m {
-            WireMessage::Hello(h) => store.ingest(SourceEvent::Hello(h)),
-            WireMessage::Frame(f) => {
-                let at_ms = f.at_ms;
-                store.ingest(SourceEvent::Frame(f));
-                store.ingest(SourceEvent::Clock { at_ms });
-                worst.extend(
-                    triage
-                        .evaluate(&store)
-                        .into_iter()
-                        .filter(|f| f.severity > Severity::Info),
-                );
-            }
-            WireMessage::Error(e) => panic!("{e}"),
-        }
-    }
+    let (store, per_frame) = replay_into(file);
+    let worst = per_frame
+        .into_iter()
+        .flatten()
+        .filter(|f| f.severity > Severity::Info)
+        .collect();
     (store, worst)
 }
 
@@ -261,25 +252,6 @@ fn gpm_reading_zero_under_a_full_gemm_is_na_not_busy_idle() {
             .as_str()
             .is_some_and(|w| w.contains("not possible")),
         "{g}"
-    );
-}
-
-/// `burnin triage --json` as it ran on the device during that capture: exit 0, no busy-idle,
-/// no GPM reading in the document (that binary predates its `gpm_na`, checked above).
-#[test]
-fn triage_on_the_device_raised_nothing_on_the_zero_gpm_gemm() {
-    let doc: serde_json::Value =
-        serde_json::from_str(&fixture("triage-gpm-zero.json")).expect("json");
-    let rules: Vec<&str> = doc["findings"]
-        .as_array()
-        .expect("findings")
-        .iter()
-        .filter_map(|f| f["rule"].as_str())
-        .collect();
-    assert_eq!(rules, ["power-capped"], "{doc}");
-    assert!(
-        doc["nodes"][0]["gpus"][0]["sm_active_pct"].is_null(),
-        "{doc}"
     );
 }
 

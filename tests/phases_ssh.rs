@@ -1044,11 +1044,10 @@ within = "20s"
     );
 }
 
-/// A drill step burnin does itself (`run`): a stand-in training job printing workload step
-/// records stalls when the step's command "kills" it (a marker in its directory), as a job
-/// restarting from its checkpoint does; the drill times the first step after and the return.
-#[test]
-fn a_drill_step_burnin_runs_itself_times_the_first_step_after_it() {
+/// A D2-like drill over real sshd on one node: a stand-in training job prints workload step
+/// records; burnin's own step (`run`) "kills" it by a marker in its directory, and the job
+/// does `on_kill` when it sees the marker. The run's exit code, summary and stderr.
+fn kill_drill(on_kill: &str) -> Option<(Option<i32>, serde_json::Value, String)> {
     let plan = r#"
 [[phase]]
 id = "D2"
@@ -1067,14 +1066,23 @@ ask = "burnin kills the job"
 run = "touch {dir}/killed && echo killed {node}"
 within = "20s"
 "#;
-    let Some(site) = Site::new(1, 1, plan) else {
-        return;
-    };
+    let site = Site::new(1, 1, plan)?;
     site.cluster.install_tool(
         "train",
-        "#!/bin/sh\ni=0\nwhile :; do\n  if [ -e killed ]; then rm -f killed; sleep 4; fi\n  printf '{\"burnin\":\"step\",\"step\":%d,\"step_time_ms\":100.0,\"data_wait_ms\":0.5,\"tokens_per_sec\":8192.0,\"loss\":2.5,\"world\":1}\\n' $i\n  i=$((i+1))\n  sleep 0.1\ndone\n",
+        &format!(
+            "#!/bin/sh\ni=0\nwhile :; do\n  if [ -e killed ]; then {on_kill}; fi\n  printf '{{\"burnin\":\"step\",\"step\":%d,\"step_time_ms\":100.0,\"data_wait_ms\":0.5,\"tokens_per_sec\":8192.0,\"loss\":2.5,\"world\":1}}\\n' $i\n  i=$((i+1))\n  sleep 0.1\ndone\n"
+        ),
     );
-    let (code, doc, stderr) = finish(site.spawn(&["run", "--json", "--no-telemetry"]));
+    Some(finish(site.spawn(&["run", "--json", "--no-telemetry"])))
+}
+
+/// A drill step burnin does itself (`run`): the job stalls when "killed", as a job restarting
+/// from its checkpoint does; the drill times the first step after and the return.
+#[test]
+fn a_drill_step_burnin_runs_itself_times_the_first_step_after_it() {
+    let Some((code, doc, stderr)) = kill_drill("rm -f killed; sleep 4") else {
+        return;
+    };
     let d = phase(&doc, "D2");
     assert_eq!(d["verdict"], "PASS", "{stderr}\n{d}");
     assert_eq!(code, Some(0));
@@ -1101,32 +1109,9 @@ within = "20s"
 /// itself" (on the H200, tests/fixtures/h200-verdicts/d2-noloop, it was burnin's own kill).
 #[test]
 fn a_drill_whose_killed_job_never_comes_back_fails_naming_the_missing_restart() {
-    let plan = r#"
-[[phase]]
-id = "D2"
-title = "Drill: kill training"
-scope = "each-node"
-parser = "workload"
-timeout = "2m"
-gates = [{ kind = "loss-finite" }]
-command = "train"
-[phase.drill]
-watch = ["tokens_per_sec"]
-steady = "2s"
-settle = "1s"
-[[phase.drill.steps]]
-ask = "burnin kills the job"
-run = "touch {dir}/killed"
-within = "20s"
-"#;
-    let Some(site) = Site::new(1, 1, plan) else {
+    let Some((code, doc, stderr)) = kill_drill("exit 137") else {
         return;
     };
-    site.cluster.install_tool(
-        "train",
-        "#!/bin/sh\ni=0\nwhile :; do\n  if [ -e killed ]; then exit 137; fi\n  printf '{\"burnin\":\"step\",\"step\":%d,\"step_time_ms\":100.0,\"data_wait_ms\":0.5,\"tokens_per_sec\":8192.0,\"loss\":2.5,\"world\":1}\\n' $i\n  i=$((i+1))\n  sleep 0.1\ndone\n",
-    );
-    let (code, doc, stderr) = finish(site.spawn(&["run", "--json", "--no-telemetry"]));
     let d = phase(&doc, "D2");
     assert_eq!(d["verdict"], "FAIL", "{stderr}\n{d}");
     assert_eq!(code, Some(1));

@@ -114,8 +114,10 @@ fn every_row_of_the_audit_gives_its_verdict_and_names_its_cause() {
                 let at = src
                     .find(&format!("fn {name}("))
                     .unwrap_or_else(|| panic!("{file} has no test {name}"));
-                // The named test asserts the verdict and the reason itself.
+                // The named test asserts the verdict and the reason itself (its body only: up
+                // to the first line that closes an item at the file's top level).
                 let body = &src[at..];
+                let body = &body[..body.find("\n}\n").map_or(body.len(), |e| e + 2)];
                 assert!(
                     body.contains(&format!("\"{}\"", row.verdict)),
                     "{name} asserts no {}",
