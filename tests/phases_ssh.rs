@@ -927,7 +927,7 @@ within = "20s"
     site.cluster.install_tool(
         "all_reduce_perf",
         &format!(
-            "#!/bin/sh\nsed -n 2,24p '{capture}'\nwhile :; do\n  l=$(cat '{level}')\n  case \"$l\" in\n    stall) [ -e '{warned}' ] || {{ echo 'node01:77:77 [0] NCCL WARN NET/IB : Got completion from peer 10.0.0.2 with status=12 error, retrying'; touch '{warned}'; }} ;;\n    *) printf '  1073741824   268435456  float  sum  -1  2800.0  200.00  %s  0  2800.0  200.00  %s  0\\n' \"$l\" \"$l\" ;;\n  esac\n  sleep 0.1\ndone\n",
+            "#!/bin/sh\nsed -n 2,24p '{capture}'\nwhile :; do\n  l=$(cat '{level}')\n  case \"$l\" in\n    stall) [ -e '{warned}' ] || {{ echo 'node01:77:77 [0] NCCL WARN NET/IB : Got completion from peer 10.0.0.2 with status=12 error, retrying'; touch '{warned}'; }} ;;\n    *) awk -v b=\"$l\" 'BEGIN {{ printf \"  1073741824   268435456  float  sum  -1  2800.0  %.2f  %.2f  0  2800.0  %.2f  %.2f  0\\n\", b / 1.875, b, b / 1.875, b }}' ;;\n  esac\n  sleep 0.1\ndone\n",
             capture = capture.display(),
             level = level.display(),
             warned = warned.display(),
@@ -1254,7 +1254,7 @@ ask = "Pull the cable"
     site.cluster.install_tool(
         "all_reduce_perf",
         &format!(
-            "#!/bin/sh\nsed -n 2,24p '{}'\nwhile :; do printf '  1073741824   268435456  float  sum  -1  2800.0  200.00  380.00  0  2800.0  200.00  380.00  0\\n'; sleep 0.1; done\n",
+            "#!/bin/sh\nsed -n 2,24p '{}'\nwhile :; do printf '  1073741824   268435456  float  sum  -1  2800.0  202.67  380.00  0  2800.0  202.67  380.00  0\\n'; sleep 0.1; done\n",
             capture.display()
         ),
     );
