@@ -458,7 +458,7 @@ pub fn main(args: &AgentArgs) -> i32 {
                 0
             }
             Err(e) => {
-                eprintln!("burnin agent: {e}");
+                crate::eprintln_safe!("burnin agent: {e}");
                 1
             }
         };
@@ -467,14 +467,14 @@ pub fn main(args: &AgentArgs) -> i32 {
         let load = match SimLoad::parse(&args.load) {
             Ok(l) => l,
             Err(e) => {
-                eprintln!("burnin agent: {e}");
+                crate::eprintln_safe!("burnin agent: {e}");
                 return 2;
             }
         };
         match SimNodeSampler::new(args.gpus, load, &args.faults, args.seed) {
             Ok(s) => Box::new(s),
             Err(e) => {
-                eprintln!("burnin agent: {e}");
+                crate::eprintln_safe!("burnin agent: {e}");
                 return 2;
             }
         }
@@ -484,7 +484,7 @@ pub fn main(args: &AgentArgs) -> i32 {
             Err(e) => {
                 // A node whose driver is broken is exactly one to keep watching: stream its
                 // fabric with no GPUs, and say why on the wire (and to a person at a shell).
-                eprintln!("burnin agent: {e}; streaming without GPUs");
+                crate::eprintln_safe!("burnin agent: {e}; streaming without GPUs");
                 Box::new(NoGpuSampler {
                     reason: Some(e.to_string()),
                 })
@@ -507,11 +507,11 @@ pub fn main(args: &AgentArgs) -> i32 {
     let exporter = match args.listen.as_deref().map(Exporter::listen) {
         None => None,
         Some(Ok((exporter, addr))) => {
-            eprintln!("burnin agent: serving metrics at http://{addr}/metrics");
+            crate::eprintln_safe!("burnin agent: serving metrics at http://{addr}/metrics");
             Some(exporter)
         }
         Some(Err(e)) => {
-            eprintln!(
+            crate::eprintln_safe!(
                 "burnin agent: cannot listen on {}: {e}",
                 args.listen.as_deref().unwrap_or_default()
             );
@@ -539,7 +539,7 @@ pub fn main(args: &AgentArgs) -> i32 {
         &mut out,
     );
     if args.stats {
-        eprintln!("{}", stats.summary(measure));
+        crate::eprintln_safe!("{}", stats.summary(measure));
     }
     0
 }

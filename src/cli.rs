@@ -37,23 +37,25 @@ pub struct LookArgs {
     /// Layout: a shipped name (overview, gpus, nccl, storage, triage) or a TOML file.
     #[arg(long)]
     pub layout: Option<String>,
-    /// Redraw at most this many times a second.
-    #[arg(long, default_value_t = 20)]
+    /// Redraw at most this many times a second (1 to 240).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=240))]
     pub fps: u32,
 }
 
 /// How a console over a simulation or a record runs: its pace, how long, where it draws.
 #[derive(Debug, Clone, Args)]
 pub struct PlayArgs {
-    /// Run seconds shown per wall second (the demo's plan takes about 6 simulated minutes).
-    #[arg(long, default_value_t = 1.0)]
+    /// Run seconds shown per wall second, 1/16 to 1024 (the demo's plan takes about 6
+    /// simulated minutes).
+    #[arg(long, default_value_t = 1.0, value_parser = play_speed)]
     pub speed: f64,
-    /// Leave after this many wall seconds.
-    #[arg(long, value_name = "SECONDS")]
+    /// Leave after this many wall seconds (at most a year).
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(0..=MAX_SECONDS))]
     pub duration: Option<u64>,
-    /// Draw into an off-screen buffer of WxH instead of the terminal (for measurements).
-    #[arg(long, value_name = "WxH")]
-    pub headless: Option<String>,
+    /// Draw into an off-screen buffer of WxH instead of the terminal (for measurements; width
+    /// 20 to 1000, height 5 to 1000).
+    #[arg(long, value_name = "WxH", value_parser = screen_size)]
+    pub headless: Option<(u16, u16)>,
     /// Look.
     #[command(flatten)]
     pub look: LookArgs,
@@ -84,8 +86,8 @@ pub struct AgentArgs {
     /// Simulated GPUs instead of NVML (tests, demos behind real SSH).
     #[arg(long)]
     pub sim: bool,
-    /// With --sim: number of GPUs.
-    #[arg(long, default_value_t = 8, requires = "sim")]
+    /// With --sim: number of GPUs (1 to 64).
+    #[arg(long, default_value_t = 8, requires = "sim", value_parser = gpu_count)]
     pub gpus: u32,
     /// With --sim: idle or full.
     #[arg(long, default_value = "idle", requires = "sim")]
@@ -127,6 +129,61 @@ pub struct AgentArgs {
     /// Time every NVML read on this node and print the table, then exit.
     #[arg(long, conflicts_with = "sim")]
     pub probe_costs: bool,
+}
+
+/// The longest span a seconds option takes (`--duration`, replay's `--at`): a year, far past a
+/// 72-hour burn-in and far from overflowing a clock.
+pub const MAX_SECONDS: u64 = 366 * 86_400;
+
+/// A whole number within `LO..=HI`, for counts and sizes given on the command line.
+pub fn count<const LO: usize, const HI: usize>(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if (LO..=HI).contains(&n) => Ok(n),
+        _ => Err(format!("{s:?}: give a whole number from {LO} to {HI}")),
+    }
+}
+
+/// GPUs on one node: 1 to [`crate::inventory::MAX_GPUS_PER_NODE`].
+pub fn gpu_count(s: &str) -> Result<u32, String> {
+    let max = crate::inventory::MAX_GPUS_PER_NODE;
+    match s.trim().parse::<u32>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(format!("{s:?}: give a GPU count from 1 to {max}")),
+    }
+}
+
+/// A console's pace: 1/16 to 1024 run seconds per wall second.
+pub fn play_speed(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && (1.0 / 16.0..=1024.0).contains(&v) => Ok(v),
+        _ => Err(format!("{s:?}: give a speed from 0.0625 to 1024")),
+    }
+}
+
+/// `run --demo`'s pace: 0 (as fast as it can) or 1/16 to 1024.
+pub fn run_speed(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v == 0.0 => Ok(0.0),
+        _ => play_speed(s).map_err(|e| format!("{e}, or 0 for as fast as it can")),
+    }
+}
+
+/// `WxH` of an off-screen console: width 20 to 1000, height 5 to 1000.
+pub fn screen_size(s: &str) -> Result<(u16, u16), String> {
+    let bad = || format!("{s:?}: give WxH, width 20 to 1000 and height 5 to 1000, e.g. 200x60");
+    let (w, h) = s.trim().split_once('x').ok_or_else(bad)?;
+    match (w.parse::<u16>(), h.parse::<u16>()) {
+        (Ok(w), Ok(h)) if (20..=1000).contains(&w) && (5..=1000).contains(&h) => Ok((w, h)),
+        _ => Err(bad()),
+    }
+}
+
+/// `bench record --hours`: above 0 and at most 720 (30 days).
+pub fn bench_hours(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 720.0 => Ok(v),
+        _ => Err(format!("{s:?}: give hours above 0 and at most 720")),
+    }
 }
 
 /// Parse `1s`, `250ms`, `2m` or plain milliseconds.
@@ -179,6 +236,10 @@ mod tests {
         ] {
             assert!(parse_duration(bad).is_err(), "{bad:?}");
         }
+        assert_eq!(screen_size("200x60"), Ok((200, 60)));
+        for bad in ["200", "19x24", "80x4", "65535x65535", "x", "80x24x2"] {
+            assert!(screen_size(bad).is_err(), "{bad:?}");
+        }
     }
 }
 
@@ -222,8 +283,10 @@ pub enum Command {
         /// connect timeout plus three sample periods).
         #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
         wait: Option<std::time::Duration>,
-        /// With --demo: the simulated second to snapshot.
-        #[arg(long, default_value_t = 130, value_name = "SECONDS")]
+        /// With --demo: the simulated second to snapshot (at most an hour in: the demo's
+        /// plan ends at about 6 minutes, and the snapshot steps every second up to it).
+        #[arg(long, default_value_t = 130, value_name = "SECONDS",
+              value_parser = clap::value_parser!(u64).range(0..=3600))]
         at: u64,
         /// With --demo: simulation knobs.
         #[command(flatten)]
@@ -279,8 +342,8 @@ pub enum Command {
         /// on the compressed clock, and write a real record (for `report` without a cluster).
         #[arg(long, conflicts_with_all = ["only", "resume", "baseline", "no_telemetry"])]
         demo: bool,
-        /// With --demo: simulated seconds per second (0: as fast as it can).
-        #[arg(long, default_value_t = 0.0, requires = "demo")]
+        /// With --demo: simulated seconds per second, 1/16 to 1024 (0: as fast as it can).
+        #[arg(long, default_value_t = 0.0, requires = "demo", value_parser = run_speed)]
         speed: f64,
         /// With --demo: the simulated cluster.
         #[command(flatten)]
@@ -302,7 +365,8 @@ pub enum Command {
         /// Run directory.
         run_dir: PathBuf,
         /// Start this many seconds into the run (what came before is applied at once).
-        #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+        #[arg(long, value_name = "SECONDS", default_value_t = 0,
+              value_parser = clap::value_parser!(u64).range(0..=MAX_SECONDS))]
         at: u64,
         /// Pace and screen.
         #[command(flatten)]
@@ -347,8 +411,8 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         baseline: Option<PathBuf>,
         /// GPUs the node should have (GPU-count checks; a 1-rank nccl-tests job on a node of
-        /// more GPUs is no measurement).
-        #[arg(long, default_value_t = 8)]
+        /// more GPUs is no measurement; 1 to 64).
+        #[arg(long, default_value_t = 8, value_parser = gpu_count)]
         gpus: u32,
         /// For nvidia-smi CSV without a header: the --query-gpu fields, comma-separated.
         #[arg(long, value_delimiter = ',', value_name = "FIELD,…")]
@@ -392,20 +456,21 @@ pub struct S3ProbeArgs {
     /// get: GET concurrency sweep; loader: dataloader wait per step; checkpoint: save/restore.
     #[arg(long, value_enum, default_value = "get")]
     pub mode: crate::probes::s3::Mode,
-    /// Concurrency levels of the sweep (the first one is the parallelism of the other modes).
-    #[arg(long, value_delimiter = ',', default_value = "8,16,32,64")]
+    /// Concurrency levels of the sweep (the first one is the parallelism of the other modes;
+    /// each 1 to 4096).
+    #[arg(long, value_delimiter = ',', default_value = "8,16,32,64", value_parser = count::<1, 4096>)]
     pub concurrency: Vec<usize>,
     /// Time per concurrency level (requests in flight at the end finish).
     #[arg(long, default_value = "30s", value_parser = parse_duration, conflicts_with = "requests")]
     pub duration: std::time::Duration,
-    /// Requests per concurrency level instead of a time.
-    #[arg(long)]
+    /// Requests per concurrency level instead of a time (1 to 10^9).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     pub requests: Option<u64>,
     /// Ranged GETs of this size (e.g. 16MiB) instead of whole objects.
     #[arg(long, value_parser = crate::probes::s3::parse_size)]
     pub range_size: Option<u64>,
-    /// Write N test objects under the prefix first (parallel multipart uploads).
-    #[arg(long, value_name = "N")]
+    /// Write N test objects under the prefix first (parallel multipart uploads; 1 to 100000).
+    #[arg(long, value_name = "N", value_parser = count::<1, 100_000>)]
     pub prepare: Option<usize>,
     /// Size of the objects --prepare writes (the site's shard size).
     #[arg(long, default_value = "256MiB", value_parser = crate::probes::s3::parse_size)]
@@ -416,17 +481,17 @@ pub struct S3ProbeArgs {
     /// Create the bucket if it is missing (with --prepare or --mode checkpoint).
     #[arg(long)]
     pub create_bucket: bool,
-    /// Read at most this many objects of the listing.
-    #[arg(long, default_value_t = 1000)]
+    /// Read at most this many objects of the listing (1 to 10^7).
+    #[arg(long, default_value_t = 1000, value_parser = count::<1, 10_000_000>)]
     pub max_objects: usize,
     /// Loader: compute time per step (what the GPU spends on a batch).
     #[arg(long, default_value = "100ms", value_parser = parse_duration)]
     pub step_time: std::time::Duration,
-    /// Loader: steps.
-    #[arg(long, default_value_t = 200)]
+    /// Loader: steps (1 to 10^9).
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     pub steps: u64,
-    /// Loader: batches each worker may hold ahead (PyTorch's prefetch_factor).
-    #[arg(long, default_value_t = 2)]
+    /// Loader: batches each worker may hold ahead (PyTorch's prefetch_factor; 1 to 64).
+    #[arg(long, default_value_t = 2, value_parser = count::<1, 64>)]
     pub prefetch: usize,
     /// Loader: read the files of this local directory instead (the local-NVMe baseline).
     #[arg(long)]
@@ -499,17 +564,17 @@ pub enum BenchKind {
     /// Size and CPU cost of the run record's telemetry: a simulated cluster under full load
     /// written through the real recorder for HOURS of simulated time, then scaled to 24 h.
     Record {
-        /// Simulated hours to write.
-        #[arg(long, default_value_t = 1.0)]
+        /// Simulated hours to write (above 0, at most 720).
+        #[arg(long, default_value_t = 1.0, value_parser = bench_hours)]
         hours: f64,
-        /// Nodes.
-        #[arg(long, default_value_t = 12)]
+        /// Nodes (1 to 4096).
+        #[arg(long, default_value_t = 12, value_parser = count::<1, 4096>)]
         nodes: usize,
-        /// GPUs per node.
-        #[arg(long, default_value_t = 8)]
+        /// GPUs per node (1 to 64).
+        #[arg(long, default_value_t = 8, value_parser = gpu_count)]
         gpus: u32,
-        /// Samples per second per node (the agent's interval is 1 s by default).
-        #[arg(long, default_value_t = 1)]
+        /// Samples per second per node (the agent's interval is 1 s by default; 1 to 1000).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
         per_second: u32,
         /// Keep the record in this new directory (replayable and reportable) instead of
         /// deleting it.
@@ -519,31 +584,31 @@ pub enum BenchKind {
     /// GPU-samples per second the console decodes and stores on one thread: agent lines of a
     /// simulated cluster, into a fresh store, then warm rounds into the same store.
     Ingest {
-        /// Nodes.
-        #[arg(long, default_value_t = 12)]
+        /// Nodes (1 to 4096).
+        #[arg(long, default_value_t = 12, value_parser = count::<1, 4096>)]
         nodes: usize,
-        /// GPUs per node.
-        #[arg(long, default_value_t = 8)]
+        /// GPUs per node (1 to 64).
+        #[arg(long, default_value_t = 8, value_parser = gpu_count)]
         gpus: u32,
-        /// Simulated seconds per round (one line per node per second).
-        #[arg(long, default_value_t = 300)]
+        /// Simulated seconds per round (one line per node per second; 1 to 86400).
+        #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86_400))]
         seconds: u64,
-        /// Warm rounds.
-        #[arg(long, default_value_t = 5)]
+        /// Warm rounds (1 to 1000).
+        #[arg(long, default_value_t = 5, value_parser = count::<1, 1000>)]
         rounds: usize,
     },
     /// The agent's CPU per GPU-sample on this node's NVML, as `burnin agent --stats` gives it,
     /// with SLOTS GPU slots read round robin from the GPUs here: a one-GPU machine makes the
     /// calls of an eight-GPU node (the GPUs behind the slots repeat; the report says so).
     Agent {
-        /// GPU slots (at least the GPUs present).
-        #[arg(long, default_value_t = 8)]
+        /// GPU slots (at least the GPUs present; at most 64).
+        #[arg(long, default_value_t = 8, value_parser = gpu_count)]
         slots: u32,
         /// Sample period: `1s`, `100ms`, or milliseconds.
         #[arg(long, default_value = "1s", value_parser = parse_duration)]
         interval: std::time::Duration,
-        /// Frames to write.
-        #[arg(long, default_value_t = 60)]
+        /// Frames to write (1 to 10^7).
+        #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
         frames: u64,
         /// Also split the tick path (as `burnin agent --stats-split`).
         #[arg(long)]

@@ -378,7 +378,18 @@ pub struct NodeView {
     pub garbled_lines: u64,
     /// The newest thing the node's agent said about itself.
     pub note: Option<String>,
+    /// The first thing of the node's stream not kept because no node has that much (GPU
+    /// indices past [`MAX_GPUS_PER_NODE`], more ports than [`MAX_PORTS_PER_NODE`]).
+    pub over_limit: Option<String>,
+    /// Samples dropped for that reason.
+    pub over_limit_samples: u64,
 }
+
+/// GPU indices a node may have (0 to this − 1): what one node's stream can bring into the store.
+pub const MAX_GPUS_PER_NODE: u32 = crate::inventory::MAX_GPUS_PER_NODE;
+
+/// RDMA ports, and separately Ethernet interfaces, one node may have in the store.
+pub const MAX_PORTS_PER_NODE: usize = 64;
 
 impl NodeView {
     fn new(name: String, period_ms: u64) -> Self {
@@ -397,18 +408,45 @@ impl NodeView {
             period_ms,
             garbled_lines: 0,
             note: None,
+            over_limit: None,
+            over_limit_samples: 0,
         }
     }
 
-    fn gpu_mut(&mut self, index: u32) -> &mut GpuView {
+    /// The GPU of this index, made on first sight; `None` past [`MAX_GPUS_PER_NODE`] (counted
+    /// in `over_limit`): a hostile or broken stream cannot grow the store without bound.
+    fn gpu_mut(&mut self, index: u32) -> Option<&mut GpuView> {
         let pos = match self.gpus.binary_search_by_key(&index, |g| g.index) {
             Ok(pos) => pos,
+            Err(_) if index >= MAX_GPUS_PER_NODE => {
+                self.drop_over_limit(format!(
+                    "GPU index {index}: a node has at most {MAX_GPUS_PER_NODE} GPUs (0 to {})",
+                    MAX_GPUS_PER_NODE - 1
+                ));
+                return None;
+            }
             Err(pos) => {
                 self.gpus.insert(pos, GpuView::new(index, self.period_ms));
                 pos
             }
         };
-        &mut self.gpus[pos]
+        Some(&mut self.gpus[pos])
+    }
+
+    /// Count a sample not kept; the first reason stays.
+    fn drop_over_limit(&mut self, why: String) {
+        self.over_limit_samples += 1;
+        self.over_limit.get_or_insert(why);
+    }
+
+    /// `over_limit` with the count, for the status table and triage.
+    pub fn over_limit_words(&self) -> Option<String> {
+        self.over_limit.as_ref().map(|why| {
+            format!(
+                "{why}; {} sample(s) not kept",
+                self.over_limit_samples
+            )
+        })
     }
 
     fn ingest(&mut self, frame: NodeFrame) {
@@ -426,14 +464,23 @@ impl NodeView {
         self.nvlink_tx.push(at, tx);
         self.nvlink_rx.push(at, rx);
         for sample in frame.gpus {
-            self.gpu_mut(sample.index).ingest(at, sample);
+            if let Some(g) = self.gpu_mut(sample.index) {
+                g.ingest(at, sample);
+            }
         }
         for mut d in frame.netdevs {
             let counters = std::mem::take(&mut d.counters);
+            let full = self.netdevs.len() >= MAX_PORTS_PER_NODE;
             match self.netdevs.iter_mut().find(|v| v.latest.iface == d.iface) {
                 Some(v) => {
                     v.counters.push(at, counters);
                     v.latest = d;
+                }
+                None if full => {
+                    self.drop_over_limit(format!(
+                        "interface {:?}: a node has at most {MAX_PORTS_PER_NODE} Ethernet interfaces",
+                        crate::model::strip_controls(&d.iface)
+                    ));
                 }
                 None => {
                     let mut window = CounterWindow::default();
@@ -454,6 +501,13 @@ impl NodeView {
                 .binary_search_by(|v| (v.latest.device.as_str(), v.latest.port).cmp(&key))
             {
                 Ok(i) => self.nics[i].ingest(at, nic),
+                Err(_) if self.nics.len() >= MAX_PORTS_PER_NODE => {
+                    self.drop_over_limit(format!(
+                        "RDMA port {:?}/{}: a node has at most {MAX_PORTS_PER_NODE} ports",
+                        crate::model::strip_controls(&nic.device),
+                        nic.port
+                    ));
+                }
                 Err(i) => {
                     let mut view = NicView::new(self.period_ms);
                     view.ingest(at, nic);
@@ -838,7 +892,9 @@ impl ClusterStore {
             SourceEvent::Hello(hello) => {
                 let node = self.node_mut(&hello.node);
                 for info in &hello.gpus {
-                    node.gpu_mut(info.index).info = Some(info.clone());
+                    if let Some(g) = node.gpu_mut(info.index) {
+                        g.info = Some(info.clone());
+                    }
                 }
                 node.hello = Some(hello);
             }

@@ -51,18 +51,18 @@ fn parse_files(
             ),
         };
     if files.is_empty() {
-        eprintln!("burnin parse: no file after the kind");
+        crate::eprintln_safe!("burnin parse: no file after the kind");
         return Ok(2);
     }
     if gpus == 0 || gpus > 1024 {
-        eprintln!("burnin parse: --gpus {gpus}: a node has 1 to 1024 GPUs");
+        crate::eprintln_safe!("burnin parse: --gpus {gpus}: a node has 1 to 1024 GPUs");
         return Ok(2);
     }
     let plan = match plan {
         Some(p) => match crate::phases::plan::Plan::load(&p) {
             Ok(plan) => plan,
             Err(e) => {
-                eprintln!("burnin parse: {e}");
+                crate::eprintln_safe!("burnin parse: {e}");
                 return Ok(2);
             }
         },
@@ -72,7 +72,7 @@ fn parse_files(
         Some(p) => match crate::phases::session::read_baseline(&p) {
             Ok(b) => Some(b),
             Err(e) => {
-                eprintln!("burnin parse: {e}");
+                crate::eprintln_safe!("burnin parse: {e}");
                 return Ok(2);
             }
         },
@@ -242,10 +242,10 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
         }
         Some(Command::Report { run_dir }) => match crate::report::write(&run_dir) {
             Ok(files) => {
-                println!("{}", files.markdown.display());
-                println!("{}", files.html.display());
+                crate::println_safe!("{}", files.markdown.display());
+                crate::println_safe!("{}", files.html.display());
                 if !files.complete {
-                    eprintln!(
+                    crate::eprintln_safe!(
                         "burnin report: {} did not finish: reported as INCOMPLETE",
                         run_dir.display()
                     );
@@ -253,7 +253,7 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
                 Ok(0)
             }
             Err(e) => {
-                eprintln!("burnin report: {e}");
+                crate::eprintln_safe!("burnin report: {e}");
                 Ok(2)
             }
         },
@@ -276,7 +276,7 @@ fn init(path: &std::path::Path, force: bool) -> Result<i32> {
         .join("plan.toml");
     for p in [path, plan.as_path()] {
         if p.exists() && !force {
-            eprintln!("burnin init: {} exists; --force overwrites it", p.display());
+            crate::eprintln_safe!("burnin init: {} exists; --force overwrites it", p.display());
             return Ok(1);
         }
     }
@@ -284,7 +284,7 @@ fn init(path: &std::path::Path, force: bool) -> Result<i32> {
         .wrap_err_with(|| format!("writing {}", path.display()))?;
     std::fs::write(&plan, crate::phases::plan::DEFAULT_PLAN_TEXT)
         .wrap_err_with(|| format!("writing {}", plan.display()))?;
-    println!(
+    crate::println_safe!(
         "wrote {} and {}: list your nodes under [[node]], then `burnin status`; the plan's commands and gates are yours to edit",
         path.display(),
         plan.display()
@@ -296,7 +296,7 @@ fn workload(action: WorkloadAction) -> Result<i32> {
     match action {
         WorkloadAction::List => {
             for w in crate::workloads::ALL {
-                println!("{:<16} {:<20} {}", w.name, w.file, w.about);
+                crate::println_safe!("{:<16} {:<20} {}", w.name, w.file, w.about);
             }
             Ok(0)
         }
@@ -307,7 +307,7 @@ fn workload(action: WorkloadAction) -> Result<i32> {
             }
             None => {
                 let names: Vec<&str> = crate::workloads::ALL.iter().map(|w| w.name).collect();
-                eprintln!(
+                crate::eprintln_safe!(
                     "burnin workload: no workload {name:?}; shipped: {}",
                     names.join(", ")
                 );
@@ -356,7 +356,7 @@ fn load_inventory(path: &std::path::Path) -> Option<Inventory> {
     match Inventory::load(path) {
         Ok(inv) => Some(inv),
         Err(e) => {
-            eprintln!("burnin: {e}");
+            crate::eprintln_safe!("burnin: {e}");
             None
         }
     }
@@ -388,7 +388,7 @@ async fn watch(
     let plan = match crate::headless::load_plan(&inventory) {
         Ok(p) => std::sync::Arc::new(p),
         Err(e) => {
-            eprintln!("burnin: {e}");
+            crate::eprintln_safe!("burnin: {e}");
             return Ok(2);
         }
     };
@@ -418,7 +418,7 @@ async fn watch(
     if let Some(dir) = resume
         && let Err(e) = driver.resume(dir)
     {
-        eprintln!("burnin: --resume {}: {e}", dir.display());
+        crate::eprintln_safe!("burnin: --resume {}: {e}", dir.display());
         return Ok(2);
     }
     driver.set_record_from_start(record);
@@ -557,12 +557,12 @@ async fn triage_nodes(
     let source = match fleet(inventory.clone(), ssh_config) {
         Ok(s) => Box::new(s),
         Err(e) => {
-            eprintln!("burnin triage: {e}");
+            crate::eprintln_safe!("burnin triage: {e}");
             return Ok(TRIAGE_CANNOT_RUN);
         }
     };
     if !json {
-        eprintln!(
+        crate::eprintln_safe!(
             "burnin triage: watching {} node(s) for {} s",
             inventory.nodes.len(),
             watch_for.as_secs()
@@ -670,6 +670,9 @@ async fn status_nodes(
 fn emit(text: &str) -> Result<()> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
+    // The status table and JSON quote what nodes said: nothing in it may reach the terminal
+    // as a control sequence (JSON escapes C0 only, not DEL or C1).
+    let text = crate::model::terminal_safe(text);
     match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
         _ => Ok(()),
@@ -680,7 +683,7 @@ async fn replay(run_dir: &std::path::Path, at: u64, args: &PlayArgs) -> Result<i
     let timeline = match crate::replay::Timeline::load(run_dir) {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("burnin replay: {e}");
+            crate::eprintln_safe!("burnin replay: {e}");
             return Ok(2);
         }
     };
@@ -723,7 +726,7 @@ async fn play(
     label: String,
     replay: Option<Replay>,
 ) -> Result<i32> {
-    let headless = args.headless.as_deref().map(parse_size).transpose()?;
+    let headless = args.headless;
     let label = if args.speed != 1.0 && replay.is_none() {
         format!("{label}, {}× speed", args.speed)
     } else {
@@ -767,19 +770,6 @@ pub fn sim_config(args: &SimArgs) -> Result<SimConfig> {
         config.faults = kinds.into_iter().map(Fault::scheduled).collect();
     }
     Ok(config)
-}
-
-fn parse_size(s: &str) -> Result<(u16, u16)> {
-    let (w, h) = s
-        .split_once('x')
-        .ok_or_else(|| eyre!("--headless wants WxH, e.g. 200x60; got {s:?}"))?;
-    let w: u16 = w
-        .parse()
-        .wrap_err_with(|| format!("--headless width {w:?}"))?;
-    let h: u16 = h
-        .parse()
-        .wrap_err_with(|| format!("--headless height {h:?}"))?;
-    Ok((w.max(20), h.max(5)))
 }
 
 fn console_state(look: &LookArgs, label: String) -> State {
@@ -1108,9 +1098,4 @@ mod tests {
         assert_eq!(state.store.period_ms, 5_000);
     }
 
-    #[test]
-    fn headless_size_parses() {
-        assert_eq!(parse_size("200x60").ok(), Some((200, 60)));
-        assert!(parse_size("200").is_err());
-    }
 }

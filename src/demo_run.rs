@@ -60,7 +60,7 @@ pub async fn run(args: DemoRunArgs) -> Result<i32> {
     let mut recording = TelemetryRecording::new(&session).map_err(|e| eyre!("record: {e}"))?;
     let log = TelemetryLog::new(SIM_PERIOD_MS);
     let nodes: Vec<String> = inventory.nodes.iter().map(|n| n.name.clone()).collect();
-    eprintln!(
+    crate::eprintln_safe!(
         "burnin run --demo: {} simulated nodes × {} GPUs, plan T1-T8 on the compressed clock, record in {}",
         args.config.nodes,
         args.config.gpus_per_node,
@@ -89,7 +89,7 @@ pub async fn run(args: DemoRunArgs) -> Result<i32> {
                         PhaseEvent::Started { phase, at_ms } => {
                             running = Some((phase.clone(), *at_ms, Vec::new()));
                             if let Some(spec) = plan.find(phase) {
-                                eprintln!("{phase:<4} {} ...", spec.title);
+                                crate::eprintln_safe!("{phase:<4} {} ...", spec.title);
                             }
                         }
                         PhaseEvent::Prompt { .. } => {}
@@ -108,7 +108,7 @@ pub async fn run(args: DemoRunArgs) -> Result<i32> {
                                 Some((id, from, m)) if id == *phase => (m, Some(from)),
                                 _ => (Vec::new(), None),
                             };
-                            eprintln!("{phase:<4} {:<8} {reason}", verdict.label());
+                            crate::eprintln_safe!("{phase:<4} {:<8} {reason}", verdict.label());
                             let window = log.window(&nodes, from.unwrap_or(*at_ms), *at_ms);
                             let outcome = PhaseOutcome {
                                 verdict: *verdict,
@@ -158,13 +158,13 @@ pub async fn run(args: DemoRunArgs) -> Result<i32> {
     }
     let worst = session.worst();
     session.finish(false).map_err(|e| eyre!("{e}"))?;
-    eprintln!(
+    crate::eprintln_safe!(
         "burnin run --demo: {} ; record {}",
         session.summary.verdict.map_or("?", Verdict::label),
         session.dir().display()
     );
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&session.summary)?);
+        crate::println_safe!("{}", serde_json::to_string_pretty(&session.summary)?);
     }
     Ok(if severity(worst) >= 2 { 1 } else { 0 })
 }

@@ -106,7 +106,7 @@ pub async fn deploy(config: &Path, ssh_config: Option<PathBuf>, dry_run: bool) -
     let inventory = match Inventory::load(config) {
         Ok(i) => i,
         Err(e) => {
-            eprintln!("burnin deploy: {e}");
+            crate::eprintln_safe!("burnin deploy: {e}");
             return Ok(2);
         }
     };
@@ -143,7 +143,7 @@ pub async fn deploy(config: &Path, ssh_config: Option<PathBuf>, dry_run: bool) -
     }
     results.sort_by(|a, b| a.0.cmp(&b.0));
     let mut ok = true;
-    println!(
+    crate::println_safe!(
         "burnin deploy: {} ({} bytes, sha256 {})",
         exe.display(),
         bin.len(),
@@ -151,15 +151,15 @@ pub async fn deploy(config: &Path, ssh_config: Option<PathBuf>, dry_run: bool) -
     );
     for (node, r) in &results {
         match r {
-            Ok(msg) => println!("{node:<12} {msg}"),
+            Ok(msg) => crate::println_safe!("{node:<12} {msg}"),
             Err(e) => {
                 ok = false;
-                println!("{node:<12} FAILED: {e}");
+                crate::println_safe!("{node:<12} FAILED: {e}");
             }
         }
     }
     for (node, mode) in skipped {
-        println!("{node:<12} skipped ({} mode needs no agent)", mode.name());
+        crate::println_safe!("{node:<12} skipped ({} mode needs no agent)", mode.name());
     }
     Ok(if ok { 0 } else { 1 })
 }

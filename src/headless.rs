@@ -135,7 +135,7 @@ fn watch_telemetry(
             } = &ev
                 && said.get(node) != Some(why)
             {
-                eprintln!("burnin run: telemetry from {node}: unreachable: {why}");
+                crate::eprintln_safe!("burnin run: telemetry from {node}: unreachable: {why}");
                 said.insert(node.clone(), why.clone());
             }
             let at_ms = crate::model::now_ms();
@@ -144,7 +144,7 @@ fn watch_telemetry(
                 && !record_failed
             {
                 // Said once: the phases go on, and their verdicts are still recorded.
-                eprintln!("burnin run: record: telemetry: {e}");
+                crate::eprintln_safe!("burnin run: record: telemetry: {e}");
                 record_failed = true;
             }
         }
@@ -172,7 +172,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
         Some(dir) => {
             let (s, st) = RunSession::resume(dir).map_err(|e| eyre!("--resume: {e}"))?;
             if s.summary.plan != plan.file {
-                eprintln!(
+                crate::eprintln_safe!(
                     "burnin run: the run was started with plan {}, going on with {}",
                     s.summary.plan, plan.file
                 );
@@ -197,7 +197,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
     let telemetry = if args.telemetry {
         Some(watch_telemetry(&inventory, &ssh, recording)?)
     } else {
-        eprintln!("burnin run: --no-telemetry: Xid and stalled GPUs during phases are not judged");
+        crate::eprintln_safe!("burnin run: --no-telemetry: Xid and stalled GPUs during phases are not judged");
         None
     };
     // A drill in the run: the operator confirms each step with Enter on this terminal.
@@ -228,7 +228,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
         baseline,
         telemetry,
     };
-    eprintln!(
+    crate::eprintln_safe!(
         "burnin run {run_id}: {} node(s), plan {}, record in {}",
         inventory.nodes.len(),
         plan.file,
@@ -250,7 +250,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
                 _ = tokio::signal::ctrl_c() => {}
                 _ = term.recv() => {}
             }
-            eprintln!("burnin run: interrupted: aborting the running phase on every node");
+            crate::eprintln_safe!("burnin run: interrupted: aborting the running phase on every node");
             interrupted.store(true, Ordering::SeqCst);
             let _ = abort_tx.send(Some(crate::phases::remote::StopReason::Aborted));
         });
@@ -272,7 +272,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
             && st.finished.contains(&spec.id)
         {
             if let Some(p) = session.summary.phases.iter().find(|p| p.id == spec.id) {
-                eprintln!(
+                crate::eprintln_safe!(
                     "{:<4} {:<8} (recorded) {}",
                     spec.id,
                     p.verdict.label(),
@@ -304,7 +304,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
                 reason: reason.clone(),
             };
             session.event(&ev).map_err(|e| eyre!("{e}"))?;
-            eprintln!("{:<4} SKIPPED  {reason}", spec.id);
+            crate::eprintln_safe!("{:<4} SKIPPED  {reason}", spec.id);
             let outcome = PhaseOutcome {
                 verdict: Verdict::Skipped,
                 reason,
@@ -318,7 +318,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
             } else {
                 "..."
             };
-            eprintln!(
+            crate::eprintln_safe!(
                 "{:<4} {} ({}) {how}",
                 spec.id,
                 spec.title,
@@ -358,11 +358,11 @@ pub async fn run(args: RunArgs) -> Result<i32> {
                     PhaseEvent::Started { at_ms, .. } => started = Some(*at_ms),
                     PhaseEvent::Line { node, text, .. } => {
                         if args.verbose {
-                            eprintln!("{:<4} {}| {text}", spec.id, node.as_deref().unwrap_or("-"));
+                            crate::eprintln_safe!("{:<4} {}| {text}", spec.id, node.as_deref().unwrap_or("-"));
                         }
                     }
                     PhaseEvent::Note { node, text, .. } => {
-                        eprintln!(
+                        crate::eprintln_safe!(
                             "{:<4} {}| burnin: {text}",
                             spec.id,
                             node.as_deref().unwrap_or("-")
@@ -371,17 +371,17 @@ pub async fn run(args: RunArgs) -> Result<i32> {
                     PhaseEvent::Finished {
                         verdict, reason, ..
                     } => {
-                        eprintln!("{:<4} {:<8} {reason}", spec.id, verdict.label());
+                        crate::eprintln_safe!("{:<4} {:<8} {reason}", spec.id, verdict.label());
                     }
                     PhaseEvent::Prompt {
                         text: Some(text), ..
                     } => {
-                        eprintln!("{:<4} ASKS     {text} — press Enter when done", spec.id);
+                        crate::eprintln_safe!("{:<4} ASKS     {text} — press Enter when done", spec.id);
                     }
                     PhaseEvent::Prompt { text: None, .. } | PhaseEvent::Metric { .. } => {}
                 }
                 if let Err(e) = session.event(&ev) {
-                    eprintln!("burnin run: record: {e}");
+                    crate::eprintln_safe!("burnin run: record: {e}");
                 }
             }
             let outcome = task.await.map_err(|e| eyre!("phase task: {e}"))?;
@@ -395,13 +395,13 @@ pub async fn run(args: RunArgs) -> Result<i32> {
     if let Ok(mut t) = segment.lock()
         && let Err(e) = t.finish()
     {
-        eprintln!("burnin run: record: telemetry: {e}");
+        crate::eprintln_safe!("burnin run: record: telemetry: {e}");
     }
     let worst = session.worst();
     session.finish(was_interrupted).map_err(|e| eyre!("{e}"))?;
     let summary = &session.summary;
     let counts = |v: Verdict| summary.phases.iter().filter(|p| p.verdict == v).count();
-    eprintln!(
+    crate::eprintln_safe!(
         "burnin run {run_id}: {} — {} pass, {} warn, {} fail, {} timeout, {} aborted, {} skipped; record {}",
         summary.verdict.map_or("?", Verdict::label),
         counts(Verdict::Pass),
@@ -413,7 +413,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
         summary.run_dir
     );
     if args.json {
-        println!("{}", serde_json::to_string_pretty(summary)?);
+        crate::println_safe!("{}", serde_json::to_string_pretty(summary)?);
     }
     Ok(if was_interrupted {
         130
@@ -440,7 +440,7 @@ pub fn baseline_save(run_dir: &Path, to: &Path) -> Result<i32> {
         }
     }
     if kept.is_empty() {
-        eprintln!(
+        crate::eprintln_safe!(
             "burnin baseline: {} has no passed phase with figures; nothing saved",
             run_dir.display()
         );
@@ -448,7 +448,7 @@ pub fn baseline_save(run_dir: &Path, to: &Path) -> Result<i32> {
     }
     let text = serde_json::to_string_pretty(&b)?;
     std::fs::write(to, text + "\n").map_err(|e| eyre!("{}: {e}", to.display()))?;
-    println!(
+    crate::println_safe!(
         "baseline {}: {} from {}",
         to.display(),
         kept.join(", "),

@@ -44,7 +44,7 @@ impl Mode {
 #[serde(deny_unknown_fields)]
 struct DefaultsFile {
     mode: Option<Mode>,
-    gpus: Option<u32>,
+    gpus: Option<toml::Spanned<i64>>,
     interval: Option<toml::Spanned<String>>,
     connect_timeout: Option<toml::Spanned<String>>,
     agent_path: Option<String>,
@@ -52,8 +52,8 @@ struct DefaultsFile {
     ssh_options: Vec<String>,
     #[serde(default)]
     agent_args: Vec<String>,
-    max_connecting: Option<usize>,
-    nic_rate_gbps: Option<f32>,
+    max_connecting: Option<toml::Spanned<i64>>,
+    nic_rate_gbps: Option<toml::Spanned<f64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -64,11 +64,11 @@ struct NodeFile {
     port: Option<u16>,
     identity: Option<String>,
     ssh_options: Option<Vec<String>>,
-    gpus: Option<u32>,
+    gpus: Option<toml::Spanned<i64>>,
     mode: Option<Mode>,
     agent_args: Option<Vec<String>>,
     agent_path: Option<String>,
-    nic_rate_gbps: Option<f32>,
+    nic_rate_gbps: Option<toml::Spanned<f64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -346,6 +346,47 @@ pub struct Inventory {
     pub prometheus: Option<PrometheusSpec>,
 }
 
+/// The most nodes one inventory may list (ranges expanded): far above any cluster one console
+/// watches, low enough that a typo like `gpu[0-99999][0-99999]` is an error, not 240 GB.
+pub const MAX_NODES: usize = 4096;
+
+/// The most GPUs a node may have: NVML numbers a node's GPUs from 0, and the largest nodes
+/// today have 16. Also the cap on GPU indices one node's stream may bring into the console.
+pub const MAX_GPUS_PER_NODE: u32 = 64;
+
+/// The fastest NIC rate a node may be told to train at, in Gb/s (today's ports: 400 and 800).
+pub const MAX_NIC_RATE_GBPS: f64 = 100_000.0;
+
+/// `gpus = N` within 1..=[`MAX_GPUS_PER_NODE`], else the located error.
+fn gpus_value(file: &str, text: &str, v: &toml::Spanned<i64>) -> Result<u32, ConfigError> {
+    match u32::try_from(*v.get_ref()) {
+        Ok(n) if (1..=MAX_GPUS_PER_NODE).contains(&n) => Ok(n),
+        _ => Err(ConfigError::at(
+            file,
+            text,
+            Some(v.span()),
+            format!("gpus must be 1 to {MAX_GPUS_PER_NODE} (the GPUs each node must report)"),
+        )),
+    }
+}
+
+/// `nic_rate_gbps = X`: a finite rate above 0 and at most [`MAX_NIC_RATE_GBPS`].
+fn nic_rate_value(file: &str, text: &str, v: &toml::Spanned<f64>) -> Result<f32, ConfigError> {
+    let x = *v.get_ref();
+    if x.is_finite() && x > 0.0 && x <= MAX_NIC_RATE_GBPS {
+        Ok(x as f32)
+    } else {
+        Err(ConfigError::at(
+            file,
+            text,
+            Some(v.span()),
+            format!(
+                "nic_rate_gbps must be a number above 0 and at most {MAX_NIC_RATE_GBPS} (Gb/s, e.g. 400)"
+            ),
+        ))
+    }
+}
+
 /// Default remote path of the agent; `burnin deploy` puts it there.
 pub const DEFAULT_AGENT_PATH: &str = "~/.cache/burnin/bin/burnin";
 
@@ -379,18 +420,35 @@ pub fn expand_hosts(pattern: &str) -> Result<Vec<String>, String> {
                 let hi: u64 = b
                     .parse()
                     .map_err(|_| format!("{pattern:?}: bad range {part:?}"))?;
-                if hi < lo || hi - lo > 100_000 {
-                    return Err(format!("{pattern:?}: range {part:?} is empty or too large"));
+                if hi < lo {
+                    return Err(format!("{pattern:?}: range {part:?} is empty"));
+                }
+                if hi - lo >= (MAX_NODES - items.len().min(MAX_NODES)) as u64 {
+                    return Err(format!(
+                        "{pattern:?}: more than {MAX_NODES} hosts (an inventory lists 1 to {MAX_NODES})"
+                    ));
                 }
                 items.extend((lo..=hi).map(|n| format!("{n:0width$}")));
             }
             None if !part.is_empty() && part.chars().all(|c| c.is_ascii_digit()) => {
+                if items.len() >= MAX_NODES {
+                    return Err(format!(
+                        "{pattern:?}: more than {MAX_NODES} hosts (an inventory lists 1 to {MAX_NODES})"
+                    ));
+                }
                 items.push(part.to_string())
             }
             None => return Err(format!("{pattern:?}: bad range item {part:?}")),
         }
     }
     let tails = expand_hosts(tail)?;
+    if items.len().saturating_mul(tails.len()) > MAX_NODES {
+        return Err(format!(
+            "{pattern:?}: {} × {} = more than {MAX_NODES} hosts (an inventory lists 1 to {MAX_NODES})",
+            items.len(),
+            tails.len()
+        ));
+    }
     let mut out = Vec::with_capacity(items.len() * tails.len());
     for item in &items {
         for t in &tails {
@@ -454,7 +512,22 @@ impl Inventory {
                 "no [[node]] entries: add one per node (ranges like gpu[01-12] work)",
             ));
         }
+        let max_connecting = match &d.max_connecting {
+            None => 32,
+            Some(v) => match usize::try_from(*v.get_ref()) {
+                Ok(n) if (1..=1024).contains(&n) => n,
+                _ => {
+                    return Err(ConfigError::at(
+                        file,
+                        text,
+                        Some(v.span()),
+                        "max_connecting must be 1 to 1024 (connection attempts in flight)",
+                    ));
+                }
+            },
+        };
         let mut nodes: Vec<NodeSpec> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         for entry in &shape.node {
             let n = entry.get_ref();
             let at = |m: String| ConfigError::at(file, text, Some(n.host.span()), m);
@@ -465,12 +538,25 @@ impl Inventory {
                     "mode \"prometheus\" needs a [prometheus] section with the server's url".into(),
                 ));
             }
+            let gpus = match n.gpus.as_ref().or(d.gpus.as_ref()) {
+                Some(v) => gpus_value(file, text, v)?,
+                None => 8,
+            };
+            let nic_rate_gbps = match n.nic_rate_gbps.as_ref().or(d.nic_rate_gbps.as_ref()) {
+                Some(v) => Some(nic_rate_value(file, text, v)?),
+                None => None,
+            };
             for host in hosts {
-                if matches!(mode, Mode::Agent | Mode::Smi | Mode::Prometheus) {
-                    validate_target(&host).map_err(at)?;
-                }
-                if nodes.iter().any(|x| x.name == host) {
+                // Every mode: a name reaches phase commands through {node}, {hosts}, …, and
+                // a local node's name sits in the same command line as an SSH node's.
+                validate_target(&host).map_err(at)?;
+                if !seen.insert(host.clone()) {
                     return Err(at(format!("node {host:?} is listed twice")));
+                }
+                if nodes.len() >= MAX_NODES {
+                    return Err(at(format!(
+                        "more than {MAX_NODES} nodes: burnin watches 1 to {MAX_NODES} nodes"
+                    )));
                 }
                 nodes.push(NodeSpec {
                     name: host.clone(),
@@ -482,7 +568,7 @@ impl Inventory {
                         .ssh_options
                         .clone()
                         .unwrap_or_else(|| d.ssh_options.clone()),
-                    gpus: n.gpus.or(d.gpus).unwrap_or(8),
+                    gpus,
                     mode,
                     agent_args: n.agent_args.clone().unwrap_or_else(|| d.agent_args.clone()),
                     agent_path: n
@@ -490,7 +576,7 @@ impl Inventory {
                         .clone()
                         .or_else(|| d.agent_path.clone())
                         .unwrap_or_else(|| DEFAULT_AGENT_PATH.into()),
-                    nic_rate_gbps: n.nic_rate_gbps.or(d.nic_rate_gbps),
+                    nic_rate_gbps,
                 });
             }
         }
@@ -499,7 +585,7 @@ impl Inventory {
             nodes,
             interval,
             connect_timeout,
-            max_connecting: d.max_connecting.unwrap_or(32).max(1),
+            max_connecting,
             triage,
             prometheus,
             plan: shape.plan.map(|p| {

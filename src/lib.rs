@@ -33,6 +33,24 @@
 //! - [`agent`]: `burnin agent`, the NDJSON sampler that runs on a node.
 //! - [`cli`]: the command line; [`commands`]: what each subcommand does.
 
+/// `eprintln!` for messages that may hold text from outside (a node's line, a reason, a
+/// path): control characters are stripped before the terminal sees them
+/// ([`model::terminal_safe`]).
+#[macro_export]
+macro_rules! eprintln_safe {
+    ($($arg:tt)*) => {
+        eprintln!("{}", $crate::model::terminal_safe(&format!($($arg)*)))
+    };
+}
+
+/// `println!` with the same stripping as [`eprintln_safe!`].
+#[macro_export]
+macro_rules! println_safe {
+    ($($arg:tt)*) => {
+        println!("{}", $crate::model::terminal_safe(&format!($($arg)*)))
+    };
+}
+
 pub mod agent;
 pub mod app;
 pub mod cli;

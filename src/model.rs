@@ -491,10 +491,25 @@ pub fn strip_controls(s: &str) -> String {
     s.chars()
         .filter_map(|c| match c {
             '\t' => Some(' '),
-            c if c.is_control() => None,
+            c if c.is_control() || is_bidi_control(c) => None,
             c => Some(c),
         })
         .collect()
+}
+
+/// The Unicode bidirectional embeddings, overrides and isolates: printed, they reorder the
+/// text around them, so a node's line could show a verdict other than the one it holds.
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
+}
+
+/// [`strip_controls`] for whole messages: line breaks stay (a table, a JSON document), every
+/// other control character goes. What burnin prints on stdout and stderr passes through here.
+pub fn terminal_safe(s: &str) -> String {
+    s.split('\n')
+        .map(strip_controls)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Cut a string to `width` characters, marking the cut (tables, status lines, short reasons).

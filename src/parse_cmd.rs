@@ -1036,8 +1036,8 @@ pub fn run(
     }
     if json {
         match serde_json::to_string_pretty(&doc) {
-            Ok(s) => println!("{s}"),
-            Err(e) => eprintln!("burnin parse: {e}"),
+            Ok(s) => crate::println_safe!("{s}"),
+            Err(e) => crate::eprintln_safe!("burnin parse: {e}"),
         }
     } else {
         for r in &doc.files {

@@ -538,7 +538,10 @@ enum Level {
 
 /// A figure with as many decimals as its size deserves (reasons and findings quote them).
 pub fn fmt_value(v: f64) -> String {
-    if v.abs() >= 100.0 {
+    // Past a billion no one reads the digits (a damaged 1e308 would print 309 of them).
+    if v.abs() >= 1e9 {
+        format!("{v:.3e}")
+    } else if v.abs() >= 100.0 {
         format!("{v:.0}")
     } else if v.abs() >= 10.0 {
         format!("{v:.1}")

@@ -619,18 +619,35 @@ fn drill_of(
     }))
 }
 
-/// The gate's figure must be one burnin knows.
+/// The gate's figure must be one burnin knows, and its numbers finite and ones a gate can mean.
 fn check_gate_figure(
     file: &str,
     text: &str,
     gate: &toml::Spanned<Gate>,
 ) -> Result<(), ConfigError> {
+    let bad = |m: String| Err(ConfigError::at(file, text, Some(gate.span()), m));
+    // A NaN bound compares false both ways: it would pass any figure. Every number is finite,
+    // and a percentage is one a gate can mean.
+    match gate.get_ref() {
+        Gate::Min { value, .. } | Gate::Max { value, .. } if !value.is_finite() => {
+            return bad(format!("gate value {value} is not a finite number"));
+        }
+        Gate::Baseline { pct, .. } | Gate::Peers { pct, .. } | Gate::Scaling { pct }
+            if !(pct.is_finite() && *pct > 0.0 && *pct <= 1000.0) =>
+        {
+            return bad(format!("gate pct {pct} must be above 0 and at most 1000"));
+        }
+        Gate::Together { worse_pct, .. }
+            if !(worse_pct.is_finite() && (0.0..=1000.0).contains(worse_pct)) =>
+        {
+            return bad(format!("gate worse_pct {worse_pct} must be 0 to 1000"));
+        }
+        _ => {}
+    }
     match gate.get_ref().figure() {
-        Some(figure) if !known_figure(figure) => Err(ConfigError::at(
-            file,
-            text,
-            Some(gate.span()),
-            format!("unknown figure {figure:?}; known: {}", figure_names()),
+        Some(figure) if !known_figure(figure) => bad(format!(
+            "unknown figure {figure:?}; known: {}",
+            figure_names()
         )),
         _ => Ok(()),
     }

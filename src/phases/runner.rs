@@ -528,7 +528,7 @@ fn job_for(
         &name,
     )
     .ok_or_else(|| format!("node name {name:?} cannot be a directory name on the node"))?;
-    let values = template_values(ctx, &node, &dir, peer);
+    let values = template_values(ctx, &node, &dir, peer)?;
     let mut command = render(template, &values).map_err(|e| format!("command template: {e}"))?;
     let mut node = node;
     if setup.spec.launcher == super::plan::Launcher::Kubernetes {
@@ -599,13 +599,25 @@ fn burnin_on(spec: &crate::inventory::NodeSpec) -> String {
     }
 }
 
-/// The values every template may use, for `node` in this run.
+/// Whether `value` means the same to a shell unquoted, in double quotes and in single quotes:
+/// letters, digits and `._-@:%,+=/` only. Names and ids reach commands through placeholders
+/// (`{node}`, `{hosts}`, `{run}`, …) wherever the plan's author put them, so they are held to
+/// this rather than quoted for one of those places.
+pub fn shell_inert(value: &str) -> bool {
+    value
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "._-@:%,+=/".contains(c))
+}
+
+/// The values every template may use, for `node` in this run; an error when a name or id
+/// would carry shell syntax into the command (the inventory refuses such names; a run id
+/// comes from a record that may not be ours).
 fn template_values(
     ctx: &RunContext,
     node: &RunnerNode,
     dir: &PhaseDir,
     peer: &str,
-) -> BTreeMap<String, String> {
+) -> Result<BTreeMap<String, String>, String> {
     let mut v: BTreeMap<String, String> = ctx.plan.vars.clone();
     // Vars may use placeholders themselves (e.g. a container mount of {workloads}).
     let hosts: Vec<&str> = ctx.nodes.iter().map(|n| n.spec.target.as_str()).collect();
@@ -636,6 +648,18 @@ fn template_values(
         ("peer", peer.to_string()),
         ("burnin", burnin_on(&node.spec)),
     ];
+    for (key, val) in &builtins {
+        let checked = matches!(
+            *key,
+            "node" | "gpus" | "run" | "hosts" | "hosts_slots" | "np" | "nnodes" | "nodelist" | "peer"
+        );
+        if checked && !shell_inert(val) {
+            return Err(format!(
+                "{{{key}}} would be {:?}: a name that is not letters, digits and ._-@:%,+=/ never reaches a shell",
+                crate::model::strip_controls(val)
+            ));
+        }
+    }
     let builtin_map: BTreeMap<String, String> = builtins
         .iter()
         .map(|(k, val)| (k.to_string(), val.clone()))
@@ -646,7 +670,7 @@ fn template_values(
         }
     }
     v.extend(builtin_map);
-    v
+    Ok(v)
 }
 
 /// Why a phase cannot start at all (`SKIPPED`), if it cannot.
@@ -1519,7 +1543,7 @@ async fn run_step(ctx: &RunContext, spec: &PhaseSpec, command: &str) -> Vec<Stri
             said.push(format!("{name}: not a directory name on the node"));
             continue;
         };
-        let text = match render(command, &template_values(ctx, node, &dir, "")) {
+        let text = match template_values(ctx, node, &dir, "").and_then(|v| render(command, &v)) {
             Ok(t) => t,
             Err(e) => {
                 said.push(format!("{name}: the step's command: {e}"));

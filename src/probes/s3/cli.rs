@@ -99,7 +99,7 @@ pub async fn run(args: &S3ProbeArgs) -> Result<i32> {
     let spec = match spec_from_args(args) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("burnin probe s3: {e}");
+            crate::eprintln_safe!("burnin probe s3: {e}");
             return Ok(EXIT_CANNOT_RUN);
         }
     };
@@ -116,7 +116,7 @@ pub async fn run(args: &S3ProbeArgs) -> Result<i32> {
                 }
             } => {}
         }
-        eprintln!("burnin probe s3: stopping; partial results follow");
+        crate::eprintln_safe!("burnin probe s3: stopping; partial results follow");
         let _ = cancel_tx.send(true);
     });
     let quiet = args.quiet;
@@ -125,15 +125,15 @@ pub async fn run(args: &S3ProbeArgs) -> Result<i32> {
     let printer = tokio::spawn(async move {
         while let Some(w) = rx.recv().await {
             if lines {
-                println!("{}", json_line("s3_window", &w));
+                crate::println_safe!("{}", json_line("s3_window", &w));
             } else if !quiet {
-                eprintln!("{}", progress_line(&w));
+                crate::eprintln_safe!("{}", progress_line(&w));
             }
         }
     });
     let say = move |s: &str| {
         if !quiet {
-            eprintln!("burnin probe s3: {s}");
+            crate::eprintln_safe!("burnin probe s3: {s}");
         }
     };
     let env = |k: &str| std::env::var(k).ok();
@@ -141,9 +141,9 @@ pub async fn run(args: &S3ProbeArgs) -> Result<i32> {
     let _ = printer.await;
     match result {
         Err(e) => {
-            eprintln!("burnin probe s3: {e}");
+            crate::eprintln_safe!("burnin probe s3: {e}");
             if lines {
-                println!(
+                crate::println_safe!(
                     "{}",
                     serde_json::json!({"burnin": "error", "text": format!("probe s3: {e}")})
                 );
@@ -153,12 +153,12 @@ pub async fn run(args: &S3ProbeArgs) -> Result<i32> {
         Ok(report) => {
             if lines {
                 print!("{}", report.render_table());
-                println!(
+                crate::println_safe!(
                     "{}",
                     serde_json::json!({"burnin": "s3_report", "report": report})
                 );
             } else if args.json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                crate::println_safe!("{}", serde_json::to_string_pretty(&report)?);
             } else {
                 print!("{}", report.render_table());
             }

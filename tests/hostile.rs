@@ -1,0 +1,302 @@
+//! Hostile and broken input (issue 26): what a reviewer attacked the release binary with, each
+//! case here as a test that fails without its fix. Names that carry shell syntax, absurd
+//! values on the command line and in files, non-finite gate bounds, streams that name endless
+//! GPUs. Record files and terminals have their own tests below.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_burnin");
+
+/// A fresh directory under the system's temp dir, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let d = std::env::temp_dir().join(format!(
+            "burnin-hostile-{tag}-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).expect("temp dir");
+        TempDir(d)
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The binary with `args` in `dir`, with a time limit; (exit code, stdout, stderr).
+fn burnin(dir: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env_remove("BURNIN_LOG")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("burnin starts");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            break;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("burnin {args:?} did not return within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("output");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+// ── 1. shell injection through node names ────────────────────────────────────────────────
+
+/// A `local` node named `$(touch …)` is refused where the inventory is read, whatever the
+/// mode: `burnin run` stops with the located error and nothing ran.
+#[test]
+fn a_node_name_with_shell_syntax_is_refused_in_every_mode() {
+    let dir = TempDir::new("names");
+    let pwned = dir.path().join("PWNED");
+    for mode in ["local", "sim", "agent", "smi"] {
+        let text = format!(
+            "[[node]]\nhost = \"$(touch {})\"\nmode = \"{mode}\"\n",
+            pwned.display()
+        );
+        let err = burnin::inventory::Inventory::parse("burnin.toml", &text)
+            .expect_err("a name with shell syntax is an error");
+        assert!(err.to_string().contains("contains '$'"), "{mode}: {err}");
+        assert_eq!(err.line, Some(2), "{mode}: located at the host line");
+    }
+    // Through the binary, with an SSH node beside it.
+    std::fs::write(
+        dir.path().join("burnin.toml"),
+        format!(
+            "[[node]]\nhost = \"$(touch {p})\"\nmode = \"local\"\n[[node]]\nhost = \"n2\"\nmode = \"sim\"\n",
+            p = pwned.display()
+        ),
+    )
+    .expect("write");
+    let (code, _, err) = burnin(dir.path(), &["run", "--no-telemetry", "--only", "T1"]);
+    assert_ne!(code, Some(0));
+    assert!(err.contains("contains '$'"), "{err}");
+    assert!(!pwned.exists(), "the name ran as a command");
+}
+
+/// Past the inventory (a record's run id, a name made in code), the runner itself refuses a
+/// placeholder value with shell syntax: the phase FAILs naming it, and a real `sh` never sees
+/// the value.
+#[tokio::test]
+async fn the_runner_refuses_a_placeholder_value_with_shell_syntax() {
+    use burnin::phases::runner::{RunContext, run_phase};
+    let dir = TempDir::new("runner");
+    let pwned = dir.path().join("PWNED");
+    let inventory = burnin::inventory::Inventory::parse(
+        "burnin.toml",
+        "[[node]]\nhost = \"n1\"\nmode = \"local\"\ngpus = 1\n",
+    )
+    .expect("inventory");
+    let plan = burnin::phases::plan::Plan::parse(
+        "plan.toml",
+        &format!(
+            "[settings]\nremote_dir = \"{}/runs\"\ngrace_s = 1\n[[phase]]\nid = \"T1\"\ntitle = \"echo\"\n\
+             scope = \"each-node\"\nparser = \"none\"\ncommand = \"echo {{hosts}} {{node}}\"\n",
+            dir.path().display()
+        ),
+    )
+    .expect("plan");
+    let ssh = burnin::transport::ssh::SshSettings {
+        config_file: None,
+        control_dir: None,
+        connect_timeout: Duration::from_secs(5),
+    };
+    let mut nodes = burnin::headless::runner_nodes(&inventory, &ssh);
+    let evil = format!("n1$(touch {})", pwned.display());
+    nodes[0].spec.target = evil.clone();
+    let ctx = RunContext {
+        run_id: "r1".into(),
+        attempt: 1,
+        earlier: Default::default(),
+        confirm: None,
+        plan: Arc::new(plan.clone()),
+        nodes,
+        baseline: None,
+        telemetry: None,
+    };
+    let (tx, mut rx) = tokio::sync::mpsc::channel(1024);
+    let (_stop_tx, stop) = tokio::sync::watch::channel(None);
+    let spec = Arc::clone(&plan.phases[0]);
+    let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
+    let out = run_phase(&ctx, spec, stop, tx).await;
+    drain.await.expect("drain");
+    assert_eq!(out.verdict, burnin::phases::Verdict::Fail, "{}", out.reason);
+    assert!(out.reason.contains("{hosts}"), "{}", out.reason);
+    assert!(!pwned.exists(), "the value reached a shell");
+    // The same phase with the name as written runs.
+    let mut ok = ctx.clone();
+    ok.nodes[0].spec.target = "n1".into();
+    let (tx, mut rx) = tokio::sync::mpsc::channel(1024);
+    let (_stop_tx, stop) = tokio::sync::watch::channel(None);
+    let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
+    let out = run_phase(&ok, Arc::clone(&plan.phases[0]), stop, tx).await;
+    drain.await.expect("drain");
+    assert_eq!(out.verdict, burnin::phases::Verdict::Pass, "{}", out.reason);
+}
+
+// ── 7, 8. absurd values: located errors with the allowed range, no panic, no hang ────────
+
+/// Every absurd value the reviewer gave the command line: an error naming the range (clap's
+/// exit 2), never a panic (101), an abort or a hang.
+#[test]
+fn absurd_command_line_values_are_errors_with_the_range() {
+    let dir = TempDir::new("cli");
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["demo", "--headless", "80x24", "--duration", "18446744073709551615"],
+            "0..=",
+        ),
+        (&["demo", "--headless", "65535x65535", "--duration", "1"], "1000"),
+        (&["demo", "--speed", "1e-300", "--duration", "1"], "0.0625 to 1024"),
+        (&["demo", "--speed", "nan", "--duration", "1"], "0.0625 to 1024"),
+        (&["run", "--demo", "--speed", "1e-300"], "0.0625 to 1024"),
+        (&["replay", "x", "--duration", "18446744073709551615"], "0..="),
+        (&["agent", "--sim", "--gpus", "4294967295"], "1 to 64"),
+        (&["agent", "--sim", "--gpus", "0"], "1 to 64"),
+        (
+            &[
+                "probe", "s3", "--endpoint", "http://127.0.0.1:1", "--bucket", "b", "--prepare",
+                "18446744073709551615",
+            ],
+            "1 to 100000",
+        ),
+        (
+            &["status", "--demo", "--at", "18446744073709551615"],
+            "0..=3600",
+        ),
+        (&["demo", "--fps", "0", "--duration", "1"], "1..=240"),
+    ];
+    for (args, range) in cases {
+        let (code, _, err) = burnin(dir.path(), args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(range), "{args:?} should name the range {range:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+/// Absurd inventory values: a located error each, quickly (the duplicate check is not
+/// quadratic, ranges do not multiply into gigabytes).
+#[test]
+fn absurd_inventory_values_are_located_errors() {
+    let cases = [
+        ("[[node]]\nhost = \"gpu[0-99999][0-99999]\"\n", "more than 4096 hosts"),
+        ("[[node]]\nhost = \"gpu[01-99999]\"\n", "more than 4096 hosts"),
+        ("[[node]]\nhost = \"gpu01\"\ngpus = 0\n", "gpus must be 1 to 64"),
+        ("[[node]]\nhost = \"gpu01\"\ngpus = -1\n", "gpus must be 1 to 64"),
+        ("[defaults]\ngpus = 65\n[[node]]\nhost = \"gpu01\"\n", "gpus must be 1 to 64"),
+        ("[[node]]\nhost = \"gpu01\"\nnic_rate_gbps = nan\n", "nic_rate_gbps"),
+        ("[[node]]\nhost = \"gpu01\"\nnic_rate_gbps = -inf\n", "nic_rate_gbps"),
+        ("[defaults]\nnic_rate_gbps = inf\n[[node]]\nhost = \"gpu01\"\n", "nic_rate_gbps"),
+        ("[defaults]\nmax_connecting = 0\n[[node]]\nhost = \"gpu01\"\n", "max_connecting"),
+        ("[[node]]\nhost = \"gpu01\"\n[triage]\nstall_util_pct = nan\n", "stall_util_pct"),
+    ];
+    for (text, want) in cases {
+        let t0 = std::time::Instant::now();
+        let err = burnin::inventory::Inventory::parse("burnin.toml", text)
+            .expect_err(&format!("{text:?} must be refused"));
+        assert!(err.to_string().contains(want), "{text:?}: {err}");
+        assert!(err.line.is_some(), "{text:?}: located: {err}");
+        // Not a timing assertion on speed, a guard against the 28-second quadratic check
+        // coming back: generous by two orders of magnitude.
+        assert!(t0.elapsed() < Duration::from_secs(5), "{text:?} took {:?}", t0.elapsed());
+    }
+    // The largest inventory allowed is read.
+    let inv = burnin::inventory::Inventory::parse("burnin.toml", "[[node]]\nhost = \"gpu[0001-4096]\"\n")
+        .expect("4096 nodes");
+    assert_eq!(inv.nodes.len(), 4096);
+}
+
+// ── 9. NaN disables gates ────────────────────────────────────────────────────────────────
+
+/// A gate bound that is not a finite number, or a percentage no gate can mean, is a located
+/// error in the plan: a NaN would pass any figure.
+#[test]
+fn non_finite_gate_bounds_are_located_errors() {
+    let phase = |gate: &str| {
+        format!(
+            "[[phase]]\nid = \"T2\"\ntitle = \"GEMM\"\nscope = \"each-gpu\"\nparser = \"workload\"\n\
+             command = \"true\"\ngates = [{gate}]\n"
+        )
+    };
+    for gate in [
+        "{ kind = \"min\", figure = \"tflops_bf16\", value = nan }",
+        "{ kind = \"max\", figure = \"tflops_bf16\", value = inf }",
+        "{ kind = \"min\", figure = \"tflops_bf16\", value = -inf }",
+        "{ kind = \"peers\", figure = \"tflops_bf16\", pct = nan }",
+        "{ kind = \"baseline\", figure = \"tflops_bf16\", pct = -5 }",
+        "{ kind = \"scaling\", pct = inf }",
+    ] {
+        let err = burnin::phases::plan::Plan::parse("plan.toml", &phase(gate))
+            .expect_err(&format!("{gate} must be refused"));
+        assert!(err.line == Some(7), "{gate}: located at the gates line: {err}");
+    }
+    burnin::phases::plan::Plan::parse(
+        "plan.toml",
+        &phase("{ kind = \"min\", figure = \"tflops_bf16\", value = 500 }"),
+    )
+    .expect("a finite bound is fine");
+}
+
+// ── 2. memory without bound from one node's stream ───────────────────────────────────────
+
+/// Frames whose GPU indices and port names are new every time: the store keeps at most what a
+/// node can have and says what it did not keep.
+#[test]
+fn a_stream_of_endless_gpus_and_ports_is_capped_with_a_note() {
+    use burnin::model::{GpuSample, NicSample, NodeFrame};
+    use burnin::telemetry::SourceEvent;
+    let mut store = burnin::cluster::ClusterStore::new();
+    for f in 0..200u32 {
+        let frame = NodeFrame {
+            node: "n1".into(),
+            at_ms: 1_000 * u64::from(f + 1),
+            gpus: (0..300)
+                .map(|i| GpuSample {
+                    index: f * 300 + i,
+                    ..GpuSample::default()
+                })
+                .collect(),
+            nics: (0..50)
+                .map(|i| NicSample {
+                    device: format!("mlx5_{f}_{i}"),
+                    port: 1,
+                    ..NicSample::default()
+                })
+                .collect(),
+            netdevs: Vec::new(),
+        };
+        store.ingest(SourceEvent::Frame(frame));
+    }
+    let n = store.node("n1").expect("node");
+    assert_eq!(n.gpus.len(), 64, "GPUs 0 to 63 kept");
+    assert_eq!(n.nics.len(), burnin::cluster::MAX_PORTS_PER_NODE);
+    let words = n.over_limit_words().expect("the cap says so");
+    assert!(words.contains("at most 64 GPUs"), "{words}");
+    assert!(n.over_limit_samples > 50_000, "{words}");
+}
