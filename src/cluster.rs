@@ -441,12 +441,9 @@ impl NodeView {
 
     /// `over_limit` with the count, for the status table and triage.
     pub fn over_limit_words(&self) -> Option<String> {
-        self.over_limit.as_ref().map(|why| {
-            format!(
-                "{why}; {} sample(s) not kept",
-                self.over_limit_samples
-            )
-        })
+        self.over_limit
+            .as_ref()
+            .map(|why| format!("{why}; {} sample(s) not kept", self.over_limit_samples))
     }
 
     fn ingest(&mut self, frame: NodeFrame) {

@@ -1097,5 +1097,4 @@ mod tests {
         let state = watch_state(&LookArgs::default(), "t".into(), &inv);
         assert_eq!(state.store.period_ms, 5_000);
     }
-
 }

@@ -65,6 +65,41 @@ impl ConfigError {
     }
 }
 
+/// The largest configuration file burnin reads (burnin.toml, a plan, a theme or layout, a
+/// baseline, a token file): real ones are kilobytes.
+pub const MAX_CONFIG_BYTES: u64 = 16 << 20;
+
+/// Read a file a person points burnin at: links are followed (dotfiles often are links), but
+/// it must end at a plain file of at most `max` bytes (`/dev/zero` or a FIFO would never end).
+/// The error says why, without the path (callers name the file their own way).
+pub fn read_file_bounded(path: &std::path::Path, max: u64) -> std::io::Result<String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    let refuse = |why: String| Err(std::io::Error::new(std::io::ErrorKind::InvalidData, why));
+    if !meta.is_file() {
+        return refuse("not a plain file (a device, FIFO or directory)".into());
+    }
+    if meta.len() > max {
+        return refuse(format!(
+            "{} bytes, more than the {} MiB a file of this kind may have",
+            meta.len(),
+            max >> 20
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.take(max + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return refuse(format!("grew past {} MiB while read", max >> 20));
+    }
+    String::from_utf8(bytes)
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"))
+}
+
 /// 1-based line and column (in characters) of a byte offset.
 pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(text.len());

@@ -174,7 +174,8 @@ pub async fn run(args: RunArgs) -> Result<i32> {
             if s.summary.plan != plan.file {
                 crate::eprintln_safe!(
                     "burnin run: the run was started with plan {}, going on with {}",
-                    s.summary.plan, plan.file
+                    s.summary.plan,
+                    plan.file
                 );
             }
             (s, Some(st))
@@ -197,7 +198,9 @@ pub async fn run(args: RunArgs) -> Result<i32> {
     let telemetry = if args.telemetry {
         Some(watch_telemetry(&inventory, &ssh, recording)?)
     } else {
-        crate::eprintln_safe!("burnin run: --no-telemetry: Xid and stalled GPUs during phases are not judged");
+        crate::eprintln_safe!(
+            "burnin run: --no-telemetry: Xid and stalled GPUs during phases are not judged"
+        );
         None
     };
     // A drill in the run: the operator confirms each step with Enter on this terminal.
@@ -250,7 +253,9 @@ pub async fn run(args: RunArgs) -> Result<i32> {
                 _ = tokio::signal::ctrl_c() => {}
                 _ = term.recv() => {}
             }
-            crate::eprintln_safe!("burnin run: interrupted: aborting the running phase on every node");
+            crate::eprintln_safe!(
+                "burnin run: interrupted: aborting the running phase on every node"
+            );
             interrupted.store(true, Ordering::SeqCst);
             let _ = abort_tx.send(Some(crate::phases::remote::StopReason::Aborted));
         });
@@ -358,7 +363,11 @@ pub async fn run(args: RunArgs) -> Result<i32> {
                     PhaseEvent::Started { at_ms, .. } => started = Some(*at_ms),
                     PhaseEvent::Line { node, text, .. } => {
                         if args.verbose {
-                            crate::eprintln_safe!("{:<4} {}| {text}", spec.id, node.as_deref().unwrap_or("-"));
+                            crate::eprintln_safe!(
+                                "{:<4} {}| {text}",
+                                spec.id,
+                                node.as_deref().unwrap_or("-")
+                            );
                         }
                     }
                     PhaseEvent::Note { node, text, .. } => {
@@ -376,7 +385,10 @@ pub async fn run(args: RunArgs) -> Result<i32> {
                     PhaseEvent::Prompt {
                         text: Some(text), ..
                     } => {
-                        crate::eprintln_safe!("{:<4} ASKS     {text} — press Enter when done", spec.id);
+                        crate::eprintln_safe!(
+                            "{:<4} ASKS     {text} — press Enter when done",
+                            spec.id
+                        );
                     }
                     PhaseEvent::Prompt { text: None, .. } | PhaseEvent::Metric { .. } => {}
                 }

@@ -601,17 +601,19 @@ impl Inventory {
     /// Read and resolve a file.
     pub fn load(path: &std::path::Path) -> Result<Inventory, ConfigError> {
         let name = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
-            file: name.clone(),
-            line: None,
-            column: None,
-            message: match e.kind() {
-                std::io::ErrorKind::NotFound => {
-                    "not found (burnin init writes a starter file; -c FILE picks another)".into()
-                }
-                _ => e.to_string(),
-            },
-        })?;
+        let text = crate::config::read_file_bounded(path, crate::config::MAX_CONFIG_BYTES)
+            .map_err(|e| ConfigError {
+                file: name.clone(),
+                line: None,
+                column: None,
+                message: match e.kind() {
+                    std::io::ErrorKind::NotFound => {
+                        "not found (burnin init writes a starter file; -c FILE picks another)"
+                            .into()
+                    }
+                    _ => e.to_string(),
+                },
+            })?;
         Inventory::parse(&name, &text)
     }
 }

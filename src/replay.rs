@@ -224,7 +224,7 @@ impl Playthrough<'_> {
                     self.queue(t / 1000, t, SourceEvent::Frame(s.replay_frame()));
                 }
                 // Said where the playing reaches the tear, after the segment's last whole line.
-                Some(Err(torn)) => self.say(format!("replay: telemetry segment {torn} ends torn")),
+                Some(Err(why)) => self.say(format!("replay: {why}")),
                 None => {
                     self.stream_done = true;
                     if let Some(e) = self.stream.failed.take() {

@@ -169,19 +169,43 @@ fn absurd_command_line_values_are_errors_with_the_range() {
     let dir = TempDir::new("cli");
     let cases: &[(&[&str], &str)] = &[
         (
-            &["demo", "--headless", "80x24", "--duration", "18446744073709551615"],
+            &[
+                "demo",
+                "--headless",
+                "80x24",
+                "--duration",
+                "18446744073709551615",
+            ],
             "0..=",
         ),
-        (&["demo", "--headless", "65535x65535", "--duration", "1"], "1000"),
-        (&["demo", "--speed", "1e-300", "--duration", "1"], "0.0625 to 1024"),
-        (&["demo", "--speed", "nan", "--duration", "1"], "0.0625 to 1024"),
+        (
+            &["demo", "--headless", "65535x65535", "--duration", "1"],
+            "1000",
+        ),
+        (
+            &["demo", "--speed", "1e-300", "--duration", "1"],
+            "0.0625 to 1024",
+        ),
+        (
+            &["demo", "--speed", "nan", "--duration", "1"],
+            "0.0625 to 1024",
+        ),
         (&["run", "--demo", "--speed", "1e-300"], "0.0625 to 1024"),
-        (&["replay", "x", "--duration", "18446744073709551615"], "0..="),
+        (
+            &["replay", "x", "--duration", "18446744073709551615"],
+            "0..=",
+        ),
         (&["agent", "--sim", "--gpus", "4294967295"], "1 to 64"),
         (&["agent", "--sim", "--gpus", "0"], "1 to 64"),
         (
             &[
-                "probe", "s3", "--endpoint", "http://127.0.0.1:1", "--bucket", "b", "--prepare",
+                "probe",
+                "s3",
+                "--endpoint",
+                "http://127.0.0.1:1",
+                "--bucket",
+                "b",
+                "--prepare",
                 "18446744073709551615",
             ],
             "1 to 100000",
@@ -195,7 +219,10 @@ fn absurd_command_line_values_are_errors_with_the_range() {
     for (args, range) in cases {
         let (code, _, err) = burnin(dir.path(), args);
         assert_eq!(code, Some(2), "{args:?}: {err}");
-        assert!(err.contains(range), "{args:?} should name the range {range:?}: {err}");
+        assert!(
+            err.contains(range),
+            "{args:?} should name the range {range:?}: {err}"
+        );
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
 }
@@ -205,16 +232,46 @@ fn absurd_command_line_values_are_errors_with_the_range() {
 #[test]
 fn absurd_inventory_values_are_located_errors() {
     let cases = [
-        ("[[node]]\nhost = \"gpu[0-99999][0-99999]\"\n", "more than 4096 hosts"),
-        ("[[node]]\nhost = \"gpu[01-99999]\"\n", "more than 4096 hosts"),
-        ("[[node]]\nhost = \"gpu01\"\ngpus = 0\n", "gpus must be 1 to 64"),
-        ("[[node]]\nhost = \"gpu01\"\ngpus = -1\n", "gpus must be 1 to 64"),
-        ("[defaults]\ngpus = 65\n[[node]]\nhost = \"gpu01\"\n", "gpus must be 1 to 64"),
-        ("[[node]]\nhost = \"gpu01\"\nnic_rate_gbps = nan\n", "nic_rate_gbps"),
-        ("[[node]]\nhost = \"gpu01\"\nnic_rate_gbps = -inf\n", "nic_rate_gbps"),
-        ("[defaults]\nnic_rate_gbps = inf\n[[node]]\nhost = \"gpu01\"\n", "nic_rate_gbps"),
-        ("[defaults]\nmax_connecting = 0\n[[node]]\nhost = \"gpu01\"\n", "max_connecting"),
-        ("[[node]]\nhost = \"gpu01\"\n[triage]\nstall_util_pct = nan\n", "stall_util_pct"),
+        (
+            "[[node]]\nhost = \"gpu[0-99999][0-99999]\"\n",
+            "more than 4096 hosts",
+        ),
+        (
+            "[[node]]\nhost = \"gpu[01-99999]\"\n",
+            "more than 4096 hosts",
+        ),
+        (
+            "[[node]]\nhost = \"gpu01\"\ngpus = 0\n",
+            "gpus must be 1 to 64",
+        ),
+        (
+            "[[node]]\nhost = \"gpu01\"\ngpus = -1\n",
+            "gpus must be 1 to 64",
+        ),
+        (
+            "[defaults]\ngpus = 65\n[[node]]\nhost = \"gpu01\"\n",
+            "gpus must be 1 to 64",
+        ),
+        (
+            "[[node]]\nhost = \"gpu01\"\nnic_rate_gbps = nan\n",
+            "nic_rate_gbps",
+        ),
+        (
+            "[[node]]\nhost = \"gpu01\"\nnic_rate_gbps = -inf\n",
+            "nic_rate_gbps",
+        ),
+        (
+            "[defaults]\nnic_rate_gbps = inf\n[[node]]\nhost = \"gpu01\"\n",
+            "nic_rate_gbps",
+        ),
+        (
+            "[defaults]\nmax_connecting = 0\n[[node]]\nhost = \"gpu01\"\n",
+            "max_connecting",
+        ),
+        (
+            "[[node]]\nhost = \"gpu01\"\n[triage]\nstall_util_pct = nan\n",
+            "stall_util_pct",
+        ),
     ];
     for (text, want) in cases {
         let t0 = std::time::Instant::now();
@@ -224,11 +281,16 @@ fn absurd_inventory_values_are_located_errors() {
         assert!(err.line.is_some(), "{text:?}: located: {err}");
         // Not a timing assertion on speed, a guard against the 28-second quadratic check
         // coming back: generous by two orders of magnitude.
-        assert!(t0.elapsed() < Duration::from_secs(5), "{text:?} took {:?}", t0.elapsed());
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "{text:?} took {:?}",
+            t0.elapsed()
+        );
     }
     // The largest inventory allowed is read.
-    let inv = burnin::inventory::Inventory::parse("burnin.toml", "[[node]]\nhost = \"gpu[0001-4096]\"\n")
-        .expect("4096 nodes");
+    let inv =
+        burnin::inventory::Inventory::parse("burnin.toml", "[[node]]\nhost = \"gpu[0001-4096]\"\n")
+            .expect("4096 nodes");
     assert_eq!(inv.nodes.len(), 4096);
 }
 
@@ -254,7 +316,10 @@ fn non_finite_gate_bounds_are_located_errors() {
     ] {
         let err = burnin::phases::plan::Plan::parse("plan.toml", &phase(gate))
             .expect_err(&format!("{gate} must be refused"));
-        assert!(err.line == Some(7), "{gate}: located at the gates line: {err}");
+        assert!(
+            err.line == Some(7),
+            "{gate}: located at the gates line: {err}"
+        );
     }
     burnin::phases::plan::Plan::parse(
         "plan.toml",
@@ -299,4 +364,196 @@ fn a_stream_of_endless_gpus_and_ports_is_capped_with_a_note() {
     let words = n.over_limit_words().expect("the cap says so");
     assert!(words.contains("at most 64 GPUs"), "{words}");
     assert!(n.over_limit_samples > 50_000, "{words}");
+}
+
+// ── 4, 5, 6, 13. records that are not what burnin wrote ──────────────────────────────────
+
+/// A real record: `burnin run --demo` into a fresh directory; the run directory.
+fn demo_record(dir: &TempDir) -> PathBuf {
+    let runs = dir.path().join("runs");
+    let (code, _, err) = burnin(
+        dir.path(),
+        &["run", "--demo", "--runs-dir", runs.to_str().expect("utf-8")],
+    );
+    assert!(matches!(code, Some(0..=2)), "run --demo: {err}");
+    std::fs::read_dir(&runs)
+        .expect("runs")
+        .flatten()
+        .map(|e| e.path())
+        .next()
+        .expect("a run directory")
+}
+
+/// The binary with `args`, and the peak resident memory of that process (from `wait4`), kB.
+fn burnin_peak_rss(dir: &Path, args: &[&str]) -> (i32, String, i64) {
+    let child = Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("burnin starts");
+    let pid = child.id() as libc::pid_t;
+    let mut stderr = child.stderr.expect("stderr");
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut s);
+        s
+    });
+    let mut status = 0;
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: wait4 on our own child, with valid out-pointers; it fills `usage` on success.
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, usage.as_mut_ptr()) };
+    assert_eq!(waited, pid, "wait4");
+    // SAFETY: zeroed is a valid rusage and wait4 returned the pid, so it was filled.
+    let usage = unsafe { usage.assume_init() };
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -libc::WTERMSIG(status)
+    };
+    (code, reader.join().expect("stderr"), usage.ru_maxrss)
+}
+
+/// `RUN/report.html → victim`: `report` refuses to write through the link and the victim keeps
+/// its bytes; without the link it writes the report (a new file renamed into place).
+#[test]
+fn report_never_writes_through_a_link_in_the_record() {
+    let dir = TempDir::new("report-link");
+    let run = demo_record(&dir);
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "precious").expect("victim");
+    std::os::unix::fs::symlink(&victim, run.join("report.html")).expect("link");
+    let (code, _, err) = burnin(dir.path(), &["report", run.to_str().expect("utf-8")]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("symbolic link"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&victim).expect("victim"),
+        "precious"
+    );
+    std::fs::remove_file(run.join("report.html")).expect("unlink");
+    let (code, out, err) = burnin(dir.path(), &["report", run.to_str().expect("utf-8")]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("report.html"), "{out}");
+}
+
+/// `events.jsonl` or `summary.json` linked to `/dev/zero`, or grown past any real record: the
+/// reader refuses with the reason, at once, in little memory.
+#[test]
+fn record_files_that_never_end_are_refused_with_why() {
+    let dir = TempDir::new("dev-zero");
+    let run = demo_record(&dir);
+    let run_arg = run.to_str().expect("utf-8").to_string();
+    for name in ["events.jsonl", "summary.json"] {
+        let keep = run.join(format!("{name}.keep"));
+        std::fs::rename(run.join(name), &keep).expect("move aside");
+        std::os::unix::fs::symlink("/dev/zero", run.join(name)).expect("link");
+        for cmd in ["report", "replay"] {
+            let mut args = vec![cmd, run_arg.as_str()];
+            if cmd == "replay" {
+                args.extend(["--headless", "80x24", "--duration", "1"]);
+            }
+            let (code, err, rss_kb) = burnin_peak_rss(dir.path(), &args);
+            assert_ne!(code, 0, "{cmd} over {name} → /dev/zero: {err}");
+            assert!(err.contains("symbolic link"), "{cmd} {name}: {err}");
+            assert!(rss_kb < 200_000, "{cmd} {name}: peak RSS {rss_kb} kB");
+        }
+        // A plain file far larger than any record's (sparse: no disk is used).
+        std::fs::remove_file(run.join(name)).expect("unlink");
+        let big = std::fs::File::create(run.join(name)).expect("create");
+        big.set_len(8 << 30).expect("sparse");
+        let (code, err, rss_kb) = burnin_peak_rss(dir.path(), &["report", &run_arg]);
+        assert_ne!(code, 0, "{name} of 8 GiB: {err}");
+        assert!(err.contains("may have; refused"), "{name}: {err}");
+        assert!(rss_kb < 200_000, "{name}: peak RSS {rss_kb} kB");
+        std::fs::remove_file(run.join(name)).expect("unlink");
+        std::fs::rename(&keep, run.join(name)).expect("move back");
+    }
+}
+
+/// A small gzip segment that inflates to one 256 MiB line: the line is skipped (counted as a
+/// line that did not decode), never held; the report is written in little memory.
+#[test]
+fn a_telemetry_line_inflating_to_hundreds_of_megabytes_is_skipped() {
+    let dir = TempDir::new("gz-bomb");
+    let run = demo_record(&dir);
+    let seg = run.join("telemetry/001.jsonl.gz");
+    let made = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "head -c 268435456 /dev/zero | tr '\\0' x | gzip -1 > '{}'",
+            seg.display()
+        ))
+        .status()
+        .expect("sh");
+    assert!(made.success());
+    assert!(
+        std::fs::metadata(&seg).expect("seg").len() < 2 << 20,
+        "a small file"
+    );
+    let (code, err, rss_kb) =
+        burnin_peak_rss(dir.path(), &["report", run.to_str().expect("utf-8")]);
+    assert_eq!(code, 0, "{err}");
+    assert!(rss_kb < 200_000, "peak RSS {rss_kb} kB");
+    let md = std::fs::read_to_string(run.join("report.md")).expect("report.md");
+    assert!(md.contains("telemetry line(s) did not decode"), "{md}");
+}
+
+/// A segment that is not gzip at all is said to be that, not "torn by a crash"; a damaged
+/// plan copy is named as the record's file, not as the shipped plan.
+#[test]
+fn a_foreign_segment_and_a_bad_plan_copy_are_named_for_what_they_are() {
+    let dir = TempDir::new("foreign");
+    let run = demo_record(&dir);
+    std::fs::write(run.join("telemetry/001.jsonl.gz"), "this is not gzip\n").expect("seg");
+    std::fs::write(run.join("plan.toml"), "[[phase]\n").expect("plan");
+    let (code, _, err) = burnin(dir.path(), &["report", run.to_str().expect("utf-8")]);
+    assert_eq!(code, Some(0), "{err}");
+    let md = std::fs::read_to_string(run.join("report.md")).expect("report.md");
+    assert!(md.contains("001.jsonl.gz is not gzip data"), "{md}");
+    assert!(!md.contains("001.jsonl.gz ends torn"), "{md}");
+    let copy = run.join("plan.toml").display().to_string();
+    assert!(
+        md.contains(&format!("{copy}:1:")),
+        "the copy is named: {md}"
+    );
+    assert!(!md.contains("<embedded>/default.toml:1"), "{md}");
+}
+
+/// Two consoles taking over one run: the second is refused and told who holds it; once the
+/// first is gone the run can be taken over again.
+#[test]
+fn one_console_takes_a_run_over_at_a_time() {
+    let dir = TempDir::new("lock");
+    let run = demo_record(&dir);
+    let (first, _) = burnin::phases::session::RunSession::resume(&run).expect("first takes it");
+    std::fs::write(
+        dir.path().join("burnin.toml"),
+        "[defaults]\nmode = \"sim\"\n[[node]]\nhost = \"n1\"\n",
+    )
+    .expect("inventory");
+    let events_before = std::fs::read(run.join("events.jsonl")).expect("events");
+    let (code, _, err) = burnin(
+        dir.path(),
+        &[
+            "run",
+            "--no-telemetry",
+            "--resume",
+            run.to_str().expect("utf-8"),
+        ],
+    );
+    assert_ne!(code, Some(0), "{err}");
+    assert!(err.contains("another burnin is writing this run"), "{err}");
+    assert!(
+        err.contains(&format!("pid {}", std::process::id())),
+        "says who: {err}"
+    );
+    assert_eq!(
+        std::fs::read(run.join("events.jsonl")).expect("events"),
+        events_before,
+        "the refused console wrote nothing"
+    );
+    drop(first);
+    burnin::phases::session::RunSession::resume(&run).expect("free again");
 }

@@ -1050,12 +1050,13 @@ impl Plan {
     /// Read and check a plan file.
     pub fn load(path: &std::path::Path) -> Result<Plan, ConfigError> {
         let name = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
-            file: name.clone(),
-            line: None,
-            column: None,
-            message: e.to_string(),
-        })?;
+        let text = crate::config::read_file_bounded(path, crate::config::MAX_CONFIG_BYTES)
+            .map_err(|e| ConfigError {
+                file: name.clone(),
+                line: None,
+                column: None,
+                message: e.to_string(),
+            })?;
         Plan::parse(&name, &text)
     }
 

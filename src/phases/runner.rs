@@ -651,7 +651,15 @@ fn template_values(
     for (key, val) in &builtins {
         let checked = matches!(
             *key,
-            "node" | "gpus" | "run" | "hosts" | "hosts_slots" | "np" | "nnodes" | "nodelist" | "peer"
+            "node"
+                | "gpus"
+                | "run"
+                | "hosts"
+                | "hosts_slots"
+                | "np"
+                | "nnodes"
+                | "nodelist"
+                | "peer"
         );
         if checked && !shell_inert(val) {
             return Err(format!(

@@ -281,6 +281,7 @@ impl RunSession {
 
 /// Read a baseline file.
 pub fn read_baseline(path: &Path) -> Result<Baseline, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = crate::config::read_file_bounded(path, crate::config::MAX_CONFIG_BYTES)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
 }

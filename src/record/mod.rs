@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -17,6 +18,7 @@ use crate::phases::gates::Figures;
 use crate::phases::{PhaseEvent, Verdict};
 
 pub mod events;
+pub mod files;
 pub mod recording;
 pub mod telemetry;
 
@@ -108,6 +110,54 @@ pub struct RunRecord {
     dir: PathBuf,
     events: BufWriter<File>,
     logs: BTreeMap<(String, String), BufWriter<File>>,
+    /// The record's `lock` file, `flock`ed for as long as this writer lives (the kernel lets
+    /// go when the process ends, however it ends).
+    _lock: File,
+}
+
+/// The file in a run directory whose `flock` says a console is writing the run; it holds who.
+pub const LOCK_FILE: &str = "lock";
+
+/// Take the run directory's lock, or say who holds it: two consoles writing one run would
+/// duplicate its lines and finish its phases twice.
+fn take_lock(dir: &Path) -> Result<File, String> {
+    use std::io::{Read, Seek};
+    use std::os::fd::AsRawFd;
+    let path = dir.join(LOCK_FILE);
+    let mut f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path)
+        .map_err(|e| io_err(&path, e))?;
+    // SAFETY: flock on a descriptor this function owns; no memory is passed.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let mut holder = String::new();
+        let _ = (&f).take(4096).read_to_string(&mut holder);
+        let holder = crate::model::strip_controls(holder.trim());
+        return Err(format!(
+            "{}: another burnin is writing this run ({}); one console takes a run over at a time",
+            dir.display(),
+            if holder.is_empty() {
+                "it did not say who".to_string()
+            } else {
+                holder
+            }
+        ));
+    }
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let who = format!(
+        "pid {} on {} since {}",
+        std::process::id(),
+        host.trim(),
+        utc_stamp(crate::model::now_ms() / 1000)
+    );
+    let _ = f.set_len(0);
+    let _ = f.rewind();
+    let _ = writeln!(f, "{who}");
+    Ok(f)
 }
 
 fn io_err(path: &Path, e: std::io::Error) -> String {
@@ -120,6 +170,7 @@ impl RunRecord {
         let dir = runs_dir.join(run_id);
         std::fs::create_dir_all(runs_dir).map_err(|e| io_err(runs_dir, e))?;
         std::fs::create_dir(&dir).map_err(|e| io_err(&dir, e))?;
+        let lock = take_lock(&dir)?;
         let path = dir.join("events.jsonl");
         let events = OpenOptions::new()
             .create_new(true)
@@ -130,6 +181,7 @@ impl RunRecord {
             dir,
             events: BufWriter::new(events),
             logs: BTreeMap::new(),
+            _lock: lock,
         })
     }
 
@@ -137,6 +189,8 @@ impl RunRecord {
     /// line torn by a crash at the end of a file is cut off first, so what follows starts on
     /// its own line.
     pub fn open(dir: &Path) -> Result<Self, String> {
+        // Before anything is cut or appended: the run may be another console's, live.
+        let lock = take_lock(dir)?;
         let events_path = dir.join("events.jsonl");
         cut_torn_tail(&events_path)?;
         let logs = dir.join("logs");
@@ -151,12 +205,14 @@ impl RunRecord {
         }
         let events = OpenOptions::new()
             .append(true)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(&events_path)
             .map_err(|e| io_err(&events_path, e))?;
         Ok(Self {
             dir: dir.to_path_buf(),
             events: BufWriter::new(events),
             logs: BTreeMap::new(),
+            _lock: lock,
         })
     }
 
@@ -186,6 +242,7 @@ impl RunRecord {
                 let f = OpenOptions::new()
                     .create(true)
                     .append(true)
+                    .custom_flags(libc::O_NOFOLLOW)
                     .open(&p)
                     .map_err(|e| io_err(&p, e))?;
                 self.logs.insert(key.clone(), BufWriter::new(f));
@@ -219,24 +276,44 @@ impl RunRecord {
 
     /// Replace `summary.json` (write a temporary file, then rename: never half a file).
     pub fn write_summary(&self, s: &Summary) -> Result<(), String> {
-        let tmp = self.dir.join("summary.json.tmp");
         let text = serde_json::to_string_pretty(s).map_err(|e| e.to_string())?;
-        std::fs::write(&tmp, text + "\n").map_err(|e| io_err(&tmp, e))?;
-        let to = self.dir.join("summary.json");
-        std::fs::rename(&tmp, &to).map_err(|e| io_err(&to, e))
+        files::write_replacing(&self.dir.join("summary.json"), (text + "\n").as_bytes())
     }
 }
 
-/// Cut a file after its last newline (a crash can leave half a line).
+/// Cut a file after its last newline (a crash can leave half a line). Only the tail is read,
+/// a block at a time from the end: the file may be gigabytes, or not a file at all (refused).
 fn cut_torn_tail(path: &Path) -> Result<(), String> {
-    let bytes = std::fs::read(path).map_err(|e| io_err(path, e))?;
-    let keep = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-    if keep < bytes.len() {
-        let f = OpenOptions::new()
-            .write(true)
-            .open(path)
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| io_err(path, e))?;
+    let meta = f.metadata().map_err(|e| io_err(path, e))?;
+    if !meta.is_file() {
+        return Err(format!("{}: not a plain file; refused", path.display()));
+    }
+    let len = meta.len();
+    let mut end = len;
+    let mut block = [0u8; 8192];
+    let keep = loop {
+        if end == 0 {
+            break 0;
+        }
+        let start = end.saturating_sub(block.len() as u64);
+        let n = (end - start) as usize;
+        f.seek(SeekFrom::Start(start))
             .map_err(|e| io_err(path, e))?;
-        f.set_len(keep as u64).map_err(|e| io_err(path, e))?;
+        f.read_exact(&mut block[..n]).map_err(|e| io_err(path, e))?;
+        if let Some(i) = block[..n].iter().rposition(|b| *b == b'\n') {
+            break start + i as u64 + 1;
+        }
+        end = start;
+    };
+    if keep < len {
+        f.set_len(keep).map_err(|e| io_err(path, e))?;
     }
     Ok(())
 }
@@ -300,19 +377,32 @@ pub enum Recorded {
 /// a crash among them).
 pub fn read_events(run_dir: &Path) -> Result<(Vec<Recorded>, u64), String> {
     let p = run_dir.join("events.jsonl");
-    // Bytes, not a string: a crash can tear the last line inside a multi-byte character, and
-    // that must cost the line, not the whole record.
-    let bytes = std::fs::read(&p).map_err(|e| io_err(&p, e))?;
-    let text = String::from_utf8_lossy(&bytes);
+    let file = files::open_regular(&p, files::EVENTS_MAX_BYTES)?;
+    let mut reader = std::io::BufReader::new(file);
     let mut out = Vec::new();
     let mut bad = 0;
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        if let Ok(ev) = serde_json::from_str::<PhaseEvent>(line) {
-            out.push(Recorded::Phase(ev));
-        } else if let Ok(ev) = serde_json::from_str::<RecordEvent>(line) {
-            out.push(Recorded::Run(ev));
-        } else {
-            bad += 1;
+    let mut buf = Vec::new();
+    loop {
+        // Bytes, not a string: a crash can tear the last line inside a multi-byte character,
+        // and that must cost the line, not the whole record.
+        match files::read_line_bounded(&mut reader, &mut buf, files::LINE_MAX_BYTES)
+            .map_err(|e| io_err(&p, e))?
+        {
+            files::Line::End => break,
+            files::Line::TooLong => bad += 1,
+            files::Line::Whole | files::Line::Unterminated => {
+                let line = String::from_utf8_lossy(&buf);
+                if line.trim().is_empty() {
+                    continue;
+                }
+                if let Ok(ev) = serde_json::from_str::<PhaseEvent>(&line) {
+                    out.push(Recorded::Phase(ev));
+                } else if let Ok(ev) = serde_json::from_str::<RecordEvent>(&line) {
+                    out.push(Recorded::Run(ev));
+                } else {
+                    bad += 1;
+                }
+            }
         }
     }
     Ok((out, bad))
@@ -321,7 +411,7 @@ pub fn read_events(run_dir: &Path) -> Result<(Vec<Recorded>, u64), String> {
 /// Read a run directory's `summary.json`.
 pub fn read_summary(run_dir: &Path) -> Result<Summary, String> {
     let p = run_dir.join("summary.json");
-    let text = std::fs::read_to_string(&p).map_err(|e| io_err(&p, e))?;
+    let text = files::read_text_bounded(&p, files::SUMMARY_MAX_BYTES)?;
     serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))
 }
 
@@ -337,13 +427,28 @@ pub fn recorded_plan(
 ) -> (crate::phases::plan::Plan, Option<String>) {
     use crate::phases::plan::{Plan, default_plan};
     let copy = run_dir.join(PLAN_COPY);
-    if let Ok(text) = std::fs::read_to_string(&copy) {
-        match Plan::parse(&summary.plan, &text) {
-            Ok(plan) => return (plan, None),
+    let copy_text = match files::read_text_bounded(&copy, files::SMALL_MAX_BYTES) {
+        Ok(text) => Some(text),
+        // No copy: a record from before copies were kept (below).
+        Err(_) if !copy.exists() && std::fs::symlink_metadata(&copy).is_err() => None,
+        Err(e) => {
+            return (
+                default_plan().clone(),
+                Some(format!("{e}; showing the shipped plan")),
+            );
+        }
+    };
+    if let Some(text) = copy_text {
+        // Errors name the copy, where the text is; the plan keeps the name it ran under.
+        match Plan::parse(&copy.display().to_string(), &text) {
+            Ok(mut plan) => {
+                plan.file = summary.plan.clone();
+                return (plan, None);
+            }
             Err(e) => {
                 return (
                     default_plan().clone(),
-                    Some(format!("{}: {e}; showing the shipped plan", copy.display())),
+                    Some(format!("{e}; showing the shipped plan")),
                 );
             }
         }

@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use flate2::Compression;
@@ -509,6 +509,8 @@ pub struct TelemetryRead {
     pub seconds: Vec<NodeSecond>,
     /// Segments that ended torn (a crash), by file name.
     pub torn: Vec<String>,
+    /// Segments that are not gzip at all, by file name.
+    pub not_gzip: Vec<String>,
     /// Lines that did not decode.
     pub bad_lines: u64,
 }
@@ -538,8 +540,15 @@ pub fn visit_telemetry(
     Ok(TelemetryRead {
         seconds: Vec::new(),
         torn: stream.torn,
+        not_gzip: stream.not_gzip,
         bad_lines: stream.bad_lines,
     })
+}
+
+/// A segment, opened as every record file is read: a plain file, never through a link. Its
+/// size is not capped (a 72-hour segment is hundreds of megabytes); its lines are.
+fn open_segment(path: &Path) -> Result<File, String> {
+    super::files::open_regular(path, u64::MAX)
 }
 
 /// The run's telemetry line by line, segment after segment, pulled as needed: a replay of a
@@ -552,6 +561,8 @@ pub struct TelemetryStream {
     buf: Vec<u8>,
     /// Segments that ended torn, by file name.
     pub torn: Vec<String>,
+    /// Segments that are not gzip at all (not torn by a crash: something else wrote them).
+    pub not_gzip: Vec<String>,
     /// Lines that did not decode.
     pub bad_lines: u64,
     /// A segment that could not be opened (the stream stops there).
@@ -566,6 +577,7 @@ impl TelemetryStream {
             reader: None,
             buf: Vec::new(),
             torn: Vec::new(),
+            not_gzip: Vec::new(),
             bad_lines: 0,
             failed: None,
         }
@@ -573,7 +585,7 @@ impl TelemetryStream {
 }
 
 impl Iterator for TelemetryStream {
-    /// A second, or the name of a segment found torn.
+    /// A second, or what was wrong with a segment, in words (torn, or not gzip at all).
     type Item = Result<NodeSecond, String>;
 
     fn next(&mut self) -> Option<Self::Item> {
@@ -587,32 +599,49 @@ impl Iterator for TelemetryStream {
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
-                match File::open(&path) {
+                match open_segment(&path) {
                     Ok(file) => {
                         self.reader = Some((name, BufReader::new(MultiGzDecoder::new(file))));
                     }
                     Err(e) => {
-                        self.failed = Some(format!("{}: {e}", path.display()));
+                        self.failed = Some(e);
                         return None;
                     }
                 }
             }
             let (name, reader) = self.reader.as_mut()?;
-            self.buf.clear();
-            match reader.read_until(b'\n', &mut self.buf) {
-                Ok(0) => self.reader = None,
-                Ok(_) if self.buf.ends_with(b"\n") => {
+            // A line is held up to the cap only: a small segment can inflate to gigabytes.
+            match super::files::read_line_bounded(
+                reader,
+                &mut self.buf,
+                super::files::LINE_MAX_BYTES,
+            ) {
+                Ok(super::files::Line::End) => self.reader = None,
+                Ok(super::files::Line::Whole) => {
                     match serde_json::from_slice::<NodeSecond>(&self.buf) {
                         Ok(s) => return Some(Ok(s)),
                         Err(_) => self.bad_lines += 1,
                     }
                 }
+                Ok(super::files::Line::TooLong) => self.bad_lines += 1,
+                // Not gzip at all: no crash tears a segment's first bytes into something else.
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::InvalidInput
+                        && e.to_string().contains("header") =>
+                {
+                    let name = name.clone();
+                    self.reader = None;
+                    self.not_gzip.push(name.clone());
+                    return Some(Err(format!(
+                        "telemetry segment {name} is not gzip data (not torn by a crash: something else wrote it); skipped"
+                    )));
+                }
                 // A last line without its newline, or the stream cut mid-block: the tear.
-                Ok(_) | Err(_) => {
+                Ok(super::files::Line::Unterminated) | Err(_) => {
                     let name = name.clone();
                     self.reader = None;
                     self.torn.push(name.clone());
-                    return Some(Err(name));
+                    return Some(Err(format!("telemetry segment {name} ends torn")));
                 }
             }
         }

@@ -99,6 +99,11 @@ pub fn gather(run_dir: &Path) -> Result<ReportData, String> {
             "telemetry segment {t} ends torn (the run stopped while writing it); what precedes the tear is used"
         ));
     }
+    for t in &telemetry.not_gzip {
+        damage.push(format!(
+            "telemetry segment {t} is not gzip data (not torn by a crash: something else wrote it); left out"
+        ));
+    }
     if telemetry.bad_lines > 0 {
         damage.push(format!(
             "{} telemetry line(s) did not decode",
@@ -183,7 +188,8 @@ pub fn write(run_dir: &Path) -> Result<ReportFiles, String> {
     let data = gather(run_dir)?;
     let write = |name: &str, text: &str| {
         let p = run_dir.join(name);
-        std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))?;
+        // Never through a link planted in the record: a new file renamed over the old one.
+        crate::record::files::write_replacing(&p, text.as_bytes())?;
         Ok::<PathBuf, String>(p)
     };
     for (name, chart) in &data.charts {

@@ -224,7 +224,7 @@ impl PromClient {
     /// path is said at once, naming the file.
     pub fn new(spec: &PrometheusSpec) -> Result<Self, String> {
         let read = |what: &str, path: &std::path::Path| {
-            std::fs::read_to_string(path)
+            crate::config::read_file_bounded(path, crate::config::MAX_CONFIG_BYTES)
                 .map(|s| s.trim().to_string())
                 .map_err(|e| format!("[prometheus] {what} {}: {e}", path.display()))
         };

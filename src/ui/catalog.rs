@@ -65,7 +65,7 @@ fn load_file<T>(
     problems: &mut Vec<String>,
 ) -> Option<T> {
     let name = path.display().to_string();
-    match std::fs::read_to_string(path) {
+    match crate::config::read_file_bounded(path, crate::config::MAX_CONFIG_BYTES) {
         Ok(text) => match parse(&name, &text) {
             Ok(v) => Some(v),
             Err(e) => {

@@ -179,7 +179,7 @@ pub fn resolve_credentials(
     let Some(file) = file else {
         return Err(CredentialError::None);
     };
-    let text = match std::fs::read_to_string(&file) {
+    let text = match crate::config::read_file_bounded(&file, crate::config::MAX_CONFIG_BYTES) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => {
             return Err(CredentialError::None);
