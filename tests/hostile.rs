@@ -557,3 +557,28 @@ fn one_console_takes_a_run_over_at_a_time() {
     drop(first);
     burnin::phases::session::RunSession::resume(&run).expect("free again");
 }
+
+/// Names, titles and reasons holding HTML, a link, an image and escape sequences: report.md
+/// carries them as text, never as markup (most Markdown viewers render raw HTML).
+#[test]
+fn report_markdown_carries_hostile_text_as_text() {
+    let dir = TempDir::new("md");
+    let run = demo_record(&dir);
+    let path = run.join("summary.json");
+    let mut summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("summary")).expect("json");
+    summary["phases"][0]["title"] = "<script>alert(1)</script>".into();
+    summary["phases"][0]["reason"] =
+        "see ![x](http://tracker.example/p.png) and [here](javascript:alert(1)) \u{1b}]0;T\u{7}".into();
+    summary["nodes"][0]["name"] = "<img src=x onerror=alert(1)>".into();
+    std::fs::write(&path, summary.to_string()).expect("write");
+    let (code, _, err) = burnin(dir.path(), &["report", run.to_str().expect("utf-8")]);
+    assert_eq!(code, Some(0), "{err}");
+    let md = std::fs::read_to_string(run.join("report.md")).expect("report.md");
+    assert!(!md.contains("<script"), "{md}");
+    assert!(!md.contains("<img"), "{md}");
+    assert!(md.contains("&lt;script>alert(1)&lt;/script>"), "{md}");
+    assert!(!md.contains("![x]("), "no image: {md}");
+    assert!(!md.contains("[here]("), "no link: {md}");
+    assert!(!md.contains('\u{1b}') && !md.contains('\u{7}'), "no escapes");
+}

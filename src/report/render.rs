@@ -150,7 +150,29 @@ fn phase_duration(p: &RecordPhase) -> String {
 
 /// Markdown table cells cannot hold `|` or newlines.
 fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
+    md(s).replace('|', "\\|")
+}
+
+/// Text from the record (node names, phase titles, output lines, reasons) as inert Markdown:
+/// one line, no control characters, HTML as entities (`<script>` renders in most Markdown
+/// viewers), brackets escaped (no link, and no image that a viewer would fetch). Emphasis
+/// and the rest are left alone: `tflops_bf16` and `>= 90 %` stay readable in the raw file.
+fn md(s: &str) -> String {
+    let one_line = crate::model::strip_controls(&s.replace(['\n', '\r'], " "));
+    let mut out = String::with_capacity(one_line.len());
+    for c in one_line.chars() {
+        match c {
+            // `<` opens every tag; `&` an entity. `>` alone opens nothing mid-line: `>=` stays.
+            '<' => out.push_str("&lt;"),
+            '&' => out.push_str("&amp;"),
+            '\\' | '[' | ']' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// One table cell as both formats write it: bold in Markdown, a coloured badge in HTML.
@@ -474,33 +496,33 @@ fn document(d: &ReportData) -> Vec<Block<'_>> {
 /// The Markdown report.
 pub fn markdown(d: &ReportData) -> String {
     let mut o = String::new();
-    let _ = writeln!(o, "# burnin acceptance report — run {}\n", d.summary.run_id);
+    let _ = writeln!(o, "# burnin acceptance report — run {}\n", md(&d.summary.run_id));
     for block in document(d) {
         match block {
             Block::Banner(v) => {
-                let _ = writeln!(o, "**Verdict: {v}**\n");
+                let _ = writeln!(o, "**Verdict: {}**\n", md(&v.to_string()));
             }
             Block::Facts(facts) => {
                 let _ = writeln!(o, "| | |\n|---|---|");
                 for (k, v) in facts {
-                    let _ = writeln!(o, "| {k} | {} |", cell(&v));
+                    let _ = writeln!(o, "| {} | {} |", cell(&k.to_string()), cell(&v));
                 }
                 o.push('\n');
             }
             Block::Note(n) => {
-                let _ = writeln!(o, "> {n}\n");
+                let _ = writeln!(o, "> {}\n", md(&n.to_string()));
             }
             Block::Heading(h) => {
-                let _ = writeln!(o, "## {h}\n");
+                let _ = writeln!(o, "## {}\n", md(&h.to_string()));
             }
             Block::Empty(text) => {
-                let _ = writeln!(o, "{text}\n");
+                let _ = writeln!(o, "{}\n", md(&text.to_string()));
             }
             Block::Table { header, rows } => {
                 let _ = writeln!(
                     o,
                     "| {} |\n|{}",
-                    header.join(" | "),
+                    header.iter().map(|h| cell(h)).collect::<Vec<_>>().join(" | "),
                     "---|".repeat(header.len())
                 );
                 for row in rows {
@@ -523,16 +545,21 @@ pub fn markdown(d: &ReportData) -> String {
             Block::Gates(gates) => {
                 let _ = writeln!(o, "Gates, as the plan states them:\n");
                 for (id, gate) in gates {
-                    let _ = writeln!(o, "- **{id}**: {gate}");
+                    let _ = writeln!(o, "- **{}**: {}", md(&id.to_string()), md(&gate.to_string()));
                 }
                 o.push('\n');
             }
             Block::Plot(name, chart) => {
-                let _ = writeln!(o, "![{}](report-{name}.svg)\n", chart.title);
+                let _ = writeln!(
+                    o,
+                    "![{}](report-{}.svg)\n",
+                    md(&chart.title),
+                    md(&name.to_string())
+                );
             }
             Block::NotPlotted(missing) => {
                 for m in missing {
-                    let _ = writeln!(o, "- not plotted: {m}");
+                    let _ = writeln!(o, "- not plotted: {}", md(&m.to_string()));
                 }
                 o.push('\n');
             }
