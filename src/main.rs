@@ -10,23 +10,49 @@ use burnin::commands;
 async fn main() -> Result<()> {
     color_eyre::install()?;
     let cli = Cli::parse();
-    let _log_guard = init_tracing(cli.log_file.clone().or_else(commands::default_log_file));
+    let explicit = cli.log_file.is_some();
+    let log = cli.log_file.clone().or_else(commands::default_log_file);
+    let _log_guard = match log.map(|path| (init_tracing(&path), path)) {
+        Some((Ok(guard), _)) => Some(guard),
+        Some((Err(why), path)) => {
+            // Once, and the command goes on: a log that cannot be written is no reason to stop
+            // a burn-in, and no reason to keep quiet about it either.
+            let whose = if explicit { "" } else { " (the default log)" };
+            eprintln!(
+                "burnin: log file {}{whose}: {why}; going on without a log",
+                burnin::model::strip_controls(&path.display().to_string())
+            );
+            None
+        }
+        None => None,
+    };
     let code = commands::dispatch(cli).await?;
     std::process::exit(code);
 }
 
-/// Diagnostics go to a file: the screen is the UI.
+/// Diagnostics go to a file: the screen is the UI. The file is opened and a first line
+/// written and flushed here, so a directory, a read-only mount or a full disk (`/dev/full`)
+/// is an error now, not lines lost later without a word.
 fn init_tracing(
-    path: Option<std::path::PathBuf>,
-) -> Option<tracing_appender::non_blocking::WorkerGuard> {
-    let path = path?;
-    let dir = path.parent()?;
-    std::fs::create_dir_all(dir).ok()?;
-    let file = std::fs::OpenOptions::new()
+    path: &std::path::Path,
+) -> Result<tracing_appender::non_blocking::WorkerGuard, String> {
+    use std::io::Write;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(&path)
-        .ok()?;
+        .open(path)
+        .map_err(|e| e.to_string())?;
+    writeln!(
+        file,
+        "burnin {} (pid {}) logging here",
+        env!("CARGO_PKG_VERSION"),
+        std::process::id()
+    )
+    .and_then(|_| file.flush())
+    .map_err(|e| e.to_string())?;
     let (writer, guard) = tracing_appender::non_blocking(file);
     tracing_subscriber::fmt()
         .with_writer(writer)
@@ -36,7 +62,7 @@ fn init_tracing(
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         ))
         .init();
-    Some(guard)
+    Ok(guard)
 }
 
 /// The S3 SDK and the HTTP clients log requests, signatures and headers at debug/trace, with

@@ -34,6 +34,22 @@ fn have_script() -> bool {
 enum Ending {
     Keys(&'static [u8]),
     Signal(&'static str),
+    /// SIGTSTP, wait until the process is stopped, SIGCONT, let it redraw, then SIGTERM.
+    StopThenContinue,
+}
+
+/// The state letter of `pid` in /proc (`T`: stopped).
+fn proc_state(pid: i32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?.1.trim_start().chars().next()
+}
+
+fn kill(sig: &str, pid: i32) {
+    let ok = Command::new("kill")
+        .args([&format!("-{sig}"), &pid.to_string()])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "kill -{sig} {pid}");
 }
 
 /// Run the demo on a pty, end it, return (terminal output, exit ok).
@@ -90,12 +106,25 @@ fn run_and_end(ending: Ending) -> (Vec<u8>, bool) {
                 std::thread::sleep(Duration::from_millis(300));
             }
         }
-        Ending::Signal(sig) => {
-            let ok = Command::new("kill")
-                .args([&format!("-{sig}"), &pid.to_string()])
-                .status()
-                .is_ok_and(|s| s.success());
-            assert!(ok, "kill -{sig} {pid}");
+        Ending::Signal(sig) => kill(sig, pid),
+        Ending::StopThenContinue => {
+            kill("TSTP", pid);
+            let t0 = Instant::now();
+            while proc_state(pid) != Some('T') {
+                assert!(
+                    t0.elapsed() < Duration::from_secs(10),
+                    "burnin did not stop on SIGTSTP (state {:?})",
+                    proc_state(pid)
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            // util-linux `script` stops itself when its child stops (it mirrors job
+            // control), so it is continued too, as a shell's `fg` would.
+            kill("CONT", pid);
+            kill("CONT", child.id() as i32);
+            std::thread::sleep(Duration::from_millis(1500));
+            assert_ne!(proc_state(pid), Some('T'), "running again after SIGCONT");
+            kill("TERM", pid);
         }
     }
     let deadline = Instant::now() + Duration::from_secs(15);
@@ -153,4 +182,30 @@ fn sighup_restores_the_terminal() {
     }
     let (out, ok) = run_and_end(Ending::Signal("HUP"));
     assert_restored(&out, ok, "SIGHUP");
+}
+
+#[test]
+fn sigquit_restores_the_terminal() {
+    if !have_script() {
+        return;
+    }
+    let (out, ok) = run_and_end(Ending::Signal("QUIT"));
+    assert_restored(&out, ok, "SIGQUIT");
+}
+
+/// SIGTSTP hands the terminal back (main screen, cursor shown) before the process stops;
+/// SIGCONT takes the alternate screen again and the console goes on until SIGTERM.
+#[test]
+fn sigtstp_hands_the_terminal_back_and_sigcont_takes_it_again() {
+    if !have_script() {
+        return;
+    }
+    let (out, ok) = run_and_end(Ending::StopThenContinue);
+    let first = find(&out, ENTER_ALT).expect("entered the alternate screen");
+    let again = rfind(&out, ENTER_ALT).expect("entered again");
+    assert!(again > first, "the alternate screen is entered again after SIGCONT");
+    let between = &out[first..again];
+    assert!(find(between, LEAVE_ALT).is_some(), "left the alternate screen before stopping");
+    assert!(find(between, SHOW_CURSOR).is_some(), "showed the cursor before stopping");
+    assert_restored(&out[again..], ok, "SIGTSTP, SIGCONT, SIGTERM");
 }

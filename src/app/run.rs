@@ -50,6 +50,35 @@ impl Screen {
         }
         Ok(())
     }
+
+    /// SIGTSTP (`kill -TSTP`, a job-control stop): give the shell its terminal back (main
+    /// screen, cooked mode, cursor shown), stop, and on SIGCONT take the terminal again and
+    /// draw everything anew (the shell drew over it meanwhile). Returns the size to lay out.
+    fn suspend(&mut self) -> Option<(u16, u16)> {
+        let Screen::Terminal(t) = self else {
+            // Off-screen there is no terminal to hand back: only the stop itself.
+            // SAFETY: as below.
+            unsafe {
+                libc::raise(libc::SIGSTOP);
+            }
+            return None;
+        };
+        let _ = t.show_cursor();
+        ratatui::restore();
+        // SAFETY: raise sends a signal to this process; SIGSTOP cannot be caught, so every
+        // thread stops here until SIGCONT.
+        unsafe {
+            libc::raise(libc::SIGSTOP);
+        }
+        let _ = crossterm::terminal::enable_raw_mode();
+        let _ = crossterm::execute!(
+            std::io::stdout(),
+            crossterm::terminal::EnterAlternateScreen,
+            crossterm::cursor::Hide
+        );
+        let _ = t.clear();
+        t.size().ok().map(|s| (s.width, s.height))
+    }
 }
 
 /// Run the console over `source` until the user (or a signal, or `duration`) ends it.
@@ -98,6 +127,9 @@ async fn event_loop(
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sighup = signal(SignalKind::hangup())?;
     let mut sigint = signal(SignalKind::interrupt())?;
+    // SIGQUIT's default would dump core with the terminal raw and on the alternate screen.
+    let mut sigquit = signal(SignalKind::quit())?;
+    let mut sigtstp = signal(SignalKind::from_raw(libc::SIGTSTP))?;
     let frame_period = Duration::from_millis(1000 / u64::from(opts.fps.clamp(1, 60)));
     let mut redraw = tokio::time::interval(frame_period);
     redraw.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -148,6 +180,14 @@ async fn event_loop(
             _ = sigterm.recv() => state.update(Event::Signal("SIGTERM".into())),
             _ = sighup.recv() => state.update(Event::Signal("SIGHUP".into())),
             _ = sigint.recv() => state.update(Event::Signal("SIGINT".into())),
+            _ = sigquit.recv() => state.update(Event::Signal("SIGQUIT".into())),
+            _ = sigtstp.recv() => {
+                if let Some((w, h)) = screen.suspend() {
+                    state.update(Event::Resize(w, h));
+                }
+                dirty = true;
+                None
+            }
             _ = redraw.tick() => {
                 if dirty {
                     screen.draw(state)?;
