@@ -465,7 +465,7 @@ pub async fn snapshot_nodes(
     // A node has answered when its first frame came, or its first attempt failed.
     let mut answered: std::collections::HashSet<String> = std::collections::HashSet::new();
     let deadline = tokio::time::Instant::now() + wait;
-    while answered.len() < expected.len() {
+    while answered.len() < expected.len() && tokio::time::Instant::now() < deadline {
         let ev = match tokio::time::timeout_at(deadline, rx.recv()).await {
             Ok(Some(ev)) => ev,
             _ => break,
@@ -574,7 +574,11 @@ async fn triage_nodes(
     let mut store = ClusterStore::with_period(inventory.interval.as_millis() as u64);
     let mut triage = Triage::with_thresholds(inventory.triage);
     let deadline = tokio::time::Instant::now() + watch_for;
-    while let Ok(Some(ev)) = tokio::time::timeout_at(deadline, rx.recv()).await {
+    // The deadline is checked on every event too: a node flooding its stream keeps `recv`
+    // ready, and a timeout only fires while it waits.
+    while tokio::time::Instant::now() < deadline
+        && let Ok(Some(ev)) = tokio::time::timeout_at(deadline, rx.recv()).await
+    {
         let clock = matches!(ev, SourceEvent::Clock { .. });
         store.ingest(ev);
         if clock {
@@ -846,6 +850,9 @@ pub struct StatusNode {
     /// The newest thing the node's agent said about itself.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// What its stream said beyond what a node can have (more GPUs or ports), not kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub over_limit: Option<String>,
     /// Readings its source cannot give, with why (n/a in the document, not a fault).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unavailable: Vec<crate::model::Unavailable>,
@@ -890,6 +897,7 @@ pub fn status_doc(store: &ClusterStore, findings: Vec<Finding>, source: String) 
                 expected_gpus: None,
                 garbled_lines: n.garbled_lines,
                 note: n.note.clone(),
+                over_limit: n.over_limit_words(),
                 unavailable: n
                     .hello
                     .as_ref()
@@ -983,6 +991,9 @@ pub fn status_table(doc: &StatusDoc) -> String {
                 "{:<8} {} garbled stream lines skipped",
                 n.node, n.garbled_lines
             );
+        }
+        if let Some(why) = &n.over_limit {
+            let _ = writeln!(out, "{:<8} stream beyond a node's limits: {why}", n.node);
         }
         for g in &n.gpus {
             let s = &g.sample;

@@ -536,3 +536,190 @@ async fn a_node_with_a_wrong_clock_is_neither_stale_nor_moves_the_console_clock(
         "a right clock is not noted"
     );
 }
+
+/// Run the binary on a real pseudo-terminal (util-linux `script`) and return every byte it
+/// wrote there, and its exit code as `script` passes it on.
+fn on_a_pty(args: &[String], env: &[(&str, &std::path::Path)]) -> (Vec<u8>, Option<i32>) {
+    let quoted: Vec<String> = std::iter::once(BIN.to_string())
+        .chain(args.iter().cloned())
+        .map(|a| format!("'{}'", a.replace('\'', "'\\''")))
+        .collect();
+    let mut cmd = std::process::Command::new("script");
+    cmd.args(["-qefc", &quoted.join(" "), "/dev/null"])
+        .env("TERM", "xterm-256color")
+        .stdin(std::process::Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("script runs (util-linux)");
+    (out.stdout, out.status.code())
+}
+
+/// Escape sequences a node sends (in its agent's error, in a phase's output, in a reason)
+/// never reach the terminal: `status`, `triage` and `run` print them stripped, the words kept.
+/// Checked on the bytes a real pty received.
+#[test]
+fn what_a_node_says_reaches_the_terminal_without_escape_sequences() {
+    let Some(cluster) = Cluster::start(1) else {
+        return;
+    };
+    // OSC 0 retitles the window, OSC 52 writes the clipboard, CSI 2J clears the screen.
+    let evil = r"\033]0;PWNED-TITLE\007 \033]52;c;aGVsbG8=\007 \033[2J\233[31m";
+    // The same in a JSON string, as an agent would encode it.
+    let json_evil = r"\u001b]0;PWNED-TITLE\u0007 \u001b]52;c;aGVsbG8=\u0007 \u001b[2J\u009b[31m";
+    let agent = cluster.install_tool(
+        "evil-agent",
+        &format!(
+            "#!/bin/sh\necho '{{\"error\":\"boom {json_evil} end\"}}'\n\
+             echo '{{\"hello\":{{\"node\":\"x\",\"host\":\"x\",\"agent_version\":\"t {json_evil}\",\"gpus\":[]}}}}'\n\
+             exec sleep 600\n"
+        ),
+    );
+    let plan = cluster.dir.join("plan.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "[settings]\nremote_dir = \"{}/runs\"\ngrace_s = 1\n[[phase]]\nid = \"T1\"\ntitle = \"echo\"\n\
+             scope = \"each-node\"\nparser = \"none\"\ncommand = '''printf 'zebra {evil} line\\n'; exit 3'''\n",
+            cluster.dir.display()
+        ),
+    )
+    .expect("plan");
+    let inv = cluster.dir.join("burnin.toml");
+    std::fs::write(
+        &inv,
+        format!(
+            "plan = \"{}\"\n[defaults]\nmode = \"agent\"\ninterval = \"200ms\"\nconnect_timeout = \"5s\"\ngpus = 1\n\
+             agent_path = \"{}\"\n[[node]]\nhost = \"node01\"\n",
+            plan.display(),
+            agent.display()
+        ),
+    )
+    .expect("inventory");
+    let runtime = PathBuf::from(format!("/tmp/bre{}", std::process::id()));
+    std::fs::create_dir_all(&runtime).expect("runtime dir");
+    let log = cluster.dir.join("burnin.log");
+    let env = [
+        ("XDG_RUNTIME_DIR", runtime.as_path()),
+        ("BURNIN_LOG", log.as_path()),
+    ];
+    let common = |cmd: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = cmd.iter().map(|s| s.to_string()).collect();
+        a.extend([
+            "-c".into(),
+            inv.display().to_string(),
+            "--ssh-config".into(),
+            cluster.ssh_config.display().to_string(),
+        ]);
+        a
+    };
+    let runs = cluster.dir.join("runs-local");
+    for (args, words) in [
+        (common(&["status", "--wait", "4s"]), "boom"),
+        (common(&["status", "--json", "--wait", "4s"]), "boom"),
+        (common(&["triage", "--for", "4s"]), "boom"),
+        (
+            common(&[
+                "run",
+                "--no-telemetry",
+                "--verbose",
+                "--runs-dir",
+                runs.to_str().expect("utf-8"),
+            ]),
+            "zebra",
+        ),
+    ] {
+        let (bytes, code) = on_a_pty(&args, &env);
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(code.is_some(), "{args:?} ended");
+        assert!(text.contains(words), "{args:?}: the words stay: {text}");
+        for seq in [&b"\x1b]0;"[..], b"\x1b]52", b"\x1b[2J", b"\x07", "\u{9b}".as_bytes()] {
+            assert!(
+                !bytes.windows(seq.len()).any(|w| w == seq),
+                "{args:?} wrote {seq:?} to the terminal: {text}"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&runtime);
+}
+
+/// A stand-in agent whose every frame names 20 000 new GPUs and 500 new ports, over the real
+/// sshd: `triage` holds at most a node's worth, says so in a finding, ends at its `--for`, and
+/// stays small (peak RSS from wait4).
+#[test]
+fn a_flood_of_new_gpus_and_ports_is_capped_over_real_ssh() {
+    let Some(cluster) = Cluster::start(1) else {
+        return;
+    };
+    let agent = cluster.install_tool(
+        "flood-agent",
+        "#!/usr/bin/env python3\nimport json, sys, time\n\
+         print(json.dumps({'hello': {'node': 'x', 'host': 'x', 'agent_version': 'flood', 'gpus': []}}), flush=True)\n\
+         base = 0\n\
+         while True:\n\
+         \x20   rows = [[base + i, 100.0, 50.0] for i in range(20000)]\n\
+         \x20   nics = [{'device': 'mlx5_%d_%d' % (base, i), 'port': 1} for i in range(500)]\n\
+         \x20   f = {'frame': {'node': 'x', 'at_ms': int(time.time() * 1000), 'gpu_fields': ['index', 'power_avg_watts', 'utilization_pct'], 'gpu_rows': rows, 'nics': nics}}\n\
+         \x20   sys.stdout.write(json.dumps(f) + '\\n'); sys.stdout.flush()\n\
+         \x20   base += 20000\n\
+         \x20   time.sleep(0.05)\n",
+    );
+    let inv = cluster.dir.join("burnin.toml");
+    std::fs::write(
+        &inv,
+        format!(
+            "[defaults]\nmode = \"agent\"\ninterval = \"200ms\"\nconnect_timeout = \"5s\"\ngpus = 8\n\
+             agent_path = \"{}\"\n[[node]]\nhost = \"node01\"\n",
+            agent.display()
+        ),
+    )
+    .expect("inventory");
+    let runtime = PathBuf::from(format!("/tmp/brf{}", std::process::id()));
+    std::fs::create_dir_all(&runtime).expect("runtime dir");
+    let t0 = Instant::now();
+    let child = std::process::Command::new(BIN)
+        .args(["triage", "--json", "--for", "8s", "-c"])
+        .arg(&inv)
+        .arg("--ssh-config")
+        .arg(&cluster.ssh_config)
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .env("BURNIN_LOG", cluster.dir.join("burnin.log"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("burnin triage");
+    let pid = child.id() as libc::pid_t;
+    let mut stdout = child.stdout.expect("stdout");
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut stdout, &mut s);
+        s
+    });
+    let mut status = 0;
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: wait4 on our own child with valid out-pointers; it fills `usage` on success.
+    assert_eq!(
+        unsafe { libc::wait4(pid, &mut status, 0, usage.as_mut_ptr()) },
+        pid
+    );
+    // SAFETY: zeroed is a valid rusage, and wait4 filled it.
+    let peak_kb = unsafe { usage.assume_init() }.ru_maxrss;
+    let elapsed = t0.elapsed();
+    let _ = std::fs::remove_dir_all(&runtime);
+    let text = reader.join().expect("stdout");
+    let doc: serde_json::Value = serde_json::from_str(&text).expect("triage --json");
+    let node = &doc["nodes"][0];
+    assert_eq!(node["gpus"].as_array().map(Vec::len), Some(64), "{}", node["over_limit"]);
+    let why = node["over_limit"].as_str().expect("over_limit said");
+    assert!(why.contains("at most 64 GPUs"), "{why}");
+    assert!(
+        doc["findings"]
+            .as_array()
+            .is_some_and(|f| f.iter().any(|f| f["rule"] == "stream-over-limit")),
+        "{}",
+        doc["findings"]
+    );
+    assert!(peak_kb < 300_000, "peak RSS {peak_kb} kB");
+    // Not a speed assertion: triage must end near its --for, not run on while flooded.
+    assert!(elapsed < Duration::from_secs(30), "triage took {elapsed:?}");
+}

@@ -57,6 +57,18 @@ pub(super) fn node_rules(node: &NodeView, ctx: &Ctx, out: &mut Vec<Raw>) {
             "nvidia-smi -L and dmesg on the node (Xid 79, fallen off the bus, driver not loaded)",
         ));
     }
+    // A stream naming GPUs or ports no node has is no agent burnin knows: what it said past
+    // the limits was not kept, and the rest of it is not to be trusted either.
+    if let Some(why) = node.over_limit_words() {
+        out.push(raw(
+            Severity::Warn,
+            "stream-over-limit",
+            name.clone(),
+            None,
+            why,
+            "check what runs at the node's agent_path (burnin deploy puts the agent there)",
+        ));
+    }
     for gpu in &node.gpus {
         gpu_rules(node, gpu, ctx, out);
     }
