@@ -152,6 +152,49 @@ fn watch_telemetry(
     Ok(log)
 }
 
+/// Messages on stderr that may repeat for every event (a full disk fails every write): each
+/// one is said once, and how often it repeated when another comes or the phase ends.
+#[derive(Default)]
+struct SaidOnce {
+    last: Option<String>,
+    repeats: u64,
+}
+
+impl SaidOnce {
+    fn say(&mut self, message: &str) {
+        for line in self.lines_for(message) {
+            crate::eprintln_safe!("{line}");
+        }
+    }
+
+    fn flush(&mut self) {
+        if let Some(line) = self.end_repeats() {
+            crate::eprintln_safe!("{line}");
+        }
+    }
+
+    /// What to print for `message`: nothing when it repeats the last one.
+    fn lines_for(&mut self, message: &str) -> Vec<String> {
+        if self.last.as_deref() == Some(message) {
+            self.repeats += 1;
+            return Vec::new();
+        }
+        let mut out: Vec<String> = self.end_repeats().into_iter().collect();
+        out.push(message.to_string());
+        self.last = Some(message.to_string());
+        out
+    }
+
+    /// How often the last message repeated, if it did; the next message is said anew.
+    fn end_repeats(&mut self) -> Option<String> {
+        let line =
+            (self.repeats > 0).then(|| format!("  (the same {} more time(s))", self.repeats));
+        self.repeats = 0;
+        self.last = None;
+        line
+    }
+}
+
 /// `burnin run`.
 pub async fn run(args: RunArgs) -> Result<i32> {
     let inventory = Inventory::load(&args.config).map_err(|e| eyre!("{e}"))?;
@@ -268,6 +311,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
             only.extend(spec.together.iter().cloned());
         }
     }
+    let mut record_errors = SaidOnce::default();
     for spec in &plan.phases {
         if !only.is_empty() && !only.contains(&spec.id) {
             continue;
@@ -393,9 +437,10 @@ pub async fn run(args: RunArgs) -> Result<i32> {
                     PhaseEvent::Prompt { text: None, .. } | PhaseEvent::Metric { .. } => {}
                 }
                 if let Err(e) = session.event(&ev) {
-                    crate::eprintln_safe!("burnin run: record: {e}");
+                    record_errors.say(&format!("burnin run: record: {e}"));
                 }
             }
+            record_errors.flush();
             let outcome = task.await.map_err(|e| eyre!("phase task: {e}"))?;
             (outcome, started)
         };
@@ -467,4 +512,25 @@ pub fn baseline_save(run_dir: &Path, to: &Path) -> Result<i32> {
         run_dir.display()
     );
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_repeated_for_every_event_is_said_once_with_its_count() {
+        let mut said = SaidOnce::default();
+        let disk_full = "burnin run: record: events.jsonl: No space left on device (os error 28)";
+        let mut lines = Vec::new();
+        for _ in 0..170 {
+            lines.extend(said.lines_for(disk_full));
+        }
+        lines.extend(said.lines_for("another"));
+        lines.extend(said.end_repeats());
+        assert_eq!(
+            lines,
+            [disk_full, "  (the same 169 more time(s))", "another"]
+        );
+    }
 }

@@ -569,7 +569,8 @@ fn report_markdown_carries_hostile_text_as_text() {
         serde_json::from_str(&std::fs::read_to_string(&path).expect("summary")).expect("json");
     summary["phases"][0]["title"] = "<script>alert(1)</script>".into();
     summary["phases"][0]["reason"] =
-        "see ![x](http://tracker.example/p.png) and [here](javascript:alert(1)) \u{1b}]0;T\u{7}".into();
+        "see ![x](http://tracker.example/p.png) and [here](javascript:alert(1)) \u{1b}]0;T\u{7}"
+            .into();
     summary["nodes"][0]["name"] = "<img src=x onerror=alert(1)>".into();
     std::fs::write(&path, summary.to_string()).expect("write");
     let (code, _, err) = burnin(dir.path(), &["report", run.to_str().expect("utf-8")]);
@@ -580,5 +581,8 @@ fn report_markdown_carries_hostile_text_as_text() {
     assert!(md.contains("&lt;script>alert(1)&lt;/script>"), "{md}");
     assert!(!md.contains("![x]("), "no image: {md}");
     assert!(!md.contains("[here]("), "no link: {md}");
-    assert!(!md.contains('\u{1b}') && !md.contains('\u{7}'), "no escapes");
+    assert!(
+        !md.contains('\u{1b}') && !md.contains('\u{7}'),
+        "no escapes"
+    );
 }

@@ -633,7 +633,13 @@ fn what_a_node_says_reaches_the_terminal_without_escape_sequences() {
         let text = String::from_utf8_lossy(&bytes);
         assert!(code.is_some(), "{args:?} ended");
         assert!(text.contains(words), "{args:?}: the words stay: {text}");
-        for seq in [&b"\x1b]0;"[..], b"\x1b]52", b"\x1b[2J", b"\x07", "\u{9b}".as_bytes()] {
+        for seq in [
+            &b"\x1b]0;"[..],
+            b"\x1b]52",
+            b"\x1b[2J",
+            b"\x07",
+            "\u{9b}".as_bytes(),
+        ] {
             assert!(
                 !bytes.windows(seq.len()).any(|w| w == seq),
                 "{args:?} wrote {seq:?} to the terminal: {text}"
@@ -709,7 +715,12 @@ fn a_flood_of_new_gpus_and_ports_is_capped_over_real_ssh() {
     let text = reader.join().expect("stdout");
     let doc: serde_json::Value = serde_json::from_str(&text).expect("triage --json");
     let node = &doc["nodes"][0];
-    assert_eq!(node["gpus"].as_array().map(Vec::len), Some(64), "{}", node["over_limit"]);
+    assert_eq!(
+        node["gpus"].as_array().map(Vec::len),
+        Some(64),
+        "{}",
+        node["over_limit"]
+    );
     let why = node["over_limit"].as_str().expect("over_limit said");
     assert!(why.contains("at most 64 GPUs"), "{why}");
     assert!(

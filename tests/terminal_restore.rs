@@ -203,9 +203,18 @@ fn sigtstp_hands_the_terminal_back_and_sigcont_takes_it_again() {
     let (out, ok) = run_and_end(Ending::StopThenContinue);
     let first = find(&out, ENTER_ALT).expect("entered the alternate screen");
     let again = rfind(&out, ENTER_ALT).expect("entered again");
-    assert!(again > first, "the alternate screen is entered again after SIGCONT");
+    assert!(
+        again > first,
+        "the alternate screen is entered again after SIGCONT"
+    );
     let between = &out[first..again];
-    assert!(find(between, LEAVE_ALT).is_some(), "left the alternate screen before stopping");
-    assert!(find(between, SHOW_CURSOR).is_some(), "showed the cursor before stopping");
+    assert!(
+        find(between, LEAVE_ALT).is_some(),
+        "left the alternate screen before stopping"
+    );
+    assert!(
+        find(between, SHOW_CURSOR).is_some(),
+        "showed the cursor before stopping"
+    );
     assert_restored(&out[again..], ok, "SIGTSTP, SIGCONT, SIGTERM");
 }

@@ -496,7 +496,11 @@ fn document(d: &ReportData) -> Vec<Block<'_>> {
 /// The Markdown report.
 pub fn markdown(d: &ReportData) -> String {
     let mut o = String::new();
-    let _ = writeln!(o, "# burnin acceptance report — run {}\n", md(&d.summary.run_id));
+    let _ = writeln!(
+        o,
+        "# burnin acceptance report — run {}\n",
+        md(&d.summary.run_id)
+    );
     for block in document(d) {
         match block {
             Block::Banner(v) => {
@@ -522,7 +526,11 @@ pub fn markdown(d: &ReportData) -> String {
                 let _ = writeln!(
                     o,
                     "| {} |\n|{}",
-                    header.iter().map(|h| cell(h)).collect::<Vec<_>>().join(" | "),
+                    header
+                        .iter()
+                        .map(|h| cell(h))
+                        .collect::<Vec<_>>()
+                        .join(" | "),
                     "---|".repeat(header.len())
                 );
                 for row in rows {
@@ -545,7 +553,12 @@ pub fn markdown(d: &ReportData) -> String {
             Block::Gates(gates) => {
                 let _ = writeln!(o, "Gates, as the plan states them:\n");
                 for (id, gate) in gates {
-                    let _ = writeln!(o, "- **{}**: {}", md(&id.to_string()), md(&gate.to_string()));
+                    let _ = writeln!(
+                        o,
+                        "- **{}**: {}",
+                        md(&id.to_string()),
+                        md(&gate.to_string())
+                    );
                 }
                 o.push('\n');
             }

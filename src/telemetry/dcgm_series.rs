@@ -350,7 +350,8 @@ pub struct Gathered {
     pub families_seen: Vec<bool>,
     /// Series of MIG instances, left out: burnin reads whole GPUs.
     pub mig_series: u64,
-    /// Series without a usable `gpu` label, or with a DCGM blank or non-finite value.
+    /// Series without a usable `gpu` label (not a number, or past what a node can have), or
+    /// with a DCGM blank or non-finite value.
     pub unusable: u64,
 }
 
@@ -373,7 +374,15 @@ impl Gathered {
             self.mig_series += 1;
             return;
         }
-        let Ok(index) = gpu.parse::<u32>() else {
+        // A `gpu` label past what a node can have is no GPU: a broken or hostile answer must
+        // not grow what burnin holds per node.
+        let Ok(index) = gpu.parse::<u32>().map_err(|_| ()).and_then(|i| {
+            if i < crate::inventory::MAX_GPUS_PER_NODE {
+                Ok(i)
+            } else {
+                Err(())
+            }
+        }) else {
             self.unusable += 1;
             return;
         };
@@ -572,8 +581,13 @@ mod tests {
             9_223_372_036_854_775_794.0,
         );
         g.add("SOMETHING_ELSE", "n", "0", false, 1.0);
-        assert_eq!(g.unusable, 3);
+        // A GPU index no node has: an answer naming endless GPUs does not grow the store.
+        g.add("DCGM_FI_DEV_GPU_TEMP", "n", "64", false, 40.0);
+        g.add("DCGM_FI_DEV_GPU_TEMP", "n", "4294967295", false, 40.0);
+        assert_eq!(g.unusable, 5);
         assert!(g.nodes.is_empty());
+        g.add("DCGM_FI_DEV_GPU_TEMP", "n", "63", false, 40.0);
+        assert_eq!(g.nodes["n"].gpus.len(), 1);
     }
 
     proptest::proptest! {

@@ -311,6 +311,9 @@ impl PromNodes {
                 else {
                     continue;
                 };
+                if gpu >= crate::inventory::MAX_GPUS_PER_NODE {
+                    continue;
+                }
                 let driver = Some(s.label("DCGM_FI_DRIVER_VERSION"))
                     .filter(|d| !d.is_empty())
                     .map(String::from);
