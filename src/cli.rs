@@ -163,7 +163,7 @@ pub fn play_speed(s: &str) -> Result<f64, String> {
 /// `run --demo`'s pace: 0 (as fast as it can) or 1/16 to 1024.
 pub fn run_speed(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
-        Ok(v) if v == 0.0 => Ok(0.0),
+        Ok(0.0) => Ok(0.0),
         _ => play_speed(s).map_err(|e| format!("{e}, or 0 for as fast as it can")),
     }
 }

@@ -385,6 +385,8 @@ fn demo_record(dir: &TempDir) -> PathBuf {
 }
 
 /// The binary with `args`, and the peak resident memory of that process (from `wait4`), kB.
+// The child is reaped by wait4 (for its peak RSS), which clippy cannot see.
+#[allow(clippy::zombie_processes)]
 fn burnin_peak_rss(dir: &Path, args: &[&str]) -> (i32, String, i64) {
     let child = Command::new(BIN)
         .args(args)
@@ -585,4 +587,28 @@ fn report_markdown_carries_hostile_text_as_text() {
         !md.contains('\u{1b}') && !md.contains('\u{7}'),
         "no escapes"
     );
+}
+
+/// A record with a link inside (`logs → elsewhere`) is not taken over: node output would be
+/// written where the link points.
+#[test]
+fn a_record_holding_a_link_is_not_taken_over() {
+    let dir = TempDir::new("link-inside");
+    let run = demo_record(&dir);
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).expect("dir");
+    let _ = std::fs::remove_dir_all(run.join("logs"));
+    std::os::unix::fs::symlink(&elsewhere, run.join("logs")).expect("link");
+    let err = burnin::phases::session::RunSession::resume(&run)
+        .err()
+        .expect("refused");
+    assert!(err.contains("symbolic link"), "{err}");
+}
+
+/// A damaged figure of 1e308 prints as a number a person reads, not 309 digits.
+#[test]
+fn a_huge_figure_prints_short() {
+    let s = burnin::phases::gates::fmt_value(1e308);
+    assert_eq!(s, "1.000e308");
+    assert_eq!(burnin::phases::gates::fmt_value(31_092_424.0), "31092424");
 }

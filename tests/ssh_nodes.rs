@@ -653,6 +653,8 @@ fn what_a_node_says_reaches_the_terminal_without_escape_sequences() {
 /// sshd: `triage` holds at most a node's worth, says so in a finding, ends at its `--for`, and
 /// stays small (peak RSS from wait4).
 #[test]
+// The child is reaped by wait4 (for its peak RSS), which clippy cannot see.
+#[allow(clippy::zombie_processes)]
 fn a_flood_of_new_gpus_and_ports_is_capped_over_real_ssh() {
     let Some(cluster) = Cluster::start(1) else {
         return;

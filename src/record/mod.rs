@@ -191,6 +191,7 @@ impl RunRecord {
     pub fn open(dir: &Path) -> Result<Self, String> {
         // Before anything is cut or appended: the run may be another console's, live.
         let lock = take_lock(dir)?;
+        refuse_links(dir)?;
         let events_path = dir.join("events.jsonl");
         cut_torn_tail(&events_path)?;
         let logs = dir.join("logs");
@@ -279,6 +280,29 @@ impl RunRecord {
         let text = serde_json::to_string_pretty(s).map_err(|e| e.to_string())?;
         files::write_replacing(&self.dir.join("summary.json"), (text + "\n").as_bytes())
     }
+}
+
+/// A record taken over is written into: no link may be in it (`logs → /etc` would put node
+/// output there). The run directory's entries and the log folders are checked, not followed.
+fn refuse_links(dir: &Path) -> Result<(), String> {
+    let mut check = vec![dir.to_path_buf()];
+    if let Ok(phases) = std::fs::read_dir(dir.join("logs")) {
+        check.extend(phases.flatten().map(|e| e.path()));
+    }
+    for folder in check {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_symlink()) {
+                return Err(format!(
+                    "{}: is a symbolic link; a record burnin writes into holds none (refused)",
+                    e.path().display()
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Cut a file after its last newline (a crash can leave half a line). Only the tail is read,

@@ -504,23 +504,23 @@ pub fn markdown(d: &ReportData) -> String {
     for block in document(d) {
         match block {
             Block::Banner(v) => {
-                let _ = writeln!(o, "**Verdict: {}**\n", md(&v.to_string()));
+                let _ = writeln!(o, "**Verdict: {}**\n", md(&v));
             }
             Block::Facts(facts) => {
                 let _ = writeln!(o, "| | |\n|---|---|");
                 for (k, v) in facts {
-                    let _ = writeln!(o, "| {} | {} |", cell(&k.to_string()), cell(&v));
+                    let _ = writeln!(o, "| {} | {} |", cell(k), cell(&v));
                 }
                 o.push('\n');
             }
             Block::Note(n) => {
-                let _ = writeln!(o, "> {}\n", md(&n.to_string()));
+                let _ = writeln!(o, "> {}\n", md(n));
             }
             Block::Heading(h) => {
-                let _ = writeln!(o, "## {}\n", md(&h.to_string()));
+                let _ = writeln!(o, "## {}\n", md(h));
             }
             Block::Empty(text) => {
-                let _ = writeln!(o, "{}\n", md(&text.to_string()));
+                let _ = writeln!(o, "{}\n", md(text));
             }
             Block::Table { header, rows } => {
                 let _ = writeln!(
@@ -553,26 +553,16 @@ pub fn markdown(d: &ReportData) -> String {
             Block::Gates(gates) => {
                 let _ = writeln!(o, "Gates, as the plan states them:\n");
                 for (id, gate) in gates {
-                    let _ = writeln!(
-                        o,
-                        "- **{}**: {}",
-                        md(&id.to_string()),
-                        md(&gate.to_string())
-                    );
+                    let _ = writeln!(o, "- **{}**: {}", md(id), md(gate));
                 }
                 o.push('\n');
             }
             Block::Plot(name, chart) => {
-                let _ = writeln!(
-                    o,
-                    "![{}](report-{}.svg)\n",
-                    md(&chart.title),
-                    md(&name.to_string())
-                );
+                let _ = writeln!(o, "![{}](report-{}.svg)\n", md(&chart.title), md(name));
             }
             Block::NotPlotted(missing) => {
                 for m in missing {
-                    let _ = writeln!(o, "- not plotted: {}", md(&m.to_string()));
+                    let _ = writeln!(o, "- not plotted: {}", md(m));
                 }
                 o.push('\n');
             }
