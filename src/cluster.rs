@@ -167,6 +167,7 @@ impl GpuView {
     }
 
     fn ingest(&mut self, at_ms: UnixMillis, mut sample: GpuSample) {
+        sample.drop_non_finite();
         // A GPM reading that cannot be true is n/a, with why, never evidence.
         let limit = sample
             .power_limit_watts
@@ -313,6 +314,7 @@ impl NicView {
     }
 
     fn ingest(&mut self, at_ms: UnixMillis, mut sample: NicSample) {
+        sample.drop_non_finite();
         self.tx.push(at_ms, sample.tx_bytes_per_sec);
         self.rx.push(at_ms, sample.rx_bytes_per_sec);
         // The counters live in the window only (no copy per sample); `counters()` reads them.
@@ -466,6 +468,7 @@ impl NodeView {
             }
         }
         for mut d in frame.netdevs {
+            d.drop_non_finite();
             let counters = std::mem::take(&mut d.counters);
             let full = self.netdevs.len() >= MAX_PORTS_PER_NODE;
             match self.netdevs.iter_mut().find(|v| v.latest.iface == d.iface) {

@@ -356,7 +356,51 @@ pub struct NicSample {
     pub counters: PortCounters,
 }
 
+/// A reading that is not a finite number is no reading (JSON's 1e39 read as f32 is infinite).
+fn finite32(v: &mut Option<f32>) {
+    *v = v.filter(|x| x.is_finite());
+}
+
+/// [`finite32`] for f64 readings.
+fn finite64(v: &mut Option<f64>) {
+    *v = v.filter(|x| x.is_finite());
+}
+
+impl GpuSample {
+    /// Readings that are not finite numbers become absent: a stream cannot hand triage an
+    /// infinite power or a NaN utilization as evidence.
+    pub fn drop_non_finite(&mut self) {
+        for v in [
+            &mut self.power_avg_watts,
+            &mut self.power_instant_watts,
+            &mut self.power_limit_watts,
+            &mut self.temperature_c,
+            &mut self.utilization_pct,
+            &mut self.sm_active_pct,
+            &mut self.tensor_active_pct,
+            &mut self.dram_active_pct,
+        ] {
+            finite32(v);
+        }
+        for v in [
+            &mut self.nvlink_tx_bytes_per_sec,
+            &mut self.nvlink_rx_bytes_per_sec,
+            &mut self.pcie_tx_bytes_per_sec,
+            &mut self.pcie_rx_bytes_per_sec,
+        ] {
+            finite64(v);
+        }
+    }
+}
+
 impl NicSample {
+    /// Readings that are not finite numbers become absent (see [`GpuSample::drop_non_finite`]).
+    pub fn drop_non_finite(&mut self) {
+        finite32(&mut self.rate_gbps);
+        finite64(&mut self.tx_bytes_per_sec);
+        finite64(&mut self.rx_bytes_per_sec);
+    }
+
     /// `mlx5_0/1`.
     pub fn label(&self) -> String {
         format!("{}/{}", self.device, self.port)
@@ -390,6 +434,14 @@ pub struct NetSample {
     /// Cumulative error/drop counters from `statistics/` (`rx_errors`, `tx_dropped`, …).
     #[serde(skip_serializing_if = "PortCounters::is_empty")]
     pub counters: PortCounters,
+}
+
+impl NetSample {
+    /// Readings that are not finite numbers become absent (see [`GpuSample::drop_non_finite`]).
+    pub fn drop_non_finite(&mut self) {
+        finite64(&mut self.tx_bytes_per_sec);
+        finite64(&mut self.rx_bytes_per_sec);
+    }
 }
 
 /// All GPUs (and RDMA ports) of one node at one instant: the unit every telemetry source sends.

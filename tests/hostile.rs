@@ -612,3 +612,21 @@ fn a_huge_figure_prints_short() {
     assert_eq!(s, "1.000e308");
     assert_eq!(burnin::phases::gates::fmt_value(31_092_424.0), "31092424");
 }
+
+/// A frame whose readings overflow to infinity (JSON's 1e39 as an f32): no reading, not an
+/// infinite power for triage to judge.
+#[test]
+fn readings_that_are_not_finite_are_no_readings() {
+    use burnin::telemetry::wire::{Decoded, Decoder, WireMessage};
+    let line = r#"{"frame":{"node":"n1","at_ms":1000,"gpus":[{"index":0,"power_avg_watts":1e39,"utilization_pct":50,"nvlink_tx_bytes_per_sec":1e39}],"nics":[{"device":"mlx5_0","port":1,"rate_gbps":1e39}]}}"#;
+    let Ok(Decoded::Message(WireMessage::Frame(frame))) = Decoder::new().decode(line) else {
+        panic!("the frame decodes (its numbers are valid JSON)");
+    };
+    let mut store = burnin::cluster::ClusterStore::new();
+    store.ingest(burnin::telemetry::SourceEvent::Frame(frame));
+    let n = store.node("n1").expect("node");
+    let s = n.gpus[0].latest.as_ref().expect("sample");
+    assert_eq!(s.power_avg_watts, None);
+    assert_eq!(s.utilization_pct, Some(50.0));
+    assert_eq!(n.nics[0].latest.rate_gbps, None);
+}
