@@ -279,8 +279,55 @@ impl RunSession {
     }
 }
 
-/// Read a baseline file.
+/// Largest baseline read: one saved from a 1024-node run is a few MB; past this the path names
+/// something else (a record names its baseline, and a record may come from anyone).
+pub const MAX_BASELINE_BYTES: u64 = 64 << 20;
+
+/// Read a baseline file (a regular file of at most [`MAX_BASELINE_BYTES`]: `/dev/zero` or a
+/// FIFO is refused unread).
 pub fn read_baseline(path: &Path) -> Result<Baseline, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    use std::io::Read;
+    let name = path.display();
+    let meta = std::fs::metadata(path).map_err(|e| format!("{name}: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("{name}: not a regular file"));
+    }
+    let file = std::fs::File::open(path).map_err(|e| format!("{name}: {e}"))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_BASELINE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("{name}: {e}"))?;
+    if bytes.len() as u64 > MAX_BASELINE_BYTES {
+        return Err(format!(
+            "{name}: larger than {} MiB: not a baseline",
+            MAX_BASELINE_BYTES >> 20
+        ));
+    }
+    serde_json::from_slice(&bytes)
+        .map_err(|e| format!("{name}: {}", crate::parsers::excerpt(&e.to_string())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_baseline_that_is_no_regular_file_is_refused_unread() {
+        // A record names its baseline: `/dev/zero` there made `burnin report` read forever.
+        let e = read_baseline(Path::new("/dev/zero")).expect_err("a device");
+        assert!(e.contains("not a regular file"), "{e}");
+    }
+
+    #[test]
+    fn a_baseline_error_quotes_no_whole_value() {
+        // serde_json quotes a string of the wrong type whole; found by tests/fuzz.rs.
+        let dir = std::env::temp_dir().join(format!("burnin-baseline-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("b.json");
+        std::fs::write(&p, format!("{{\"schema\":\"{}\"}}", "x".repeat(70_000))).unwrap();
+        let e = read_baseline(&p).expect_err("not a baseline");
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(e.len() < 500, "{} bytes: {e}", e.len());
+        assert!(e.ends_with("at line 1 column 70012"), "{e}");
+    }
 }
