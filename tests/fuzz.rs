@@ -2075,8 +2075,8 @@ proptest! {
     }
 }
 
-/// `text` (TOML) with its `n`-th number (in document order) set to `value`; `None` past the
-/// last.
+/// `text` (TOML) with its `n`-th number (tables in key order, as `toml::Value` keeps them) set to
+/// `value`; `None` past the last.
 fn with_number(text: &str, n: usize, value: f64) -> Option<String> {
     /// Set the `n`-th number under `v`; counts down `n` as it goes.
     fn walk(v: &mut toml::Value, n: &mut usize, value: f64) -> bool {
