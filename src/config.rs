@@ -59,8 +59,10 @@ impl ConfigError {
             .lines()
             .next()
             .unwrap_or("invalid TOML")
-            .trim()
-            .to_string();
+            .trim();
+        // toml quotes what it could not take (a key, a value) whole: a 70 000-character key
+        // would be a 70 000-character error.
+        let message = crate::model::excerpt(message);
         Self::at(file, text, err.span(), message)
     }
 }

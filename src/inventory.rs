@@ -464,6 +464,9 @@ pub fn validate_target(target: &str) -> Result<(), String> {
     if target.is_empty() {
         return Err("empty host".into());
     }
+    if target == "." || target == ".." {
+        return Err(format!("host {target:?} is no host name"));
+    }
     if target.starts_with('-') {
         return Err(format!(
             "host {target:?} starts with '-' (it would be read as an ssh option)"

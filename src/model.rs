@@ -393,6 +393,26 @@ impl GpuSample {
     }
 }
 
+impl NodeHello {
+    /// A GPU's power limit that is not a finite number is no limit (see
+    /// [`GpuSample::drop_non_finite`]).
+    pub fn drop_non_finite(&mut self) {
+        for g in &mut self.gpus {
+            finite32(&mut g.power_limit_watts);
+        }
+    }
+}
+
+impl NodeFrame {
+    /// Every reading of the frame that is not a finite number becomes absent: JSON's 1e39 in
+    /// an f32 field, or an overflowing CSV cell, is no reading.
+    pub fn drop_non_finite(&mut self) {
+        self.gpus.iter_mut().for_each(GpuSample::drop_non_finite);
+        self.nics.iter_mut().for_each(NicSample::drop_non_finite);
+        self.netdevs.iter_mut().for_each(NetSample::drop_non_finite);
+    }
+}
+
 impl NicSample {
     /// Readings that are not finite numbers become absent (see [`GpuSample::drop_non_finite`]).
     pub fn drop_non_finite(&mut self) {
@@ -562,6 +582,23 @@ pub fn terminal_safe(s: &str) -> String {
         .map(strip_controls)
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// Most characters of outside text one error quotes: an error stays a line whatever it read.
+pub const QUOTED_CHARS: usize = 160;
+
+/// `text` as an error quotes it: whole when short, else its start and its end around a marked
+/// cut, [`QUOTED_CHARS`] characters in all (serde_json's messages end with the line and column,
+/// and quote a whole string value of the wrong type before them).
+pub fn excerpt(text: &str) -> String {
+    let n = text.chars().count();
+    if n <= QUOTED_CHARS {
+        return text.to_string();
+    }
+    let half = (QUOTED_CHARS - 1) / 2;
+    let head: String = text.chars().take(half).collect();
+    let tail: String = text.chars().skip(n - half).collect();
+    format!("{head}…{tail}")
 }
 
 /// Cut a string to `width` characters, marking the cut (tables, status lines, short reasons).

@@ -27,6 +27,8 @@ pub struct LineError {
     pub message: String,
 }
 
+pub use crate::model::{QUOTED_CHARS, excerpt};
+
 /// Reads one JSON line `{"burnin": KIND, …}` of our own tools into `R`: `Ok(None)` for lines
 /// that are not ours or of a kind `is_known` rejects (a newer tool, an older console), an
 /// error naming `what` for a line that claims to be ours but does not fit.
@@ -45,7 +47,7 @@ pub fn tagged_json_line<R: serde::de::DeserializeOwned>(
         Ok(_) => Ok(None),
         Err(e) => Err(LineError {
             line_no,
-            message: format!("{what}: {e}"),
+            message: format!("{what}: {}", excerpt(&e.to_string())),
         }),
     }
 }
@@ -702,6 +704,36 @@ mod tests {
     /// A real 8 × H100 all_reduce log (every busbw = algbw × 2·7/8, as nccl-tests computes
     /// it), then the same log with its peak row's busbw edited to 999.99: that row is no
     /// reading, left out with why, and the figure is what the untouched rows say.
+    #[test]
+    fn an_excerpt_keeps_both_ends_of_long_text() {
+        assert_eq!(excerpt("short"), "short");
+        let long = format!("start{}end", "x".repeat(10_000));
+        let e = excerpt(&long);
+        assert!(e.chars().count() <= QUOTED_CHARS, "{e}");
+        assert!(
+            e.starts_with("start") && e.ends_with("end") && e.contains('…'),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_json_line_error_quotes_no_whole_value() {
+        // serde_json quotes a string of the wrong type whole; found by tests/fuzz.rs.
+        let line = format!(
+            "{{\"burnin\":\"gemm\",\"tflops\":\"{}\"}}",
+            "x".repeat(70_000)
+        );
+        let mut p = OutputParser::new(
+            ParserKind::Workload,
+            ParseContext {
+                node: "gpu01".into(),
+                expected_gpus: 8,
+            },
+        );
+        let e = p.push(&line).unwrap_err();
+        assert!(e.message.len() < 400, "{} bytes: {e}", e.message.len());
+    }
+
     #[test]
     fn an_all_reduce_row_whose_busbw_disagrees_with_its_algbw_is_left_out() {
         let rel =

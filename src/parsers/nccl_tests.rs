@@ -153,8 +153,11 @@ fn number(token: &str) -> Result<Option<f64>, String> {
     }
     match token.parse::<f64>() {
         Ok(v) if v.is_finite() => Ok(Some(v)),
-        Ok(_) => Err(format!("'{token}' is not a finite number")),
-        Err(_) => Err(format!("'{token}' is not a number")),
+        Ok(_) => Err(format!(
+            "'{}' is not a finite number",
+            super::excerpt(token)
+        )),
+        Err(_) => Err(format!("'{}' is not a number", super::excerpt(token))),
     }
 }
 
@@ -246,7 +249,10 @@ impl NcclTestsParser {
                 .next();
             return match value.map(str::parse::<u64>) {
                 Some(Ok(count)) => Ok(Some(Item::OutOfBounds { count })),
-                _ => Err(format!("out-of-bounds trailer without a count: '{body}'")),
+                _ => Err(format!(
+                    "out-of-bounds trailer without a count: '{}'",
+                    super::excerpt(body)
+                )),
             };
         }
         if let Some(rest) = body.strip_prefix("Avg bus bandwidth") {
@@ -262,7 +268,10 @@ impl NcclTestsParser {
                     gb_per_s,
                     min_bw_ok,
                 })),
-                _ => Err(format!("average trailer without a number: '{body}'")),
+                _ => Err(format!(
+                    "average trailer without a number: '{}'",
+                    super::excerpt(body)
+                )),
             };
         }
         let names: Vec<&str> = body.split_whitespace().collect();
@@ -293,9 +302,12 @@ impl NcclTestsParser {
                 )
             })?,
         };
-        let size_bytes = tokens[columns.size]
-            .parse::<u64>()
-            .map_err(|_| format!("size '{}' is not a byte count", tokens[columns.size]))?;
+        let size_bytes = tokens[columns.size].parse::<u64>().map_err(|_| {
+            format!(
+                "size '{}' is not a byte count",
+                super::excerpt(tokens[columns.size])
+            )
+        })?;
         let mut placements = Vec::new();
         for &at in &columns.placements {
             let get = |i: usize| tokens.get(at + i).copied().ok_or("row ends early");
@@ -632,6 +644,26 @@ mod tests {
             .unwrap_err();
         assert_eq!(e.line_no, 2);
         assert!(e.message.contains("8 fields"), "{e}");
+    }
+
+    #[test]
+    fn a_line_error_quotes_no_whole_cell() {
+        // A 5000-digit time cell came back whole in the error; found by tests/fuzz.rs.
+        let mut p = NcclTestsParser::new();
+        p.push("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong").unwrap();
+        let long = format!("0.{}", "0".repeat(5000));
+        for row in [
+            format!("1024 256 float sum -1 {long}x 0.01 0.01 0 5.0 0.01 0.01 0"),
+            format!(
+                "{} 256 float sum -1 5.0 0.01 0.01 0 5.0 0.01 0.01 0",
+                "9".repeat(5000)
+            ),
+            format!("# Avg bus bandwidth    : {long}x"),
+            format!("# Out of bounds values : {long}x"),
+        ] {
+            let e = p.push(&row).unwrap_err();
+            assert!(e.message.len() < 300, "{} bytes: {e}", e.message.len());
+        }
     }
 
     proptest! {

@@ -214,7 +214,12 @@ impl NvbandwidthParser {
             };
             let sum = match value.parse::<f64>() {
                 Ok(v) if v.is_finite() => v,
-                _ => return Err(err(format!("SUM value '{value}' is not a number"))),
+                _ => {
+                    return Err(err(format!(
+                        "SUM value '{}' is not a number",
+                        super::excerpt(value)
+                    )));
+                }
             };
             if let Some(unit) = it.next() {
                 self.unit = Some(if unit.ends_with("ns") {
@@ -260,7 +265,7 @@ impl NvbandwidthParser {
             }
             let value = match v.parse::<f64>() {
                 Ok(x) if x.is_finite() => x,
-                _ => return Err(err(format!("'{v}' is not a number"))),
+                _ => return Err(err(format!("'{}' is not a number", super::excerpt(v)))),
             };
             self.cells.push(Cell { row, col, value });
         }
@@ -360,6 +365,27 @@ mod tests {
             .collect();
         out.extend(p.finish());
         out
+    }
+
+    #[test]
+    fn a_line_error_quotes_no_whole_value() {
+        // A 70000-digit SUM came back whole in the error; found by tests/fuzz.rs.
+        let long = "1".repeat(70_000);
+        for bad in [
+            format!("0     {long}x     25.94"),
+            format!("SUM host_to_device_memcpy_ce {long}x"),
+        ] {
+            let mut p = NvbandwidthParser::new();
+            p.push("Running host_to_device_memcpy_ce.").unwrap();
+            p.push("memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)")
+                .unwrap();
+            p.push("          0         1").unwrap();
+            if bad.starts_with("SUM") {
+                p.push("0     26.03     25.94").unwrap();
+            }
+            let e = p.push(&bad).unwrap_err();
+            assert!(e.message.len() < 300, "{} bytes: {e}", e.message.len());
+        }
     }
 
     #[test]

@@ -262,13 +262,13 @@ impl PerftestParser {
         let int = |i: usize| {
             let t = tokens.get(i).ok_or_else(|| err("row ends early".into()))?;
             t.parse::<u64>()
-                .map_err(|_| err(format!("'{t}' is not a whole number")))
+                .map_err(|_| err(format!("'{}' is not a whole number", super::excerpt(t))))
         };
         let real = |i: usize| {
             let t = tokens.get(i).ok_or_else(|| err("row ends early".into()))?;
             match t.parse::<f64>() {
                 Ok(v) if v.is_finite() => Ok(v),
-                _ => Err(err(format!("'{t}' is not a number"))),
+                _ => Err(err(format!("'{}' is not a number", super::excerpt(t)))),
             }
         };
         match table {
@@ -357,6 +357,36 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    #[test]
+    fn a_line_error_quotes_no_whole_number() {
+        // A 70000-digit cell came back whole in the error; found by tests/fuzz.rs.
+        let text = tool_output("perftest/write-bw-postlist-roce-gbits-8B.txt");
+        let long = "1".repeat(70_000);
+        for bad in [
+            format!(" 8          {long}x        0.00               0.48   \t\t   7.498617"),
+            format!(" 8          224958464        {long}x               0.48   \t\t   7.498617"),
+        ] {
+            let mut p = PerftestParser::new();
+            let mut errors = Vec::new();
+            for line in text.lines() {
+                let line = if line.trim_start().starts_with("8 ") {
+                    bad.as_str()
+                } else {
+                    line
+                };
+                if let Err(e) = p.push(line) {
+                    errors.push(e);
+                }
+            }
+            assert_eq!(errors.len(), 1, "{errors:?}");
+            assert!(
+                errors[0].message.len() < 300,
+                "{} bytes",
+                errors[0].message.len()
+            );
+        }
     }
 
     #[test]

@@ -82,7 +82,7 @@ fn parse_value(s: &str) -> Result<f64, String> {
         "NaN" | "nan" => Ok(f64::NAN),
         _ => s
             .parse::<f64>()
-            .map_err(|_| format!("value {s:?} is not a number")),
+            .map_err(|_| format!("value {:?} is not a number", super::excerpt(s))),
     }
 }
 
@@ -109,12 +109,12 @@ fn parse_labels(s: &str) -> Result<(Labels, &str), String> {
         let eq = rest.find('=').ok_or("label without '='")?;
         let key = rest[..eq].trim();
         if !valid_name(key) {
-            return Err(format!("label name {key:?} is not valid"));
+            return Err(format!("label name {:?} is not valid", super::excerpt(key)));
         }
         let after_eq = rest[eq + 1..].trim_start();
         let mut chars = after_eq.char_indices();
         if chars.next().map(|(_, c)| c) != Some('"') {
-            return Err(format!("label {key} has no quoted value"));
+            return Err(format!("label {} has no quoted value", super::excerpt(key)));
         }
         let mut value = String::new();
         let mut end = None;
@@ -135,7 +135,8 @@ fn parse_labels(s: &str) -> Result<(Labels, &str), String> {
                 value.push(c);
             }
         }
-        let end = end.ok_or_else(|| format!("label {key}'s value is not closed"))?;
+        let end =
+            end.ok_or_else(|| format!("label {}'s value is not closed", super::excerpt(key)))?;
         labels.push((key.to_string(), value));
         rest = &after_eq[end + 1..];
     }
@@ -177,10 +178,13 @@ pub fn parse(text: &str) -> Exposition {
 fn parse_sample(line: &str) -> Result<Sample, String> {
     let name_end = line
         .find(|c: char| c == '{' || c.is_whitespace())
-        .ok_or_else(|| format!("{line:?}: a name with no value"))?;
+        .ok_or_else(|| format!("{:?}: a name with no value", super::excerpt(line)))?;
     let name = &line[..name_end];
     if !valid_name(name) {
-        return Err(format!("metric name {name:?} is not valid"));
+        return Err(format!(
+            "metric name {:?} is not valid",
+            super::excerpt(name)
+        ));
     }
     let (labels, rest) = match line[name_end..].strip_prefix('{') {
         Some(after) => parse_labels(after)?,
@@ -191,12 +195,15 @@ fn parse_sample(line: &str) -> Result<Sample, String> {
     let timestamp_ms = match fields.next() {
         Some(t) => Some(
             t.parse::<i64>()
-                .map_err(|_| format!("timestamp {t:?} is not ms"))?,
+                .map_err(|_| format!("timestamp {:?} is not ms", super::excerpt(t)))?,
         ),
         None => None,
     };
     if let Some(extra) = fields.next() {
-        return Err(format!("unexpected {extra:?} after the value"));
+        return Err(format!(
+            "unexpected {:?} after the value",
+            super::excerpt(extra)
+        ));
     }
     Ok(Sample {
         name: name.to_string(),
@@ -339,6 +346,31 @@ mod tests {
             "{:?}",
             e.errors
         );
+    }
+
+    #[test]
+    fn a_line_error_quotes_no_whole_token() {
+        // A 70000-character name or value came back whole in the error; found by tests/fuzz.rs.
+        let long = "1".repeat(70_000);
+        let text = format!(
+            "a {long}x\n{long}\na{{b=\"c\"}} 1 {long}x\na 1 2 {long}\n{}-{{}} 1\na{{{long}-=\"\"}} 1\n",
+            "a".repeat(70_000)
+        );
+        let e = parse(&text);
+        assert_eq!(
+            e.errors.len(),
+            6,
+            "{:?}",
+            e.errors.iter().map(|x| x.line_no).collect::<Vec<_>>()
+        );
+        for x in &e.errors {
+            assert!(
+                x.message.len() < 400,
+                "line {}: {} bytes",
+                x.line_no,
+                x.message.len()
+            );
+        }
     }
 
     #[test]

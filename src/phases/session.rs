@@ -279,9 +279,45 @@ impl RunSession {
     }
 }
 
-/// Read a baseline file.
+/// Largest baseline read: one saved from a 1024-node run is a few MB; past this the path names
+/// something else (a record names its baseline, and a record may come from anyone).
+pub const MAX_BASELINE_BYTES: u64 = 64 << 20;
+
+/// Read a baseline file (a regular file of at most [`MAX_BASELINE_BYTES`]: `/dev/zero` or a
+/// FIFO is refused unread).
 pub fn read_baseline(path: &Path) -> Result<Baseline, String> {
-    let text = crate::config::read_file_bounded(path, crate::config::MAX_CONFIG_BYTES)
+    let text = crate::config::read_file_bounded(path, MAX_BASELINE_BYTES)
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "{}: {}",
+            path.display(),
+            crate::model::excerpt(&e.to_string())
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_baseline_that_is_no_regular_file_is_refused_unread() {
+        // A record names its baseline: `/dev/zero` there made `burnin report` read forever.
+        let e = read_baseline(Path::new("/dev/zero")).expect_err("a device");
+        assert!(e.contains("not a plain file"), "{e}");
+    }
+
+    #[test]
+    fn a_baseline_error_quotes_no_whole_value() {
+        // serde_json quotes a string of the wrong type whole; found by tests/fuzz.rs.
+        let dir = std::env::temp_dir().join(format!("burnin-baseline-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("b.json");
+        std::fs::write(&p, format!("{{\"schema\":\"{}\"}}", "x".repeat(70_000))).unwrap();
+        let e = read_baseline(&p).expect_err("not a baseline");
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(e.len() < 500, "{} bytes: {e}", e.len());
+        assert!(e.ends_with("at line 1 column 70012"), "{e}");
+    }
 }

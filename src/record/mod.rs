@@ -436,7 +436,8 @@ pub fn read_events(run_dir: &Path) -> Result<(Vec<Recorded>, u64), String> {
 pub fn read_summary(run_dir: &Path) -> Result<Summary, String> {
     let p = run_dir.join("summary.json");
     let text = files::read_text_bounded(&p, files::SUMMARY_MAX_BYTES)?;
-    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))
+    serde_json::from_str(&text)
+        .map_err(|e| format!("{}: {}", p.display(), crate::model::excerpt(&e.to_string())))
 }
 
 /// The copy of the plan a run record keeps beside its summary.

@@ -10,6 +10,7 @@ use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 
 use crate::inventory::PrometheusSpec;
 use crate::model::UnixMillis;
+use crate::model::excerpt;
 
 /// A series' labels, in the order the server sent them. A handful per series: a list searched
 /// in order costs less than a map to build, and 1024 nodes × 8 GPUs × 30 families of them
@@ -145,18 +146,22 @@ pub fn decode(server: &str, body: &[u8]) -> Result<Vec<Series>, String> {
         }) = serde_json::from_slice::<Kind>(body)
             && !matches!(t.as_str(), "vector" | "matrix")
         {
-            return format!("{server}: answered a {t} where a vector or matrix was asked");
+            return format!(
+                "{server}: answered a {} where a vector or matrix was asked",
+                excerpt(&t)
+            );
         }
         format!(
-            "{server} answered something that is not the Prometheus API ({e}): {}",
+            "{server} answered something that is not the Prometheus API ({}): {}",
+            excerpt(&e.to_string()),
             String::from_utf8_lossy(&body[..body.len().min(120)])
         )
     })?;
     if env.status != "success" {
         return Err(format!(
             "{server}: {} {}",
-            env.error_type.as_deref().unwrap_or("error"),
-            env.error.as_deref().unwrap_or("(no message)")
+            excerpt(env.error_type.as_deref().unwrap_or("error")),
+            excerpt(env.error.as_deref().unwrap_or("(no message)"))
         ));
     }
     let data = env
@@ -165,7 +170,7 @@ pub fn decode(server: &str, body: &[u8]) -> Result<Vec<Series>, String> {
     if !matches!(data.result_type.as_str(), "vector" | "matrix") {
         return Err(format!(
             "{server}: answered a {} where a vector or matrix was asked",
-            data.result_type
+            excerpt(&data.result_type)
         ));
     }
     Ok(data
@@ -388,6 +393,24 @@ mod tests {
         )
         .expect_err("scalar");
         assert!(e.contains("scalar"), "{e}");
+    }
+
+    #[test]
+    fn an_error_quotes_no_whole_value() {
+        // serde_json quotes a string of the wrong type whole, and a server's error may be
+        // long; found by tests/fuzz.rs.
+        let long = "x".repeat(70_000);
+        for body in [
+            format!(
+                r#"{{"status":"success","data":{{"resultType":"vector","result":[{{"value":[1,{long:?}],"values":"{long}"}}]}}}}"#
+            ),
+            format!(r#"{{"status":"error","errorType":"{long}","error":"{long}"}}"#),
+            format!(r#"{{"status":"success","data":{{"resultType":"{long}","result":[]}}}}"#),
+            format!(r#"{{"status":"success","data":{{"resultType":"{long}","result":7}}}}"#),
+        ] {
+            let e = decode("Prometheus http://p", body.as_bytes()).unwrap_err();
+            assert!(e.len() < 600, "{} bytes: {}", e.len(), &e[..200]);
+        }
     }
 
     #[test]

@@ -270,6 +270,8 @@ impl SmiDecoder {
             return Err(garbled("no GPU index in the row".into()));
         };
         s.index = index;
+        // A cell past f32's range (1e308) is finite as f64 and infinite once narrowed.
+        s.drop_non_finite();
         info.index = index;
         info.power_limit_watts = s.power_limit_watts;
         info.sm_clock_max_mhz = s.sm_clock_max_mhz;

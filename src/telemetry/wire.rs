@@ -133,13 +133,21 @@ impl WireFrame {
 /// every line it declines.
 pub fn decode_general(line: &str) -> Result<Decoded, String> {
     match serde_json::from_str::<AnyLine>(line) {
-        Ok(AnyLine { hello: Some(h), .. }) => Ok(Decoded::Message(WireMessage::Hello(h))),
+        Ok(AnyLine {
+            hello: Some(mut h), ..
+        }) => {
+            h.drop_non_finite();
+            Ok(Decoded::Message(WireMessage::Hello(h)))
+        }
         Ok(AnyLine { frame: Some(f), .. }) => {
-            Ok(Decoded::Message(WireMessage::Frame(f.into_frame()?)))
+            let mut frame = f.into_frame()?;
+            frame.drop_non_finite();
+            Ok(Decoded::Message(WireMessage::Frame(frame)))
         }
         Ok(AnyLine { error: Some(e), .. }) => Ok(Decoded::Message(WireMessage::Error(e))),
         Ok(_) => Ok(Decoded::Unknown),
-        Err(e) => Err(e.to_string()),
+        // serde's message can quote a whole string value of the wrong type: cut.
+        Err(e) => Err(crate::model::excerpt(&e.to_string())),
     }
 }
 
