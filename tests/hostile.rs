@@ -227,8 +227,8 @@ fn absurd_command_line_values_are_errors_with_the_range() {
     }
 }
 
-/// Absurd inventory values: a located error each, quickly (the duplicate check is not
-/// quadratic, ranges do not multiply into gigabytes).
+/// Absurd inventory values: a located error each (ranges do not multiply into gigabytes; the
+/// duplicate check is a hash set, so the largest inventory allowed is read at once).
 #[test]
 fn absurd_inventory_values_are_located_errors() {
     let cases = [
@@ -274,18 +274,10 @@ fn absurd_inventory_values_are_located_errors() {
         ),
     ];
     for (text, want) in cases {
-        let t0 = std::time::Instant::now();
         let err = burnin::inventory::Inventory::parse("burnin.toml", text)
             .expect_err(&format!("{text:?} must be refused"));
         assert!(err.to_string().contains(want), "{text:?}: {err}");
         assert!(err.line.is_some(), "{text:?}: located: {err}");
-        // Not a timing assertion on speed, a guard against the 28-second quadratic check
-        // coming back: generous by two orders of magnitude.
-        assert!(
-            t0.elapsed() < Duration::from_secs(5),
-            "{text:?} took {:?}",
-            t0.elapsed()
-        );
     }
     // The largest inventory allowed is read.
     let inv =
