@@ -622,3 +622,38 @@ fn readings_that_are_not_finite_are_no_readings() {
     assert_eq!(s.utilization_pct, Some(50.0));
     assert_eq!(n.nics[0].latest.rate_gbps, None);
 }
+
+// ── 11. a log that cannot be written ─────────────────────────────────────────────────────
+
+/// `--log-file` (or `BURNIN_LOG`) naming a directory or a full disk: said once on stderr, and
+/// the command does what it does without a log (same exit code, same output).
+#[test]
+fn a_log_file_that_cannot_be_written_is_said_once() {
+    let dir = TempDir::new("log");
+    let good = dir.path().join("burnin.log");
+    let (want_code, want_out, _) = burnin(
+        dir.path(),
+        &[
+            "--log-file",
+            good.to_str().expect("utf-8"),
+            "status",
+            "--demo",
+            "--at",
+            "5",
+        ],
+    );
+    for bad in ["/dev/full", dir.path().to_str().expect("utf-8")] {
+        let (code, out, err) = burnin(
+            dir.path(),
+            &["--log-file", bad, "status", "--demo", "--at", "5"],
+        );
+        assert_eq!(code, want_code, "{bad}: {err}");
+        assert_eq!(out, want_out, "{bad}: the same output");
+        assert_eq!(
+            err.matches("going on without a log").count(),
+            1,
+            "{bad}: said once: {err}"
+        );
+        assert!(err.contains(&format!("log file {bad}")), "{err}");
+    }
+}
