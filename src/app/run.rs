@@ -71,11 +71,9 @@ impl Screen {
             libc::raise(libc::SIGSTOP);
         }
         let _ = crossterm::terminal::enable_raw_mode();
-        let _ = crossterm::execute!(
-            std::io::stdout(),
-            crossterm::terminal::EnterAlternateScreen,
-            crossterm::cursor::Hide
-        );
+        let _ = crossterm::execute!(std::io::stdout(), crossterm::terminal::EnterAlternateScreen);
+        // Through the terminal, so it knows the cursor is hidden and shows it again at the end.
+        let _ = t.hide_cursor();
         let _ = t.clear();
         t.size().ok().map(|s| (s.width, s.height))
     }
@@ -104,7 +102,9 @@ pub async fn run_console(
         }
     };
     let result = event_loop(&mut state, &mut screen, &mut events, &command_tx, &opts).await;
-    if matches!(screen, Screen::Terminal(_)) {
+    if let Screen::Terminal(t) = &mut screen {
+        // Whatever the last frame did with the cursor, the shell gets it back visible.
+        let _ = t.show_cursor();
         ratatui::restore();
     }
     drop(events);
