@@ -454,7 +454,7 @@ pub fn main(args: &AgentArgs) -> i32 {
     if args.probe_costs {
         return match crate::telemetry::nvml::probe_costs(200) {
             Ok(table) => {
-                print!("{table}");
+                crate::print_safe!("{table}");
                 0
             }
             Err(e) => {

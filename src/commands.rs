@@ -216,7 +216,7 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
                 },
         }) => {
             let figures = crate::telemetry::ingest_bench::measure(nodes, gpus, seconds, rounds);
-            print!("{}", figures.report(nodes, gpus, seconds));
+            crate::print_safe!("{}", figures.report(nodes, gpus, seconds));
             Ok(0)
         }
         Some(Command::Bench {
@@ -235,7 +235,7 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
             };
             crate::agent::bench(slots, interval, frames, measure)
                 .map(|report| {
-                    print!("{report}");
+                    crate::print_safe!("{report}");
                     0
                 })
                 .map_err(|e| eyre!("burnin bench agent: {e}"))
@@ -302,7 +302,7 @@ fn workload(action: WorkloadAction) -> Result<i32> {
         }
         WorkloadAction::Print { name } => match crate::workloads::find(&name) {
             Some(w) => {
-                print!("{}", w.text);
+                crate::print_safe!("{}", w.text);
                 Ok(0)
             }
             None => {

@@ -51,6 +51,15 @@ macro_rules! println_safe {
     };
 }
 
+/// `print!` with the same stripping as [`eprintln_safe!`] (a table or report already ending
+/// in its newline).
+#[macro_export]
+macro_rules! print_safe {
+    ($($arg:tt)*) => {
+        print!("{}", $crate::model::terminal_safe(&format!($($arg)*)))
+    };
+}
+
 pub mod agent;
 pub mod app;
 pub mod cli;

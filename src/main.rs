@@ -14,6 +14,11 @@ async fn main() -> Result<()> {
     let log = cli.log_file.clone().or_else(commands::default_log_file);
     let _log_guard = match log.map(|path| (init_tracing(&path), path)) {
         Some((Ok(guard), _)) => Some(guard),
+        // The default log on a node whose home is read-only: not worth a line on an agent's
+        // stderr (the console would read it as the node's complaint); on a terminal, said.
+        Some((Err(_), _)) if !explicit && !std::io::IsTerminal::is_terminal(&std::io::stderr()) => {
+            None
+        }
         Some((Err(why), path)) => {
             // Once, and the command goes on: a log that cannot be written is no reason to stop
             // a burn-in, and no reason to keep quiet about it either.
@@ -26,8 +31,18 @@ async fn main() -> Result<()> {
         }
         None => None,
     };
-    let code = commands::dispatch(cli).await?;
-    std::process::exit(code);
+    match commands::dispatch(cli).await {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            // The error may quote a record, a node or a file: stripped like everything burnin
+            // prints, and one line of causes (`a: b: c`), not a report with a source location.
+            eprintln!(
+                "{}",
+                burnin::model::terminal_safe(&format!("burnin: {e:#}"))
+            );
+            std::process::exit(1);
+        }
+    }
 }
 
 /// Diagnostics go to a file: the screen is the UI. The file is opened and a first line

@@ -1041,16 +1041,16 @@ pub fn run(
         }
     } else {
         for r in &doc.files {
-            print!("{}", render(r));
+            crate::print_safe!("{}", render(r));
         }
         for e in &doc.errors {
-            eprintln!("burnin parse: {}", crate::model::strip_controls(e));
+            crate::eprintln_safe!("burnin parse: {}", crate::model::strip_controls(e));
         }
     }
     if let Some(to) = save_baseline
         && let Err(e) = write_baseline(&doc.files, to)
     {
-        eprintln!("burnin parse: {}", crate::model::strip_controls(&e));
+        crate::eprintln_safe!("burnin parse: {}", crate::model::strip_controls(&e));
         return 2;
     }
     if !doc.errors.is_empty() {
@@ -1112,7 +1112,7 @@ fn write_baseline(files: &[Reading], to: &std::path::Path) -> Result<(), String>
     })?;
     let text = serde_json::to_string_pretty(&b).map_err(|e| e.to_string())?;
     std::fs::write(to, text + "\n").map_err(|e| format!("{}: {e}", to.display()))?;
-    eprintln!(
+    crate::eprintln_safe!(
         "baseline {}: {} from {} file(s)",
         to.display(),
         b.phases.keys().cloned().collect::<Vec<_>>().join(", "),

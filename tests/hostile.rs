@@ -657,3 +657,43 @@ fn a_log_file_that_cannot_be_written_is_said_once() {
         assert!(err.contains(&format!("log file {bad}")), "{err}");
     }
 }
+
+/// Every print in the crate goes through the stripping macros (`eprintln_safe!`, …): a raw
+/// `println!` is how node text reached the terminal before. `lib.rs` defines the macros;
+/// `main.rs` strips its two messages itself. Test modules are left out.
+#[test]
+fn nothing_in_src_prints_without_stripping() {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).expect("src").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    walk(&root, &mut files);
+    let raw = regex::Regex::new(r"(^|[^_a-z!:])(eprint|eprintln|print|println)!\(").expect("re");
+    let mut found = Vec::new();
+    for f in files {
+        let name = f
+            .strip_prefix(&root)
+            .expect("under src")
+            .display()
+            .to_string();
+        if name == "lib.rs" || name == "main.rs" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).expect("read");
+        let code = text.split("#[cfg(test)]").next().unwrap_or("");
+        for (i, line) in code.lines().enumerate() {
+            if raw.is_match(line) && !line.trim_start().starts_with("//") {
+                found.push(format!("src/{name}:{}: {}", i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "raw prints:\n{}", found.join("\n"));
+}

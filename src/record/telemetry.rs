@@ -732,22 +732,22 @@ pub fn bench(
             .sum()
     };
     let day = 86_400.0 / secs.max(1) as f64;
-    println!(
+    crate::println_safe!(
         "record telemetry: {nodes} nodes x {gpus} GPUs, {per_second} frame(s)/s/node, {hours} h simulated under full load"
     );
-    println!(
+    crate::println_safe!(
         "  {} node-second lines, {:.1} MB gzip ({:.1} MB as JSON), {:.1}x",
         rec.lines(),
         bytes as f64 / 1e6,
         raw as f64 / 1e6,
         raw as f64 / bytes.max(1) as f64
     );
-    println!(
+    crate::println_safe!(
         "  24 h of {} GPUs: {:.0} MB gzip",
         nodes as u64 * u64::from(gpus),
         bytes as f64 * day / 1e6
     );
-    println!(
+    crate::println_safe!(
         "  recorder CPU {:.2} s for {frames} frames: {:.1} us per frame, {:.2} us per GPU-sample",
         recorder_cpu,
         recorder_cpu * 1e6 / frames.max(1) as f64,
@@ -776,7 +776,7 @@ pub fn bench(
     std::fs::write(dir.join("summary.json"), text + "\n")
         .and_then(|_| std::fs::write(dir.join("events.jsonl"), ""))
         .map_err(|e| format!("{}: {e}", dir.display()))?;
-    println!("  kept in {}", dir.display());
+    crate::println_safe!("  kept in {}", dir.display());
     Ok(())
 }
 

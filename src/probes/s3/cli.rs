@@ -152,7 +152,7 @@ pub async fn run(args: &S3ProbeArgs) -> Result<i32> {
         }
         Ok(report) => {
             if lines {
-                print!("{}", report.render_table());
+                crate::print_safe!("{}", report.render_table());
                 crate::println_safe!(
                     "{}",
                     serde_json::json!({"burnin": "s3_report", "report": report})
@@ -160,7 +160,7 @@ pub async fn run(args: &S3ProbeArgs) -> Result<i32> {
             } else if args.json {
                 crate::println_safe!("{}", serde_json::to_string_pretty(&report)?);
             } else {
-                print!("{}", report.render_table());
+                crate::print_safe!("{}", report.render_table());
             }
             Ok(report.exit_code())
         }
