@@ -65,7 +65,9 @@ async fn run_sh(
             .map_err(|e| format!("sending the binary: {e}"))?;
         drop(stdin);
     }
-    let out = child.wait_with_output().await.map_err(|e| e.to_string())?;
+    let out = crate::transport::wait_bounded(child)
+        .await
+        .map_err(|e| e.to_string())?;
     let stdout = String::from_utf8_lossy(&out.stdout).trim().to_string();
     if out.status.success() {
         Ok(stdout)

@@ -97,7 +97,7 @@ async fn run_script(
         .command(cmd)
         .spawn()
         .map_err(|e| format!("cannot start: {e}"))?;
-    match tokio::time::timeout(SCRIPT_TIMEOUT, child.wait_with_output()).await {
+    match tokio::time::timeout(SCRIPT_TIMEOUT, crate::transport::wait_bounded(child)).await {
         Err(_) => Err(format!("no answer in {} s", SCRIPT_TIMEOUT.as_secs())),
         Ok(Err(e)) => Err(e.to_string()),
         Ok(Ok(out)) => {
@@ -276,13 +276,17 @@ impl NodeJob {
                 break;
             };
             let stderr = child.stderr.take();
+            // Its last bytes only: the node may say anything on stderr for the whole phase.
             let stderr_task = tokio::spawn(async move {
-                let mut s = String::new();
-                if let Some(mut e) = stderr {
-                    use tokio::io::AsyncReadExt;
-                    let _ = e.read_to_string(&mut s).await;
+                match stderr {
+                    Some(e) => {
+                        crate::transport::read_bounded(e, crate::transport::OUTPUT_KEPT_BYTES, true)
+                            .await
+                            .map(|b| String::from_utf8_lossy(&b).into_owned())
+                            .unwrap_or_default()
+                    }
+                    None => String::new(),
                 }
-                s
             });
             let mut reader = BufReader::new(stdout);
             loop {
