@@ -619,6 +619,12 @@ pub struct CheckRow {
     pub detail: String,
 }
 
+/// Check rows a phase view keeps (T0/T1 print a few dozen per node).
+pub const CHECKS_KEPT: usize = 10_000;
+
+/// Message sizes of the busbw sweep a phase view keeps (nccl-tests' 8 B to 16 GiB by 2× is 32).
+pub const BUSBW_SIZES_KEPT: usize = 256;
+
 /// Figure-bearing metrics a phase view keeps; past this, the older half of the steps is dropped.
 pub const PHASE_METRICS_KEPT: usize = 20_000;
 
@@ -1007,12 +1013,14 @@ impl ClusterStore {
                     detail,
                 } = &metric
                 {
-                    view.checks.push(CheckRow {
-                        node: node.clone(),
-                        name: name.clone(),
-                        status: *status,
-                        detail: detail.clone(),
-                    });
+                    if view.checks.len() < CHECKS_KEPT {
+                        view.checks.push(CheckRow {
+                            node: node.clone(),
+                            name: name.clone(),
+                            status: *status,
+                            detail: detail.clone(),
+                        });
+                    }
                 }
                 self.ingest_metric(phase, metric)
             }
@@ -1046,6 +1054,10 @@ impl ClusterStore {
                 ranks,
                 ..
             } => {
+                // A sweep has a few dozen sizes; output naming endless sizes is not kept.
+                if view.busbw.len() >= BUSBW_SIZES_KEPT && !view.busbw.contains_key(&size_bytes) {
+                    return;
+                }
                 let row = view.busbw.entry(size_bytes).or_default();
                 row.per_node
                     .insert(node.unwrap_or_else(|| "all".into()), busbw_gb_per_s);

@@ -138,6 +138,35 @@ async fn read_line_capped<R: AsyncBufRead + Unpin>(
     }
 }
 
+/// Metrics one node's run of a phase keeps for the gates: a 72-hour training log steps about
+/// 260 000 times; a node printing figures at line rate must not take the console's memory.
+pub const NODE_METRICS_KEPT: usize = 100_000;
+
+/// Keep `m`; at [`NODE_METRICS_KEPT`], the older half of the training steps goes (the gates
+/// read steps by their recent median), else the new metric is not kept: the first figures of
+/// a phase are the ones a flood cannot forge afterwards.
+fn keep_metric(kept: &mut Vec<PhaseMetric>, m: PhaseMetric) {
+    if kept.len() >= NODE_METRICS_KEPT {
+        let steps = kept
+            .iter()
+            .filter(|x| matches!(x, PhaseMetric::Step { .. }))
+            .count();
+        if steps < 2 {
+            return;
+        }
+        let mut drop = steps / 2;
+        kept.retain(|x| {
+            if drop > 0 && matches!(x, PhaseMetric::Step { .. }) {
+                drop -= 1;
+                false
+            } else {
+                true
+            }
+        });
+    }
+    kept.push(m);
+}
+
 /// Whatever one node's run of a phase left behind.
 #[derive(Debug, Default)]
 struct NodeResult {
@@ -426,7 +455,7 @@ impl NodeJob {
                 metric: m.clone(),
             })
             .await;
-        result.metrics.push(m);
+        keep_metric(&mut result.metrics, m);
     }
 
     fn spawn_stop(&self, why: StopReason) -> tokio::task::JoinHandle<()> {
@@ -1576,4 +1605,52 @@ async fn run_step(ctx: &RunContext, spec: &PhaseSpec, command: &str) -> Vec<Stri
         }
     }
     said
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figure(i: u64) -> PhaseMetric {
+        PhaseMetric::Figure {
+            node: "n".into(),
+            name: "tflops_bf16".into(),
+            value: i as f64,
+        }
+    }
+
+    fn step(i: u64) -> PhaseMetric {
+        PhaseMetric::Step {
+            node: None,
+            step: i,
+            step_time_ms: Some(100.0),
+            data_wait_ms: None,
+            tokens_per_sec: Some(1.0),
+            tokens_per_sec_per_gpu: None,
+            loss: None,
+            world: None,
+            variant: None,
+        }
+    }
+
+    #[test]
+    fn a_node_flooding_figures_is_held_to_the_cap_and_its_first_figures_stay() {
+        let mut kept = Vec::new();
+        for i in 0..(NODE_METRICS_KEPT as u64 + 50_000) {
+            keep_metric(&mut kept, figure(i));
+        }
+        assert_eq!(kept.len(), NODE_METRICS_KEPT);
+        assert_eq!(kept[0], figure(0));
+    }
+
+    #[test]
+    fn a_long_training_log_keeps_its_newest_steps_within_the_cap() {
+        let mut kept = vec![figure(0)];
+        for i in 0..300_000u64 {
+            keep_metric(&mut kept, step(i));
+        }
+        assert!(kept.len() <= NODE_METRICS_KEPT, "{}", kept.len());
+        assert_eq!(kept[0], figure(0), "the non-step figure stays");
+        assert_eq!(kept.last(), Some(&step(299_999)), "the newest step is kept");
+    }
 }
