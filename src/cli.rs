@@ -178,6 +178,15 @@ pub fn screen_size(s: &str) -> Result<(u16, u16), String> {
     }
 }
 
+/// A multipart part size: [`crate::probes::s3::parse_size`], at most 5 GiB (S3's largest
+/// part; a part is held in memory while it is sent).
+pub fn part_size(s: &str) -> Result<u64, String> {
+    match crate::probes::s3::parse_size(s)? {
+        n if n <= 5 << 30 => Ok(n),
+        _ => Err(format!("{s:?}: a part is at most 5 GiB")),
+    }
+}
+
 /// `bench record --hours`: above 0 and at most 720 (30 days).
 pub fn bench_hours(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
@@ -475,8 +484,8 @@ pub struct S3ProbeArgs {
     /// Size of the objects --prepare writes (the site's shard size).
     #[arg(long, default_value = "256MiB", value_parser = crate::probes::s3::parse_size)]
     pub object_size: u64,
-    /// Multipart part size.
-    #[arg(long, default_value = "16MiB", value_parser = crate::probes::s3::parse_size)]
+    /// Multipart part size (at most 5 GiB, S3's largest part; each upload in flight holds one).
+    #[arg(long, default_value = "16MiB", value_parser = part_size)]
     pub part_size: u64,
     /// Create the bucket if it is missing (with --prepare or --mode checkpoint).
     #[arg(long)]

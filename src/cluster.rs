@@ -388,10 +388,13 @@ pub struct NodeView {
 }
 
 /// GPU indices a node may have (0 to this − 1): what one node's stream can bring into the store.
-pub const MAX_GPUS_PER_NODE: u32 = crate::inventory::MAX_GPUS_PER_NODE;
+pub const MAX_GPUS_PER_NODE: u32 = crate::model::MAX_GPUS_PER_NODE;
 
 /// RDMA ports, and separately Ethernet interfaces, one node may have in the store.
 pub const MAX_PORTS_PER_NODE: usize = 64;
+
+/// Characters of a port's or interface's name kept (Linux's are at most 15 and 63).
+pub const PORT_NAME_CHARS: usize = 64;
 
 impl NodeView {
     fn new(name: String, period_ms: u64) -> Self {
@@ -418,27 +421,30 @@ impl NodeView {
     /// The GPU of this index, made on first sight; `None` past [`MAX_GPUS_PER_NODE`] (counted
     /// in `over_limit`): a hostile or broken stream cannot grow the store without bound.
     fn gpu_mut(&mut self, index: u32) -> Option<&mut GpuView> {
-        let pos = match self.gpus.binary_search_by_key(&index, |g| g.index) {
-            Ok(pos) => pos,
-            Err(_) if index >= MAX_GPUS_PER_NODE => {
-                self.drop_over_limit(format!(
+        let pos =
+            match self.gpus.binary_search_by_key(&index, |g| g.index) {
+                Ok(pos) => pos,
+                Err(_) if index >= MAX_GPUS_PER_NODE => {
+                    self.drop_over_limit(|| format!(
                     "GPU index {index}: a node has at most {MAX_GPUS_PER_NODE} GPUs (0 to {})",
                     MAX_GPUS_PER_NODE - 1
                 ));
-                return None;
-            }
-            Err(pos) => {
-                self.gpus.insert(pos, GpuView::new(index, self.period_ms));
-                pos
-            }
-        };
+                    return None;
+                }
+                Err(pos) => {
+                    self.gpus.insert(pos, GpuView::new(index, self.period_ms));
+                    pos
+                }
+            };
         Some(&mut self.gpus[pos])
     }
 
     /// Count a sample not kept; the first reason stays.
-    fn drop_over_limit(&mut self, why: String) {
+    fn drop_over_limit(&mut self, why: impl FnOnce() -> String) {
         self.over_limit_samples += 1;
-        self.over_limit.get_or_insert(why);
+        if self.over_limit.is_none() {
+            self.over_limit = Some(why());
+        }
     }
 
     /// `over_limit` with the count, for the status table and triage.
@@ -469,6 +475,7 @@ impl NodeView {
         }
         for mut d in frame.netdevs {
             d.drop_non_finite();
+            d.iface = crate::model::fit(&d.iface, PORT_NAME_CHARS);
             let counters = std::mem::take(&mut d.counters);
             let full = self.netdevs.len() >= MAX_PORTS_PER_NODE;
             match self.netdevs.iter_mut().find(|v| v.latest.iface == d.iface) {
@@ -477,7 +484,7 @@ impl NodeView {
                     v.latest = d;
                 }
                 None if full => {
-                    self.drop_over_limit(format!(
+                    self.drop_over_limit(|| format!(
                         "interface {:?}: a node has at most {MAX_PORTS_PER_NODE} Ethernet interfaces",
                         crate::model::strip_controls(&d.iface)
                     ));
@@ -494,7 +501,8 @@ impl NodeView {
                 }
             }
         }
-        for nic in frame.nics {
+        for mut nic in frame.nics {
+            nic.device = crate::model::fit(&nic.device, PORT_NAME_CHARS);
             let key = (nic.device.as_str(), nic.port);
             match self
                 .nics
@@ -502,11 +510,13 @@ impl NodeView {
             {
                 Ok(i) => self.nics[i].ingest(at, nic),
                 Err(_) if self.nics.len() >= MAX_PORTS_PER_NODE => {
-                    self.drop_over_limit(format!(
-                        "RDMA port {:?}/{}: a node has at most {MAX_PORTS_PER_NODE} ports",
-                        crate::model::strip_controls(&nic.device),
-                        nic.port
-                    ));
+                    self.drop_over_limit(|| {
+                        format!(
+                            "RDMA port {:?}/{}: a node has at most {MAX_PORTS_PER_NODE} ports",
+                            crate::model::strip_controls(&nic.device),
+                            nic.port
+                        )
+                    });
                 }
                 Err(i) => {
                     let mut view = NicView::new(self.period_ms);
@@ -1012,15 +1022,14 @@ impl ClusterStore {
                     status,
                     detail,
                 } = &metric
+                    && view.checks.len() < CHECKS_KEPT
                 {
-                    if view.checks.len() < CHECKS_KEPT {
-                        view.checks.push(CheckRow {
-                            node: node.clone(),
-                            name: name.clone(),
-                            status: *status,
-                            detail: detail.clone(),
-                        });
-                    }
+                    view.checks.push(CheckRow {
+                        node: node.clone(),
+                        name: name.clone(),
+                        status: *status,
+                        detail: detail.clone(),
+                    });
                 }
                 self.ingest_metric(phase, metric)
             }

@@ -54,10 +54,6 @@ fn parse_files(
         crate::eprintln_safe!("burnin parse: no file after the kind");
         return Ok(2);
     }
-    if gpus == 0 || gpus > 1024 {
-        crate::eprintln_safe!("burnin parse: --gpus {gpus}: a node has 1 to 1024 GPUs");
-        return Ok(2);
-    }
     let plan = match plan {
         Some(p) => match crate::phases::plan::Plan::load(&p) {
             Ok(plan) => plan,

@@ -153,12 +153,16 @@ fn watch_telemetry(
 }
 
 /// Messages on stderr that may repeat for every event (a full disk fails every write): each
-/// one is said once, and how often it repeated when another comes or the phase ends.
+/// one is said once; at the end of the phase, how often each repeated.
 #[derive(Default)]
 struct SaidOnce {
-    last: Option<String>,
-    repeats: u64,
+    /// Messages said in this phase, with how often they came again (at most
+    /// [`SAID_ONCE_KEPT`] distinct ones; past that a message is said each time).
+    said: Vec<(String, u64)>,
 }
+
+/// Distinct messages [`SaidOnce`] remembers per phase.
+const SAID_ONCE_KEPT: usize = 64;
 
 impl SaidOnce {
     fn say(&mut self, message: &str) {
@@ -168,30 +172,31 @@ impl SaidOnce {
     }
 
     fn flush(&mut self) {
-        if let Some(line) = self.end_repeats() {
+        for line in self.end_repeats() {
             crate::eprintln_safe!("{line}");
         }
     }
 
-    /// What to print for `message`: nothing when it repeats the last one.
+    /// What to print for `message`: nothing when it was said already.
     fn lines_for(&mut self, message: &str) -> Vec<String> {
-        if self.last.as_deref() == Some(message) {
-            self.repeats += 1;
+        if let Some((_, n)) = self.said.iter_mut().find(|(m, _)| m == message) {
+            *n += 1;
             return Vec::new();
         }
-        let mut out: Vec<String> = self.end_repeats().into_iter().collect();
-        out.push(message.to_string());
-        self.last = Some(message.to_string());
-        out
+        if self.said.len() < SAID_ONCE_KEPT {
+            self.said.push((message.to_string(), 0));
+        }
+        vec![message.to_string()]
     }
 
-    /// How often the last message repeated, if it did; the next message is said anew.
-    fn end_repeats(&mut self) -> Option<String> {
-        let line =
-            (self.repeats > 0).then(|| format!("  (the same {} more time(s))", self.repeats));
-        self.repeats = 0;
-        self.last = None;
-        line
+    /// How often each message repeated, if any did; then forget them (the next phase says
+    /// each anew).
+    fn end_repeats(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.said)
+            .into_iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(m, n)| format!("  (said {n} more time(s): {})", crate::model::fit(&m, 80)))
+            .collect()
     }
 }
 
@@ -522,15 +527,28 @@ mod tests {
     fn a_message_repeated_for_every_event_is_said_once_with_its_count() {
         let mut said = SaidOnce::default();
         let disk_full = "burnin run: record: events.jsonl: No space left on device (os error 28)";
+        let other = "burnin run: record: logs/T1/n1.log: No space left on device (os error 28)";
         let mut lines = Vec::new();
-        for _ in 0..170 {
+        for _ in 0..85 {
             lines.extend(said.lines_for(disk_full));
+            lines.extend(said.lines_for(other));
         }
-        lines.extend(said.lines_for("another"));
         lines.extend(said.end_repeats());
         assert_eq!(
             lines,
-            [disk_full, "  (the same 169 more time(s))", "another"]
+            [
+                disk_full.to_string(),
+                other.to_string(),
+                format!(
+                    "  (said 84 more time(s): {})",
+                    crate::model::fit(disk_full, 80)
+                ),
+                format!("  (said 84 more time(s): {})", crate::model::fit(other, 80)),
+            ]
+        );
+        assert!(
+            said.lines_for(disk_full).len() == 1,
+            "the next phase says it anew"
         );
     }
 }

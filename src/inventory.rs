@@ -350,9 +350,8 @@ pub struct Inventory {
 /// watches, low enough that a typo like `gpu[0-99999][0-99999]` is an error, not 240 GB.
 pub const MAX_NODES: usize = 4096;
 
-/// The most GPUs a node may have: NVML numbers a node's GPUs from 0, and the largest nodes
-/// today have 16. Also the cap on GPU indices one node's stream may bring into the console.
-pub const MAX_GPUS_PER_NODE: u32 = 64;
+/// The most GPUs a node may have (defined in `model`, which the store and the readers share).
+pub use crate::model::MAX_GPUS_PER_NODE;
 
 /// The fastest NIC rate a node may be told to train at, in Gb/s (today's ports: 400 and 800).
 pub const MAX_NIC_RATE_GBPS: f64 = 100_000.0;
@@ -390,9 +389,28 @@ fn nic_rate_value(file: &str, text: &str, v: &toml::Spanned<f64>) -> Result<f32,
 /// Default remote path of the agent; `burnin deploy` puts it there.
 pub const DEFAULT_AGENT_PATH: &str = "~/.cache/burnin/bin/burnin";
 
+/// The longest host pattern read (a DNS name is at most 253 characters).
+pub const MAX_HOST_PATTERN: usize = 512;
+
+/// The most `[..]` groups in one host pattern.
+pub const MAX_HOST_GROUPS: usize = 8;
+
 /// Expand pdsh-style ranges: `gpu[01-03,07]` → gpu01 gpu02 gpu03 gpu07. Zero padding follows
 /// the width of the range's first number. Several bracket groups multiply.
 pub fn expand_hosts(pattern: &str) -> Result<Vec<String>, String> {
+    // A host name is at most 253 characters; a pattern past that, or with more bracket groups
+    // than a rack numbering needs, is a typo (and each group is a level of recursion).
+    if pattern.len() > MAX_HOST_PATTERN {
+        return Err(format!(
+            "{:?}: longer than {MAX_HOST_PATTERN} characters",
+            crate::model::excerpt(pattern)
+        ));
+    }
+    if pattern.matches('[').count() > MAX_HOST_GROUPS {
+        return Err(format!(
+            "{pattern:?}: more than {MAX_HOST_GROUPS} [..] groups"
+        ));
+    }
     let Some(open) = pattern.find('[') else {
         if pattern.contains(']') {
             return Err(format!("{pattern:?}: ']' without '['"));
@@ -414,6 +432,11 @@ pub fn expand_hosts(pattern: &str) -> Result<Vec<String>, String> {
         match part.split_once('-') {
             Some((a, b)) => {
                 let width = a.len();
+                if width > 20 || b.len() > 20 {
+                    return Err(format!(
+                        "{pattern:?}: range {part:?} has numbers past 20 digits"
+                    ));
+                }
                 let lo: u64 = a
                     .parse()
                     .map_err(|_| format!("{pattern:?}: bad range {part:?}"))?;
@@ -463,6 +486,12 @@ pub fn expand_hosts(pattern: &str) -> Result<Vec<String>, String> {
 pub fn validate_target(target: &str) -> Result<(), String> {
     if target.is_empty() {
         return Err("empty host".into());
+    }
+    if target.len() > 253 {
+        return Err(format!(
+            "host {:?} is longer than 253 characters",
+            crate::model::excerpt(target)
+        ));
     }
     if target == "." || target == ".." {
         return Err(format!("host {target:?} is no host name"));

@@ -555,6 +555,10 @@ pub fn human_secs(s: u64) -> String {
     }
 }
 
+/// The most GPUs a node may have: NVML numbers a node's GPUs from 0, and the largest nodes
+/// today have 16. Also the cap on GPU indices one node's stream may bring into the console.
+pub const MAX_GPUS_PER_NODE: u32 = 64;
+
 /// Text from outside (a node, a tool's output, a file) made safe for a terminal: control
 /// characters (C0, DEL, C1: escape sequences, bells, carriage returns) are dropped, a tab
 /// becomes a space, so nothing a node prints can move the cursor, retitle the window or

@@ -382,7 +382,9 @@ impl Source for ReplaySource {
             // phase lines go out together, as the live sources send them.
             let second_of = |t: UnixMillis| t - t % 1000;
             let mut anchor = Anchor {
-                pos_ms: (first_second + at_s * 1000).min(last_second),
+                pos_ms: first_second
+                    .saturating_add(at_s.saturating_mul(1000))
+                    .min(last_second),
                 wall: tokio::time::Instant::now(),
             };
             let mut paused = false;

@@ -1,7 +1,8 @@
 //! Hostile and broken input (issue 26): what a reviewer attacked the release binary with, each
 //! case here as a test that fails without its fix. Names that carry shell syntax, absurd
 //! values on the command line and in files, non-finite gate bounds, streams that name endless
-//! GPUs. Record files and terminals have their own tests below.
+//! GPUs, records that are not what burnin wrote, report.md, the log file. The terminal's own
+//! cases are in `terminal_restore.rs` and `ssh_nodes.rs` (a real pty), the fuzzing in `fuzz.rs`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

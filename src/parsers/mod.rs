@@ -27,6 +27,7 @@ pub struct LineError {
     pub message: String,
 }
 
+/// How errors quote outside text (defined in `model`, where every layer can reach it).
 pub use crate::model::{QUOTED_CHARS, excerpt};
 
 /// Reads one JSON line `{"burnin": KIND, …}` of our own tools into `R`: `Ok(None)` for lines
@@ -701,9 +702,6 @@ mod tests {
         out
     }
 
-    /// A real 8 × H100 all_reduce log (every busbw = algbw × 2·7/8, as nccl-tests computes
-    /// it), then the same log with its peak row's busbw edited to 999.99: that row is no
-    /// reading, left out with why, and the figure is what the untouched rows say.
     #[test]
     fn an_excerpt_keeps_both_ends_of_long_text() {
         assert_eq!(excerpt("short"), "short");
@@ -716,6 +714,9 @@ mod tests {
         );
     }
 
+    /// A real 8 × H100 all_reduce log (every busbw = algbw × 2·7/8, as nccl-tests computes
+    /// it), then the same log with its peak row's busbw edited to 999.99: that row is no
+    /// reading, left out with why, and the figure is what the untouched rows say.
     #[test]
     fn a_json_line_error_quotes_no_whole_value() {
         // serde_json quotes a string of the wrong type whole; found by tests/fuzz.rs.

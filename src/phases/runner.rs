@@ -364,7 +364,10 @@ impl NodeJob {
                 Some(0) => break 'attach,
                 Some(c @ 90..=94) => {
                     let why = stderr.lines().last().unwrap_or("").trim().to_string();
-                    result.failed = Some(format!("attach failed ({c}): {why}"));
+                    result.failed = Some(format!(
+                        "attach failed ({c}): {}",
+                        crate::model::excerpt(&why)
+                    ));
                     break 'attach;
                 }
                 _ => {
@@ -560,7 +563,12 @@ fn job_for(
         &ctx.phase_component(&setup.part.component),
         &name,
     )
-    .ok_or_else(|| format!("node name {name:?} cannot be a directory name on the node"))?;
+    .ok_or_else(|| {
+        format!(
+            "node name {name:?} or run id {:?} cannot be a directory name on the node",
+            ctx.run_id
+        )
+    })?;
     let values = template_values(ctx, &node, &dir, peer)?;
     let mut command = render(template, &values).map_err(|e| format!("command template: {e}"))?;
     let mut node = node;
@@ -1597,11 +1605,15 @@ async fn run_step(ctx: &RunContext, spec: &PhaseSpec, command: &str) -> Vec<Stri
         match run_script(node.transport.as_ref(), &cmd).await {
             Ok((_, out, _)) => said.push(format!(
                 "{name}: ran `{text}`{}",
-                out.lines()
-                    .next()
-                    .map_or(String::new(), |l| format!(": {}", l.trim()))
+                out.lines().next().map_or(String::new(), |l| format!(
+                    ": {}",
+                    crate::model::excerpt(l.trim())
+                ))
             )),
-            Err(why) => said.push(format!("{name}: `{text}` failed: {why}")),
+            Err(why) => said.push(format!(
+                "{name}: `{text}` failed: {}",
+                crate::model::excerpt(&why)
+            )),
         }
     }
     said

@@ -12,8 +12,9 @@ use std::path::{Path, PathBuf};
 pub const SUMMARY_MAX_BYTES: u64 = 64 << 20;
 
 /// The largest `events.jsonl` read: every output line of every node of a long run is in it
-/// (tens of megabytes for 72 hours of 12 nodes); past this it is not a record burnin wrote.
-pub const EVENTS_MAX_BYTES: u64 = 4 << 30;
+/// (tens of megabytes for 72 hours of 12 nodes), and `report` and `replay` hold its events in
+/// memory; past this it is not a record burnin wrote.
+pub const EVENTS_MAX_BYTES: u64 = 512 << 20;
 
 /// The largest line of `events.jsonl` or of a telemetry segment: a node's output line is cut
 /// at 64 KiB before it is recorded, and escaping in JSON at most sextuples it.

@@ -132,8 +132,20 @@ fn take_lock(dir: &Path) -> Result<File, String> {
         .custom_flags(libc::O_NOFOLLOW)
         .open(&path)
         .map_err(|e| io_err(&path, e))?;
+    if !f.metadata().is_ok_and(|m| m.is_file()) {
+        return Err(format!("{}: not a plain file; refused", path.display()));
+    }
     // SAFETY: flock on a descriptor this function owns; no memory is passed.
     if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let err = std::io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EWOULDBLOCK) {
+            // NFS without lock support, say: no lock is to be had, and no one is known to
+            // hold it. Said, not taken for another console.
+            return Err(format!(
+                "{}: cannot lock the run ({err}); a run directory on a file system without locks cannot be taken over safely",
+                path.display()
+            ));
+        }
         let mut holder = String::new();
         let _ = (&f).take(4096).read_to_string(&mut holder);
         let holder = crate::model::strip_controls(holder.trim());

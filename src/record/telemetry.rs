@@ -511,6 +511,8 @@ pub struct TelemetryRead {
     pub torn: Vec<String>,
     /// Segments that are not gzip at all, by file name.
     pub not_gzip: Vec<String>,
+    /// Segments that inflated past what burnin writes, by file name (the rest unread).
+    pub inflated_past: Vec<String>,
     /// Lines that did not decode.
     pub bad_lines: u64,
 }
@@ -541,14 +543,42 @@ pub fn visit_telemetry(
         seconds: Vec::new(),
         torn: stream.torn,
         not_gzip: stream.not_gzip,
+        inflated_past: stream.inflated_past,
         bad_lines: stream.bad_lines,
     })
 }
 
+/// How far a segment may inflate: burnin's segments inflate about 20×; a gzip bomb a
+/// thousandfold. Past this much (and a fixed allowance for small segments) the rest is not read.
+const SEGMENT_INFLATION_MAX: u64 = 256;
+
+/// Allowance every segment may inflate to whatever its size.
+const SEGMENT_INFLATED_SLACK_BYTES: u64 = 64 << 20;
+
+/// A segment's inflated text, bounded by [`SEGMENT_INFLATION_MAX`].
+type SegmentReader = BufReader<std::io::Take<MultiGzDecoder<File>>>;
+
 /// A segment, opened as every record file is read: a plain file, never through a link. Its
-/// size is not capped (a 72-hour segment is hundreds of megabytes); its lines are.
-fn open_segment(path: &Path) -> Result<File, String> {
-    super::files::open_regular(path, u64::MAX)
+/// size is not capped (a 72-hour segment is hundreds of megabytes); its lines and how far it
+/// inflates are.
+/// `Ok(None)`: the file does not start as gzip does (`1f 8b`): something else wrote it.
+fn open_segment(path: &Path) -> Result<Option<SegmentReader>, String> {
+    use std::io::{Read, Seek};
+    let mut file = super::files::open_regular(path, u64::MAX)?;
+    let mut magic = [0u8; 2];
+    let got = file
+        .read(&mut magic)
+        .and_then(|n| file.rewind().map(|_| n))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    // A file torn before its second byte is a tear, not a foreign file.
+    if got == 2 && magic != [0x1f, 0x8b] {
+        return Ok(None);
+    }
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let limit = size
+        .saturating_mul(SEGMENT_INFLATION_MAX)
+        .saturating_add(SEGMENT_INFLATED_SLACK_BYTES);
+    Ok(Some(BufReader::new(MultiGzDecoder::new(file).take(limit))))
 }
 
 /// The run's telemetry line by line, segment after segment, pulled as needed: a replay of a
@@ -557,12 +587,14 @@ fn open_segment(path: &Path) -> Result<File, String> {
 /// it, then the next segment goes on.
 pub struct TelemetryStream {
     pending: std::collections::VecDeque<PathBuf>,
-    reader: Option<(String, BufReader<MultiGzDecoder<File>>)>,
+    reader: Option<(String, SegmentReader)>,
     buf: Vec<u8>,
     /// Segments that ended torn, by file name.
     pub torn: Vec<String>,
     /// Segments that are not gzip at all (not torn by a crash: something else wrote them).
     pub not_gzip: Vec<String>,
+    /// Segments that inflated past [`SEGMENT_INFLATION_MAX`]× their size (the rest unread).
+    pub inflated_past: Vec<String>,
     /// Lines that did not decode.
     pub bad_lines: u64,
     /// A segment that could not be opened (the stream stops there).
@@ -578,6 +610,7 @@ impl TelemetryStream {
             buf: Vec::new(),
             torn: Vec::new(),
             not_gzip: Vec::new(),
+            inflated_past: Vec::new(),
             bad_lines: 0,
             failed: None,
         }
@@ -600,8 +633,14 @@ impl Iterator for TelemetryStream {
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
                 match open_segment(&path) {
-                    Ok(file) => {
-                        self.reader = Some((name, BufReader::new(MultiGzDecoder::new(file))));
+                    Ok(Some(reader)) => {
+                        self.reader = Some((name, reader));
+                    }
+                    Ok(None) => {
+                        self.not_gzip.push(name.clone());
+                        return Some(Err(format!(
+                            "telemetry segment {name} is not gzip data (not torn by a crash: something else wrote it); skipped"
+                        )));
                     }
                     Err(e) => {
                         self.failed = Some(e);
@@ -616,6 +655,14 @@ impl Iterator for TelemetryStream {
                 &mut self.buf,
                 super::files::LINE_MAX_BYTES,
             ) {
+                Ok(super::files::Line::End) if reader.get_ref().limit() == 0 => {
+                    let name = name.clone();
+                    self.reader = None;
+                    self.inflated_past.push(name.clone());
+                    return Some(Err(format!(
+                        "telemetry segment {name} inflates past {SEGMENT_INFLATION_MAX}× its size (burnin's inflate about 20×); the rest is left out"
+                    )));
+                }
                 Ok(super::files::Line::End) => self.reader = None,
                 Ok(super::files::Line::Whole) => {
                     match serde_json::from_slice::<NodeSecond>(&self.buf) {
@@ -624,18 +671,6 @@ impl Iterator for TelemetryStream {
                     }
                 }
                 Ok(super::files::Line::TooLong) => self.bad_lines += 1,
-                // Not gzip at all: no crash tears a segment's first bytes into something else.
-                Err(e)
-                    if e.kind() == std::io::ErrorKind::InvalidInput
-                        && e.to_string().contains("header") =>
-                {
-                    let name = name.clone();
-                    self.reader = None;
-                    self.not_gzip.push(name.clone());
-                    return Some(Err(format!(
-                        "telemetry segment {name} is not gzip data (not torn by a crash: something else wrote it); skipped"
-                    )));
-                }
                 // A last line without its newline, or the stream cut mid-block: the tear.
                 Ok(super::files::Line::Unterminated) | Err(_) => {
                     let name = name.clone();

@@ -99,6 +99,11 @@ pub fn gather(run_dir: &Path) -> Result<ReportData, String> {
             "telemetry segment {t} ends torn (the run stopped while writing it); what precedes the tear is used"
         ));
     }
+    for t in &telemetry.inflated_past {
+        damage.push(format!(
+            "telemetry segment {t} inflates far past what burnin writes (a gzip bomb?); the rest of it is left out"
+        ));
+    }
     for t in &telemetry.not_gzip {
         damage.push(format!(
             "telemetry segment {t} is not gzip data (not torn by a crash: something else wrote it); left out"
@@ -114,7 +119,14 @@ pub fn gather(run_dir: &Path) -> Result<ReportData, String> {
         None => (None, None),
         Some(p) => match crate::phases::session::read_baseline(Path::new(p)) {
             Ok(b) => (Some(b), None),
-            Err(e) => (None, Some(format!("baseline {p} could not be read: {e}"))),
+            // Not why: the record names the path, and the error of a file that is no
+            // baseline can quote what it holds into a report that leaves the site.
+            Err(_) => (
+                None,
+                Some(format!(
+                    "baseline {p} could not be read as a baseline (`burnin baseline save` writes one)"
+                )),
+            ),
         },
     };
     let mut started: Vec<String> = Vec::new();

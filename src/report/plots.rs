@@ -60,10 +60,14 @@ const BOTTOM: f64 = 58.0;
 
 /// `s` made safe inside XML/HTML text and attributes.
 pub(crate) fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
+    // Control and bidi characters go first: an override in a node's name would reorder the
+    // row it sits in, and XML forbids most C0 characters outright.
+    crate::model::terminal_safe(s)
+        .replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
+        .replace('\'', "&#39;")
 }
 
 fn tick_label(axis: Axis, v: f64) -> String {

@@ -377,7 +377,7 @@ impl Gathered {
         // A `gpu` label past what a node can have is no GPU: a broken or hostile answer must
         // not grow what burnin holds per node.
         let Ok(index) = gpu.parse::<u32>().map_err(|_| ()).and_then(|i| {
-            if i < crate::inventory::MAX_GPUS_PER_NODE {
+            if i < crate::model::MAX_GPUS_PER_NODE {
                 Ok(i)
             } else {
                 Err(())

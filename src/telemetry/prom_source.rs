@@ -311,7 +311,7 @@ impl PromNodes {
                 else {
                     continue;
                 };
-                if gpu >= crate::inventory::MAX_GPUS_PER_NODE {
+                if gpu >= crate::model::MAX_GPUS_PER_NODE {
                     continue;
                 }
                 let driver = Some(s.label("DCGM_FI_DRIVER_VERSION"))

@@ -246,7 +246,8 @@ impl PromClient {
             .timeout(spec.timeout)
             .connect_timeout(spec.timeout.min(Duration::from_secs(5)));
         if let Some(path) = &spec.ca_file {
-            let pem = std::fs::read(path)
+            let pem = crate::config::read_file_bounded(path, crate::config::MAX_CONFIG_BYTES)
+                .map(String::into_bytes)
                 .map_err(|e| format!("[prometheus] ca_file {}: {e}", path.display()))?;
             let certs = reqwest::Certificate::from_pem_bundle(&pem)
                 .map_err(|e| format!("[prometheus] ca_file {}: {e}", path.display()))?;

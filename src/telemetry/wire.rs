@@ -140,7 +140,7 @@ pub fn decode_general(line: &str) -> Result<Decoded, String> {
             Ok(Decoded::Message(WireMessage::Hello(h)))
         }
         Ok(AnyLine { frame: Some(f), .. }) => {
-            let mut frame = f.into_frame()?;
+            let mut frame = f.into_frame().map_err(|e| crate::model::excerpt(&e))?;
             frame.drop_non_finite();
             Ok(Decoded::Message(WireMessage::Frame(frame)))
         }

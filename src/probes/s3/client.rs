@@ -321,10 +321,12 @@ pub fn build_client(
     let url = check_endpoint(&endpoint.url)?;
     let trust = match &endpoint.ca_bundle {
         Some(path) => {
-            let pem = std::fs::read(path).map_err(|e| ClientError::CaBundle {
-                path: path.display().to_string(),
-                reason: e.to_string(),
-            })?;
+            let pem = crate::config::read_file_bounded(path, crate::config::MAX_CONFIG_BYTES)
+                .map(String::into_bytes)
+                .map_err(|e| ClientError::CaBundle {
+                    path: path.display().to_string(),
+                    reason: e.to_string(),
+                })?;
             if !String::from_utf8_lossy(&pem).contains("-----BEGIN CERTIFICATE-----") {
                 return Err(ClientError::CaBundle {
                     path: path.display().to_string(),

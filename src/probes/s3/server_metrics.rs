@@ -259,7 +259,8 @@ impl Scraper {
         // Direct, like the S3 client: the figures are the store's, never a proxy's.
         let mut builder = reqwest::Client::builder().no_proxy().timeout(timeout);
         if let Some(path) = ca_bundle {
-            let pem = std::fs::read(path)
+            let pem = crate::config::read_file_bounded(path, crate::config::MAX_CONFIG_BYTES)
+                .map(String::into_bytes)
                 .map_err(|e| ScrapeError(format!("CA bundle {}: {e}", path.display())))?;
             let certs = reqwest::Certificate::from_pem_bundle(&pem)
                 .map_err(|e| ScrapeError(format!("CA bundle {}: {e}", path.display())))?;
