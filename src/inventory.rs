@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::config::ConfigError;
-use crate::triage::Thresholds;
+use crate::model::thresholds::Thresholds;
 
 /// How burnin reaches a node's GPUs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -518,7 +518,7 @@ pub(crate) fn duration(
 ) -> Result<Duration, ConfigError> {
     match v {
         None => Ok(default),
-        Some(s) => crate::cli::parse_duration(s.get_ref())
+        Some(s) => crate::model::units::parse_duration(s.get_ref())
             .map_err(|m| ConfigError::at(file, text, Some(s.span()), m)),
     }
 }

@@ -12,7 +12,7 @@ mod fabric;
 mod gpu;
 #[cfg(test)]
 mod testkit;
-mod thresholds;
+use crate::model::thresholds;
 mod work;
 mod xid;
 

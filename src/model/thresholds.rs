@@ -1,4 +1,5 @@
-//! The numbers the rules judge by, with defaults sensible for H200/B300 under a burn-in load.
+//! The numbers the triage rules judge by (`[triage]` in burnin.toml, read with the inventory), with
+//! defaults sensible for H200/B300 under a burn-in load.
 
 /// How long a GPU must have been idle, amid loaded peers, to count as stalled.
 pub const STALL_WINDOW_MS: u64 = 10_000;

@@ -2,6 +2,11 @@
 //! GPU's sample, one node's frame. Units are in the field names; a reading the hardware did not
 //! give (NVML `NotSupported`, nvidia-smi `[N/A]`) is `None`, never zero.
 
+pub mod system;
+pub mod thresholds;
+pub mod topology;
+pub mod units;
+
 use serde::{Deserialize, Serialize};
 
 /// Milliseconds since the Unix epoch. Sources stamp frames with it; the simulator uses a fixed
@@ -498,11 +503,11 @@ pub struct NodeHello {
     pub gpus: Vec<GpuInfo>,
     /// Nearest NIC, NUMA node and CPUs of each GPU (from `nvidia-smi topo -m`), when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub topology: Option<crate::telemetry::topology::Topology>,
+    pub topology: Option<topology::Topology>,
     /// Kernel, OS, fabric manager and NCCL versions, for the bill of materials (agents before
     /// this field send none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub system: Option<Box<crate::telemetry::system::SystemInfo>>,
+    pub system: Option<Box<system::SystemInfo>>,
     /// Readings this source cannot give for the node, each with why (a Prometheus without the
     /// series: opt-in, profiling), so the console says why a value is n/a.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
