@@ -17,7 +17,6 @@ use crate::model::{GpuSample, NodeLink, UnixMillis};
 use crate::telemetry::fleet::FleetSource;
 use crate::telemetry::sim::{Fault, FaultKind, SIM_EPOCH_MS, SimCluster, SimConfig, SimSource};
 use crate::telemetry::{Source, SourceEvent};
-use crate::transport::ssh::SshSettings;
 use crate::triage::{Finding, Severity, Triage};
 use crate::ui::catalog::{self, Sources};
 
@@ -313,41 +312,6 @@ fn workload(action: WorkloadAction) -> Result<i32> {
     }
 }
 
-/// SSH settings for the console: the user's `--ssh-config`, multiplexing sockets in a private
-/// directory, the inventory's connect timeout.
-pub fn ssh_settings(ssh_config: Option<PathBuf>, inventory: &Inventory) -> SshSettings {
-    SshSettings {
-        config_file: ssh_config,
-        control_dir: control_dir(),
-        connect_timeout: inventory.connect_timeout,
-    }
-}
-
-/// A private directory for ssh's ControlMaster sockets. A Unix socket path has room for about
-/// 107 bytes, and ssh adds a 40-character hash plus a temporary suffix, so the directory must
-/// be short. Without a suitable one, multiplexing is off (an optimisation, not a need).
-fn control_dir() -> Option<PathBuf> {
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
-    const MAX_DIR_LEN: usize = 46;
-    // SAFETY: getuid has no preconditions.
-    let uid = unsafe { libc::getuid() };
-    let candidates = [
-        std::env::var_os("XDG_RUNTIME_DIR")
-            .filter(|v| !v.is_empty())
-            .map(|d| PathBuf::from(d).join("burnin-ssh")),
-        default_log_file().and_then(|f| f.parent().map(|p| p.join("ssh"))),
-        Some(std::env::temp_dir().join(format!("burnin-ssh-{uid}"))),
-    ];
-    candidates.into_iter().flatten().find(|d| {
-        d.as_os_str().len() <= MAX_DIR_LEN
-            && std::fs::DirBuilder::new().recursive(true).mode(0o700).create(d).is_ok()
-            // Only a directory that is ours and private (a shared /tmp could hold a trap).
-            && std::fs::symlink_metadata(d).is_ok_and(|m| {
-                m.is_dir() && m.uid() == uid && m.permissions().mode() & 0o077 == 0
-            })
-    })
-}
-
 fn load_inventory(path: &std::path::Path) -> Option<Inventory> {
     match Inventory::load(path) {
         Ok(inv) => Some(inv),
@@ -359,7 +323,7 @@ fn load_inventory(path: &std::path::Path) -> Option<Inventory> {
 }
 
 fn fleet(inventory: Inventory, ssh_config: Option<PathBuf>) -> Result<FleetSource> {
-    let ssh = ssh_settings(ssh_config, &inventory);
+    let ssh = crate::transport::ssh::settings(ssh_config, &inventory);
     let exe = std::env::current_exe()
         .wrap_err("cannot find this binary's path (local/sim nodes run it)")?;
     Ok(FleetSource::new(inventory, ssh, exe))
@@ -390,7 +354,7 @@ async fn watch(
     };
     state.store.set_plan(&plan);
     let (baseline_path, baseline) = crate::headless::baseline_for(config, None)?;
-    let ssh = ssh_settings(ssh_config.clone(), &inventory);
+    let ssh = crate::transport::ssh::settings(ssh_config.clone(), &inventory);
     let mut driver = crate::phases::driver::PhaseDriver::new(
         crate::phases::runner::RunContext {
             run_id: String::new(),
@@ -1065,11 +1029,7 @@ pub fn rfc3339(ms: UnixMillis) -> String {
 
 /// Where diagnostics go when `--log-file` is not given.
 pub fn default_log_file() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-    Some(base.join("burnin").join("burnin.log"))
+    crate::config::cache_dir().map(|d| d.join("burnin.log"))
 }
 
 #[cfg(test)]

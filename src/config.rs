@@ -102,6 +102,16 @@ pub fn read_file_bounded(path: &std::path::Path, max: u64) -> std::io::Result<St
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"))
 }
 
+/// burnin's cache directory: `$XDG_CACHE_HOME/burnin`, else `~/.cache/burnin` (the log, the SSH
+/// control sockets, the deployed agent's neighbours).
+pub fn cache_dir() -> Option<std::path::PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache")))?;
+    Some(base.join("burnin"))
+}
+
 /// 1-based line and column (in characters) of a byte offset.
 pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(text.len());

@@ -116,7 +116,7 @@ pub async fn deploy(config: &Path, ssh_config: Option<PathBuf>, dry_run: bool) -
     let bin = std::fs::read(&exe).wrap_err_with(|| format!("reading {}", exe.display()))?;
     let hash = sha256_hex(&bin);
     let bin = Arc::new(bin);
-    let ssh = crate::commands::ssh_settings(ssh_config, &inventory);
+    let ssh = crate::transport::ssh::settings(ssh_config, &inventory);
     let gate = Arc::new(Semaphore::new(inventory.max_connecting));
     let mut tasks = tokio::task::JoinSet::new();
     let mut skipped = Vec::new();

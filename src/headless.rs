@@ -215,7 +215,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
         }
     }
     let (baseline_path, baseline) = baseline_for(&args.config, args.baseline.clone())?;
-    let ssh = crate::commands::ssh_settings(args.ssh_config.clone(), &inventory);
+    let ssh = crate::transport::ssh::settings(args.ssh_config.clone(), &inventory);
     let (mut session, resumed) = match &args.resume {
         Some(dir) => {
             let (s, st) = RunSession::resume(dir).map_err(|e| eyre!("--resume: {e}"))?;

@@ -49,9 +49,6 @@ const FLOORS: &[&[&str]] = &[
 /// Imports against the order still in the code (module → module it names), each waiting for
 /// its move in issue 27. Remove a line when its move lands; never add one.
 const KNOWN: &[(&str, &str)] = &[
-    // `deploy` and `burnin run` use helpers of `commands` (the fleet, the SSH settings).
-    ("deploy", "commands"),
-    ("headless", "commands"),
     // `PhaseMetric` and `ProbeWindow` are messages: to `model`.
     ("parsers", "phases"),
     ("parsers", "probes"),

@@ -153,6 +153,44 @@ pub fn classify_ssh(code: Option<i32>, stderr: &str) -> String {
     }
 }
 
+/// SSH settings for the console: the user's `--ssh-config`, multiplexing sockets in a private
+/// directory, the inventory's connect timeout.
+pub fn settings(
+    ssh_config: Option<PathBuf>,
+    inventory: &crate::inventory::Inventory,
+) -> SshSettings {
+    SshSettings {
+        config_file: ssh_config,
+        control_dir: control_dir(),
+        connect_timeout: inventory.connect_timeout,
+    }
+}
+
+/// A private directory for ssh's ControlMaster sockets. A Unix socket path has room for about
+/// 107 bytes, and ssh adds a 40-character hash plus a temporary suffix, so the directory must
+/// be short. Without a suitable one, multiplexing is off (an optimisation, not a need).
+fn control_dir() -> Option<PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    const MAX_DIR_LEN: usize = 46;
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    let candidates = [
+        std::env::var_os("XDG_RUNTIME_DIR")
+            .filter(|v| !v.is_empty())
+            .map(|d| PathBuf::from(d).join("burnin-ssh")),
+        crate::config::cache_dir().map(|d| d.join("ssh")),
+        Some(std::env::temp_dir().join(format!("burnin-ssh-{uid}"))),
+    ];
+    candidates.into_iter().flatten().find(|d| {
+        d.as_os_str().len() <= MAX_DIR_LEN
+            && std::fs::DirBuilder::new().recursive(true).mode(0o700).create(d).is_ok()
+            // Only a directory that is ours and private (a shared /tmp could hold a trap).
+            && std::fs::symlink_metadata(d).is_ok_and(|m| {
+                m.is_dir() && m.uid() == uid && m.permissions().mode() & 0o077 == 0
+            })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
