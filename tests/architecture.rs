@@ -49,8 +49,8 @@ const FLOORS: &[&[&str]] = &[
 /// Imports against the order still in the code (module → module it names), each waiting for
 /// its move in issue 27. Remove a line when its move lands; never add one.
 const KNOWN: &[(&str, &str)] = &[
-    // `PhaseMetric` and `ProbeWindow` are messages: to `model`.
-    ("parsers", "phases"),
+    // The S3 probe parser reads the probe's report into its type: the report's shape goes
+    // down to `model` with the probe's split.
     ("parsers", "probes"),
     // The phase driver lives with the runner but feeds the store, triage and the record: it
     // goes up beside `app`, which starts it next to the telemetry source.

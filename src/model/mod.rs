@@ -2,6 +2,9 @@
 //! GPU's sample, one node's frame. Units are in the field names; a reading the hardware did not
 //! give (NVML `NotSupported`, nvidia-smi `[N/A]`) is `None`, never zero.
 
+pub mod figures;
+pub mod phase;
+pub mod probe;
 pub mod system;
 pub mod thresholds;
 pub mod topology;

@@ -15,7 +15,7 @@ pub mod workload;
 
 use serde::{Deserialize, Serialize};
 
-use crate::phases::PhaseMetric;
+use crate::model::phase::PhaseMetric;
 
 /// A line a parser could not read, and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -620,7 +620,7 @@ impl OutputParser {
 }
 
 fn nvbandwidth_metrics(node: &str, item: nvbandwidth::Item) -> Vec<PhaseMetric> {
-    use crate::phases::CheckStatus;
+    use crate::model::phase::CheckStatus;
     match item {
         nvbandwidth::Item::Matrix {
             test,
@@ -832,7 +832,7 @@ mod tests {
         // The test case that ran is a check of its own, so T3's `checks` gate has one.
         assert!(m.iter().any(|x| matches!(
             x,
-            PhaseMetric::Check { status: crate::phases::CheckStatus::Ok, detail, .. }
+            PhaseMetric::Check { status: crate::model::phase::CheckStatus::Ok, detail, .. }
                 if detail.contains("device_to_device_memcpy_read_ce: 56 cell(s) measured, SUM 9642.08 GB/s")
         )));
         let m = metrics(

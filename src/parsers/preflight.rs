@@ -13,7 +13,7 @@
 //! `ACSCtl`), `xid` (as T1).
 
 use super::sanity::{Sections, fabric_manager_checks, version_in, xid_check};
-use crate::phases::{CheckStatus, PhaseMetric};
+use crate::model::phase::{CheckStatus, PhaseMetric};
 
 /// The oldest driver branch the site's Blackwell procedure accepts.
 pub const MIN_DRIVER_BRANCH: u32 = 570;

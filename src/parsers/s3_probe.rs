@@ -6,7 +6,7 @@
 use serde::Deserialize;
 
 use super::LineError;
-use crate::probes::ProbeWindow;
+use crate::model::probe::ProbeWindow;
 use crate::probes::s3::report::ProbeReport;
 
 /// One record of the probe.

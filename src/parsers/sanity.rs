@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::phases::{CheckStatus, PhaseMetric};
+use crate::model::phase::{CheckStatus, PhaseMetric};
 
 /// A tool's output split at `== NAME` lines (T0 and T1 print their tools' answers that way).
 #[derive(Debug, Default)]

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::PhaseMetric;
 use crate::model::UnixMillis;
@@ -106,76 +106,7 @@ pub fn is_error_line(line: &str) -> bool {
     .any(|w| l.contains(w))
 }
 
-/// How one series came through one step.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SeriesOutcome {
-    /// Which step (1-based).
-    pub step: usize,
-    /// What was asked.
-    pub ask: String,
-    /// Figure.
-    pub figure: String,
-    /// Whose.
-    pub subject: String,
-    /// Median before the first ask.
-    pub steady: f64,
-    /// Lowest value after the operator confirmed (`None`: no sample came).
-    pub low: Option<f64>,
-    /// It went below the recovery level.
-    pub dipped: bool,
-    /// Seconds from the confirmation to the first of the samples back at the level (`None`:
-    /// it dipped and did not come back within the step's limit).
-    pub recovered_after_s: Option<f64>,
-    /// After a stall (no sample at all), seconds from the confirmation to the first sample
-    /// again: a restarted training job's first step after its restore.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub first_after_s: Option<f64>,
-    /// Error and retry lines the load printed during the step.
-    pub error_lines: u64,
-    /// The first of them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub first_error: Option<String>,
-}
-
-impl SeriesOutcome {
-    /// The outcome in words, for reasons and tables.
-    pub fn describe(&self) -> String {
-        let fmt = super::gates::fmt_value;
-        let low = self.low.map_or("no sample".into(), fmt);
-        match (self.dipped, self.recovered_after_s) {
-            (false, _) if self.low.is_none() => format!(
-                "{} {}: no sample after the confirmation",
-                self.figure, self.subject
-            ),
-            (false, _) => format!(
-                "{} {} not affected (low {low} of steady {})",
-                self.figure,
-                self.subject,
-                fmt(self.steady)
-            ),
-            (true, Some(s)) => format!(
-                "{} {} recovered in {s:.1} s{} (low {low} of steady {})",
-                self.figure,
-                self.subject,
-                self.first_after_s.map_or(String::new(), |f| format!(
-                    ", first sample again after {f:.1} s"
-                )),
-                fmt(self.steady)
-            ),
-            (true, None) => format!(
-                "{} {} did not recover (low {low} of steady {})",
-                self.figure,
-                self.subject,
-                fmt(self.steady)
-            ),
-        }
-    }
-
-    /// The step failed on this series.
-    pub fn failed(&self) -> bool {
-        (self.dipped && self.recovered_after_s.is_none()) || self.low.is_none()
-    }
-}
+pub use crate::model::phase::SeriesOutcome;
 
 /// What the tracker wants done.
 #[derive(Debug, Clone, PartialEq)]

@@ -438,65 +438,7 @@ pub struct Observed {
     pub offline: bool,
 }
 
-/// One figure of one subject of a `together` phase's member: alone, and beside the others.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FigureChange {
-    /// The member phase, e.g. `T7`.
-    pub member: String,
-    /// Figure name.
-    pub figure: String,
-    /// Whose figure (as in [`Sample::subject`]).
-    pub subject: String,
-    /// The member's run alone, earlier in this run.
-    pub alone: f64,
-    /// Beside the other members.
-    pub together: f64,
-}
-
-impl FigureChange {
-    /// Signed change together against alone, percent (`None` when alone is 0).
-    pub fn change_pct(&self) -> Option<f64> {
-        (self.alone != 0.0).then(|| 100.0 * (self.together - self.alone) / self.alone.abs())
-    }
-
-    /// How much worse together is, percent: positive is worse, whichever way the figure
-    /// counts ([`super::plan::lower_is_better`]). From an alone value of 0, any worsening is
-    /// infinite.
-    pub fn worse_pct(&self) -> f64 {
-        let lower = super::plan::lower_is_better(&self.figure);
-        match self.change_pct() {
-            Some(c) if lower => c,
-            Some(c) => -c,
-            None => {
-                let worse = if lower {
-                    self.together > 0.0
-                } else {
-                    self.together < 0.0
-                };
-                if worse { f64::INFINITY } else { 0.0 }
-            }
-        }
-    }
-
-    /// The change in words: `-25.0 %`, or `from 0`, or `no change` (both 0).
-    pub fn change_words(&self) -> String {
-        match self.change_pct() {
-            Some(c) => format!("{c:+.1} %"),
-            None if self.together == self.alone => "no change".into(),
-            None => "from 0".into(),
-        }
-    }
-
-    /// `400 -> 300 (-25.0 %)` for reasons and tables.
-    pub fn describe(&self) -> String {
-        format!(
-            "{} -> {} ({})",
-            fmt_value(self.alone),
-            fmt_value(self.together),
-            self.change_words()
-        )
-    }
-}
+pub use crate::model::phase::FigureChange;
 
 /// The figures of `member` alone and together, subject by subject: those named in `wanted`,
 /// or every figure both runs have when `wanted` is empty.
@@ -536,19 +478,7 @@ enum Level {
     Fail,
 }
 
-/// A figure with as many decimals as its size deserves (reasons and findings quote them).
-pub fn fmt_value(v: f64) -> String {
-    // Past a billion no one reads the digits (a damaged 1e308 would print 309 of them).
-    if v.abs() >= 1e9 {
-        format!("{v:.3e}")
-    } else if v.abs() >= 100.0 {
-        format!("{v:.0}")
-    } else if v.abs() >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
-    }
-}
+pub use crate::model::figures::fmt_value;
 
 /// Judge a finished phase. `metrics` are all nodes' figures; the reason names the numbers.
 pub fn judge(
