@@ -10,7 +10,9 @@
 //! ```
 //!
 //! Module map:
-//! - [`model`]: ids, `GpuSample`, `NodeFrame`, units in names; serde.
+//! - [`model`]: the ground floor: samples, frames, hellos, topology, phase events and metrics,
+//!   verdicts, the probe window, the figure table, triage thresholds, units (see
+//!   `tests/architecture.rs` for the floors above it).
 //! - [`telemetry`]: the `Source` interface and its events; `sim` (seeded cluster, faults),
 //!   `history` (bounded ring buffers with gaps).
 //! - [`phases`]: the plan (TOML), the runner on the nodes (remote scripts, re-attach, stop),
