@@ -19,8 +19,8 @@ use crate::telemetry::history::History;
 
 /// Default sample period the histories are laid out in (the inventory's interval replaces it).
 pub const HISTORY_PERIOD_MS: u64 = 1000;
-/// Slots kept per metric: ten minutes at one sample per second.
-pub const HISTORY_SLOTS: usize = 600;
+/// Slots kept per metric (defined in `model`, where the Prometheus source reads it too).
+pub use crate::model::HISTORY_SLOTS;
 /// A streaming node with no frame for this many periods is stale.
 pub const STALE_AFTER_PERIODS: u64 = 3;
 /// Output lines kept per phase on screen (the run record keeps all of them).

@@ -210,7 +210,7 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
                     rounds,
                 },
         }) => {
-            let figures = crate::telemetry::ingest_bench::measure(nodes, gpus, seconds, rounds);
+            let figures = crate::bench::measure(nodes, gpus, seconds, rounds);
             crate::print_safe!("{}", figures.report(nodes, gpus, seconds));
             Ok(0)
         }

@@ -34,6 +34,7 @@
 //! - [`ui`]: themes, layouts, panes, overlays; `render` is a pure function of the state.
 //! - [`agent`]: `burnin agent`, the NDJSON sampler that runs on a node.
 //! - [`cli`]: the command line; [`commands`]: what each subcommand does.
+//! - [`bench`]: `burnin bench ingest`, the console's decode and store per CPU second.
 
 /// `eprintln!` for messages that may hold text from outside (a node's line, a reason, a
 /// path): control characters are stripped before the terminal sees them
@@ -64,6 +65,7 @@ macro_rules! print_safe {
 
 pub mod agent;
 pub mod app;
+pub mod bench;
 pub mod cli;
 pub mod cluster;
 pub mod commands;

@@ -41,7 +41,14 @@ const FLOORS: &[&[&str]] = &[
     // The command line's shapes (the subcommands below take their arguments from it).
     &["cli"],
     // Subcommands.
-    &["agent", "deploy", "demo_run", "headless", "parse_cmd"],
+    &[
+        "agent",
+        "bench",
+        "deploy",
+        "demo_run",
+        "headless",
+        "parse_cmd",
+    ],
     // Dispatch.
     &["commands"],
 ];
@@ -58,8 +65,9 @@ const KNOWN: &[(&str, &str)] = &[
     ("phases", "record"),
     ("phases", "triage"),
     // The fleet source owns phase runs, and the simulator judges its own verdicts.
-    ("telemetry", "cluster"),
     ("telemetry", "phases"),
+    // The Prometheus source names an Xid by triage's playbook: `Finding`, `Severity` and the
+    // playbook go down to `model`.
     ("telemetry", "triage"),
 ];
 

@@ -563,6 +563,10 @@ pub fn human_secs(s: u64) -> String {
     }
 }
 
+/// Slots the console keeps per metric: ten minutes at one sample per second. A source that
+/// back-fills history sends no more than this.
+pub const HISTORY_SLOTS: usize = 600;
+
 /// The most GPUs a node may have: NVML numbers a node's GPUs from 0, and the largest nodes
 /// today have 16. Also the cap on GPU indices one node's stream may bring into the console.
 pub const MAX_GPUS_PER_NODE: u32 = 64;

@@ -14,7 +14,7 @@ use tokio::task::JoinSet;
 
 use crate::inventory::{Inventory, Mode, NodeSpec};
 use crate::model::NodeLink;
-use crate::phases::PhaseCommand;
+use crate::model::phase::PhaseCommand;
 use crate::telemetry::smi::{self, SmiDecoder};
 use crate::telemetry::wire::{Decoded, Decoder, WireMessage};
 use crate::telemetry::{Source, SourceEvent, SourceTask};

@@ -10,7 +10,6 @@ pub mod fabric;
 pub mod fleet;
 pub mod frame_scan;
 pub mod history;
-pub mod ingest_bench;
 pub mod nvml;
 pub mod prom_source;
 pub mod promql;
@@ -26,8 +25,8 @@ use std::pin::Pin;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
+use crate::model::phase::{PhaseCommand, PhaseEvent};
 use crate::model::{NodeFrame, NodeHello, NodeLink, UnixMillis};
-use crate::phases::{PhaseCommand, PhaseEvent};
 use crate::probes::ProbeWindow;
 
 /// Everything a source can tell the loop.

@@ -226,7 +226,7 @@ impl PromNodes {
             .map(|n| n.gpus.max(1) as usize)
             .sum::<usize>()
             * 6;
-        (HISTORY_POINTS / series.max(1)).clamp(2, crate::cluster::HISTORY_SLOTS)
+        (HISTORY_POINTS / series.max(1)).clamp(2, crate::model::HISTORY_SLOTS)
     }
 
     /// Take a back-fill answer (a range query of [`HISTORY_FAMILIES`]): frames per node in time
