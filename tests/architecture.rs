@@ -66,9 +66,6 @@ const KNOWN: &[(&str, &str)] = &[
     ("phases", "triage"),
     // The fleet source owns phase runs, and the simulator judges its own verdicts.
     ("telemetry", "phases"),
-    // The Prometheus source names an Xid by triage's playbook: `Finding`, `Severity` and the
-    // playbook go down to `model`.
-    ("telemetry", "triage"),
 ];
 
 /// The floor of a top-level module.

@@ -3,12 +3,14 @@
 //! give (NVML `NotSupported`, nvidia-smi `[N/A]`) is `None`, never zero.
 
 pub mod figures;
+pub mod finding;
 pub mod phase;
 pub mod probe;
 pub mod system;
 pub mod thresholds;
 pub mod topology;
 pub mod units;
+pub mod xid;
 
 use serde::{Deserialize, Serialize};
 

@@ -469,7 +469,7 @@ impl PromNodes {
                 match st.xid.insert(gpu, code) {
                     None if code != 0 => earlier.push(format!(
                         "GPU {gpu}: Xid {code} ({}) before burnin looked",
-                        crate::triage::xid_meaning(code)
+                        crate::model::xid::xid_meaning(code)
                     )),
                     Some(before) if code != 0 && before != code => {
                         sample.xid_events.push(XidEvent { code, at_ms: at });

@@ -14,96 +14,20 @@ mod gpu;
 mod testkit;
 use crate::model::thresholds;
 mod work;
-mod xid;
 
 use std::collections::HashMap;
-
-use serde::Serialize;
 
 use crate::cluster::ClusterStore;
 use crate::model::UnixMillis;
 
+pub use crate::model::xid::{XidInfo, xid_info, xid_meaning};
 pub use thresholds::{
     AISTOR_P99_TTFB_MS, BUSY_IDLE_SM_PCT, CLEAR_AFTER_MS, CLOCK_LOW_PCT, COUNTER_WINDOW_MS,
     LOADED_UTIL_PCT, LOADER_WAIT_SHARE, RELEASE_SHARE, STALL_POWER_SHARE, STALL_UTIL_PCT,
     STALL_WINDOW_MS, Thresholds, samples_in,
 };
-pub use xid::{XidInfo, xid_info, xid_meaning};
 
-/// How bad a finding is. Ordered so that sorting puts the worst first when reversed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    /// Worth knowing; not a fault.
-    Info,
-    /// Needs a look; may fail a gate.
-    Warn,
-    /// Broken: a GPU, link or node is out of the run.
-    Crit,
-}
-
-impl Severity {
-    /// Short label.
-    pub fn label(self) -> &'static str {
-        match self {
-            Severity::Info => "info",
-            Severity::Warn => "warn",
-            Severity::Crit => "CRIT",
-        }
-    }
-}
-
-/// One thing triage found.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Finding {
-    /// How bad.
-    pub severity: Severity,
-    /// Rule that fired, e.g. "stalled".
-    pub rule: &'static str,
-    /// Node, if the finding is about one.
-    pub node: Option<String>,
-    /// GPU index, if the finding is about one.
-    pub gpu: Option<u32>,
-    /// Phase whose figures it judges (stragglers, NCCL correctness), if any.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub phase: Option<String>,
-    /// When the rule first fired for this subject (kept while it keeps firing), or when the
-    /// event it reports happened (an Xid).
-    pub since_ms: UnixMillis,
-    /// When the rule last fired; older than the newest evaluation while the finding clears.
-    pub last_seen_ms: UnixMillis,
-    /// One line with the evidence numbers.
-    pub why: String,
-    /// What an engineer would do next.
-    pub next: &'static str,
-}
-
-impl Finding {
-    /// "node07 GPU3", "node02", "T4", or "AIStor".
-    pub fn subject(&self) -> String {
-        match (&self.node, self.gpu, &self.phase) {
-            (Some(n), Some(g), _) => format!("{n} GPU{g}"),
-            (Some(n), None, _) => n.clone(),
-            (None, _, Some(p)) => p.clone(),
-            _ => self.rule_subject().to_string(),
-        }
-    }
-
-    /// True while the rule still fires (false while a finding clears).
-    pub fn is_firing(&self, now_ms: UnixMillis) -> bool {
-        self.last_seen_ms >= now_ms
-    }
-
-    fn rule_subject(&self) -> &'static str {
-        match self.rule {
-            "aistor-latency" | "aistor-errors" => "AIStor",
-            "nic-down" | "nic-slow" | "nic-errors" | "nic-retrans" | "nic-congested"
-            | "netdev-down" | "netdev-errors" | "netdev-drops" => "fabric",
-            "dataloader-wait" => "dataloader",
-            _ => "cluster",
-        }
-    }
-}
+pub use crate::model::finding::{Finding, Severity};
 
 /// What a rule reports before triage gives it its times.
 #[derive(Debug, Clone)]
@@ -334,8 +258,8 @@ impl Triage {
 #[cfg(test)]
 mod tests {
     use super::testkit::{findings_after, findings_at, has};
-    use super::xid::XID_UNKNOWN_NEXT;
     use super::*;
+    use crate::model::xid::XID_UNKNOWN_NEXT;
     use crate::telemetry::SourceEvent;
     use crate::telemetry::sim::{FaultKind, SIM_EPOCH_MS, SimCluster, SimConfig, SimLoad};
 

@@ -1,6 +1,6 @@
 //! The Xid playbook: what each code a site meets means, how bad it is, and the next step.
 
-use super::Severity;
+use super::finding::Severity;
 
 /// What an Xid means, how bad it is, and what an engineer does next (NVIDIA's Xid catalogue,
 /// shortened for one line each).
@@ -15,7 +15,7 @@ pub struct XidInfo {
     pub next: &'static str,
 }
 
-pub(super) const XID_UNKNOWN_NEXT: &str =
+pub const XID_UNKNOWN_NEXT: &str =
     "drain the node; collect nvidia-bug-report.sh; look the code up in NVIDIA's Xid catalogue";
 
 /// The playbook entry for an Xid code.
