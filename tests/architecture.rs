@@ -64,7 +64,9 @@ const KNOWN: &[(&str, &str)] = &[
     ("phases", "cluster"),
     ("phases", "record"),
     ("phases", "triage"),
-    // The fleet source owns phase runs, and the simulator judges its own verdicts.
+    // The simulator plays the shipped plan and judges its own verdicts: it should emit the
+    // figures and let the real gates judge them (the fleet reaches the phase driver only
+    // through `fleet::PhaseSide`).
     ("telemetry", "phases"),
 ];
 

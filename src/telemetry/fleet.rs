@@ -51,12 +51,41 @@ pub fn backoff(attempt: u32, seed: u64) -> Duration {
     base.mul_f64(jitter)
 }
 
+/// What runs phases beside the fleet's streams (the console's phase driver): it takes the
+/// console's phase commands, sees every node event while it watches telemetry (a phase's
+/// Xid and stall gates), and says its own events on the same channel. Defined here so the
+/// fleet names no phase machinery; the driver, a floor above, implements it.
+pub trait PhaseSide: Send {
+    /// A console that took a run over: show the recorded verdicts and re-attach.
+    fn resume_pending<'a>(
+        &'a mut self,
+        events: &'a mpsc::Sender<SourceEvent>,
+    ) -> futures::future::BoxFuture<'a, ()>;
+    /// Open the run record now when asked to record from the start.
+    fn open_at_start<'a>(
+        &'a mut self,
+        events: &'a mpsc::Sender<SourceEvent>,
+    ) -> futures::future::BoxFuture<'a, ()>;
+    /// Whether every node event should pass through [`PhaseSide::observe_telemetry`].
+    fn watches_telemetry(&self) -> bool;
+    /// One node event (or clock tick) as the fleet saw it at `at_ms`.
+    fn observe_telemetry(&mut self, ev: &SourceEvent, at_ms: crate::model::UnixMillis);
+    /// One of the console's phase commands.
+    fn command<'a>(
+        &'a mut self,
+        cmd: PhaseCommand,
+        events: &'a mpsc::Sender<SourceEvent>,
+    ) -> futures::future::BoxFuture<'a, ()>;
+    /// The console is gone: stop what runs rather than leave it unwatched.
+    fn abort_all(&mut self);
+}
+
 /// Every node of an inventory.
 pub struct FleetSource {
     inventory: Inventory,
     ssh: SshSettings,
     self_exe: PathBuf,
-    phases: Option<crate::phases::driver::PhaseDriver>,
+    phases: Option<Box<dyn PhaseSide>>,
     /// Whether Prometheus nodes start with the history the server already has.
     history: bool,
 }
@@ -81,8 +110,8 @@ impl FleetSource {
     }
 
     /// Also run phases when the console asks (`s`, `r`, `a`).
-    pub fn with_phases(mut self, driver: crate::phases::driver::PhaseDriver) -> Self {
-        self.phases = Some(driver);
+    pub fn with_phases(mut self, driver: impl PhaseSide + 'static) -> Self {
+        self.phases = Some(Box::new(driver));
         self
     }
 }
@@ -202,14 +231,14 @@ impl Source for FleetSource {
                 d.resume_pending(&events).await;
                 d.open_at_start(&events).await;
             }
-            // With phases to judge, every node event also passes through their telemetry log.
-            let log = phases.as_ref().and_then(|d| d.telemetry());
-            let (node_events, mut teed) = match &log {
-                Some(_) => {
+            // With phases to judge, every node event also passes through the phase side.
+            let watches = phases.as_ref().is_some_and(|d| d.watches_telemetry());
+            let (node_events, mut teed) = match watches {
+                true => {
                     let (tx, rx) = mpsc::channel::<SourceEvent>(8192);
                     (tx, Some(rx))
                 }
-                None => (events.clone(), None),
+                false => (events.clone(), None),
             };
             // Nodes read from the site's Prometheus share one poller; the rest get a stream each.
             let from_prometheus: Vec<NodeSpec> = inventory
@@ -249,11 +278,8 @@ impl Source for FleetSource {
                     _ = tick.tick() => {
                         let at_ms = now_ms();
                         let clock = SourceEvent::Clock { at_ms };
-                        if let Some(l) = &log {
-                            let found = l.observe_at(&clock, at_ms);
-                            if let Some(d) = phases.as_mut() {
-                                d.observe(&clock, at_ms, found.as_deref());
-                            }
+                        if let Some(d) = phases.as_mut().filter(|_| watches) {
+                            d.observe_telemetry(&clock, at_ms);
                         }
                         if events.send(clock).await.is_err() {
                             return;
@@ -265,12 +291,8 @@ impl Source for FleetSource {
                             None => std::future::pending().await,
                         }
                     } => {
-                        if let Some(l) = &log {
-                            let at_ms = now_ms();
-                            let found = l.observe_at(&ev, at_ms);
-                            if let Some(d) = phases.as_mut() {
-                                d.observe(&ev, at_ms, found.as_deref());
-                            }
+                        if let Some(d) = phases.as_mut().filter(|_| watches) {
+                            d.observe_telemetry(&ev, now_ms());
                         }
                         if events.send(ev).await.is_err() {
                             return;
