@@ -64,7 +64,7 @@ fn parse_files(
         None => crate::phases::plan::default_plan().clone(),
     };
     let baseline = match baseline {
-        Some(p) => match crate::phases::session::read_baseline(&p) {
+        Some(p) => match crate::record::session::read_baseline(&p) {
             Ok(b) => Some(b),
             Err(e) => {
                 crate::eprintln_safe!("burnin parse: {e}");
@@ -355,7 +355,7 @@ async fn watch(
     state.store.set_plan(&plan);
     let (baseline_path, baseline) = crate::headless::baseline_for(config, None)?;
     let ssh = crate::transport::ssh::settings(ssh_config.clone(), &inventory);
-    let mut driver = crate::phases::driver::PhaseDriver::new(
+    let mut driver = crate::app::driver::PhaseDriver::new(
         crate::phases::runner::RunContext {
             run_id: String::new(),
             attempt: 1,
@@ -365,7 +365,7 @@ async fn watch(
             nodes: crate::headless::runner_nodes(&inventory, &ssh),
             baseline,
             telemetry: Some(std::sync::Arc::new(
-                crate::phases::telemetry_log::TelemetryLog::with_thresholds(
+                crate::triage::telemetry_log::TelemetryLog::with_thresholds(
                     inventory.interval.as_millis() as u64,
                     inventory.triage,
                 ),

@@ -12,12 +12,12 @@ use color_eyre::eyre::{Result, eyre};
 use crate::inventory::Inventory;
 use crate::phases::plan::default_plan;
 use crate::phases::runner::PhaseOutcome;
-use crate::phases::session::{RunSession, new_run_id, severity};
-use crate::phases::telemetry_log::TelemetryLog;
 use crate::phases::{PhaseEvent, PhaseMetric, Verdict};
 use crate::record::recording::TelemetryRecording;
+use crate::record::session::{RunSession, new_run_id, severity};
 use crate::telemetry::SourceEvent;
 use crate::telemetry::sim::{SIM_EPOCH_MS, SIM_PERIOD_MS, SIMULATED_PHASES, SimCluster, SimConfig};
+use crate::triage::telemetry_log::TelemetryLog;
 
 /// A simulated run never goes on past this, whatever happens.
 const MAX_SIMULATED_S: u64 = 4 * 3600;

@@ -17,16 +17,16 @@ use crate::model::NodeLink;
 use crate::phases::gates::Baseline;
 use crate::phases::plan::{Plan, default_plan};
 use crate::phases::runner::{PhaseOutcome, RunContext, RunnerNode, reattach_phase, run_phase};
-use crate::phases::session::{RunSession, new_run_id, severity};
-use crate::phases::telemetry_log::TelemetryLog;
 use crate::phases::{PhaseEvent, Verdict};
 use crate::record::SUMMARY_SCHEMA;
 use crate::record::recording::TelemetryRecording;
+use crate::record::session::{RunSession, new_run_id, severity};
 use crate::telemetry::fleet::FleetSource;
 use crate::telemetry::{Source, SourceEvent};
 use crate::transport::Transport;
 use crate::transport::local::LocalTransport;
 use crate::transport::ssh::{SshSettings, SshTransport};
+use crate::triage::telemetry_log::TelemetryLog;
 
 /// Version of the `run --json` document (the summary's schema).
 pub const RUN_SCHEMA: u32 = SUMMARY_SCHEMA;
@@ -77,7 +77,7 @@ pub fn baseline_for(
     let path = given.or_else(|| Some(default_baseline_path(config)).filter(|p| p.exists()));
     let baseline = match &path {
         Some(p) => Some(Arc::new(
-            crate::phases::session::read_baseline(p).map_err(|e| eyre!("baseline: {e}"))?,
+            crate::record::session::read_baseline(p).map_err(|e| eyre!("baseline: {e}"))?,
         )),
         None => None,
     };
@@ -244,7 +244,8 @@ pub async fn run(args: RunArgs) -> Result<i32> {
     let recording = TelemetryRecording::new(&session).map_err(|e| eyre!("record: {e}"))?;
     let segment = Arc::clone(&recording.telemetry);
     let telemetry = if args.telemetry {
-        Some(watch_telemetry(&inventory, &ssh, recording)?)
+        Some(watch_telemetry(&inventory, &ssh, recording)?
+            as Arc<dyn crate::phases::watch::TelemetryWatch>)
     } else {
         crate::eprintln_safe!(
             "burnin run: --no-telemetry: Xid and stalled GPUs during phases are not judged"

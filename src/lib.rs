@@ -16,20 +16,22 @@
 //! - [`telemetry`]: the `Source` interface and its events; `sim` (seeded cluster, faults),
 //!   `history` (bounded ring buffers with gaps).
 //! - [`phases`]: the plan (TOML), the runner on the nodes (remote scripts, re-attach, stop),
-//!   gates, the run session, and the console's phase driver.
+//!   gates, drills, and what the runner asks of the telemetry beside a run (`watch`).
 //! - [`parsers`]: nccl-tests, perftest, nvbandwidth, T1 sanity, workload JSON, trainer logs,
 //!   Prometheus text; launcher prefixes (`srun -l`, `--tag-output`) taken off first.
 //! - [`parse_cmd`]: `burnin parse`, what burnin reads from a file and each phase's verdict.
-//! - [`record`]: the run directory (events, logs, summary).
+//! - [`record`]: the run directory (events, logs, summary) and the run session that writes it.
 //! - [`headless`]: `burnin run` and `burnin baseline save`.
 //! - [`workloads`]: the PyTorch workloads shipped inside the binary.
-//! - [`probes`]: storage-probe events.
+//! - [`probes`]: the storage probe.
 //! - [`cluster`]: the store every event lands in; what panes and triage read.
-//! - [`triage`]: rules over the store → findings with severity and a one-line why.
+//! - [`triage`]: rules over the store → findings with severity and a one-line why; the
+//!   telemetry log beside a run.
 //! - [`config`]: located errors for the console's TOML files.
 //! - [`deploy`]: `burnin deploy`, copying this binary to the nodes over SSH.
 //! - [`inventory`]: burnin.toml: nodes, modes, SSH targets (ranges expanded, validated).
-//! - [`app`]: events, actions, the key table, the pure state update, the terminal loop.
+//! - [`app`]: events, actions, the key table, the pure state update, the terminal loop, and
+//!   the phase driver behind `s`/`r`/`a`.
 //! - [`transport`]: the system OpenSSH client and local child processes, one interface.
 //! - [`ui`]: themes, layouts, panes, overlays; `render` is a pure function of the state.
 //! - [`agent`]: `burnin agent`, the NDJSON sampler that runs on a node.

@@ -59,11 +59,6 @@ const KNOWN: &[(&str, &str)] = &[
     // The S3 probe parser reads the probe's report into its type: the report's shape goes
     // down to `model` with the probe's split.
     ("parsers", "probes"),
-    // The phase driver lives with the runner but feeds the store, triage and the record: it
-    // goes up beside `app`, which starts it next to the telemetry source.
-    ("phases", "cluster"),
-    ("phases", "record"),
-    ("phases", "triage"),
     // The simulator plays the shipped plan and judges its own verdicts: it should emit the
     // figures and let the real gates judge them (the fleet reaches the phase driver only
     // through `fleet::PhaseSide`).

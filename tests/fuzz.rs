@@ -1389,7 +1389,7 @@ fn parse_options(seed: &Seed, baseline: bool) -> Options {
     Options {
         plan: burnin::phases::plan::default_plan().clone(),
         baseline: baseline.then(|| {
-            burnin::phases::session::read_baseline(
+            burnin::record::session::read_baseline(
                 &root().join("tests/fixtures/h200-verdicts/burnin-baseline.json"),
             )
             .expect("the H200 baseline")
@@ -1788,7 +1788,7 @@ proptest! {
         let dir = TempDir::new("baseline");
         let p = dir.0.join("burnin-baseline.json");
         std::fs::write(&p, c.bytes()).expect("baseline file");
-        match burnin::phases::session::read_baseline(&p) {
+        match burnin::record::session::read_baseline(&p) {
             Ok(b) => check_finite("baseline", &b)?,
             Err(e) => check_error("read_baseline", &e)?,
         }

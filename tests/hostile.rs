@@ -522,7 +522,7 @@ fn a_foreign_segment_and_a_bad_plan_copy_are_named_for_what_they_are() {
 fn one_console_takes_a_run_over_at_a_time() {
     let dir = TempDir::new("lock");
     let run = demo_record(&dir);
-    let (first, _) = burnin::phases::session::RunSession::resume(&run).expect("first takes it");
+    let (first, _) = burnin::record::session::RunSession::resume(&run).expect("first takes it");
     std::fs::write(
         dir.path().join("burnin.toml"),
         "[defaults]\nmode = \"sim\"\n[[node]]\nhost = \"n1\"\n",
@@ -550,7 +550,7 @@ fn one_console_takes_a_run_over_at_a_time() {
         "the refused console wrote nothing"
     );
     drop(first);
-    burnin::phases::session::RunSession::resume(&run).expect("free again");
+    burnin::record::session::RunSession::resume(&run).expect("free again");
 }
 
 /// Names, titles and reasons holding HTML, a link, an image and escape sequences: report.md
@@ -592,7 +592,7 @@ fn a_record_holding_a_link_is_not_taken_over() {
     std::fs::create_dir_all(&elsewhere).expect("dir");
     let _ = std::fs::remove_dir_all(run.join("logs"));
     std::os::unix::fs::symlink(&elsewhere, run.join("logs")).expect("link");
-    let err = burnin::phases::session::RunSession::resume(&run)
+    let err = burnin::record::session::RunSession::resume(&run)
         .err()
         .expect("refused");
     assert!(err.contains("symbolic link"), "{err}");

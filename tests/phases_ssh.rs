@@ -190,7 +190,7 @@ impl Console {
             control_dir: None,
             connect_timeout: Duration::from_secs(5),
         };
-        let mut driver = burnin::phases::driver::PhaseDriver::new(
+        let mut driver = burnin::app::driver::PhaseDriver::new(
             burnin::phases::runner::RunContext {
                 run_id: String::new(),
                 attempt: 1,
@@ -199,7 +199,7 @@ impl Console {
                 plan: Arc::clone(&plan),
                 nodes: burnin::headless::runner_nodes(&inventory, &ssh),
                 baseline: None,
-                telemetry: Some(Arc::new(burnin::phases::telemetry_log::TelemetryLog::new(
+                telemetry: Some(Arc::new(burnin::triage::telemetry_log::TelemetryLog::new(
                     200,
                 ))),
             },

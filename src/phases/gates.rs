@@ -423,7 +423,7 @@ pub struct Observed {
     /// Lines no parser understood: count and the first one's error.
     pub unparsed: (u64, Option<String>),
     /// What the telemetry saw meanwhile (`None`: no telemetry was watched).
-    pub telemetry: Option<super::telemetry_log::Window>,
+    pub telemetry: Option<super::watch::Window>,
     /// A `together` phase: how each member ended within it (id, verdict, reason).
     pub members: Vec<(String, Verdict, String)>,
     /// A `together` phase: its figures beside the same members' runs alone.
@@ -1102,7 +1102,7 @@ mod tests {
             nodes: nodes.iter().map(|s| s.to_string()).collect(),
             exit: nodes.iter().map(|s| (s.to_string(), Some(0))).collect(),
             // Watched throughout, and quiet.
-            telemetry: Some(crate::phases::telemetry_log::Window::default()),
+            telemetry: Some(crate::phases::watch::Window::default()),
             ..Observed::default()
         }
     }
@@ -1366,7 +1366,7 @@ mod tests {
 
     #[test]
     fn xid_and_unwatched_nodes() {
-        use crate::phases::telemetry_log::{Window, XidSeen};
+        use crate::phases::watch::{Window, XidSeen};
         let t2 = default_plan().find("T2").unwrap();
         let mut m: Vec<PhaseMetric> = (0..2).map(|g| tflops("n1", g, 700.0)).collect();
         fp8_too(&mut m);

@@ -3,14 +3,12 @@
 //! same events).
 
 pub mod drill;
-pub mod driver;
 pub mod gates;
 pub mod kubernetes;
 pub mod plan;
 pub mod remote;
 pub mod runner;
-pub mod session;
-pub mod telemetry_log;
+pub mod watch;
 
 pub use crate::model::phase::{
     CheckStatus, PhaseCommand, PhaseEvent, PhaseId, PhaseMetric, Verdict,

@@ -50,7 +50,7 @@ pub struct RunContext {
     /// Figures of a good run, if one was saved.
     pub baseline: Option<Arc<Baseline>>,
     /// The telemetry beside the run, if it is watched.
-    pub telemetry: Option<Arc<super::telemetry_log::TelemetryLog>>,
+    pub telemetry: Option<Arc<dyn super::watch::TelemetryWatch>>,
     /// Which attempt at the phase this is (1 = first; a retry gets its own directory on the
     /// node, `T4.2`).
     pub attempt: u32,

@@ -20,6 +20,7 @@ use crate::phases::{PhaseEvent, Verdict};
 pub mod events;
 pub mod files;
 pub mod recording;
+pub mod session;
 pub mod telemetry;
 
 pub use events::{Change, ChangeLog, RecordEvent};

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use super::telemetry::TelemetryRecorder;
 use super::{ChangeLog, RecordEvent};
-use crate::phases::session::{RunSession, SharedRecord};
+use crate::record::session::{RunSession, SharedRecord};
 use crate::telemetry::SourceEvent;
 
 /// What the telemetry writes into the run's record: the per-second telemetry segment, and

@@ -117,7 +117,7 @@ pub fn gather(run_dir: &Path) -> Result<ReportData, String> {
     }
     let (baseline, baseline_note) = match &summary.baseline {
         None => (None, None),
-        Some(p) => match crate::phases::session::read_baseline(Path::new(p)) {
+        Some(p) => match crate::record::session::read_baseline(Path::new(p)) {
             Ok(b) => (Some(b), None),
             // Not why: the record names the path, and the error of a file that is no
             // baseline can quote what it holds into a report that leaves the site.

@@ -13,6 +13,7 @@ mod gpu;
 #[cfg(test)]
 mod testkit;
 use crate::model::thresholds;
+pub mod telemetry_log;
 mod work;
 
 use std::collections::HashMap;

@@ -6,11 +6,11 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::gates::{self, Baseline};
-use super::plan::{PhaseSpec, Plan};
-use super::runner::PhaseOutcome;
-use super::{PhaseEvent, Verdict};
 use crate::inventory::Inventory;
+use crate::phases::gates::{self, Baseline};
+use crate::phases::plan::{PhaseSpec, Plan};
+use crate::phases::runner::PhaseOutcome;
+use crate::phases::{PhaseEvent, Verdict};
 use crate::record::{RecordNode, RecordPhase, RunRecord, SUMMARY_SCHEMA, Summary, utc_stamp};
 
 /// How bad a verdict is for the run as a whole.
@@ -208,7 +208,7 @@ impl RunSession {
         spec: &PhaseSpec,
         started_ms: Option<u64>,
         outcome: &PhaseOutcome,
-        telemetry: Option<&super::telemetry_log::TelemetryLog>,
+        telemetry: Option<&dyn crate::phases::watch::TelemetryWatch>,
     ) -> Result<(), String> {
         if let Some(t) = telemetry {
             self.set_hellos(&t.hellos());
@@ -218,8 +218,8 @@ impl RunSession {
         let (mut together, mut drill) = (Vec::new(), Vec::new());
         for m in &outcome.metrics {
             match m {
-                super::PhaseMetric::Together { change } => together.push(change.clone()),
-                super::PhaseMetric::Drill { outcome } => drill.push(outcome.clone()),
+                crate::phases::PhaseMetric::Together { change } => together.push(change.clone()),
+                crate::phases::PhaseMetric::Drill { outcome } => drill.push(outcome.clone()),
                 _ => {}
             }
         }

@@ -11,42 +11,7 @@ use crate::model::{UnixMillis, now_ms};
 use crate::telemetry::SourceEvent;
 use crate::triage::{Finding, Severity, Triage};
 
-/// One Xid as it arrived.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct XidSeen {
-    /// Node.
-    pub node: String,
-    /// GPU index.
-    pub gpu: u32,
-    /// Xid code.
-    pub code: u32,
-    /// When it arrived here.
-    pub at_ms: UnixMillis,
-}
-
-/// One finding as it first came up.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FindingSeen {
-    /// When it first fired.
-    pub at_ms: UnixMillis,
-    /// Node it is about (`None`: AIStor, the cluster).
-    pub node: Option<String>,
-    /// `warn` or `CRIT` and the rule, subject and why, in one line.
-    pub text: String,
-    /// Critical.
-    pub crit: bool,
-}
-
-/// The telemetry of one window, for the nodes a phase ran on.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Window {
-    /// Xid events that arrived in the window.
-    pub xids: Vec<XidSeen>,
-    /// Findings that came up in the window.
-    pub findings: Vec<FindingSeen>,
-    /// Nodes with no frame in the window.
-    pub silent: Vec<String>,
-}
+pub use crate::phases::watch::{FindingSeen, Window, XidSeen};
 
 const KEPT: usize = 4096;
 
@@ -201,5 +166,19 @@ impl TelemetryLog {
                 .cloned()
                 .collect(),
         }
+    }
+}
+
+impl crate::phases::watch::TelemetryWatch for TelemetryLog {
+    fn observe_at(&self, ev: &SourceEvent, at_ms: UnixMillis) -> Option<Vec<Finding>> {
+        TelemetryLog::observe_at(self, ev, at_ms)
+    }
+
+    fn window(&self, nodes: &[String], from_ms: UnixMillis, to_ms: UnixMillis) -> Window {
+        TelemetryLog::window(self, nodes, from_ms, to_ms)
+    }
+
+    fn hellos(&self) -> std::collections::BTreeMap<String, crate::model::NodeHello> {
+        TelemetryLog::hellos(self)
     }
 }

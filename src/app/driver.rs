@@ -8,14 +8,14 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::{mpsc, watch};
 
-use super::remote::StopReason;
-use super::runner::{RunContext, reattach_phase, run_phase};
-use super::session::{RunSession, new_run_id};
-use super::{PhaseCommand, PhaseEvent};
 use crate::inventory::Inventory;
 use crate::model::UnixMillis;
+use crate::phases::remote::StopReason;
+use crate::phases::runner::{RunContext, reattach_phase, run_phase};
+use crate::phases::{PhaseCommand, PhaseEvent};
 use crate::record::RecordEvent;
 use crate::record::recording::TelemetryRecording;
+use crate::record::session::{RunSession, new_run_id};
 use crate::telemetry::SourceEvent;
 use crate::triage::Finding;
 
@@ -347,11 +347,11 @@ impl PhaseDriver {
     /// run: its figures are compared with theirs.
     fn spawn(
         &mut self,
-        spec: Arc<super::plan::PhaseSpec>,
+        spec: Arc<crate::phases::plan::PhaseSpec>,
         events: &mpsc::Sender<SourceEvent>,
         reattach: Option<BTreeMap<String, usize>>,
     ) {
-        let mut chain: Vec<Arc<super::plan::PhaseSpec>> = Vec::new();
+        let mut chain: Vec<Arc<crate::phases::plan::PhaseSpec>> = Vec::new();
         if reattach.is_none() {
             let done: Vec<String> = record_read(&self.session, |s| {
                 s.summary.phases.iter().map(|p| p.id.clone()).collect()
@@ -517,7 +517,7 @@ impl PhaseDriver {
     }
 
     /// The telemetry log the phases ask at their end; the source feeds it.
-    pub fn telemetry(&self) -> Option<Arc<super::telemetry_log::TelemetryLog>> {
+    pub fn telemetry(&self) -> Option<Arc<dyn crate::phases::watch::TelemetryWatch>> {
         self.ctx.telemetry.clone()
     }
 
