@@ -547,9 +547,7 @@ pub fn judge(
         findings.push((level, format!("{member} {}: {why}", verdict.label())));
     }
     let figs = figures(metrics);
-    // A figure a gate reads is missing. In a run the phase's own command made the output, so
-    // that is a failure; a file judged offline may be another command's (an all_gather log
-    // before T4's all_reduce gates): where it measured other figures, it is not judged.
+    // Whether a check passed: a file of checks measured something (see `Judging::missing`).
     let checked_ok = metrics.iter().any(|m| {
         matches!(
             m,
@@ -559,26 +557,7 @@ pub fn judge(
             }
         )
     });
-    let missing = |figure: &str| -> (Level, String) {
-        if observed.offline && (!figs.is_empty() || checked_ok) {
-            let measured: Vec<&str> = figs.keys().map(String::as_str).take(3).collect();
-            (
-                Level::Warn,
-                if measured.is_empty() {
-                    format!("no {figure} in this output (it measured something else): not judged")
-                } else {
-                    format!(
-                        "no {figure} in this output (it measured {}{}): not judged",
-                        measured.join(", "),
-                        if figs.len() > 3 { ", …" } else { "" }
-                    )
-                },
-            )
-        } else {
-            (Level::Fail, format!("no {figure} in the output"))
-        }
-    };
-    let mut summary: Vec<String> = Vec::new();
+    let summary: Vec<String> = Vec::new();
     // Critical telemetry findings while it ran are worth a look whatever the gates say.
     if let Some(t) = &observed.telemetry {
         let crit: Vec<&str> = t
@@ -597,452 +576,38 @@ pub fn judge(
             ));
         }
     }
+    let mut said = Said { findings, summary };
+    let j = Judging {
+        spec,
+        observed,
+        baseline,
+        figs: &figs,
+        checked_ok,
+    };
     for gate in &spec.gates {
         match gate {
-            Gate::Checks => {
-                let checks: Vec<(&String, &String, CheckStatus, &String)> = metrics
-                    .iter()
-                    .filter_map(|m| match m {
-                        PhaseMetric::Check {
-                            node,
-                            name,
-                            status,
-                            detail,
-                        } => Some((node, name, *status, detail)),
-                        _ => None,
-                    })
-                    .collect();
-                let bad: Vec<String> = checks
-                    .iter()
-                    .filter(|c| c.2 == CheckStatus::Failed)
-                    .map(|c| format!("{} {}: {}", c.0, c.1, c.3))
-                    .collect();
-                let unknown: Vec<String> = checks
-                    .iter()
-                    .filter(|c| c.2 == CheckStatus::Unknown)
-                    .map(|c| format!("{} {}: {}", c.0, c.1, c.3))
-                    .collect();
-                let warned: Vec<String> = checks
-                    .iter()
-                    .filter(|c| c.2 == CheckStatus::Warn)
-                    .map(|c| format!("{} {}: {}", c.0, c.1, c.3))
-                    .collect();
-                if checks.is_empty() {
-                    findings.push((Level::Fail, "no checks in the output".into()));
-                } else if let Some(first) = bad.first() {
-                    findings.push((
-                        Level::Fail,
-                        format!("{} check(s) failed, first {first}", bad.len()),
-                    ));
-                } else if let Some(first) = unknown.first() {
-                    findings.push((
-                        Level::Warn,
-                        format!(
-                            "{} check(s) could not be made, first {first}",
-                            unknown.len()
-                        ),
-                    ));
-                }
-                if bad.is_empty()
-                    && let Some(first) = warned.first()
-                {
-                    findings.push((
-                        Level::Warn,
-                        format!("{} check(s) warn, first {first}", warned.len()),
-                    ));
-                }
-                summary.push(format!(
-                    "{}/{} checks ok",
-                    checks.iter().filter(|c| c.2 == CheckStatus::Ok).count(),
-                    checks.len()
-                ));
-            }
-            Gate::ZeroWrong => {
-                let rows: Vec<(Option<u64>, bool)> = metrics
-                    .iter()
-                    .filter_map(|m| match m {
-                        PhaseMetric::BusBw {
-                            wrong, deviation, ..
-                        } => Some((*wrong, *deviation)),
-                        _ => None,
-                    })
-                    .collect();
-                let wrong: u64 = rows.iter().filter_map(|r| r.0).sum();
-                let unvalidated = rows.iter().filter(|r| r.0.is_none() && !r.1).count();
-                let by_deviation = rows.iter().filter(|r| r.0.is_none() && r.1).count();
-                // The trailer's "Out of bounds values" line (failures become problems) comes
-                // right before its "Avg bus bandwidth" line.
-                let trailer = metrics
-                    .iter()
-                    .any(|m| matches!(m, PhaseMetric::AvgBusBw { .. }));
-                if rows.is_empty() {
-                    findings.push((Level::Fail, "no nccl-tests rows in the output".into()));
-                } else if wrong > 0 {
-                    findings.push((Level::Fail, format!("{wrong} wrong elements")));
-                } else if unvalidated > 0 {
-                    findings.push((
-                        Level::Warn,
-                        format!("{unvalidated} rows not validated (#wrong N/A: run with -c 1)"),
-                    ));
-                } else if by_deviation > 0 && !trailer {
-                    findings.push((
-                        Level::Warn,
-                        format!(
-                            "{by_deviation} rows of a pre-2.13 nccl-tests print a deviation, not a count, and the log ends before its Out of bounds line judges them"
-                        ),
-                    ));
-                } else if by_deviation > 0 {
-                    summary.push(format!(
-                        "{by_deviation} rows checked by deviation (pre-2.13), judged by the Out of bounds line"
-                    ));
-                } else {
-                    summary.push(format!("#wrong 0 over {} rows", rows.len()));
-                }
-            }
+            Gate::Checks => judge_checks(metrics, &mut said),
+            Gate::ZeroWrong => judge_zero_wrong(metrics, &mut said),
             Gate::OutputContains { text, evidence } => {
-                let showed =
-                    |t: &String, n: &String| observed.seen.get(t).is_some_and(|s| s.contains(n));
-                let (missing, silent): (Vec<&String>, Vec<&String>) = observed
-                    .nodes
-                    .iter()
-                    .filter(|n| !showed(text, n))
-                    .partition(|n| evidence.as_ref().is_none_or(|e| showed(e, n)));
-                if !silent.is_empty() {
-                    findings.push((
-                        Level::Warn,
-                        format!(
-                            "{text:?} not judged on {}: no {:?} line in the output",
-                            silent
-                                .iter()
-                                .map(|s| s.as_str())
-                                .collect::<Vec<_>>()
-                                .join(", "),
-                            evidence.as_deref().unwrap_or_default()
-                        ),
-                    ));
-                }
-                if !missing.is_empty() {
-                    findings.push((
-                        Level::Fail,
-                        format!(
-                            "{text:?} not in the output of {}",
-                            missing
-                                .iter()
-                                .map(|s| s.as_str())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                    ));
-                }
+                judge_output_contains(text, evidence, observed, &mut said)
             }
-            Gate::Scaling { pct } => match figs.get("scaling_pct") {
-                // A node of one GPU has nothing to scale to: its full job is the 1-GPU job.
-                None if !observed.nodes.is_empty()
-                    && observed
-                        .nodes
-                        .iter()
-                        .all(|n| observed.node_gpus.get(n) == Some(&1)) =>
-                {
-                    summary.push("scaling n/a: 1 GPU per node".into())
-                }
-                None => findings.push((
-                    Level::Warn,
-                    "scaling not judged: no run on 1 GPU beside a larger one".into(),
-                )),
-                Some(samples) => {
-                    let low: Vec<&Sample> = samples.iter().filter(|s| s.value < *pct).collect();
-                    if let Some(first) = low.first() {
-                        findings.push((
-                            Level::Fail,
-                            format!(
-                                "scaling below {pct} % on {} node(s), first {} {:.0} %",
-                                low.len(),
-                                first.subject,
-                                first.value
-                            ),
-                        ));
-                    }
-                }
-            },
-            Gate::NoXid => match &observed.telemetry {
-                None if observed.offline => {
-                    summary.push("Xid not judged (no telemetry in a file)".into())
-                }
-                None => findings.push((Level::Warn, "no telemetry watched: Xid not judged".into())),
-                Some(t) => {
-                    if let Some(x) = t.xids.first() {
-                        findings.push((
-                            Level::Fail,
-                            format!(
-                                "{} Xid during the phase, first Xid {} on {} GPU{}",
-                                t.xids.len(),
-                                x.code,
-                                x.node,
-                                x.gpu
-                            ),
-                        ));
-                    } else if !t.silent.is_empty() {
-                        findings.push((
-                            Level::Warn,
-                            format!(
-                                "no telemetry from {}: Xid not judged there",
-                                t.silent.join(", ")
-                            ),
-                        ));
-                    } else {
-                        summary.push("no Xid".into());
-                    }
-                }
-            },
-            Gate::LossFalling | Gate::LossFinite => {
-                let falling = matches!(gate, Gate::LossFalling);
-                // Per job: a node's series starts a new job where its step count starts over
-                // (the same workload run twice, e.g. on one GPU and then on all).
-                let mut jobs: BTreeMap<String, Vec<Vec<(u64, f64)>>> = BTreeMap::new();
-                for m in metrics {
-                    if let PhaseMetric::Step {
-                        node,
-                        step,
-                        loss: Some(loss),
-                        world,
-                        variant,
-                        ..
-                    } = m
-                    {
-                        // Each job on its own (a 1-GPU run beside the full one starts over).
-                        let node = node.clone().unwrap_or_else(|| "job".into());
-                        let mut key = match world {
-                            Some(w) => format!("{node} ({w} GPU)"),
-                            None => node,
-                        };
-                        if let Some(v) = variant {
-                            key = format!("{key} {v}");
-                        }
-                        let runs = jobs.entry(key).or_default();
-                        match runs.last_mut() {
-                            Some(run) if run.last().is_some_and(|(last, _)| step > last) => {
-                                run.push((*step, *loss))
-                            }
-                            _ => runs.push(vec![(*step, *loss)]),
-                        }
-                    }
-                }
-                if jobs.is_empty() {
-                    findings.push((Level::Fail, "no loss in the output".into()));
-                }
-                let labelled = jobs.into_iter().flat_map(|(key, runs)| {
-                    let several = runs.len() > 1;
-                    runs.into_iter().enumerate().map(move |(i, run)| {
-                        let label = if several {
-                            format!("{key} job {}", i + 1)
-                        } else {
-                            key.clone()
-                        };
-                        (label, run)
-                    })
-                });
-                for (node, mut s) in labelled {
-                    s.sort_by_key(|x| x.0);
-                    if let Some((step, l)) = s.iter().find(|x| !x.1.is_finite()) {
-                        findings.push((Level::Fail, format!("{node}: loss {l} at step {step}")));
-                        continue;
-                    }
-                    // A loss of exactly 0 is no training signal: labels all masked, or an
-                    // fp16 overflow the trainer skipped and logged as 0.
-                    let last = s.last().map_or(f64::NAN, |x| x.1);
-                    if s.len() >= 2 && last == 0.0 {
-                        let zeros = s.iter().rev().take_while(|x| x.1 == 0.0).count();
-                        findings.push((
-                            Level::Fail,
-                            format!(
-                                "{node}: loss 0 on the last {zeros} of {} logged steps: no training signal (labels all masked, or an fp16 overflow skipped and logged as 0)",
-                                s.len()
-                            ),
-                        ));
-                        continue;
-                    }
-                    // The first and last fifth of the steps, so one noisy step decides nothing.
-                    let k = (s.len() / 5).max(1);
-                    let head: f64 = s[..k].iter().map(|x| x.1).sum::<f64>() / k as f64;
-                    let tail: f64 = s[s.len() - k..].iter().map(|x| x.1).sum::<f64>() / k as f64;
-                    if !falling {
-                        summary.push(format!("{node} loss finite over {} steps", s.len()));
-                    } else if s.len() < MIN_LOSS_STEPS {
-                        findings.push((
-                            Level::Warn,
-                            format!(
-                                "{node}: {} logged step(s) are too few to tell whether loss falls (it takes {MIN_LOSS_STEPS}; {} -> {})",
-                                s.len(),
-                                fmt_value(head),
-                                fmt_value(tail)
-                            ),
-                        ));
-                    } else if tail >= head {
-                        findings.push((
-                            Level::Fail,
-                            format!(
-                                "{node}: loss not falling ({} -> {} over {} steps)",
-                                fmt_value(head),
-                                fmt_value(tail),
-                                s.len()
-                            ),
-                        ));
-                    } else {
-                        summary.push(format!(
-                            "{node} loss {} -> {}",
-                            fmt_value(head),
-                            fmt_value(tail)
-                        ));
-                    }
-                }
-            }
+            Gate::Scaling { pct } => judge_scaling(*pct, &j, &mut said),
+            Gate::NoXid => judge_no_xid(observed, &mut said),
+            Gate::LossFalling => judge_loss(true, metrics, &mut said),
+            Gate::LossFinite => judge_loss(false, metrics, &mut said),
             Gate::Together { figure, worse_pct } => {
-                let rows: Vec<&FigureChange> = observed
-                    .changes
-                    .iter()
-                    .filter(|c| c.figure == *figure)
-                    .collect();
-                // The first of equals (max_by keeps the last).
-                let worst = rows
-                    .iter()
-                    .rev()
-                    .max_by(|a, b| a.worse_pct().total_cmp(&b.worse_pct()));
-                match worst {
-                    None => findings.push((
-                        Level::Warn,
-                        format!("{figure} not compared: no member gave it both alone and together"),
-                    )),
-                    Some(w) => {
-                        let over = rows.iter().filter(|c| c.worse_pct() > *worse_pct).count();
-                        if over > 0 {
-                            findings.push((
-                                Level::Fail,
-                                format!(
-                                    "{figure} more than {worse_pct} % worse together on {over} subject(s), worst {} {} {}",
-                                    w.member,
-                                    w.subject,
-                                    w.describe()
-                                ),
-                            ));
-                        } else {
-                            summary.push(format!(
-                                "{figure} together: worst {} {} {}",
-                                w.member,
-                                w.subject,
-                                w.describe()
-                            ));
-                        }
-                    }
-                }
+                judge_together(figure, worse_pct, observed, &mut said)
             }
-            Gate::Min { figure, value } | Gate::Max { figure, value } => {
-                let is_min = matches!(gate, Gate::Min { .. });
-                let Some(samples) = figs.get(figure) else {
-                    findings.push(missing(figure));
-                    continue;
-                };
-                let bad: Vec<&Sample> = samples
-                    .iter()
-                    .filter(|s| {
-                        if is_min {
-                            s.value < *value
-                        } else {
-                            s.value > *value
-                        }
-                    })
-                    .collect();
-                if let Some(first) = bad.first() {
-                    findings.push((
-                        Level::Fail,
-                        format!(
-                            "{figure} {} {} on {} (limit {})",
-                            first.subject,
-                            fmt_value(first.value),
-                            if bad.len() > 1 {
-                                format!("{} subjects", bad.len())
-                            } else {
-                                "1 subject".into()
-                            },
-                            fmt_value(*value)
-                        ),
-                    ));
-                }
-            }
-            Gate::Peers { figure, pct } => {
-                let Some(samples) = figs.get(figure) else {
-                    findings.push(missing(figure));
-                    continue;
-                };
-                let shares = peer_shares(samples);
-                let stragglers = shares.iter().filter(|p| p.share_pct < *pct).count();
-                let worst = shares
-                    .iter()
-                    .min_by(|a, b| a.share_pct.total_cmp(&b.share_pct))
-                    .map(|p| (p.share_pct, p.sample, p.median));
-                match worst {
-                    Some((share, s, med)) if stragglers > 0 => findings.push((
-                        Level::Fail,
-                        format!(
-                            "{stragglers} straggler(s) on {figure}: {} {} = {share:.0} % of peer median {}",
-                            s.subject,
-                            fmt_value(s.value),
-                            fmt_value(med)
-                        ),
-                    )),
-                    Some((share, s, _)) => summary.push(format!(
-                        "{figure} slowest {} at {share:.0} % of peers",
-                        s.subject
-                    )),
-                    None => summary.push(format!("{figure}: no peers to compare")),
-                }
-            }
-            Gate::Baseline { figure, pct } => {
-                let Some(samples) = figs.get(figure) else {
-                    findings.push(missing(figure));
-                    continue;
-                };
-                let base = baseline
-                    .and_then(|b| b.phases.get(&spec.id))
-                    .and_then(|p| p.get(figure));
-                let Some(base) = base.filter(|b| !b.is_empty()) else {
-                    findings.push((
-                        Level::Warn,
-                        format!(
-                            "no baseline for {figure}: not judged (burnin baseline save RUN_DIR)"
-                        ),
-                    ));
-                    continue;
-                };
-                let mut all: Vec<f64> = base.iter().map(|s| s.value).collect();
-                let Some(fallback) = median(&mut all) else {
-                    continue;
-                };
-                let mut below = Vec::new();
-                for s in samples {
-                    let b = base
-                        .iter()
-                        .find(|x| x.subject == s.subject)
-                        .map_or(fallback, |x| x.value);
-                    if b > 0.0 && 100.0 * s.value / b < *pct {
-                        below.push((s, b));
-                    }
-                }
-                if let Some((s, b)) = below.first() {
-                    findings.push((
-                        Level::Fail,
-                        format!(
-                            "{} below {pct} % of baseline on {figure}, first {} {} = {:.0} % of {}",
-                            below.len(),
-                            s.subject,
-                            fmt_value(s.value),
-                            100.0 * s.value / b,
-                            fmt_value(*b)
-                        ),
-                    ));
-                }
-            }
+            Gate::Min { figure, value } => judge_bound(true, figure, value, &j, &mut said),
+            Gate::Max { figure, value } => judge_bound(false, figure, value, &j, &mut said),
+            Gate::Peers { figure, pct } => judge_peers(figure, pct, &j, &mut said),
+            Gate::Baseline { figure, pct } => judge_baseline(figure, pct, &j, &mut said),
         }
     }
+    let Said {
+        mut findings,
+        mut summary,
+    } = said;
     // The headline numbers, so a PASS says what passed (a `together` phase's are its changes,
     // said by its gates and in its comparison table).
     let headline = if spec.together.is_empty() {
@@ -1081,6 +646,526 @@ pub fn judge(
         parts.push("exit 0 everywhere, no failure lines".into());
     }
     (verdict, parts.join("; "))
+}
+
+/// What one judgement says so far: findings (a level and words) and summary lines.
+struct Said {
+    findings: Vec<(Level, String)>,
+    summary: Vec<String>,
+}
+
+/// What the gates of one judgement read besides their own numbers.
+struct Judging<'a> {
+    spec: &'a PhaseSpec,
+    observed: &'a Observed,
+    baseline: Option<&'a Baseline>,
+    figs: &'a Figures,
+    /// Some check of the output passed (a file of checks measured something).
+    checked_ok: bool,
+}
+
+impl Judging<'_> {
+    /// A figure a gate reads is missing. In a run the phase's own command made the output, so
+    /// that is a failure; a file judged offline may be another command's (an all_gather log
+    /// before T4's all_reduce gates): where it measured other figures, it is not judged.
+    fn missing(&self, figure: &str) -> (Level, String) {
+        let figs = self.figs;
+        if self.observed.offline && (!figs.is_empty() || self.checked_ok) {
+            let measured: Vec<&str> = figs.keys().map(String::as_str).take(3).collect();
+            (
+                Level::Warn,
+                if measured.is_empty() {
+                    format!("no {figure} in this output (it measured something else): not judged")
+                } else {
+                    format!(
+                        "no {figure} in this output (it measured {}{}): not judged",
+                        measured.join(", "),
+                        if figs.len() > 3 { ", …" } else { "" }
+                    )
+                },
+            )
+        } else {
+            (Level::Fail, format!("no {figure} in the output"))
+        }
+    }
+}
+
+/// `checks`: every sanity or preflight check held; an unknown one warns.
+fn judge_checks(metrics: &[PhaseMetric], said: &mut Said) {
+    let checks: Vec<(&String, &String, CheckStatus, &String)> = metrics
+        .iter()
+        .filter_map(|m| match m {
+            PhaseMetric::Check {
+                node,
+                name,
+                status,
+                detail,
+            } => Some((node, name, *status, detail)),
+            _ => None,
+        })
+        .collect();
+    let bad: Vec<String> = checks
+        .iter()
+        .filter(|c| c.2 == CheckStatus::Failed)
+        .map(|c| format!("{} {}: {}", c.0, c.1, c.3))
+        .collect();
+    let unknown: Vec<String> = checks
+        .iter()
+        .filter(|c| c.2 == CheckStatus::Unknown)
+        .map(|c| format!("{} {}: {}", c.0, c.1, c.3))
+        .collect();
+    let warned: Vec<String> = checks
+        .iter()
+        .filter(|c| c.2 == CheckStatus::Warn)
+        .map(|c| format!("{} {}: {}", c.0, c.1, c.3))
+        .collect();
+    if checks.is_empty() {
+        said.findings
+            .push((Level::Fail, "no checks in the output".into()));
+    } else if let Some(first) = bad.first() {
+        said.findings.push((
+            Level::Fail,
+            format!("{} check(s) failed, first {first}", bad.len()),
+        ));
+    } else if let Some(first) = unknown.first() {
+        said.findings.push((
+            Level::Warn,
+            format!(
+                "{} check(s) could not be made, first {first}",
+                unknown.len()
+            ),
+        ));
+    }
+    if bad.is_empty()
+        && let Some(first) = warned.first()
+    {
+        said.findings.push((
+            Level::Warn,
+            format!("{} check(s) warn, first {first}", warned.len()),
+        ));
+    }
+    said.summary.push(format!(
+        "{}/{} checks ok",
+        checks.iter().filter(|c| c.2 == CheckStatus::Ok).count(),
+        checks.len()
+    ));
+}
+
+/// `zero-wrong`: nccl-tests found no wrong element; unvalidated rows warn.
+fn judge_zero_wrong(metrics: &[PhaseMetric], said: &mut Said) {
+    let rows: Vec<(Option<u64>, bool)> = metrics
+        .iter()
+        .filter_map(|m| match m {
+            PhaseMetric::BusBw {
+                wrong, deviation, ..
+            } => Some((*wrong, *deviation)),
+            _ => None,
+        })
+        .collect();
+    let wrong: u64 = rows.iter().filter_map(|r| r.0).sum();
+    let unvalidated = rows.iter().filter(|r| r.0.is_none() && !r.1).count();
+    let by_deviation = rows.iter().filter(|r| r.0.is_none() && r.1).count();
+    // The trailer's "Out of bounds values" line (failures become problems) comes
+    // right before its "Avg bus bandwidth" line.
+    let trailer = metrics
+        .iter()
+        .any(|m| matches!(m, PhaseMetric::AvgBusBw { .. }));
+    if rows.is_empty() {
+        said.findings
+            .push((Level::Fail, "no nccl-tests rows in the output".into()));
+    } else if wrong > 0 {
+        said.findings
+            .push((Level::Fail, format!("{wrong} wrong elements")));
+    } else if unvalidated > 0 {
+        said.findings.push((
+            Level::Warn,
+            format!("{unvalidated} rows not validated (#wrong N/A: run with -c 1)"),
+        ));
+    } else if by_deviation > 0 && !trailer {
+        said.findings.push((
+                Level::Warn,
+                format!(
+                    "{by_deviation} rows of a pre-2.13 nccl-tests print a deviation, not a count, and the log ends before its Out of bounds line judges them"
+                ),
+            ));
+    } else if by_deviation > 0 {
+        said.summary.push(format!(
+            "{by_deviation} rows checked by deviation (pre-2.13), judged by the Out of bounds line"
+        ));
+    } else {
+        said.summary
+            .push(format!("#wrong 0 over {} rows", rows.len()));
+    }
+}
+
+/// `output-contains`: the text on every node that ran; where no `evidence` line came, not judged.
+fn judge_output_contains(
+    text: &String,
+    evidence: &Option<String>,
+    observed: &Observed,
+    said: &mut Said,
+) {
+    let showed = |t: &String, n: &String| observed.seen.get(t).is_some_and(|s| s.contains(n));
+    let (missing, silent): (Vec<&String>, Vec<&String>) = observed
+        .nodes
+        .iter()
+        .filter(|n| !showed(text, n))
+        .partition(|n| evidence.as_ref().is_none_or(|e| showed(e, n)));
+    if !silent.is_empty() {
+        said.findings.push((
+            Level::Warn,
+            format!(
+                "{text:?} not judged on {}: no {:?} line in the output",
+                silent
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                evidence.as_deref().unwrap_or_default()
+            ),
+        ));
+    }
+    if !missing.is_empty() {
+        said.findings.push((
+            Level::Fail,
+            format!(
+                "{text:?} not in the output of {}",
+                missing
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
+    }
+}
+
+/// `scaling`: the full job at least `pct` % of 1-GPU tokens/s × GPUs, per node.
+fn judge_scaling(pct: f64, j: &Judging<'_>, said: &mut Said) {
+    let observed = j.observed;
+    let pct = &pct;
+    match j.figs.get("scaling_pct") {
+        // A node of one GPU has nothing to scale to: its full job is the 1-GPU job.
+        None if !observed.nodes.is_empty()
+            && observed
+                .nodes
+                .iter()
+                .all(|n| observed.node_gpus.get(n) == Some(&1)) =>
+        {
+            said.summary.push("scaling n/a: 1 GPU per node".into())
+        }
+        None => said.findings.push((
+            Level::Warn,
+            "scaling not judged: no run on 1 GPU beside a larger one".into(),
+        )),
+        Some(samples) => {
+            let low: Vec<&Sample> = samples.iter().filter(|s| s.value < *pct).collect();
+            if let Some(first) = low.first() {
+                said.findings.push((
+                    Level::Fail,
+                    format!(
+                        "scaling below {pct} % on {} node(s), first {} {:.0} %",
+                        low.len(),
+                        first.subject,
+                        first.value
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+/// `no-xid`: no Xid reached the telemetry from the phase's nodes while it ran.
+fn judge_no_xid(observed: &Observed, said: &mut Said) {
+    match &observed.telemetry {
+        None if observed.offline => said
+            .summary
+            .push("Xid not judged (no telemetry in a file)".into()),
+        None => said
+            .findings
+            .push((Level::Warn, "no telemetry watched: Xid not judged".into())),
+        Some(t) => {
+            if let Some(x) = t.xids.first() {
+                said.findings.push((
+                    Level::Fail,
+                    format!(
+                        "{} Xid during the phase, first Xid {} on {} GPU{}",
+                        t.xids.len(),
+                        x.code,
+                        x.node,
+                        x.gpu
+                    ),
+                ));
+            } else if !t.silent.is_empty() {
+                said.findings.push((
+                    Level::Warn,
+                    format!(
+                        "no telemetry from {}: Xid not judged there",
+                        t.silent.join(", ")
+                    ),
+                ));
+            } else {
+                said.summary.push("no Xid".into());
+            }
+        }
+    }
+}
+
+/// `loss-falling` and `loss-finite`: per job, loss finite throughout (and falling, when `falling`).
+fn judge_loss(falling: bool, metrics: &[PhaseMetric], said: &mut Said) {
+    // Per job: a node's series starts a new job where its step count starts over
+    // (the same workload run twice, e.g. on one GPU and then on all).
+    let mut jobs: BTreeMap<String, Vec<Vec<(u64, f64)>>> = BTreeMap::new();
+    for m in metrics {
+        if let PhaseMetric::Step {
+            node,
+            step,
+            loss: Some(loss),
+            world,
+            variant,
+            ..
+        } = m
+        {
+            // Each job on its own (a 1-GPU run beside the full one starts over).
+            let node = node.clone().unwrap_or_else(|| "job".into());
+            let mut key = match world {
+                Some(w) => format!("{node} ({w} GPU)"),
+                None => node,
+            };
+            if let Some(v) = variant {
+                key = format!("{key} {v}");
+            }
+            let runs = jobs.entry(key).or_default();
+            match runs.last_mut() {
+                Some(run) if run.last().is_some_and(|(last, _)| step > last) => {
+                    run.push((*step, *loss))
+                }
+                _ => runs.push(vec![(*step, *loss)]),
+            }
+        }
+    }
+    if jobs.is_empty() {
+        said.findings
+            .push((Level::Fail, "no loss in the output".into()));
+    }
+    let labelled = jobs.into_iter().flat_map(|(key, runs)| {
+        let several = runs.len() > 1;
+        runs.into_iter().enumerate().map(move |(i, run)| {
+            let label = if several {
+                format!("{key} job {}", i + 1)
+            } else {
+                key.clone()
+            };
+            (label, run)
+        })
+    });
+    for (node, mut s) in labelled {
+        s.sort_by_key(|x| x.0);
+        if let Some((step, l)) = s.iter().find(|x| !x.1.is_finite()) {
+            said.findings
+                .push((Level::Fail, format!("{node}: loss {l} at step {step}")));
+            continue;
+        }
+        // A loss of exactly 0 is no training signal: labels all masked, or an
+        // fp16 overflow the trainer skipped and logged as 0.
+        let last = s.last().map_or(f64::NAN, |x| x.1);
+        if s.len() >= 2 && last == 0.0 {
+            let zeros = s.iter().rev().take_while(|x| x.1 == 0.0).count();
+            said.findings.push((
+                    Level::Fail,
+                    format!(
+                        "{node}: loss 0 on the last {zeros} of {} logged steps: no training signal (labels all masked, or an fp16 overflow skipped and logged as 0)",
+                        s.len()
+                    ),
+                ));
+            continue;
+        }
+        // The first and last fifth of the steps, so one noisy step decides nothing.
+        let k = (s.len() / 5).max(1);
+        let head: f64 = s[..k].iter().map(|x| x.1).sum::<f64>() / k as f64;
+        let tail: f64 = s[s.len() - k..].iter().map(|x| x.1).sum::<f64>() / k as f64;
+        if !falling {
+            said.summary
+                .push(format!("{node} loss finite over {} steps", s.len()));
+        } else if s.len() < MIN_LOSS_STEPS {
+            said.findings.push((
+                    Level::Warn,
+                    format!(
+                        "{node}: {} logged step(s) are too few to tell whether loss falls (it takes {MIN_LOSS_STEPS}; {} -> {})",
+                        s.len(),
+                        fmt_value(head),
+                        fmt_value(tail)
+                    ),
+                ));
+        } else if tail >= head {
+            said.findings.push((
+                Level::Fail,
+                format!(
+                    "{node}: loss not falling ({} -> {} over {} steps)",
+                    fmt_value(head),
+                    fmt_value(tail),
+                    s.len()
+                ),
+            ));
+        } else {
+            said.summary.push(format!(
+                "{node} loss {} -> {}",
+                fmt_value(head),
+                fmt_value(tail)
+            ));
+        }
+    }
+}
+
+/// `together`: beside the others, no subject more than `worse_pct` % worse than alone.
+fn judge_together(figure: &String, worse_pct: &f64, observed: &Observed, said: &mut Said) {
+    let rows: Vec<&FigureChange> = observed
+        .changes
+        .iter()
+        .filter(|c| c.figure == *figure)
+        .collect();
+    // The first of equals (max_by keeps the last).
+    let worst = rows
+        .iter()
+        .rev()
+        .max_by(|a, b| a.worse_pct().total_cmp(&b.worse_pct()));
+    match worst {
+        None => said.findings.push((
+            Level::Warn,
+            format!("{figure} not compared: no member gave it both alone and together"),
+        )),
+        Some(w) => {
+            let over = rows.iter().filter(|c| c.worse_pct() > *worse_pct).count();
+            if over > 0 {
+                said.findings.push((
+                        Level::Fail,
+                        format!(
+                            "{figure} more than {worse_pct} % worse together on {over} subject(s), worst {} {} {}",
+                            w.member,
+                            w.subject,
+                            w.describe()
+                        ),
+                    ));
+            } else {
+                said.summary.push(format!(
+                    "{figure} together: worst {} {} {}",
+                    w.member,
+                    w.subject,
+                    w.describe()
+                ));
+            }
+        }
+    }
+}
+
+/// `min` and `max`: every subject's figure within `value`.
+fn judge_bound(is_min: bool, figure: &String, value: &f64, j: &Judging<'_>, said: &mut Said) {
+    let Some(samples) = j.figs.get(figure) else {
+        said.findings.push(j.missing(figure));
+        return;
+    };
+    let bad: Vec<&Sample> = samples
+        .iter()
+        .filter(|s| {
+            if is_min {
+                s.value < *value
+            } else {
+                s.value > *value
+            }
+        })
+        .collect();
+    if let Some(first) = bad.first() {
+        said.findings.push((
+            Level::Fail,
+            format!(
+                "{figure} {} {} on {} (limit {})",
+                first.subject,
+                fmt_value(first.value),
+                if bad.len() > 1 {
+                    format!("{} subjects", bad.len())
+                } else {
+                    "1 subject".into()
+                },
+                fmt_value(*value)
+            ),
+        ));
+    }
+}
+
+/// `peers`: no subject below `pct` % of its peers' median.
+fn judge_peers(figure: &String, pct: &f64, j: &Judging<'_>, said: &mut Said) {
+    let Some(samples) = j.figs.get(figure) else {
+        said.findings.push(j.missing(figure));
+        return;
+    };
+    let shares = peer_shares(samples);
+    let stragglers = shares.iter().filter(|p| p.share_pct < *pct).count();
+    let worst = shares
+        .iter()
+        .min_by(|a, b| a.share_pct.total_cmp(&b.share_pct))
+        .map(|p| (p.share_pct, p.sample, p.median));
+    match worst {
+        Some((share, s, med)) if stragglers > 0 => said.findings.push((
+            Level::Fail,
+            format!(
+                "{stragglers} straggler(s) on {figure}: {} {} = {share:.0} % of peer median {}",
+                s.subject,
+                fmt_value(s.value),
+                fmt_value(med)
+            ),
+        )),
+        Some((share, s, _)) => said.summary.push(format!(
+            "{figure} slowest {} at {share:.0} % of peers",
+            s.subject
+        )),
+        None => said.summary.push(format!("{figure}: no peers to compare")),
+    }
+}
+
+/// `baseline`: every subject at least `pct` % of the saved baseline's.
+fn judge_baseline(figure: &String, pct: &f64, j: &Judging<'_>, said: &mut Said) {
+    let Some(samples) = j.figs.get(figure) else {
+        said.findings.push(j.missing(figure));
+        return;
+    };
+    let base = j
+        .baseline
+        .and_then(|b| b.phases.get(&j.spec.id))
+        .and_then(|p| p.get(figure));
+    let Some(base) = base.filter(|b| !b.is_empty()) else {
+        said.findings.push((
+            Level::Warn,
+            format!("no baseline for {figure}: not judged (burnin baseline save RUN_DIR)"),
+        ));
+        return;
+    };
+    let mut all: Vec<f64> = base.iter().map(|s| s.value).collect();
+    let Some(fallback) = median(&mut all) else {
+        return;
+    };
+    let mut below = Vec::new();
+    for s in samples {
+        let b = base
+            .iter()
+            .find(|x| x.subject == s.subject)
+            .map_or(fallback, |x| x.value);
+        if b > 0.0 && 100.0 * s.value / b < *pct {
+            below.push((s, b));
+        }
+    }
+    if let Some((s, b)) = below.first() {
+        said.findings.push((
+            Level::Fail,
+            format!(
+                "{} below {pct} % of baseline on {figure}, first {} {} = {:.0} % of {}",
+                below.len(),
+                s.subject,
+                fmt_value(s.value),
+                100.0 * s.value / b,
+                fmt_value(*b)
+            ),
+        ));
+    }
 }
 
 #[cfg(test)]
