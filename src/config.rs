@@ -4,6 +4,10 @@
 use std::fmt;
 use std::ops::Range;
 
+/// Most characters of a config error's message (its own words, the list of known names, and a
+/// cut quote of what was wrong).
+pub const MESSAGE_CHARS: usize = 800;
+
 /// A problem in a config file, located.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigError {
@@ -48,7 +52,9 @@ impl ConfigError {
             file: file.to_string(),
             line,
             column,
-            message: message.into(),
+            // A message quotes what it could not take (a value, a key): whole words of ours,
+            // but never a 70 000-character value back.
+            message: crate::model::excerpt_chars(&message.into(), MESSAGE_CHARS),
         }
     }
 

@@ -851,6 +851,12 @@ fn read_minio(r: &mut Reading, text: &str) {
 /// The reading as text for a terminal: every text that came from the file stripped of
 /// control characters.
 pub fn render(r: &Reading) -> String {
+    // Every piece is cleaned as it is written; the whole once more, for the pieces (a figure's
+    // name, a subject) that come from the file by ways the pieces do not see.
+    crate::model::terminal_safe(&render_text(r))
+}
+
+fn render_text(r: &Reading) -> String {
     use std::fmt::Write;
     let clean = |s: &str| crate::model::strip_controls(s);
     let mut o = String::new();

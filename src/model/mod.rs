@@ -609,11 +609,17 @@ pub const QUOTED_CHARS: usize = 160;
 /// cut, [`QUOTED_CHARS`] characters in all (serde_json's messages end with the line and column,
 /// and quote a whole string value of the wrong type before them).
 pub fn excerpt(text: &str) -> String {
+    excerpt_chars(text, QUOTED_CHARS)
+}
+
+/// [`excerpt`] to `max` characters (a message of burnin's own that quotes outside text, where
+/// its own words must stay whole).
+pub fn excerpt_chars(text: &str, max: usize) -> String {
     let n = text.chars().count();
-    if n <= QUOTED_CHARS {
+    if n <= max || max < 3 {
         return text.to_string();
     }
-    let half = (QUOTED_CHARS - 1) / 2;
+    let half = (max - 1) / 2;
     let head: String = text.chars().take(half).collect();
     let tail: String = text.chars().skip(n - half).collect();
     format!("{head}…{tail}")
