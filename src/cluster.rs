@@ -1071,7 +1071,7 @@ impl ClusterStore {
                 row.per_node
                     .insert(node.unwrap_or_else(|| "all".into()), busbw_gb_per_s);
                 match wrong {
-                    Some(w) => row.wrong += w,
+                    Some(w) => row.wrong = row.wrong.saturating_add(w),
                     None => row.unvalidated = true,
                 }
                 row.ranks = ranks;

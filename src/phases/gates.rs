@@ -762,7 +762,12 @@ fn judge_zero_wrong(metrics: &[PhaseMetric], said: &mut Said) {
             _ => None,
         })
         .collect();
-    let wrong: u64 = rows.iter().filter_map(|r| r.0).sum();
+    // Saturating: a damaged row's #wrong can be any u64, and two of them must not wrap to a
+    // small count (or panic).
+    let wrong: u64 = rows
+        .iter()
+        .filter_map(|r| r.0)
+        .fold(0u64, u64::saturating_add);
     let unvalidated = rows.iter().filter(|r| r.0.is_none() && !r.1).count();
     let by_deviation = rows.iter().filter(|r| r.0.is_none() && r.1).count();
     // The trailer's "Out of bounds values" line (failures become problems) comes
@@ -1172,6 +1177,32 @@ fn judge_baseline(figure: &String, pct: &f64, j: &Judging<'_>, said: &mut Said) 
 mod tests {
     use super::*;
     use crate::phases::plan::default_plan;
+
+    #[test]
+    fn wrong_counts_past_u64_saturate_and_fail() {
+        // Found by a long run of tests/fuzz.rs: two damaged rows' #wrong summed past u64.
+        let row = |w: u64| PhaseMetric::BusBw {
+            node: Some("n".into()),
+            collective: "all_reduce".into(),
+            size_bytes: 8,
+            busbw_gb_per_s: 1.0,
+            algbw_gb_per_s: 1.0,
+            wrong: Some(w),
+            deviation: false,
+            ranks: 2,
+        };
+        let mut said = Said {
+            findings: Vec::new(),
+            summary: Vec::new(),
+        };
+        judge_zero_wrong(&[row(u64::MAX), row(u64::MAX)], &mut said);
+        assert_eq!(said.findings[0].0, Level::Fail);
+        assert!(
+            said.findings[0].1.contains(&u64::MAX.to_string()),
+            "{:?}",
+            said.findings
+        );
+    }
 
     fn tflops(node: &str, gpu: u32, v: f64) -> PhaseMetric {
         PhaseMetric::Tflops {

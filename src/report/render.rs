@@ -229,7 +229,7 @@ enum Block<'a> {
 fn document(d: &ReportData) -> Vec<Block<'_>> {
     let s = &d.summary;
     let mut doc = vec![Block::Banner(headline(d))];
-    let gpus: u32 = s.nodes.iter().map(|n| n.gpus).sum();
+    let gpus: u32 = s.nodes.iter().map(|n| n.gpus).fold(0, u32::saturating_add);
     doc.push(Block::Facts(vec![
         ("started", utc(s.started_ms)),
         (

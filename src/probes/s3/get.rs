@@ -87,7 +87,8 @@ pub struct LevelReport {
 impl LevelReport {
     /// Failed requests in all classes.
     pub fn error_count(&self) -> u64 {
-        self.errors.values().sum()
+        // A report read back from a file may hold any counts: saturate, never wrap.
+        self.errors.values().fold(0, |a, b| a.saturating_add(*b))
     }
 }
 

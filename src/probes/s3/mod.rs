@@ -240,7 +240,7 @@ pub async fn run(
             ));
         }
         let progress = Progress::default();
-        let total: u64 = keys.iter().map(|k| k.1).sum();
+        let total: u64 = keys.iter().map(|k| k.1).fold(0, u64::saturating_add);
         let stats = with_progress(
             objects::write_objects(
                 &client,

@@ -102,8 +102,14 @@ impl ProbeReport {
 
     /// Requests that failed, over every part of the run.
     pub fn error_count(&self) -> u64 {
-        let levels: u64 = self.levels.iter().map(LevelReport::error_count).sum();
-        let loader: u64 = self.loader.as_ref().map_or(0, |l| l.errors.values().sum());
+        let levels: u64 = self
+            .levels
+            .iter()
+            .map(LevelReport::error_count)
+            .fold(0, u64::saturating_add);
+        let loader: u64 = self.loader.as_ref().map_or(0, |l| {
+            l.errors.values().fold(0, |a, b| a.saturating_add(*b))
+        });
         levels + loader + u64::from(self.failure.is_some())
     }
 

@@ -102,7 +102,11 @@ impl Widget for &NcclPane<'_> {
         } else {
             medians.iter().sum::<f64>() / medians.len() as f64
         };
-        let wrong: u64 = phase.busbw.values().map(|r| r.wrong).sum();
+        let wrong: u64 = phase
+            .busbw
+            .values()
+            .map(|r| r.wrong)
+            .fold(0, u64::saturating_add);
         lines.push(Line::styled(
             fit(
                 &format!(
