@@ -7,8 +7,9 @@
 //! is not listed (nothing new goes up), and on a listed one that is gone (the list shrinks as
 //! the moves land, and is empty when issue 27 is done).
 
+mod common;
+
 use std::collections::BTreeSet;
-use std::path::Path;
 
 /// The floors, ground first. A module may import its own floor and the floors below it.
 const FLOORS: &[&[&str]] = &[
@@ -72,23 +73,9 @@ fn floor(module: &str) -> Option<usize> {
 
 /// Every (module, named module) pair of the library's non-test code.
 fn imports() -> BTreeSet<(String, String)> {
-    fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-        for e in std::fs::read_dir(dir).expect("src").flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                out.push(p);
-            }
-        }
-    }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    walk(&root, &mut files);
     let path = regex::Regex::new(r"crate::([a-z_]+)").expect("re");
     let mut out = BTreeSet::new();
-    for f in files {
-        let rel = f.strip_prefix(&root).expect("under src");
+    for (rel, code) in common::library_code() {
         let top = rel
             .components()
             .next()
@@ -99,9 +86,6 @@ fn imports() -> BTreeSet<(String, String)> {
         if top == "lib" || top == "main" {
             continue;
         }
-        let text = std::fs::read_to_string(&f).expect("read");
-        // Test modules may reach anywhere; they sit at the end of a file.
-        let code = text.split("#[cfg(test)]").next().unwrap_or("");
         for line in code.lines() {
             if line.trim_start().starts_with("//") {
                 continue;

@@ -23,6 +23,8 @@
 //! re-run first next time; the lasting regression test is a plain `#[test]` with the minimal
 //! input next to the reader.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Write;
@@ -41,8 +43,8 @@ use burnin::telemetry::SourceEvent;
 use burnin::telemetry::prom_source::PromNodes;
 use burnin::telemetry::smi::{LEGACY_FIELDS, MODERN_FIELDS, SmiDecoder};
 use burnin::telemetry::wire::{self, Decoded, Decoder, WireMessage};
-use burnin::ui::layout::{EMBEDDED as LAYOUTS, Layout};
-use burnin::ui::theme::{EMBEDDED as THEMES, Theme};
+use burnin::ui::layout::Layout;
+use burnin::ui::theme::Theme;
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{FileFailurePersistence, RngSeed};
@@ -170,22 +172,7 @@ impl Seed {
 /// Files under `dir` (relative to the package), recursively, whose name passes `keep`,
 /// sorted.
 fn files_under(dir: &str, keep: &dyn Fn(&str) -> bool) -> Vec<String> {
-    /// Every file under `dir`, depth first.
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        let Ok(rd) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    let mut found = Vec::new();
-    walk(&root().join(dir), &mut found);
+    let found = common::files_under(&root().join(dir));
     let mut out: Vec<String> = found
         .into_iter()
         .filter_map(|p| {
@@ -1814,15 +1801,7 @@ proptest! {
 
 /// A console with the shipped themes and layouts, as `burnin watch` starts.
 fn console() -> State {
-    let themes = THEMES
-        .iter()
-        .map(|(n, t)| Theme::parse(n, t).expect("shipped theme"))
-        .collect();
-    let layouts = LAYOUTS
-        .iter()
-        .map(|(n, t)| Layout::parse(n, t).expect("shipped layout"))
-        .collect();
-    State::new(themes, layouts, "fuzz", (160, 48))
+    common::empty_state("fuzz", (160, 48))
 }
 
 /// What the fleet sends the console for one node's decoded messages: the inventory's

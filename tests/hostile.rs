@@ -4,6 +4,8 @@
 //! GPUs, records that are not what burnin wrote, report.md, the log file. The terminal's own
 //! cases are in `terminal_restore.rs` and `ssh_nodes.rs` (a real pty), the fuzzing in `fuzz.rs`.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -381,7 +383,7 @@ fn demo_record(dir: &TempDir) -> PathBuf {
 // The child is reaped by wait4 (for its peak RSS), which clippy cannot see.
 #[allow(clippy::zombie_processes)]
 fn burnin_peak_rss(dir: &Path, args: &[&str]) -> (i32, String, i64) {
-    let child = Command::new(BIN)
+    let mut child = Command::new(BIN)
         .args(args)
         .current_dir(dir)
         .env("HOME", dir)
@@ -389,26 +391,14 @@ fn burnin_peak_rss(dir: &Path, args: &[&str]) -> (i32, String, i64) {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("burnin starts");
-    let pid = child.id() as libc::pid_t;
-    let mut stderr = child.stderr.expect("stderr");
+    let mut stderr = child.stderr.take().expect("stderr");
     let reader = std::thread::spawn(move || {
         let mut s = String::new();
         let _ = std::io::Read::read_to_string(&mut stderr, &mut s);
         s
     });
-    let mut status = 0;
-    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: wait4 on our own child, with valid out-pointers; it fills `usage` on success.
-    let waited = unsafe { libc::wait4(pid, &mut status, 0, usage.as_mut_ptr()) };
-    assert_eq!(waited, pid, "wait4");
-    // SAFETY: zeroed is a valid rusage and wait4 returned the pid, so it was filled.
-    let usage = unsafe { usage.assume_init() };
-    let code = if libc::WIFEXITED(status) {
-        libc::WEXITSTATUS(status)
-    } else {
-        -libc::WTERMSIG(status)
-    };
-    (code, reader.join().expect("stderr"), usage.ru_maxrss)
+    let (code, peak_kb) = common::wait_peak_rss(&child);
+    (code, reader.join().expect("stderr"), peak_kb)
 }
 
 /// `RUN/report.html → victim`: `report` refuses to write through the link and the victim keeps
@@ -664,32 +654,13 @@ fn a_log_file_that_cannot_be_written_is_said_once() {
 /// `main.rs` strips its two messages itself. Test modules are left out.
 #[test]
 fn nothing_in_src_prints_without_stripping() {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        for e in std::fs::read_dir(dir).expect("src").flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                out.push(p);
-            }
-        }
-    }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    walk(&root, &mut files);
     let raw = regex::Regex::new(r"(^|[^_a-z!:])(eprint|eprintln|print|println)!\(").expect("re");
     let mut found = Vec::new();
-    for f in files {
-        let name = f
-            .strip_prefix(&root)
-            .expect("under src")
-            .display()
-            .to_string();
+    for (name, code) in common::library_code() {
+        let name = name.display().to_string();
         if name == "lib.rs" || name == "main.rs" {
             continue;
         }
-        let text = std::fs::read_to_string(&f).expect("read");
-        let code = text.split("#[cfg(test)]").next().unwrap_or("");
         for (i, line) in code.lines().enumerate() {
             if raw.is_match(line) && !line.trim_start().starts_with("//") {
                 found.push(format!("src/{name}:{}: {}", i + 1, line.trim()));

@@ -1822,14 +1822,5 @@ compare = ["s3_gb_per_s"]
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).expect("dir").flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
+    common::files_under(dir)
 }

@@ -685,7 +685,7 @@ fn a_flood_of_new_gpus_and_ports_is_capped_over_real_ssh() {
     let runtime = PathBuf::from(format!("/tmp/brf{}", std::process::id()));
     std::fs::create_dir_all(&runtime).expect("runtime dir");
     let t0 = Instant::now();
-    let child = std::process::Command::new(BIN)
+    let mut child = std::process::Command::new(BIN)
         .args(["triage", "--json", "--for", "8s", "-c"])
         .arg(&inv)
         .arg("--ssh-config")
@@ -696,22 +696,13 @@ fn a_flood_of_new_gpus_and_ports_is_capped_over_real_ssh() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("burnin triage");
-    let pid = child.id() as libc::pid_t;
-    let mut stdout = child.stdout.expect("stdout");
+    let mut stdout = child.stdout.take().expect("stdout");
     let reader = std::thread::spawn(move || {
         let mut s = String::new();
         let _ = std::io::Read::read_to_string(&mut stdout, &mut s);
         s
     });
-    let mut status = 0;
-    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: wait4 on our own child with valid out-pointers; it fills `usage` on success.
-    assert_eq!(
-        unsafe { libc::wait4(pid, &mut status, 0, usage.as_mut_ptr()) },
-        pid
-    );
-    // SAFETY: zeroed is a valid rusage, and wait4 filled it.
-    let peak_kb = unsafe { usage.assume_init() }.ru_maxrss;
+    let (_, peak_kb) = common::wait_peak_rss(&child);
     let elapsed = t0.elapsed();
     let _ = std::fs::remove_dir_all(&runtime);
     let text = reader.join().expect("stdout");

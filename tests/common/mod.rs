@@ -58,3 +58,61 @@ pub mod prom;
 pub mod seaweed;
 pub mod sshd;
 pub mod tls;
+
+/// Every file under `dir`, recursively, sorted (a missing directory is empty).
+pub fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, &mut out);
+    out.sort();
+    out
+}
+
+/// The library's Rust sources under `src/`, each with its text cut at its first
+/// `#[cfg(test)]` (test modules sit at the end of a file and may reach anywhere).
+pub fn library_code() -> Vec<(std::path::PathBuf, String)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    files_under(&root)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).expect("read a source file");
+            let code = text.split("#[cfg(test)]").next().unwrap_or("").to_string();
+            (
+                p.strip_prefix(&root).expect("under src").to_path_buf(),
+                code,
+            )
+        })
+        .collect()
+}
+
+/// Wait for `child` and return its exit code (minus the signal that ended it) and its peak
+/// resident memory in kB, from `wait4`: the kernel's own account, taken as it is reaped.
+pub fn wait_peak_rss(child: &std::process::Child) -> (i32, i64) {
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: wait4 on our own child, with valid out-pointers; it fills `usage` on success.
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, usage.as_mut_ptr()) };
+    assert_eq!(waited, pid, "wait4");
+    // SAFETY: zeroed is a valid rusage, and wait4 returned the pid, so it was filled.
+    let usage = unsafe { usage.assume_init() };
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -libc::WTERMSIG(status)
+    };
+    (code, usage.ru_maxrss)
+}
