@@ -8,11 +8,11 @@ mod sshd;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use burnin::cluster::ClusterStore;
-use burnin::inventory::Inventory;
+use burnin::config::inventory::Inventory;
 use burnin::model::NodeLink;
-use burnin::telemetry::Source;
-use burnin::telemetry::fleet::FleetSource;
+use burnin::model::Source;
+use burnin::sources::fleet::FleetSource;
+use burnin::store::ClusterStore;
 use burnin::transport::ssh::SshSettings;
 
 fn nodes() -> usize {

@@ -3,7 +3,7 @@
 //! ≤ 1 ms and ≤ 4 ms in release.
 
 use burnin::app::state::{Event, State};
-use burnin::telemetry::sim::{SIM_EPOCH_MS, SimCluster, SimConfig};
+use burnin::sources::sim::{SIM_EPOCH_MS, SimCluster, SimConfig};
 use criterion::{Criterion, criterion_group, criterion_main};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -57,10 +57,10 @@ fn ingest(c: &mut Criterion) {
 
 fn decode_and_store(c: &mut Criterion) {
     // What the watcher does per agent line: decode NDJSON, then store the frame.
-    use burnin::cluster::ClusterStore;
-    use burnin::telemetry::SourceEvent;
-    use burnin::telemetry::sim::SimLoad;
-    use burnin::telemetry::wire::{Decoded, Decoder, WireMessage, encode};
+    use burnin::model::SourceEvent;
+    use burnin::sources::sim::SimLoad;
+    use burnin::store::ClusterStore;
+    use burnin::wire::{Decoded, Decoder, WireMessage, encode};
     let mut config = SimConfig::demo(1);
     config.nodes = 12;
     let mut sim = SimCluster::new(config);
@@ -132,8 +132,7 @@ fn decode_and_store(c: &mut Criterion) {
         b.iter(|| {
             let mut n = 0usize;
             for l in &objects {
-                if let Ok(Decoded::Message(WireMessage::Frame(f))) =
-                    burnin::telemetry::wire::decode_general(l)
+                if let Ok(Decoded::Message(WireMessage::Frame(f))) = burnin::wire::decode_general(l)
                 {
                     n += f.gpus.len();
                 }

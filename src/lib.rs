@@ -3,40 +3,39 @@
 //! Data flows one way (see `docs/ARCHITECTURE.md`):
 //!
 //! ```text
-//! sources ──► SourceEvent ──► app loop ──► State (store, findings, ui) ──► panes
-//!   telemetry::sim, fleet (agent/smi over SSH, local)    │
-//!   phase runner ──► PhaseEvent                          ├──► triage ──► findings
-//!   storage probe ──► ProbeWindow (issue 5)              └──► record (run directory)
+//! sources ──► SourceEvent ──► console loop ──► app::State (store, findings, ui) ──► ui
+//!   sim, fleet (agent/smi over SSH, local), prometheus, replay │
+//!   phase driver ──► PhaseEvent                               ├──► triage ──► findings
+//!   storage probe ──► ProbeWindow                             └──► record (run directory)
 //! ```
 //!
-//! Module map:
-//! - [`model`]: the ground floor: samples, frames, hellos, topology, phase events and metrics,
-//!   verdicts, the probe window, the figure table, triage thresholds, units (see
-//!   `tests/architecture.rs` for the floors above it).
-//! - [`telemetry`]: the `Source` interface and its events; `sim` (seeded cluster, faults),
-//!   `history` (bounded ring buffers with gaps).
-//! - [`phases`]: the plan (TOML), the runner on the nodes (remote scripts, re-attach, stop),
-//!   gates, drills, and what the runner asks of the telemetry beside a run (`watch`).
-//! - [`parsers`]: nccl-tests, perftest, nvbandwidth, T1 sanity, workload JSON, trainer logs,
-//!   Prometheus text; launcher prefixes (`srun -l`, `--tag-output`) taken off first.
-//! - [`parse_cmd`]: `burnin parse`, what burnin reads from a file and each phase's verdict.
-//! - [`record`]: the run directory (events, logs, summary) and the run session that writes it.
-//! - [`headless`]: `burnin run` and `burnin baseline save`.
-//! - [`workloads`]: the PyTorch workloads shipped inside the binary.
-//! - [`probes`]: the storage probe.
-//! - [`cluster`]: the store every event lands in; what panes and triage read.
-//! - [`triage`]: rules over the store → findings with severity and a one-line why; the
-//!   telemetry log beside a run.
-//! - [`config`]: located errors for the console's TOML files.
-//! - [`deploy`]: `burnin deploy`, copying this binary to the nodes over SSH.
-//! - [`inventory`]: burnin.toml: nodes, modes, SSH targets (ranges expanded, validated).
-//! - [`app`]: events, actions, the key table, the pure state update, the terminal loop, and
-//!   the phase driver behind `s`/`r`/`a`.
+//! Module map, one folder per floor, ground first; a module imports only its own floor and the
+//! floors below (`tests/architecture.rs` holds the same table and fails on an import upwards):
+//! - [`model`]: the messages and units everything shares: samples, frames, hellos, topology,
+//!   phase events and metrics, verdicts, findings, the probe window, `SourceEvent` and the
+//!   `Source` interface, the telemetry watch, the figure table, thresholds, units.
+//! - [`config`]: located errors and bounded reads of files a person writes; `inventory`
+//!   (burnin.toml: nodes, modes, SSH targets). [`workloads`]: the PyTorch files shipped inside.
 //! - [`transport`]: the system OpenSSH client and local child processes, one interface.
-//! - [`ui`]: themes, layouts, panes, overlays; `render` is a pure function of the state.
-//! - [`agent`]: `burnin agent`, the NDJSON sampler that runs on a node.
-//! - [`cli`]: the command line; [`commands`]: what each subcommand does.
-//! - [`bench`]: `burnin bench ingest`, the console's decode and store per CPU second.
+//! - [`wire`]: formats between processes: the agent's NDJSON (and its fast frame scanner), the
+//!   Prometheus exposition text.
+//! - [`probes`]: the storage probe, `burnin probe s3`.
+//! - [`parsers`]: tool output → metrics (nccl-tests, perftest, nvbandwidth, T1 sanity, preflight,
+//!   workload JSON, trainer logs, the probe's lines); launcher prefixes taken off first.
+//! - [`plan`]: the plan (TOML), its gates by family and its drills: what runs and how it is judged.
+//! - [`phases`]: carrying a phase out on the nodes: the runner, remote scripts, Kubernetes Jobs.
+//! - [`store`]: the store every event lands in, with bounded histories; what panes and triage read.
+//! - [`triage`]: rules over the store → findings with severity and a one-line why; the telemetry
+//!   log beside a run.
+//! - [`record`]: the run directory (events, telemetry segments, summary) and the session that
+//!   writes it.
+//! - [`sources`]: the console's telemetry sources: `sim`, `fleet`, `prometheus`, `replay`.
+//! - [`agent`]: `burnin agent`, what runs on a node: NVML, fabric counters, the exporter.
+//! - [`report`]: a record made into report.md and the one-file report.html.
+//! - [`app`]: the console's state, actions, key table, themes and layouts; `update` is pure.
+//! - [`ui`]: drawing: `render` is a pure function of the state.
+//! - [`console`]: the terminal loop and the phase driver behind `s`/`r`/`a`.
+//! - [`commands`]: the command line (`cli`) and one file per subcommand that has its own.
 
 /// `eprintln!` for messages that may hold text from outside (a node's line, a reason, a
 /// path): control characters are stripped before the terminal sees them
@@ -67,27 +66,20 @@ macro_rules! print_safe {
 
 pub mod agent;
 pub mod app;
-pub mod bench;
-pub mod cli;
-pub mod cluster;
 pub mod commands;
 pub mod config;
-pub mod demo_run;
-pub mod deploy;
-#[cfg(test)]
-mod fixtures;
-pub mod headless;
-pub mod inventory;
+pub mod console;
 pub mod model;
-pub mod parse_cmd;
 pub mod parsers;
 pub mod phases;
+pub mod plan;
 pub mod probes;
 pub mod record;
-pub mod replay;
 pub mod report;
-pub mod telemetry;
+pub mod sources;
+pub mod store;
 pub mod transport;
 pub mod triage;
 pub mod ui;
+pub mod wire;
 pub mod workloads;

@@ -3,8 +3,8 @@
 use clap::Parser;
 use color_eyre::eyre::Result;
 
-use burnin::cli::Cli;
 use burnin::commands;
+use burnin::commands::cli::Cli;
 
 #[tokio::main]
 async fn main() -> Result<()> {

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Command;
 
 use burnin::model::NodeFrame;
-use burnin::telemetry::wire::{Decoded, Decoder, WireMessage};
+use burnin::wire::{Decoded, Decoder, WireMessage};
 
 fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");

@@ -2,10 +2,8 @@
 //! non-test code is read; a module may name only modules on its own floor or below. The floors
 //! are the table in docs/ARCHITECTURE.md ("Floors").
 //!
-//! The restructure lands in slices: `KNOWN` lists the imports against the order that are still
-//! in the code, each waiting for its move. The test fails on an import against the order that
-//! is not listed (nothing new goes up), and on a listed one that is gone (the list shrinks as
-//! the moves land, and is empty when issue 27 is done).
+//! `KNOWN` was the ratchet while the restructure landed in slices; it is empty now, so any
+//! import against the order fails the test.
 
 mod common;
 
@@ -13,58 +11,48 @@ use std::collections::BTreeSet;
 
 /// The floors, ground first. A module may import its own floor and the floors below it.
 const FLOORS: &[&[&str]] = &[
-    // Messages and units everything shares.
+    // Messages and units everything shares: samples, frames, phase events, verdicts, findings,
+    // the source events and interface, the telemetry watch beside a run.
     &["model"],
-    // Located errors and bounded reads of files a person points at; the shipped workloads.
+    // Files a person writes (located errors, bounded reads, burnin.toml); the shipped workloads.
     &["config", "workloads"],
-    // burnin.toml: the nodes and how to reach them.
-    &["inventory"],
     // SSH and local child processes.
     &["transport"],
+    // Formats between processes: the agent's NDJSON, Prometheus exposition text.
+    &["wire"],
+    // The storage probe (`burnin probe s3`).
+    &["probes"],
     // Tool output → metrics.
     &["parsers"],
-    // The storage probe.
-    &["probes"],
-    // Telemetry sources and what runs on the node.
-    &["telemetry"],
-    // The plan, the gates, the runner, the session.
+    // The plan and its gates and drills: what runs, and how it is judged.
+    &["plan"],
+    // Carrying a phase out on the nodes.
     &["phases"],
     // The store the console and triage read.
-    &["cluster"],
+    &["store"],
     // Rules over the store.
     &["triage"],
-    // The run directory.
+    // The run directory and the session that writes it.
     &["record"],
-    // A record played back, and made into a report.
-    &["replay", "report"],
-    // The console: its state, its loop, and the drawing of the state.
-    &["app", "ui"],
-    // The command line's shapes (the subcommands below take their arguments from it).
-    &["cli"],
-    // Subcommands.
-    &[
-        "agent",
-        "bench",
-        "deploy",
-        "demo_run",
-        "headless",
-        "parse_cmd",
-    ],
-    // Dispatch.
+    // The console's telemetry sources: simulator, fleet, Prometheus, replay.
+    &["sources"],
+    // What runs on a node: `burnin agent` and its samplers.
+    &["agent"],
+    // A record made into a report.
+    &["report"],
+    // The console's state, keys and looks.
+    &["app"],
+    // Drawing the state.
+    &["ui"],
+    // The terminal loop and the phase driver.
+    &["console"],
+    // The command line and each subcommand.
     &["commands"],
 ];
 
-/// Imports against the order still in the code (module → module it names), each waiting for
-/// its move in issue 27. Remove a line when its move lands; never add one.
-const KNOWN: &[(&str, &str)] = &[
-    // The S3 probe parser reads the probe's report into its type: the report's shape goes
-    // down to `model` with the probe's split.
-    ("parsers", "probes"),
-    // The simulator plays the shipped plan and judges its own verdicts: it should emit the
-    // figures and let the real gates judge them (the fleet reaches the phase driver only
-    // through `fleet::PhaseSide`).
-    ("telemetry", "phases"),
-];
+/// Imports against the order still in the code (module → module it names). Issue 27's moves
+/// have all landed: the list is empty and must stay so.
+const KNOWN: &[(&str, &str)] = &[];
 
 /// The floor of a top-level module.
 fn floor(module: &str) -> Option<usize> {
@@ -146,5 +134,21 @@ fn imports_go_down_the_floors() {
         gone.is_empty(),
         "these moves landed: take them out of KNOWN:\n  {}",
         gone.join("\n  ")
+    );
+}
+
+#[test]
+fn only_main_and_lib_sit_loose_in_src() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let loose: Vec<String> = std::fs::read_dir(&root)
+        .expect("read src/")
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "main.rs" && n != "lib.rs")
+        .collect();
+    assert!(
+        loose.is_empty(),
+        "every module lives in its floor's folder; loose in src/: {loose:?}"
     );
 }

@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
-use burnin::ui::catalog::{self, Sources};
-use burnin::ui::layout::{self, Layout};
-use burnin::ui::theme::{self, Theme};
+use burnin::app::catalog::{self, Sources};
+use burnin::app::layout::{self, Layout};
+use burnin::app::theme::{self, Theme};
 
 #[test]
 fn shipped_files_on_disk_load_and_match_the_embedded_copies() {

@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use burnin::parse_cmd::{Kind, Options, Reading, read_text};
+use burnin::commands::parse::{Kind, Options, Reading, read_text};
 use burnin::phases::PhaseMetric;
 use toml::Value;
 
@@ -18,7 +18,7 @@ fn corpus() -> PathBuf {
 
 fn options(fields: Option<Vec<String>>) -> Options {
     Options {
-        plan: burnin::phases::plan::default_plan().clone(),
+        plan: burnin::plan::default_plan().clone(),
         baseline: None,
         gpus: 8,
         smi_fields: fields,

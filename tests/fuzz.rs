@@ -32,19 +32,19 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use burnin::app::layout::Layout;
 use burnin::app::state::{Event, State};
-use burnin::cluster::ClusterStore;
-use burnin::inventory::Inventory;
+use burnin::app::theme::Theme;
+use burnin::commands::parse::{self, KINDS, Kind, Options};
+use burnin::config::inventory::Inventory;
 use burnin::model::NodeLink;
-use burnin::parse_cmd::{self, KINDS, Kind, Options};
+use burnin::model::SourceEvent;
 use burnin::parsers::{OutputParser, ParseContext, ParserKind, launcher};
-use burnin::phases::plan::Plan;
-use burnin::telemetry::SourceEvent;
-use burnin::telemetry::prom_source::PromNodes;
-use burnin::telemetry::smi::{LEGACY_FIELDS, MODERN_FIELDS, SmiDecoder};
-use burnin::telemetry::wire::{self, Decoded, Decoder, WireMessage};
-use burnin::ui::layout::Layout;
-use burnin::ui::theme::Theme;
+use burnin::plan::Plan;
+use burnin::sources::prometheus::PromNodes;
+use burnin::sources::smi::{LEGACY_FIELDS, MODERN_FIELDS, SmiDecoder};
+use burnin::store::ClusterStore;
+use burnin::wire::{self, Decoded, Decoder, WireMessage};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{FileFailurePersistence, RngSeed};
@@ -235,7 +235,7 @@ fn fixture_outputs() -> Vec<Seed> {
                 continue;
             }
             let mut s = Seed::file(&rel);
-            s.kind = parse_cmd::detect(&String::from_utf8_lossy(&s.bytes));
+            s.kind = parse::detect(&String::from_utf8_lossy(&s.bytes));
             out.push(s);
         }
     }
@@ -332,7 +332,7 @@ impl Family {
 /// agent writes for a node of the demo cluster (RDMA ports, interfaces, NVLink, an Xid: what
 /// the H200 captures lack).
 fn ndjson_seeds() -> Vec<Seed> {
-    use burnin::telemetry::sim::{SIM_EPOCH_MS, SimCluster, SimConfig};
+    use burnin::sources::sim::{SIM_EPOCH_MS, SimCluster, SimConfig};
     let mut sim = SimCluster::new(SimConfig::demo(1));
     let mut text = String::new();
     for s in [1, 2, 3, 175, 176] {
@@ -420,11 +420,11 @@ fn prom_answer_seeds() -> Vec<Seed> {
     let mut out = Vec::new();
     for seed in prom_text_seeds() {
         let text = String::from_utf8_lossy(&seed.bytes);
-        let exp = burnin::parsers::prometheus::parse(&text);
+        let exp = burnin::wire::prometheus::parse(&text);
         if !exp.samples.iter().any(|s| s.name.starts_with("DCGM_FI_")) {
             continue;
         }
-        let labels = |s: &burnin::parsers::prometheus::Sample, keep: &[&str]| {
+        let labels = |s: &burnin::wire::prometheus::Sample, keep: &[&str]| {
             let mut m = serde_json::Map::new();
             for (k, v) in &s.labels {
                 if keep.contains(&k.as_ref()) {
@@ -1017,12 +1017,12 @@ fn check_finite(what: &str, value: &impl fmt::Debug) -> Result<(), TestCaseError
 }
 
 /// The lines a node's stream hands the decoder, as the fleet reads them: split at `\n`, invalid
-/// UTF-8 replaced, a line of [`burnin::telemetry::fleet::MAX_LINE_BYTES`] or more dropped.
+/// UTF-8 replaced, a line of [`burnin::sources::fleet::MAX_LINE_BYTES`] or more dropped.
 fn stream_lines(bytes: &[u8]) -> Vec<String> {
     bytes
         .split_inclusive(|&c| c == b'\n')
         .map(|l| {
-            if l.len() as u64 >= burnin::telemetry::fleet::MAX_LINE_BYTES {
+            if l.len() as u64 >= burnin::sources::fleet::MAX_LINE_BYTES {
                 "<line too long>".to_string()
             } else {
                 String::from_utf8_lossy(l).into_owned()
@@ -1158,7 +1158,7 @@ fn decode_smi(
             ),
             WireMessage::Hello(h) => prop_assert!(h.gpus.len() <= expected_gpus.max(1) as usize),
             WireMessage::Error(e) => {
-                prop_assert!(e.len() <= burnin::telemetry::fleet::MAX_LINE_BYTES as usize + 64)
+                prop_assert!(e.len() <= burnin::sources::fleet::MAX_LINE_BYTES as usize + 64)
             }
         }
     }
@@ -1209,19 +1209,19 @@ proptest! {
     fn prometheus_text_takes_any_scrape(c in case(Family::PromText)) {
         cap_memory();
         let text = c.text();
-        let exp = burnin::parsers::prometheus::parse(&text);
+        let exp = burnin::wire::prometheus::parse(&text);
         for e in &exp.errors {
             check_error("prometheus::parse", &e.to_string())?;
         }
         let names: std::collections::BTreeSet<&str> =
             exp.samples.iter().map(|s| s.name.as_str()).collect();
         for name in names {
-            let b = burnin::parsers::prometheus::buckets(exp.metric(name));
+            let b = burnin::wire::prometheus::buckets(exp.metric(name));
             for q in [0.0, 0.5, 0.99, 1.0] {
-                let _ = burnin::parsers::prometheus::quantile(&b, q);
+                let _ = burnin::wire::prometheus::quantile(&b, q);
             }
         }
-        let g = burnin::telemetry::dcgm_series::gather_text(&text, &HOST_LABELS);
+        let g = burnin::sources::dcgm_series::gather_text(&text, &HOST_LABELS);
         let _ = g.absent();
         for node in g.nodes.values() {
             let _ = node.unavailable();
@@ -1239,14 +1239,14 @@ fn prom_nodes() -> PromNodes {
     let inv = INV.get_or_init(|| {
         let mut hosts = std::collections::BTreeSet::new();
         for s in Family::PromText.seeds() {
-            let g = burnin::telemetry::dcgm_series::gather_text(
+            let g = burnin::sources::dcgm_series::gather_text(
                 &String::from_utf8_lossy(&s.bytes),
                 &HOST_LABELS,
             );
             hosts.extend(
                 g.nodes
                     .into_keys()
-                    .filter(|h| burnin::inventory::validate_target(h).is_ok()),
+                    .filter(|h| burnin::config::inventory::validate_target(h).is_ok()),
             );
         }
         let mut text = String::from(
@@ -1272,7 +1272,7 @@ proptest! {
         polls in 1..4usize,
     ) {
         cap_memory();
-        let series = match burnin::telemetry::promql::decode("http://prom:9090", &c.bytes()) {
+        let series = match burnin::sources::promql::decode("http://prom:9090", &c.bytes()) {
             Ok(s) => s,
             Err(e) => return check_error("promql::decode", &e),
         };
@@ -1353,7 +1353,7 @@ proptest! {
         for m in &metrics {
             check_finite("phase metric", m)?;
         }
-        let figures = burnin::phases::gates::figures(&metrics);
+        let figures = burnin::plan::gates::figures(&metrics);
         check_finite("figures", &figures)?;
     }
 }
@@ -1374,7 +1374,7 @@ fn check_printable(what: &str, text: &str) -> Result<(), TestCaseError> {
 /// fields, and a saved baseline when `baseline` says.
 fn parse_options(seed: &Seed, baseline: bool) -> Options {
     Options {
-        plan: burnin::phases::plan::default_plan().clone(),
+        plan: burnin::plan::default_plan().clone(),
         baseline: baseline.then(|| {
             burnin::record::session::read_baseline(
                 &root().join("tests/fixtures/h200-verdicts/burnin-baseline.json"),
@@ -1391,7 +1391,7 @@ fn parse_options(seed: &Seed, baseline: bool) -> Options {
 enum KindChoice {
     /// The seed's own kind (detected when it has none).
     Own,
-    /// Whatever `parse_cmd::detect` finds.
+    /// Whatever `parse::detect` finds.
     Detect,
     /// One of every kind.
     Any(Index),
@@ -1400,7 +1400,7 @@ enum KindChoice {
 proptest! {
     #![proptest_config(config("parse-cmd"))]
 
-    /// Every file `burnin parse` reads, mutated, through `parse_cmd::read_text` as its own
+    /// Every file `burnin parse` reads, mutated, through `parse::read_text` as its own
     /// kind, as any kind, or detected, then judged by the shipped plan and printed: errors
     /// short, the printout free of control characters.
     #[test]
@@ -1420,14 +1420,14 @@ proptest! {
             KindChoice::Detect => None,
             KindChoice::Any(i) => Some(KINDS[i.index(KINDS.len())].1),
         };
-        match parse_cmd::read_text("n0.log", &text, kind, &parse_options(c.seed(), baseline)) {
+        match parse::read_text("n0.log", &text, kind, &parse_options(c.seed(), baseline)) {
             Ok(r) => {
-                check_printable("parse_cmd::render", &parse_cmd::render(&r))?;
+                check_printable("parse::render", &parse::render(&r))?;
                 for m in &r.metrics {
                     check_finite("phase metric", m)?;
                 }
             }
-            Err(e) => check_error("parse_cmd::read_text", &e)?,
+            Err(e) => check_error("parse::read_text", &e)?,
         }
     }
 }
@@ -1653,7 +1653,7 @@ fn read_record(c: &RecordCase, errors: Errors, printable: bool) -> Result<(), Te
             errors.check("TelemetryStream", &e, all)?;
         }
     }
-    match burnin::replay::Timeline::load(run) {
+    match burnin::sources::replay::Timeline::load(run) {
         Ok(t) => {
             let mut store = ClusterStore::new();
             for ev in t.play().take(REPLAY_EVENTS).map(|(_, e)| e) {
@@ -1891,8 +1891,8 @@ proptest! {
         // its histories keep their fixed number of slots.
         prop_assert_eq!(state.store.nodes.len(), 1);
         for g in &state.store.nodes[0].gpus {
-            prop_assert!(g.power_watts.len() <= burnin::cluster::HISTORY_SLOTS);
-            prop_assert!(g.temperature_c.len() <= burnin::cluster::HISTORY_SLOTS);
+            prop_assert!(g.power_watts.len() <= burnin::store::HISTORY_SLOTS);
+            prop_assert!(g.temperature_c.len() <= burnin::store::HISTORY_SLOTS);
         }
         check_screen(&state)?;
         state.ui.overlay = burnin::app::state::Overlay::GpuDetails;
@@ -1904,10 +1904,10 @@ proptest! {
 // Issue 26's caps and checks, held on every case
 
 /// Most GPUs the store keeps for one node.
-const MAX_GPUS_PER_NODE: usize = burnin::cluster::MAX_GPUS_PER_NODE as usize;
+const MAX_GPUS_PER_NODE: usize = burnin::store::MAX_GPUS_PER_NODE as usize;
 
 /// Most RDMA ports, and most Ethernet interfaces, the store keeps for one node.
-const MAX_PORTS_PER_NODE: usize = burnin::cluster::MAX_PORTS_PER_NODE;
+const MAX_PORTS_PER_NODE: usize = burnin::store::MAX_PORTS_PER_NODE;
 
 /// One hostile frame: GPU indices, RDMA ports as (device number, port), interface numbers.
 type HostileFrame = (Vec<u32>, Vec<(u16, u32)>, Vec<u16>);

@@ -2,16 +2,16 @@
 //! reads as the GPU was (idle, then at its 700 W cap under a GEMM loop), and gives no false
 //! findings; burnin's own nvidia-smi query output parses by position.
 
-use burnin::cluster::ClusterStore;
+use burnin::model::SourceEvent;
 use burnin::model::clock_events;
-use burnin::telemetry::SourceEvent;
-use burnin::telemetry::smi::{MODERN_FIELDS, SmiDecoder};
+use burnin::sources::smi::{MODERN_FIELDS, SmiDecoder};
+use burnin::store::ClusterStore;
 
 /// The fields the H200 captures were asked for: the modern list before `driver_version` was
 /// added to it (the capture's rows have these 16 cells).
 const CAPTURED_FIELDS: &[&str] = MODERN_FIELDS.split_at(16).0;
-use burnin::telemetry::wire::{Decoded, Decoder, WireMessage};
 use burnin::triage::{Severity, Triage};
+use burnin::wire::{Decoded, Decoder, WireMessage};
 
 fn fixture(name: &str) -> String {
     std::fs::read_to_string(format!(

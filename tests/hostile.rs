@@ -83,7 +83,7 @@ fn a_node_name_with_shell_syntax_is_refused_in_every_mode() {
             "[[node]]\nhost = \"$(touch {})\"\nmode = \"{mode}\"\n",
             pwned.display()
         );
-        let err = burnin::inventory::Inventory::parse("burnin.toml", &text)
+        let err = burnin::config::inventory::Inventory::parse("burnin.toml", &text)
             .expect_err("a name with shell syntax is an error");
         assert!(err.to_string().contains("contains '$'"), "{mode}: {err}");
         assert_eq!(err.line, Some(2), "{mode}: located at the host line");
@@ -111,12 +111,12 @@ async fn the_runner_refuses_a_placeholder_value_with_shell_syntax() {
     use burnin::phases::runner::{RunContext, run_phase};
     let dir = TempDir::new("runner");
     let pwned = dir.path().join("PWNED");
-    let inventory = burnin::inventory::Inventory::parse(
+    let inventory = burnin::config::inventory::Inventory::parse(
         "burnin.toml",
         "[[node]]\nhost = \"n1\"\nmode = \"local\"\ngpus = 1\n",
     )
     .expect("inventory");
-    let plan = burnin::phases::plan::Plan::parse(
+    let plan = burnin::plan::Plan::parse(
         "plan.toml",
         &format!(
             "[settings]\nremote_dir = \"{}/runs\"\ngrace_s = 1\n[[phase]]\nid = \"T1\"\ntitle = \"echo\"\n\
@@ -130,7 +130,7 @@ async fn the_runner_refuses_a_placeholder_value_with_shell_syntax() {
         control_dir: None,
         connect_timeout: Duration::from_secs(5),
     };
-    let mut nodes = burnin::headless::runner_nodes(&inventory, &ssh);
+    let mut nodes = burnin::commands::run::runner_nodes(&inventory, &ssh);
     let evil = format!("n1$(touch {})", pwned.display());
     nodes[0].spec.target = evil.clone();
     let ctx = RunContext {
@@ -277,15 +277,17 @@ fn absurd_inventory_values_are_located_errors() {
         ),
     ];
     for (text, want) in cases {
-        let err = burnin::inventory::Inventory::parse("burnin.toml", text)
+        let err = burnin::config::inventory::Inventory::parse("burnin.toml", text)
             .expect_err(&format!("{text:?} must be refused"));
         assert!(err.to_string().contains(want), "{text:?}: {err}");
         assert!(err.line.is_some(), "{text:?}: located: {err}");
     }
     // The largest inventory allowed is read.
-    let inv =
-        burnin::inventory::Inventory::parse("burnin.toml", "[[node]]\nhost = \"gpu[0001-4096]\"\n")
-            .expect("4096 nodes");
+    let inv = burnin::config::inventory::Inventory::parse(
+        "burnin.toml",
+        "[[node]]\nhost = \"gpu[0001-4096]\"\n",
+    )
+    .expect("4096 nodes");
     assert_eq!(inv.nodes.len(), 4096);
 }
 
@@ -309,14 +311,14 @@ fn non_finite_gate_bounds_are_located_errors() {
         "{ kind = \"baseline\", figure = \"tflops_bf16\", pct = -5 }",
         "{ kind = \"scaling\", pct = inf }",
     ] {
-        let err = burnin::phases::plan::Plan::parse("plan.toml", &phase(gate))
+        let err = burnin::plan::Plan::parse("plan.toml", &phase(gate))
             .expect_err(&format!("{gate} must be refused"));
         assert!(
             err.line == Some(7),
             "{gate}: located at the gates line: {err}"
         );
     }
-    burnin::phases::plan::Plan::parse(
+    burnin::plan::Plan::parse(
         "plan.toml",
         &phase("{ kind = \"min\", figure = \"tflops_bf16\", value = 500 }"),
     )
@@ -329,9 +331,9 @@ fn non_finite_gate_bounds_are_located_errors() {
 /// node can have and says what it did not keep.
 #[test]
 fn a_stream_of_endless_gpus_and_ports_is_capped_with_a_note() {
+    use burnin::model::SourceEvent;
     use burnin::model::{GpuSample, NicSample, NodeFrame};
-    use burnin::telemetry::SourceEvent;
-    let mut store = burnin::cluster::ClusterStore::new();
+    let mut store = burnin::store::ClusterStore::new();
     for f in 0..200u32 {
         let frame = NodeFrame {
             node: "n1".into(),
@@ -355,7 +357,7 @@ fn a_stream_of_endless_gpus_and_ports_is_capped_with_a_note() {
     }
     let n = store.node("n1").expect("node");
     assert_eq!(n.gpus.len(), 64, "GPUs 0 to 63 kept");
-    assert_eq!(n.nics.len(), burnin::cluster::MAX_PORTS_PER_NODE);
+    assert_eq!(n.nics.len(), burnin::store::MAX_PORTS_PER_NODE);
     let words = n.over_limit_words().expect("the cap says so");
     assert!(words.contains("at most 64 GPUs"), "{words}");
     assert!(n.over_limit_samples > 50_000, "{words}");
@@ -591,22 +593,22 @@ fn a_record_holding_a_link_is_not_taken_over() {
 /// A damaged figure of 1e308 prints as a number a person reads, not 309 digits.
 #[test]
 fn a_huge_figure_prints_short() {
-    let s = burnin::phases::gates::fmt_value(1e308);
+    let s = burnin::plan::gates::fmt_value(1e308);
     assert_eq!(s, "1.000e308");
-    assert_eq!(burnin::phases::gates::fmt_value(31_092_424.0), "31092424");
+    assert_eq!(burnin::plan::gates::fmt_value(31_092_424.0), "31092424");
 }
 
 /// A frame whose readings overflow to infinity (JSON's 1e39 as an f32): no reading, not an
 /// infinite power for triage to judge.
 #[test]
 fn readings_that_are_not_finite_are_no_readings() {
-    use burnin::telemetry::wire::{Decoded, Decoder, WireMessage};
+    use burnin::wire::{Decoded, Decoder, WireMessage};
     let line = r#"{"frame":{"node":"n1","at_ms":1000,"gpus":[{"index":0,"power_avg_watts":1e39,"utilization_pct":50,"nvlink_tx_bytes_per_sec":1e39}],"nics":[{"device":"mlx5_0","port":1,"rate_gbps":1e39}]}}"#;
     let Ok(Decoded::Message(WireMessage::Frame(frame))) = Decoder::new().decode(line) else {
         panic!("the frame decodes (its numbers are valid JSON)");
     };
-    let mut store = burnin::cluster::ClusterStore::new();
-    store.ingest(burnin::telemetry::SourceEvent::Frame(frame));
+    let mut store = burnin::store::ClusterStore::new();
+    store.ingest(burnin::model::SourceEvent::Frame(frame));
     let n = store.node("n1").expect("node");
     let s = n.gpus[0].latest.as_ref().expect("sample");
     assert_eq!(s.power_avg_watts, None);

@@ -149,10 +149,10 @@ fn figure(doc: &serde_json::Value, id: &str, name: &str, subject: &str) -> Optio
 /// The console's path without a terminal: a fleet source over the site's node (telemetry from
 /// a simulated agent with `gpus` GPUs) with a phase driver, and a store fed from it.
 struct Console {
-    store: burnin::cluster::ClusterStore,
+    store: burnin::store::ClusterStore,
     /// The run directory the driver said it records into (`SourceEvent::Recording`).
     recording: Option<String>,
-    rx: tokio::sync::mpsc::Receiver<burnin::telemetry::SourceEvent>,
+    rx: tokio::sync::mpsc::Receiver<burnin::model::SourceEvent>,
     commands: tokio::sync::mpsc::UnboundedSender<burnin::phases::PhaseCommand>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -171,15 +171,16 @@ impl Console {
         resume: Option<&Path>,
         record_from_start: bool,
     ) -> Console {
-        use burnin::telemetry::Source;
+        use burnin::model::Source;
         use std::sync::Arc;
         let text = format!(
             "[defaults]\nmode = \"agent\"\ninterval = \"200ms\"\nconnect_timeout = \"5s\"\nagent_path = \"{BIN}\"\n\
              agent_args = [\"--sim\", \"--gpus\", \"{gpus}\"]\ngpus = {gpus}\n[[node]]\nhost = \"node01\"\n"
         );
-        let inventory = burnin::inventory::Inventory::parse("test.toml", &text).expect("inventory");
+        let inventory =
+            burnin::config::inventory::Inventory::parse("test.toml", &text).expect("inventory");
         let plan = Arc::new(
-            burnin::phases::plan::Plan::parse(
+            burnin::plan::Plan::parse(
                 "plan.toml",
                 &std::fs::read_to_string(site.cluster.dir.join("plan.toml")).expect("plan"),
             )
@@ -190,14 +191,14 @@ impl Console {
             control_dir: None,
             connect_timeout: Duration::from_secs(5),
         };
-        let mut driver = burnin::app::driver::PhaseDriver::new(
+        let mut driver = burnin::console::driver::PhaseDriver::new(
             burnin::phases::runner::RunContext {
                 run_id: String::new(),
                 attempt: 1,
                 earlier: Default::default(),
                 confirm: None,
                 plan: Arc::clone(&plan),
-                nodes: burnin::headless::runner_nodes(&inventory, &ssh),
+                nodes: burnin::commands::run::runner_nodes(&inventory, &ssh),
                 baseline: None,
                 telemetry: Some(Arc::new(burnin::triage::telemetry_log::TelemetryLog::new(
                     200,
@@ -212,13 +213,13 @@ impl Console {
         }
         driver.set_record_from_start(record_from_start);
         let source = Box::new(
-            burnin::telemetry::fleet::FleetSource::new(inventory, ssh, PathBuf::from(BIN))
+            burnin::sources::fleet::FleetSource::new(inventory, ssh, PathBuf::from(BIN))
                 .with_phases(driver),
         );
         let (tx, rx) = tokio::sync::mpsc::channel(8192);
         let (commands, cmd_rx) = tokio::sync::mpsc::unbounded_channel();
         let task = tokio::spawn(source.run(tx, cmd_rx));
-        let mut store = burnin::cluster::ClusterStore::with_period(200);
+        let mut store = burnin::store::ClusterStore::with_period(200);
         store.set_plan(&plan);
         Console {
             store,
@@ -237,18 +238,18 @@ impl Console {
         self.until(&format!("{id} to end"), &|s| {
             matches!(
                 s.phase(id).map(|p| p.state),
-                Some(burnin::cluster::PhaseState::Done(_))
+                Some(burnin::store::PhaseState::Done(_))
             )
         })
         .await;
     }
 
     /// Feed events into the store until `done` holds (40 s at most).
-    async fn until(&mut self, what: &str, done: &dyn Fn(&burnin::cluster::ClusterStore) -> bool) {
+    async fn until(&mut self, what: &str, done: &dyn Fn(&burnin::store::ClusterStore) -> bool) {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
         while !done(&self.store) {
             match tokio::time::timeout_at(deadline, self.rx.recv()).await {
-                Ok(Some(burnin::telemetry::SourceEvent::Recording { dir })) => {
+                Ok(Some(burnin::model::SourceEvent::Recording { dir })) => {
                     self.recording = Some(dir);
                 }
                 Ok(Some(ev)) => self.store.ingest(ev),
@@ -495,8 +496,8 @@ command = "i=0; while [ $i -lt 80 ]; do echo \"line $i\"; i=$((i+1)); sleep 0.05
 /// fill the NCCL view as they arrive, `a` aborts a long one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_starts_and_aborts_phases_on_real_nodes() {
-    use burnin::cluster::{ClusterStore, PhaseState};
     use burnin::phases::{PhaseCommand, Verdict};
+    use burnin::store::{ClusterStore, PhaseState};
 
     let plan_text = r#"
 [[phase]]
@@ -642,7 +643,7 @@ async fn the_console_records_from_its_start_when_asked() {
             .unwrap_or_default()
     };
     let gpus_stream =
-        |s: &burnin::cluster::ClusterStore| s.node("node01").is_some_and(|n| n.gpus.len() == 2);
+        |s: &burnin::store::ClusterStore| s.node("node01").is_some_and(|n| n.gpus.len() == 2);
     {
         let mut console = Console::start(&site, 2, None);
         console.until("telemetry", &gpus_stream).await;
@@ -748,8 +749,8 @@ async fn the_first_phase_keeps_what_the_console_saw_before_it() {
 /// chain stops there (the group never starts).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn aborting_a_together_phase_stops_its_chain() {
-    use burnin::cluster::PhaseState;
     use burnin::phases::{PhaseCommand, Verdict};
+    use burnin::store::PhaseState;
 
     let plan_text = r#"
 [[phase]]
@@ -811,8 +812,8 @@ together = ["L", "Q"]
 /// then at once; the group's comparison reaches the store.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_runs_a_together_phase_after_its_members_alone() {
-    use burnin::cluster::PhaseState;
     use burnin::phases::{PhaseCommand, Verdict};
+    use burnin::store::PhaseState;
 
     let plan_text = r#"
 [[phase]]
@@ -1131,9 +1132,7 @@ fn a_drill_whose_killed_job_never_comes_back_fails_naming_the_missing_restart() 
 /// nodes apart by the address the SSH session reached ($SSH_CONNECTION).
 #[test]
 fn t0_preflight_runs_as_shipped_over_ssh_and_names_what_is_wrong_per_node() {
-    let t0 = burnin::phases::plan::default_plan()
-        .find("T0")
-        .expect("T0 shipped");
+    let t0 = burnin::plan::default_plan().find("T0").expect("T0 shipped");
     // The command as resolved, written back as plan text (braces doubled again).
     let plan = format!(
         "[[phase]]\nid = \"T0\"\ntitle = \"preflight\"\nscope = \"each-node\"\nparser = \"preflight\"\ngates = [{{ kind = \"checks\" }}]\ncommand = '''\n{}\n'''\n",
@@ -1354,10 +1353,10 @@ command = "sleep 8; echo done"
         events.contains(r#""event":"expect""#) && events.contains(r#""node":"node01","gpus":2"#),
         "{events}"
     );
-    let timeline = burnin::replay::Timeline::load(&dir).expect("timeline");
+    let timeline = burnin::sources::replay::Timeline::load(&dir).expect("timeline");
     assert!(timeline.events.iter().any(|(_, e)| matches!(
         e,
-        burnin::telemetry::SourceEvent::Expect { node, gpus: 2, .. } if node == "node01"
+        burnin::model::SourceEvent::Expect { node, gpus: 2, .. } if node == "node01"
     )));
 }
 
@@ -1420,8 +1419,8 @@ command = "echo after"
 /// console; it shows the recorded verdicts, re-attaches, and the phase ends in the same record.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_takes_over_a_run_whose_console_died() {
-    use burnin::cluster::PhaseState;
     use burnin::phases::Verdict;
+    use burnin::store::PhaseState;
 
     let plan_text = r#"
 [[phase]]

@@ -194,13 +194,13 @@ fn the_h200_scrape_matches_the_h200_frames() {
         .lines()
         .filter(|l| l.starts_with("{\"frame\""))
         .map(|l| {
-            burnin::telemetry::frame_scan::frame_line(l)
+            burnin::wire::scan::frame_line(l)
                 .unwrap_or_else(|| panic!("fast path declined a real agent line: {l}"))
         })
         .collect();
     assert_eq!(frames.len(), 6);
     let text = std::fs::read_to_string(format!("{dir}/metrics.prom")).expect("metrics");
-    let parsed = burnin::parsers::prometheus::parse(&text);
+    let parsed = burnin::wire::prometheus::parse(&text);
     assert!(parsed.errors.is_empty(), "{:?}", parsed.errors);
     let value = |name: &str| {
         parsed

@@ -188,14 +188,14 @@ fn status_through_a_real_prometheus_matches_the_agents_frames() {
     // The back-fill's range query, on the real server: history for every node, in time order,
     // after the node's hello and before its live frame.
     let inventory =
-        burnin::inventory::Inventory::load(&dir.0.join("burnin.toml")).expect("inventory");
+        burnin::config::inventory::Inventory::load(&dir.0.join("burnin.toml")).expect("inventory");
     let spec = inventory.prometheus.clone().expect("[prometheus]");
-    let queries = burnin::telemetry::prom_source::Queries::new(&spec);
+    let queries = burnin::sources::prometheus::Queries::new(&spec);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
-    let client = burnin::telemetry::promql::PromClient::new(&spec).expect("client");
+    let client = burnin::sources::promql::PromClient::new(&spec).expect("client");
     // Prometheus has scraped for a few seconds only: ask until it has several steps.
     let (history, values, times) =
         wait_for("history of several steps", Duration::from_secs(30), || {
@@ -218,7 +218,7 @@ fn status_through_a_real_prometheus_matches_the_agents_frames() {
             (!history.is_empty() && history.iter().all(|s| s.points.len() >= 4))
                 .then_some((history, values, times))
         });
-    let mut watched = burnin::telemetry::prom_source::PromNodes::new(
+    let mut watched = burnin::sources::prometheus::PromNodes::new(
         inventory.nodes.clone(),
         &spec,
         inventory.interval,
@@ -234,7 +234,7 @@ fn status_through_a_real_prometheus_matches_the_agents_frames() {
         let frames: Vec<u64> = events
             .iter()
             .filter_map(|e| match e {
-                burnin::telemetry::SourceEvent::Frame(f) if f.node == name => Some(f.at_ms),
+                burnin::model::SourceEvent::Frame(f) if f.node == name => Some(f.at_ms),
                 _ => None,
             })
             .collect();

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use burnin::app::state::Event;
-use burnin::replay::Timeline;
+use burnin::sources::replay::Timeline;
 use common::{DEMO_LABEL, demo_state, empty_state, screen};
 
 fn demo_record(name: &str) -> (PathBuf, PathBuf) {
@@ -138,7 +138,7 @@ fn seeking_back_shows_what_the_live_console_showed_then() {
     for ev in timeline.until(340) {
         replayed.update(Event::Source(ev.clone()));
     }
-    replayed.update(Event::Source(burnin::telemetry::SourceEvent::Rewind));
+    replayed.update(Event::Source(burnin::model::SourceEvent::Rewind));
     for ev in timeline.until(125) {
         replayed.update(Event::Source(ev.clone()));
     }
@@ -155,7 +155,7 @@ fn seeking_back_shows_what_the_live_console_showed_then() {
 fn replay_keys_steer_the_replay_and_the_status_bar_shows_where_it_is() {
     use burnin::app::action::Effect;
     use burnin::app::state::Playback;
-    use burnin::replay::PlaybackCommand;
+    use burnin::sources::replay::PlaybackCommand;
     let (root, dir) = demo_record("keys");
     let timeline = Timeline::load(&dir).expect("timeline");
     let mut state = empty_state(DEMO_LABEL, (160, 48));

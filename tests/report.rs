@@ -361,10 +361,10 @@ fn a_real_h200_record_reports() {
     let power = std::fs::read_to_string(dir.join("report-power.svg")).expect("power svg");
     assert!(!power.contains("no data recorded") && power.contains("power limit 700 W"));
     // The same record replays: 36 seconds of frames from the real agent.
-    let timeline = burnin::replay::Timeline::load(&dir).expect("timeline");
+    let timeline = burnin::sources::replay::Timeline::load(&dir).expect("timeline");
     let frames = timeline
         .play()
-        .filter(|(_, e)| matches!(e, burnin::telemetry::SourceEvent::Frame(_)))
+        .filter(|(_, e)| matches!(e, burnin::model::SourceEvent::Frame(_)))
         .count();
     assert_eq!(frames, 36);
     let _ = std::fs::remove_dir_all(root);

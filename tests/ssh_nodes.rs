@@ -6,11 +6,11 @@ mod common;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use burnin::cluster::ClusterStore;
-use burnin::inventory::Inventory;
+use burnin::config::inventory::Inventory;
 use burnin::model::NodeLink;
-use burnin::telemetry::fleet::FleetSource;
-use burnin::telemetry::{Source, SourceEvent};
+use burnin::model::{Source, SourceEvent};
+use burnin::sources::fleet::FleetSource;
+use burnin::store::ClusterStore;
 use burnin::transport::ssh::SshSettings;
 use common::sshd::Cluster;
 use tokio::sync::mpsc;
@@ -517,7 +517,7 @@ async fn a_node_with_a_wrong_clock_is_neither_stale_nor_moves_the_console_clock(
         "node02's history advances with the console clock: {slots} slots"
     );
     assert!(streaming(&w.store, "node01", 1));
-    let wall = burnin::telemetry::fleet::now_ms();
+    let wall = burnin::sources::fleet::now_ms();
     assert!(
         w.store.now_ms.abs_diff(wall) < 10_000,
         "console clock follows the wall clock"

@@ -4,8 +4,8 @@
 
 mod common;
 
+use burnin::app::layout::PaneKind;
 use burnin::app::state::{Confirm, Event, Overlay};
-use burnin::ui::layout::PaneKind;
 use burnin::ui::{Ctx, panes};
 use common::{demo_state, screen};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -220,7 +220,7 @@ fn recording_console_says_so() {
     let mut state = demo_state(30, (100, 30));
     let before = screen(&state).backend().to_string();
     assert!(!before.contains("REC"), "{before}");
-    state.update(Event::Source(burnin::telemetry::SourceEvent::Recording {
+    state.update(Event::Source(burnin::model::SourceEvent::Recording {
         dir: "burnin-runs/20261204-140000".into(),
     }));
     let term = screen(&state);
@@ -239,8 +239,8 @@ fn tiny_terminal_does_not_panic() {
 #[test]
 fn node_states_in_the_grid() {
     use burnin::model::NodeLink;
-    use burnin::telemetry::SourceEvent;
-    use burnin::telemetry::sim::{SIM_EPOCH_MS, SimCluster, SimConfig};
+    use burnin::model::SourceEvent;
+    use burnin::sources::sim::{SIM_EPOCH_MS, SimCluster, SimConfig};
     // Four real-looking nodes: one streaming, one refused by ssh auth, one gone quiet, one
     // still connecting.
     let mut config = SimConfig::demo(1);
@@ -277,9 +277,9 @@ fn node_states_in_the_grid() {
 
 #[test]
 fn storage_pane_follows_the_probe_of_a_plan_phase() {
+    use burnin::model::SourceEvent;
     use burnin::phases::{PhaseEvent, PhaseMetric};
     use burnin::probes::ProbeWindow;
-    use burnin::telemetry::SourceEvent;
     let mut state =
         burnin::app::state::State::new(vec![], vec![], "watch: burnin.toml (2 nodes)", (100, 10));
     let t0 = 1_780_000_000_000u64;
@@ -327,9 +327,9 @@ fn storage_pane_follows_the_probe_of_a_plan_phase() {
 
 #[test]
 fn t0_checklist_shows_what_failed_warned_or_was_unknown_with_the_line_read() {
+    use burnin::model::SourceEvent;
     use burnin::parsers::preflight::PreflightParser;
     use burnin::phases::{PhaseEvent, PhaseMetric};
-    use burnin::telemetry::SourceEvent;
     let mut state = common::empty_state("test", (110, 36));
     let t = 1_800_000_000_000u64;
     let phase = |ev| state_event(SourceEvent::Phase(ev));
@@ -381,9 +381,9 @@ fn t0_checklist_shows_what_failed_warned_or_was_unknown_with_the_line_read() {
 
 #[test]
 fn a_together_phase_shows_each_figure_alone_and_together_worst_first() {
-    use burnin::phases::gates::FigureChange;
+    use burnin::model::SourceEvent;
     use burnin::phases::{PhaseEvent, PhaseMetric, Verdict};
-    use burnin::telemetry::SourceEvent;
+    use burnin::plan::gates::FigureChange;
     let mut state = common::empty_state("test", (110, 30));
     let t = 1_800_000_000_000u64;
     let phase = |ev| state_event(SourceEvent::Phase(ev));
@@ -458,9 +458,9 @@ fn a_together_phase_shows_each_figure_alone_and_together_worst_first() {
 #[test]
 fn a_drill_asks_in_the_status_bar_and_c_confirms_it() {
     use burnin::app::action::Effect;
-    use burnin::phases::drill::SeriesOutcome;
+    use burnin::model::SourceEvent;
     use burnin::phases::{PhaseCommand, PhaseEvent, PhaseMetric};
-    use burnin::telemetry::SourceEvent;
+    use burnin::plan::drill::SeriesOutcome;
     let mut state = common::empty_state("test", (110, 34));
     let t = 1_800_000_000_000u64;
     let phase = |ev| state_event(SourceEvent::Phase(ev));
@@ -568,16 +568,16 @@ fn a_drill_asks_in_the_status_bar_and_c_confirms_it() {
     assert!(text.contains("no drill is asking anything"), "{text}");
 }
 
-fn state_event(ev: burnin::telemetry::SourceEvent) -> Event {
+fn state_event(ev: burnin::model::SourceEvent) -> Event {
     Event::Source(ev)
 }
 
 #[test]
 fn a_prometheus_node_says_why_its_blanks_are_blank() {
-    use burnin::inventory::{DEFAULT_HOST_LABELS, Mode, NodeSpec, PrometheusSpec};
-    use burnin::telemetry::prom_source::PromNodes;
-    use burnin::telemetry::promql::{Labels, Series};
-    use burnin::telemetry::sim::SIM_EPOCH_MS;
+    use burnin::config::inventory::{DEFAULT_HOST_LABELS, Mode, NodeSpec, PrometheusSpec};
+    use burnin::sources::prometheus::PromNodes;
+    use burnin::sources::promql::{Labels, Series};
+    use burnin::sources::sim::SIM_EPOCH_MS;
     // A site whose dcgm-exporter runs its default counters: power, temperature, SM clock,
     // utilization, Xid; no profiling fields, no clock-event reasons.
     let spec = PrometheusSpec {
@@ -644,7 +644,7 @@ fn a_prometheus_node_says_why_its_blanks_are_blank() {
     let mut state =
         burnin::app::state::State::new(vec![], vec![], "watch: burnin.toml (1 node)", (110, 36));
     // The console's store keeps one slot per inventory interval (5 s here).
-    state.store = burnin::cluster::ClusterStore::with_period(5_000);
+    state.store = burnin::store::ClusterStore::with_period(5_000);
     for k in 0..3u64 {
         let at = SIM_EPOCH_MS + k * 5_000;
         let times = vec![series(&[("Hostname", "gpu01")], at as f64 / 1000.0)];
@@ -652,7 +652,7 @@ fn a_prometheus_node_says_why_its_blanks_are_blank() {
         for e in events {
             state.update(Event::Source(e));
         }
-        state.update(Event::Source(burnin::telemetry::SourceEvent::Clock {
+        state.update(Event::Source(burnin::model::SourceEvent::Clock {
             at_ms: at + 1_000,
         }));
     }

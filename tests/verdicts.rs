@@ -147,7 +147,7 @@ fn every_shipped_phase_has_a_pass_and_a_fail_or_says_why_not() {
     let doc = doc();
     let rows = rows(&doc);
     let gaps = doc.split("## Gaps").nth(1).expect("a Gaps section");
-    let plan = burnin::phases::plan::default_plan();
+    let plan = burnin::plan::default_plan();
     let mut missing = Vec::new();
     for spec in &plan.phases {
         for verdict in ["PASS", "FAIL"] {

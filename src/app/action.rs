@@ -64,5 +64,5 @@ pub enum Effect {
     /// Abort this phase, then leave.
     AbortAndQuit(PhaseCommand),
     /// Steer the replay.
-    Playback(crate::replay::PlaybackCommand),
+    Playback(crate::sources::replay::PlaybackCommand),
 }

@@ -7,13 +7,13 @@ use ratatui::layout::Rect;
 
 use super::action::{Action, Effect};
 use super::keymap;
-use crate::cluster::{ClusterStore, PhaseState};
+use crate::app::layout::{Layout, PaneKind};
+use crate::app::theme::Theme;
+use crate::model::SourceEvent;
 use crate::phases::{PhaseCommand, PhaseEvent};
-use crate::replay::PlaybackCommand;
-use crate::telemetry::SourceEvent;
+use crate::sources::replay::PlaybackCommand;
+use crate::store::{ClusterStore, PhaseState};
 use crate::triage::{Finding, Triage};
-use crate::ui::layout::{Layout, PaneKind};
-use crate::ui::theme::Theme;
 
 /// Everything that reaches the loop.
 #[derive(Debug, Clone, PartialEq)]
@@ -535,7 +535,7 @@ impl State {
                     return None;
                 };
                 let factor = if faster { 2.0 } else { 0.5 };
-                p.speed = (p.speed * factor).clamp(1.0 / 16.0, crate::replay::MAX_SPEED);
+                p.speed = (p.speed * factor).clamp(1.0 / 16.0, crate::sources::replay::MAX_SPEED);
                 let speed = p.speed;
                 self.say(Tone::Info, format!("replay speed {}", speed_label(speed)));
                 return Some(Effect::Playback(PlaybackCommand::Speed(speed)));
@@ -700,7 +700,7 @@ impl State {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::telemetry::sim::{SIM_EPOCH_MS, SimCluster, SimConfig};
+    use crate::sources::sim::{SIM_EPOCH_MS, SimCluster, SimConfig};
     use crossterm::event::KeyModifiers;
 
     fn key(c: char) -> Event {
@@ -924,11 +924,11 @@ mod tests {
     #[test]
     fn layouts_and_themes_switch_and_focus_stays_visible() {
         let mut state = State::new(
-            crate::ui::theme::EMBEDDED
+            crate::app::theme::EMBEDDED
                 .iter()
                 .map(|(n, t)| Theme::parse(n, t).expect("theme"))
                 .collect(),
-            crate::ui::layout::EMBEDDED
+            crate::app::layout::EMBEDDED
                 .iter()
                 .map(|(n, t)| Layout::parse(n, t).expect("layout"))
                 .collect(),

@@ -6,11 +6,15 @@ pub mod figures;
 pub mod finding;
 pub mod phase;
 pub mod probe;
+pub mod source;
 pub mod system;
 pub mod thresholds;
 pub mod topology;
 pub mod units;
+pub mod watch;
 pub mod xid;
+
+pub use source::{Source, SourceEvent, SourceTask};
 
 use serde::{Deserialize, Serialize};
 
@@ -23,6 +27,16 @@ pub fn now_ms() -> UnixMillis {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// A line a parser could not read, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line_no}: {message}")]
+pub struct LineError {
+    /// 1-based line number in the output.
+    pub line_no: usize,
+    /// What was wrong.
+    pub message: String,
 }
 
 /// NVML clock-event ("throttle") reason bits, as `nvmlClocksEventReasons` defines them. Kept as a

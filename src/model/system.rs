@@ -1,5 +1,5 @@
 //! What the node runs, for the run's bill of materials: the type a node's hello carries
-//! (`telemetry::system` reads it on the node).
+//! (`agent::system` reads it on the node).
 
 use serde::{Deserialize, Serialize};
 

@@ -1,5 +1,5 @@
 //! Which NIC and which NUMA node sit nearest each GPU: the types a node's hello carries
-//! (`telemetry::topology` reads them from `nvidia-smi topo -m`).
+//! (`agent::topology` reads them from `nvidia-smi topo -m`).
 
 use serde::{Deserialize, Serialize};
 

@@ -2,12 +2,14 @@
 //! with errors that name the line. Each tool has its own module with typed results;
 //! [`OutputParser`] turns them into the [`PhaseMetric`]s a phase records and its gates judge.
 
+#[cfg(test)]
+pub(crate) mod fixtures;
+
 pub mod launcher;
 pub mod nccl_tests;
 pub mod nvbandwidth;
 pub mod perftest;
 pub mod preflight;
-pub mod prometheus;
 pub mod s3_probe;
 pub mod sanity;
 pub mod trainlog;
@@ -17,15 +19,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::phase::PhaseMetric;
 
-/// A line a parser could not read, and why.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("line {line_no}: {message}")]
-pub struct LineError {
-    /// 1-based line number in the output.
-    pub line_no: usize,
-    /// What was wrong.
-    pub message: String,
-}
+/// A line a parser could not read, and why (defined in `model`: the Prometheus text reader in
+/// `wire` reports the same way).
+pub use crate::model::LineError;
 
 /// How errors quote outside text (defined in `model`, where every layer can reach it).
 pub use crate::model::{QUOTED_CHARS, excerpt};
@@ -684,7 +680,7 @@ fn nvbandwidth_metrics(node: &str, item: nvbandwidth::Item) -> Vec<PhaseMetric> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures::tool_output;
+    use crate::parsers::fixtures::tool_output;
 
     fn metrics(kind: ParserKind, rel: &str) -> Vec<PhaseMetric> {
         let mut p = OutputParser::new(

@@ -485,7 +485,7 @@ pub fn infer_collective(row: &Row, ranks: u32) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures::tool_output;
+    use crate::parsers::fixtures::tool_output;
     use proptest::prelude::*;
 
     fn parse(rel: &str) -> (Vec<Item>, Vec<LineError>) {

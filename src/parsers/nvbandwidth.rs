@@ -354,7 +354,7 @@ fn json_items(doc: &str) -> Vec<Item> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures::tool_output;
+    use crate::parsers::fixtures::tool_output;
     use proptest::prelude::*;
 
     fn items(rel: &str) -> Vec<Item> {

@@ -338,7 +338,7 @@ impl PerftestParser {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures::tool_output;
+    use crate::parsers::fixtures::tool_output;
     use proptest::prelude::*;
 
     fn items(rel: &str) -> Vec<Item> {

@@ -555,7 +555,7 @@ mod tests {
 
     #[test]
     fn the_real_h200_vm() {
-        let text = crate::fixtures::tool_output("preflight/h200-vm-ubuntu24.txt");
+        let text = crate::parsers::fixtures::tool_output("preflight/h200-vm-ubuntu24.txt");
         let c = run(&text, 1);
         let ok = |name: &str| {
             let (s, d) = status_of(&c, name);
@@ -589,7 +589,8 @@ mod tests {
 
     #[test]
     fn a_container_without_a_driver_fails_on_the_driver_and_never_panics() {
-        let text = crate::fixtures::tool_output("preflight/no-driver-container-debian12.txt");
+        let text =
+            crate::parsers::fixtures::tool_output("preflight/no-driver-container-debian12.txt");
         let c = run(&text, 8);
         assert_eq!(status_of(&c, "driver-branch").0, CheckStatus::Failed);
         assert!(

@@ -9,48 +9,13 @@
 //! time limit) sends the script TERM, and its trap deletes the Job and the ConfigMap: nothing
 //! keeps running on the cluster.
 
+use crate::plan::KubeSettings;
 use serde_json::{Value, json};
 
 /// Where a pod finds the workload files (`{workloads}` inside a Kubernetes phase).
 pub const POD_WORKLOADS: &str = "/burnin/workloads";
 /// A pod's working directory (`{dir}` inside a Kubernetes phase).
 pub const POD_DIR: &str = "/burnin/run";
-
-/// `[kubernetes]` of the plan, resolved: how to reach the cluster and what the Jobs run in.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct KubeSettings {
-    /// The kubectl to run (`kubectl`, or a path).
-    pub kubectl: String,
-    /// `--context`, when not the current one.
-    pub context: Option<String>,
-    /// Namespace of the Jobs.
-    pub namespace: String,
-    /// Container image the phase's command runs in.
-    pub image: String,
-    /// Extended resource name of a GPU.
-    pub gpu_resource: String,
-    /// Node label whose value is the node's name (`nodeSelector`).
-    pub node_label: String,
-    /// Service account of the pods, when not the namespace's default.
-    pub service_account: Option<String>,
-    /// Seconds a finished Job is kept for `kubectl logs` (`ttlSecondsAfterFinished`).
-    pub keep_finished_s: u64,
-}
-
-impl Default for KubeSettings {
-    fn default() -> Self {
-        Self {
-            kubectl: "kubectl".into(),
-            context: None,
-            namespace: "default".into(),
-            image: String::new(),
-            gpu_resource: "nvidia.com/gpu".into(),
-            node_label: "kubernetes.io/hostname".into(),
-            service_account: None,
-            keep_finished_s: 3600,
-        }
-    }
-}
 
 /// One Job: which run, phase and node it is for, and what it runs.
 #[derive(Debug, Clone, PartialEq)]

@@ -2,13 +2,9 @@
 //! a phase out on the nodes, and the events it sends while it runs (the simulator speaks the
 //! same events).
 
-pub mod drill;
-pub mod gates;
 pub mod kubernetes;
-pub mod plan;
 pub mod remote;
 pub mod runner;
-pub mod watch;
 
 pub use crate::model::phase::{
     CheckStatus, PhaseCommand, PhaseEvent, PhaseId, PhaseMetric, Verdict,

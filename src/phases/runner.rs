@@ -12,12 +12,12 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, BufReader};
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
-use super::gates::{self, Baseline, Observed};
-use super::plan::{Gate, PhaseSpec, Plan, Scope, render};
 use super::remote::{self, PhaseDir, RemoteState, StopReason};
 use super::{PhaseEvent, PhaseMetric, Verdict};
-use crate::inventory::NodeSpec;
+use crate::config::inventory::NodeSpec;
 use crate::parsers::{OutputParser, ParseContext};
+use crate::plan::gates::{self, Baseline, Observed};
+use crate::plan::{Gate, PhaseSpec, Plan, Scope, render};
 use crate::transport::{RemoteCommand, Transport};
 
 /// Longest line kept from a log; the rest of a longer line is dropped (and counted).
@@ -50,7 +50,7 @@ pub struct RunContext {
     /// Figures of a good run, if one was saved.
     pub baseline: Option<Arc<Baseline>>,
     /// The telemetry beside the run, if it is watched.
-    pub telemetry: Option<Arc<dyn super::watch::TelemetryWatch>>,
+    pub telemetry: Option<Arc<dyn crate::model::watch::TelemetryWatch>>,
     /// Which attempt at the phase this is (1 = first; a retry gets its own directory on the
     /// node, `T4.2`).
     pub attempt: u32,
@@ -572,7 +572,7 @@ fn job_for(
     let values = template_values(ctx, &node, &dir, peer)?;
     let mut command = render(template, &values).map_err(|e| format!("command template: {e}"))?;
     let mut node = node;
-    if setup.spec.launcher == super::plan::Launcher::Kubernetes {
+    if setup.spec.launcher == crate::plan::Launcher::Kubernetes {
         // The Job runs the command in a pod; this host runs the script that applies the Job,
         // follows its log and deletes it when the phase is stopped.
         let Some(kube) = &ctx.plan.kubernetes else {
@@ -627,8 +627,8 @@ fn job_for(
 
 /// The burnin binary a command on this node runs: the deployed agent over SSH, this very
 /// binary for `local` and `sim` nodes.
-fn burnin_on(spec: &crate::inventory::NodeSpec) -> String {
-    use crate::inventory::Mode;
+fn burnin_on(spec: &crate::config::inventory::NodeSpec) -> String {
+    use crate::config::inventory::Mode;
     match spec.mode {
         Mode::Agent | Mode::Smi | Mode::Prometheus => {
             crate::transport::quote::quote_program(&spec.agent_path)
@@ -1322,7 +1322,7 @@ async fn drive_drill(
     recorded: Option<&BTreeMap<String, usize>>,
     started_ms: u64,
 ) -> (Verdict, String, Vec<PhaseMetric>, Vec<String>) {
-    use super::drill::{DrillAction, DrillTracker, sample_of};
+    use crate::plan::drill::{DrillAction, DrillTracker, sample_of};
     let Some(drill) = spec.drill.clone() else {
         return (
             Verdict::Fail,
@@ -1344,7 +1344,7 @@ async fn drive_drill(
     if let Some(c) = confirm.as_mut() {
         c.borrow_and_update();
     }
-    let mut outcomes: Vec<super::drill::SeriesOutcome> = Vec::new();
+    let mut outcomes: Vec<crate::plan::drill::SeriesOutcome> = Vec::new();
     let mut problems: Vec<String> = Vec::new();
     let mut done = false;
     let mut excused: Vec<(String, String, bool)> = Vec::new();

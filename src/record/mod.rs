@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::phases::gates::Figures;
 use crate::phases::{PhaseEvent, Verdict};
+use crate::plan::gates::Figures;
 
 pub mod events;
 pub mod files;
@@ -69,10 +69,10 @@ pub struct RecordPhase {
     pub findings: Vec<String>,
     /// A `together` phase: its members' figures alone and beside each other.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub together: Vec<crate::phases::gates::FigureChange>,
+    pub together: Vec<crate::plan::gates::FigureChange>,
     /// A drill: how each watched series came through each step.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub drill: Vec<crate::phases::drill::SeriesOutcome>,
+    pub drill: Vec<crate::plan::drill::SeriesOutcome>,
 }
 
 /// `summary.json`.
@@ -459,11 +459,8 @@ pub const PLAN_COPY: &str = "plan.toml";
 /// The plan a recorded run used: the record's own copy, else the file the summary names (records
 /// from before the copy), else the shipped plan. The second value says which, in words, when it
 /// is not the record's copy.
-pub fn recorded_plan(
-    run_dir: &Path,
-    summary: &Summary,
-) -> (crate::phases::plan::Plan, Option<String>) {
-    use crate::phases::plan::{Plan, default_plan};
+pub fn recorded_plan(run_dir: &Path, summary: &Summary) -> (crate::plan::Plan, Option<String>) {
+    use crate::plan::{Plan, default_plan};
     let copy = run_dir.join(PLAN_COPY);
     let copy_text = match files::read_text_bounded(&copy, files::SMALL_MAX_BYTES) {
         Ok(text) => Some(text),
@@ -553,10 +550,7 @@ mod tests {
         let text = "[[phase]]\nid = \"X1\"\ntitle = \"only phase\"\nscope = \"each-node\"\nparser = \"workload\"\ncommand = \"true\"\n";
         // No copy, the site's file gone: the shipped plan, and the report says so.
         let (plan, note) = recorded_plan(&dir, &summary);
-        assert_eq!(
-            plan.phases.len(),
-            crate::phases::plan::default_plan().phases.len()
-        );
+        assert_eq!(plan.phases.len(), crate::plan::default_plan().phases.len());
         assert!(note.is_some_and(|n| n.contains("shipped plan")));
         // No copy, the site's file there: read, and said to be read as it is now.
         std::fs::write(&site_plan, text).expect("plan");

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use super::telemetry::TelemetryRecorder;
 use super::{ChangeLog, RecordEvent};
+use crate::model::SourceEvent;
 use crate::record::session::{RunSession, SharedRecord};
-use crate::telemetry::SourceEvent;
 
 /// What the telemetry writes into the run's record: the per-second telemetry segment, and
 /// the findings and node states as they change.

@@ -6,11 +6,11 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::inventory::Inventory;
-use crate::phases::gates::{self, Baseline};
-use crate::phases::plan::{PhaseSpec, Plan};
+use crate::config::inventory::Inventory;
 use crate::phases::runner::PhaseOutcome;
 use crate::phases::{PhaseEvent, Verdict};
+use crate::plan::gates::{self, Baseline};
+use crate::plan::{PhaseSpec, Plan};
 use crate::record::{RecordNode, RecordPhase, RunRecord, SUMMARY_SCHEMA, Summary, utc_stamp};
 
 /// How bad a verdict is for the run as a whole.
@@ -208,7 +208,7 @@ impl RunSession {
         spec: &PhaseSpec,
         started_ms: Option<u64>,
         outcome: &PhaseOutcome,
-        telemetry: Option<&dyn crate::phases::watch::TelemetryWatch>,
+        telemetry: Option<&dyn crate::model::watch::TelemetryWatch>,
     ) -> Result<(), String> {
         if let Some(t) = telemetry {
             self.set_hellos(&t.hellos());

@@ -11,9 +11,9 @@ mod render;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::phases::gates::{Baseline, Sample};
-use crate::phases::plan::Plan;
 use crate::phases::{PhaseEvent, PhaseMetric};
+use crate::plan::Plan;
+use crate::plan::gates::{Baseline, Sample};
 use crate::record::telemetry::visit_telemetry;
 use crate::record::{Change, RecordEvent, Recorded, Summary, read_events, read_summary};
 use plots::{Axis, Chart, PALETTE, Series};
@@ -175,7 +175,7 @@ pub fn gather(run_dir: &Path) -> Result<ReportData, String> {
         .iter()
         .flat_map(|p| {
             p.gates.iter().filter_map(|g| match g {
-                crate::phases::plan::Gate::Together { figure, worse_pct } => {
+                crate::plan::Gate::Together { figure, worse_pct } => {
                     Some(((p.id.clone(), figure.clone()), *worse_pct))
                 }
                 _ => None,
@@ -310,7 +310,7 @@ fn power_chart(
             thin: true,
         })
         .collect();
-    if let Some(limit) = crate::cluster::median(limits.into_iter()) {
+    if let Some(limit) = crate::store::median(limits.into_iter()) {
         series.push(Series {
             label: format!("power limit {limit:.0} W"),
             points: vec![(0.0, limit), (end, limit)],
@@ -411,7 +411,7 @@ fn busbw_charts(
         // The peers gate is relative: pct % of the nodes' median at each size.
         for g in &gates {
             match g {
-                crate::phases::plan::Gate::Peers { figure: f, pct } if *f == figure => {
+                crate::plan::Gate::Peers { figure: f, pct } if *f == figure => {
                     let mut sizes: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
                     for r in rows.values() {
                         for (s, b) in r {
@@ -422,7 +422,7 @@ fn busbw_charts(
                         .into_iter()
                         .filter(|(_, v)| v.len() >= 2)
                         .filter_map(|(s, v)| {
-                            crate::cluster::median(v.into_iter())
+                            crate::store::median(v.into_iter())
                                 .map(|m| ((s as f64).log2(), m * pct / 100.0))
                         })
                         .collect();
@@ -436,12 +436,12 @@ fn busbw_charts(
                         });
                     }
                 }
-                crate::phases::plan::Gate::Baseline { figure: f, pct } if *f == figure => {
+                crate::plan::Gate::Baseline { figure: f, pct } if *f == figure => {
                     let base = baseline
                         .and_then(|b| b.phases.get(&phase))
                         .and_then(|p| p.get(&figure))
                         .and_then(|v: &Vec<Sample>| {
-                            crate::cluster::median(v.iter().map(|s| s.value))
+                            crate::store::median(v.iter().map(|s| s.value))
                         });
                     if let (Some(b), Some((lo, hi))) = (base, x_range(&series)) {
                         series.push(Series {
@@ -512,7 +512,7 @@ fn data_wait_charts(
         }
         let pts: Vec<(f64, f64)> = steps
             .into_iter()
-            .filter_map(|(s, v)| crate::cluster::median(v.into_iter()).map(|m| (s as f64, m)))
+            .filter_map(|(s, v)| crate::store::median(v.into_iter()).map(|m| (s as f64, m)))
             .collect();
         let (lo, hi) = (
             pts.first().map_or(0.0, |p| p.0),
@@ -523,9 +523,7 @@ fn data_wait_charts(
             .find(&phase)
             .and_then(|spec| {
                 spec.gates.iter().find_map(|g| match g {
-                    crate::phases::plan::Gate::Max { figure, value }
-                        if figure == "data_wait_pct" =>
-                    {
+                    crate::plan::Gate::Max { figure, value } if figure == "data_wait_pct" => {
                         Some((*value, "gate"))
                     }
                     _ => None,

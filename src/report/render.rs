@@ -8,7 +8,7 @@ use std::fmt::Write;
 use super::ReportData;
 use super::plots::{self, esc};
 use crate::phases::Verdict;
-use crate::phases::gates::{Sample, fmt_value};
+use crate::plan::gates::{Sample, fmt_value};
 use crate::record::{RecordPhase, Summary, utc_stamp};
 
 /// `2026-12-02 16:00:00 UTC`.
@@ -65,7 +65,7 @@ fn figure_rows(d: &ReportData) -> Vec<FigureRow> {
     for p in &d.summary.phases {
         for (name, samples) in &p.figures {
             let v: Vec<f64> = samples.iter().map(|s| s.value).collect();
-            let Some(median) = crate::cluster::median(v.iter().copied()) else {
+            let Some(median) = crate::store::median(v.iter().copied()) else {
                 continue;
             };
             let baseline = d
@@ -73,7 +73,7 @@ fn figure_rows(d: &ReportData) -> Vec<FigureRow> {
                 .as_ref()
                 .and_then(|b| b.phases.get(&p.id))
                 .and_then(|f| f.get(name))
-                .and_then(|b: &Vec<Sample>| crate::cluster::median(b.iter().map(|s| s.value)));
+                .and_then(|b: &Vec<Sample>| crate::store::median(b.iter().map(|s| s.value)));
             out.push(FigureRow {
                 phase: p.id.clone(),
                 name: name.clone(),

@@ -14,7 +14,7 @@ impl Transport for LocalTransport {
         let program = remote
             .argv
             .first()
-            .map(|p| crate::inventory::expand_home(p))
+            .map(|p| crate::config::inventory::expand_home(p))
             .unwrap_or_default();
         let mut c = tokio::process::Command::new(program);
         c.args(remote.argv.iter().skip(1))

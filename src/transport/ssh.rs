@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::quote::command_line;
 use super::{RemoteCommand, Transport};
-use crate::inventory::NodeSpec;
+use crate::config::inventory::NodeSpec;
 
 /// Settings shared by every node's SSH.
 #[derive(Debug, Clone, Default)]
@@ -76,7 +76,11 @@ impl SshTransport {
         }
         if let Some(i) = &self.node.identity {
             a.push("-i".into());
-            a.push(crate::inventory::expand_home(i).display().to_string());
+            a.push(
+                crate::config::inventory::expand_home(i)
+                    .display()
+                    .to_string(),
+            );
         }
         a.extend(self.node.ssh_options.iter().cloned());
         // Everything after the target is the remote command, built with proper quoting.
@@ -157,7 +161,7 @@ pub fn classify_ssh(code: Option<i32>, stderr: &str) -> String {
 /// directory, the inventory's connect timeout.
 pub fn settings(
     ssh_config: Option<PathBuf>,
-    inventory: &crate::inventory::Inventory,
+    inventory: &crate::config::inventory::Inventory,
 ) -> SshSettings {
     SshSettings {
         config_file: ssh_config,
@@ -194,7 +198,7 @@ fn control_dir() -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inventory::Mode;
+    use crate::config::inventory::Mode;
 
     fn node() -> NodeSpec {
         NodeSpec {

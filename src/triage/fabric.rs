@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 
 use super::{Raw, Severity, raw};
-use crate::cluster::ClusterStore;
 use crate::model::NodeLink;
+use crate::store::ClusterStore;
 
 /// Port counters whose rise means a bad link (cable, transceiver, port).
 const LINK_ERROR_COUNTERS: &[&str] = &[
@@ -59,7 +59,7 @@ pub(super) fn fabric_rules(store: &ClusterStore, window_ms: u64, out: &mut Vec<R
         // A GPU whose nearest NICs are all down sends its traffic the long way, or not at all.
         if let Some(topo) = n.hello.as_ref().and_then(|h| h.topology.as_ref()) {
             for place in &topo.gpus {
-                let ports: Vec<&crate::cluster::NicView> = n
+                let ports: Vec<&crate::store::NicView> = n
                     .nics
                     .iter()
                     .filter(|p| place.nearest_nics.contains(&p.latest.device))
@@ -232,8 +232,8 @@ pub(super) fn fabric_rules(store: &ClusterStore, window_ms: u64, out: &mut Vec<R
 #[cfg(test)]
 mod tests {
     use super::super::Severity;
-    use super::super::testkit::findings_after;
-    use crate::telemetry::SourceEvent;
+    use crate::model::SourceEvent;
+    use crate::triage::tests::kit::findings_after;
 
     #[test]
     fn a_gpu_whose_nearest_nic_is_down_is_named() {

@@ -3,9 +3,9 @@
 //! or with NVLink/PCIe error counters rising; Xid events with their playbook entry.
 
 use super::{Ctx, Raw, Severity, raw, xid_info};
-use crate::cluster::{ClusterStore, GpuView, NodeView, median};
 use crate::model::{NodeLink, clock_events};
-use crate::telemetry::history::History;
+use crate::store::history::History;
+use crate::store::{ClusterStore, GpuView, NodeView, median};
 
 /// Once a windowed rule fired, it keeps firing while this many newest samples still show it.
 const HOLD_SAMPLES: usize = 3;
@@ -571,11 +571,11 @@ fn clock_low_over(gpu: &GpuView, ctx: &Ctx, n: usize) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testkit::has;
     use super::super::{Finding, Severity, Triage};
-    use crate::cluster::ClusterStore;
+    use crate::model::SourceEvent;
     use crate::model::{GpuSample, NodeFrame, clock_events};
-    use crate::telemetry::SourceEvent;
+    use crate::store::ClusterStore;
+    use crate::triage::tests::kit::has;
 
     /// A node of 8 loaded GPUs (util 98 %, 1000 of 1100 W, SM 1800/2000 MHz, SM activity 90 %,
     /// counters flat) for `secs` seconds, each sample passed through `edit(second, sample)`

@@ -10,16 +10,14 @@
 
 mod fabric;
 mod gpu;
-#[cfg(test)]
-mod testkit;
 use crate::model::thresholds;
 pub mod telemetry_log;
 mod work;
 
 use std::collections::HashMap;
 
-use crate::cluster::ClusterStore;
 use crate::model::UnixMillis;
+use crate::store::ClusterStore;
 
 pub use crate::model::xid::{XidInfo, xid_info, xid_meaning};
 pub use thresholds::{
@@ -258,16 +256,71 @@ impl Triage {
 
 #[cfg(test)]
 mod tests {
-    use super::testkit::{findings_after, findings_at, has};
+    /// Shared helpers for the rule tests: a simulated cluster played into a store and judged.
+    pub(super) mod kit {
+        use crate::model::SourceEvent;
+        use crate::sources::sim::{SIM_EPOCH_MS, SimCluster, SimConfig};
+        use crate::store::ClusterStore;
+        use crate::triage::{Finding, Triage};
+
+        /// Findings after playing `config` to simulated second `s`, judged every second as the console
+        /// does (so hysteresis and "since" see the whole history).
+        pub fn findings_at(config: SimConfig, s: u64) -> Vec<Finding> {
+            let mut sim = SimCluster::new(config);
+            let mut store = ClusterStore::new();
+            let mut triage = Triage::new();
+            let mut out = Vec::new();
+            for sec in 0..=s {
+                for e in sim.advance_to(SIM_EPOCH_MS + sec * 1000) {
+                    store.ingest(e);
+                }
+                out = triage.evaluate(&store);
+            }
+            out
+        }
+
+        /// Findings over a fault-free simulated cluster of `nodes` nodes run to `secs`, after the
+        /// `before` events; each simulated event passes through `edit` first (how a test puts a
+        /// real-world condition into the stream).
+        pub fn findings_after(
+            nodes: usize,
+            secs: u64,
+            before: Vec<SourceEvent>,
+            mut edit: impl FnMut(&mut SourceEvent),
+        ) -> Vec<Finding> {
+            let mut config = SimConfig::demo(1);
+            config.faults.clear();
+            config.nodes = nodes;
+            let mut sim = SimCluster::new(config);
+            let mut store = ClusterStore::new();
+            for e in before {
+                store.ingest(e);
+            }
+            for mut e in sim.advance_to(SIM_EPOCH_MS + secs * 1000) {
+                edit(&mut e);
+                store.ingest(e);
+            }
+            Triage::new().evaluate(&store)
+        }
+
+        /// Whether a finding of `rule` about `subject` is among `findings`.
+        pub fn has(findings: &[Finding], rule: &str, subject: &str) -> bool {
+            findings
+                .iter()
+                .any(|f| f.rule == rule && f.subject() == subject)
+        }
+    }
+
     use super::*;
+    use crate::model::SourceEvent;
     use crate::model::xid::XID_UNKNOWN_NEXT;
-    use crate::telemetry::SourceEvent;
-    use crate::telemetry::sim::{FaultKind, SIM_EPOCH_MS, SimCluster, SimConfig, SimLoad};
+    use crate::sources::sim::{FaultKind, SIM_EPOCH_MS, SimCluster, SimConfig, SimLoad};
+    use kit::{findings_after, findings_at, has};
 
     #[test]
     fn thresholds_decide_the_aistor_rule() {
         let mut store = ClusterStore::with_period(1000);
-        store.ingest(crate::telemetry::SourceEvent::Probe(
+        store.ingest(crate::model::SourceEvent::Probe(
             crate::probes::ProbeWindow {
                 at_ms: 1_000,
                 endpoint: "http://aistor:9000".into(),
@@ -333,7 +386,7 @@ mod tests {
     fn each_fault_fires_its_rule() {
         let only = |k: FaultKind| {
             let mut c = SimConfig::demo(1);
-            c.faults = vec![crate::telemetry::sim::Fault::scheduled(k)];
+            c.faults = vec![crate::sources::sim::Fault::scheduled(k)];
             c
         };
         assert!(has(
@@ -352,7 +405,7 @@ mod tests {
         assert!(
             why.contains(&format!(
                 "on link {} (CRC +",
-                crate::telemetry::sim::sim_faulty_link(1)
+                crate::sources::sim::sim_faulty_link(1)
             )),
             "{why}"
         );

@@ -6,12 +6,12 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
 
-use crate::cluster::ClusterStore;
+use crate::model::SourceEvent;
 use crate::model::{UnixMillis, now_ms};
-use crate::telemetry::SourceEvent;
+use crate::store::ClusterStore;
 use crate::triage::{Finding, Severity, Triage};
 
-pub use crate::phases::watch::{FindingSeen, Window, XidSeen};
+pub use crate::model::watch::{FindingSeen, Window, XidSeen};
 
 const KEPT: usize = 4096;
 
@@ -169,7 +169,7 @@ impl TelemetryLog {
     }
 }
 
-impl crate::phases::watch::TelemetryWatch for TelemetryLog {
+impl crate::model::watch::TelemetryWatch for TelemetryLog {
     fn observe_at(&self, ev: &SourceEvent, at_ms: UnixMillis) -> Option<Vec<Finding>> {
         TelemetryLog::observe_at(self, ev, at_ms)
     }

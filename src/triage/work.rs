@@ -4,10 +4,10 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::{Ctx, RELEASE_SHARE, Raw, Severity, raw};
-use crate::cluster::{ClusterStore, PhaseState, PhaseView, median};
 use crate::phases::PhaseMetric;
-use crate::phases::gates::{figures, fmt_value, peer_shares};
-use crate::phases::plan::Gate;
+use crate::plan::Gate;
+use crate::plan::gates::{figures, fmt_value, peer_shares};
+use crate::store::{ClusterStore, PhaseState, PhaseView, median};
 
 /// Message sizes from which a collective is bandwidth-bound, so nodes compare fairly.
 pub const BUSBW_COMPARED_FROM_BYTES: u64 = 64 << 20;
@@ -301,9 +301,9 @@ fn fmt_size(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::super::{Finding, Severity, Triage};
-    use crate::cluster::ClusterStore;
+    use crate::model::SourceEvent;
     use crate::phases::{PhaseEvent, PhaseMetric};
-    use crate::telemetry::SourceEvent;
+    use crate::store::ClusterStore;
 
     fn store_with(phase: &str, metrics: Vec<PhaseMetric>) -> ClusterStore {
         let mut store = ClusterStore::with_period(1000);

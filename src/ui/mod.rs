@@ -2,11 +2,8 @@
 //! draws each from the store, then the status bar and any overlay. Panes read; they never change
 //! state or do I/O.
 
-pub mod catalog;
-pub mod layout;
 pub mod overlay;
 pub mod panes;
-pub mod theme;
 
 use ratatui::Frame;
 use ratatui::buffer::Buffer;
@@ -16,13 +13,13 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders, Widget};
 
 use crate::app::keymap::BINDINGS;
+use crate::app::layout::PaneKind;
 use crate::app::state::{Overlay, State, Tone};
-use crate::cluster::ClusterStore;
+use crate::app::theme::Theme;
 use crate::model::UnixMillis;
-use crate::telemetry::history::History;
+use crate::store::ClusterStore;
+use crate::store::history::History;
 use crate::triage::Finding;
-use layout::PaneKind;
-use theme::Theme;
 
 /// What every pane gets to draw from.
 pub struct Ctx<'a> {

@@ -11,7 +11,7 @@ use super::panes::log::LogPane;
 use super::{Ctx, fit, human_secs, pane_block, sparkline};
 use crate::app::keymap::BINDINGS;
 use crate::app::state::{Confirm, Overlay};
-use crate::cluster::PhaseState;
+use crate::store::PhaseState;
 
 /// Draw `overlay` over `area`.
 pub fn draw(overlay: &Overlay, ctx: &Ctx, area: Rect, buf: &mut Buffer) {
@@ -360,7 +360,7 @@ fn gpu_details(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
 
 /// The phase's checks (T0, T1): what failed, warned or could not be checked, node by node
 /// with the line it read, then how many held. Worst first, so a 12-node checklist fits.
-fn checklist(ctx: &Ctx, p: &crate::cluster::PhaseView, lines: &mut Vec<Line<'static>>) {
+fn checklist(ctx: &Ctx, p: &crate::store::PhaseView, lines: &mut Vec<Line<'static>>) {
     use crate::phases::CheckStatus;
     let t = ctx.theme;
     if p.checks.is_empty() {
@@ -372,7 +372,7 @@ fn checklist(ctx: &Ctx, p: &crate::cluster::PhaseView, lines: &mut Vec<Line<'sta
         CheckStatus::Unknown => 2,
         CheckStatus::Ok => 3,
     };
-    let mut rows: Vec<&crate::cluster::CheckRow> = p.checks.iter().collect();
+    let mut rows: Vec<&crate::store::CheckRow> = p.checks.iter().collect();
     rows.sort_by_key(|r| rank(r.status));
     let ok = rows.iter().filter(|r| r.status == CheckStatus::Ok).count();
     let nodes: std::collections::BTreeSet<&str> = rows.iter().map(|r| r.node.as_str()).collect();
@@ -410,8 +410,8 @@ const TOGETHER_ROWS: usize = 12;
 
 /// A `together` phase's figures beside each member's run alone: worst first, those over
 /// their gate marked.
-fn together_table(ctx: &Ctx, p: &crate::cluster::PhaseView, lines: &mut Vec<Line<'static>>) {
-    use crate::phases::plan::Gate;
+fn together_table(ctx: &Ctx, p: &crate::store::PhaseView, lines: &mut Vec<Line<'static>>) {
+    use crate::plan::Gate;
     let t = ctx.theme;
     if p.spec.together.is_empty() {
         return;
@@ -435,7 +435,7 @@ fn together_table(ctx: &Ctx, p: &crate::cluster::PhaseView, lines: &mut Vec<Line
             _ => None,
         })
     };
-    let mut rows: Vec<&crate::phases::gates::FigureChange> = p.together.iter().collect();
+    let mut rows: Vec<&crate::plan::gates::FigureChange> = p.together.iter().collect();
     rows.sort_by(|a, b| b.worse_pct().total_cmp(&a.worse_pct()));
     lines.push(Line::styled(
         format!(
@@ -457,8 +457,8 @@ fn together_table(ctx: &Ctx, p: &crate::cluster::PhaseView, lines: &mut Vec<Line
                     c.member,
                     c.figure,
                     c.subject,
-                    crate::phases::gates::fmt_value(c.alone),
-                    crate::phases::gates::fmt_value(c.together),
+                    crate::plan::gates::fmt_value(c.alone),
+                    crate::plan::gates::fmt_value(c.together),
                     c.change_words()
                 ),
                 98,
@@ -478,7 +478,7 @@ fn together_table(ctx: &Ctx, p: &crate::cluster::PhaseView, lines: &mut Vec<Line
 }
 
 /// A drill's steps: what was asked, and how each watched series came through.
-fn drill_table(ctx: &Ctx, p: &crate::cluster::PhaseView, lines: &mut Vec<Line<'static>>) {
+fn drill_table(ctx: &Ctx, p: &crate::store::PhaseView, lines: &mut Vec<Line<'static>>) {
     let t = ctx.theme;
     let Some(drill) = &p.spec.drill else { return };
     lines.push(Line::styled(

@@ -56,7 +56,7 @@ mod tests {
 
     #[test]
     fn the_default_plan_names_only_shipped_workloads() {
-        let plan = crate::phases::plan::default_plan();
+        let plan = crate::plan::default_plan();
         let t2 = plan.find("T2").unwrap();
         assert_eq!(
             referenced_by(&t2.command)

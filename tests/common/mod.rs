@@ -3,10 +3,10 @@
 
 #![allow(dead_code)]
 
+use burnin::app::layout::{EMBEDDED as LAYOUTS, Layout};
 use burnin::app::state::{Event, State};
-use burnin::telemetry::sim::{SIM_EPOCH_MS, SimCluster, SimConfig};
-use burnin::ui::layout::{EMBEDDED as LAYOUTS, Layout};
-use burnin::ui::theme::{EMBEDDED as THEMES, Theme};
+use burnin::app::theme::{EMBEDDED as THEMES, Theme};
+use burnin::sources::sim::{SIM_EPOCH_MS, SimCluster, SimConfig};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 

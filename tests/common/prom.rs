@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use burnin::model::NodeFrame;
-use burnin::telemetry::wire::{Decoded, Decoder, WireMessage};
+use burnin::wire::{Decoded, Decoder, WireMessage};
 
 /// Whether CI asked that a missing tool fail rather than skip.
 pub fn require_real() -> bool {

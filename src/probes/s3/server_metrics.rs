@@ -20,7 +20,7 @@ use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha512;
 
-use crate::parsers::prometheus::{self, Exposition, Sample};
+use crate::wire::prometheus::{self, Exposition, Sample};
 
 /// Which metrics API to read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
@@ -387,7 +387,7 @@ pub(crate) fn short_error(e: &reqwest::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures::tool_output;
+    use crate::parsers::fixtures::tool_output;
 
     #[test]
     fn v2_drive_lines_from_play_min_io() {

@@ -76,7 +76,7 @@ impl Widget for &FabricPane<'_> {
                 .filter_map(|g| g.power_watts.latest())
                 .reduce(|a, b| a + b)
                 .map(|w| w / 1000.0);
-            let util = crate::cluster::median(n.gpus.iter().filter_map(|g| g.util_pct.latest()));
+            let util = crate::store::median(n.gpus.iter().filter_map(|g| g.util_pct.latest()));
             if !n.nics.is_empty() {
                 let r = |v: Option<f64>| v.map_or("n/a".into(), format_rate);
                 rows.push((

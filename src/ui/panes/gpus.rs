@@ -9,8 +9,8 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
-use crate::cluster::{GpuView, NodeView};
 use crate::model::{NodeLink, clock_events, format_rate};
+use crate::store::{GpuView, NodeView};
 use crate::ui::{Ctx, fit, pane_block};
 
 /// The GPU grid pane.

@@ -15,7 +15,7 @@ use ratatui::layout::Rect;
 use ratatui::widgets::Widget;
 
 use super::Ctx;
-use super::layout::PaneKind;
+use crate::app::layout::PaneKind;
 
 /// Draw `pane` into `area`.
 pub fn draw_pane(pane: PaneKind, ctx: &Ctx, focused: bool, area: Rect, buf: &mut Buffer) {

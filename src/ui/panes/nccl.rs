@@ -7,8 +7,8 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
-use crate::cluster::PhaseState;
 use crate::model::format_size;
+use crate::store::PhaseState;
 use crate::ui::{Ctx, fit, pane_block};
 
 /// The NCCL pane.

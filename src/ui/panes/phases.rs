@@ -6,8 +6,8 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
-use crate::cluster::PhaseState;
 use crate::phases::Verdict;
+use crate::store::PhaseState;
 use crate::ui::{Ctx, fit, human_secs, pane_block};
 
 /// The phases pane.

@@ -1,0 +1,437 @@
+//! The command line (clap). Subcommands that later work fills in are listed with what they will
+//! do; running them says so plainly and exits non-zero.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// A terminal console for GPU-cluster burn-in and acceptance.
+#[derive(Debug, Parser)]
+#[command(name = "burnin", version, about, long_about = None)]
+pub struct Cli {
+    /// Inventory and plan file.
+    #[arg(
+        short = 'c',
+        long = "config",
+        global = true,
+        default_value = "burnin.toml"
+    )]
+    pub config: PathBuf,
+    /// OpenSSH client config passed to ssh as -F.
+    #[arg(long = "ssh-config", global = true)]
+    pub ssh_config: Option<PathBuf>,
+    /// Log file (the screen is the UI; diagnostics go here).
+    #[arg(long = "log-file", global = true, env = "BURNIN_LOG")]
+    pub log_file: Option<PathBuf>,
+    /// What to do (default: watch).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Look options shared by every console.
+#[derive(Debug, Clone, Args, Default)]
+pub struct LookArgs {
+    /// Theme: a shipped name (default, light, high-contrast, mono) or a TOML file.
+    #[arg(long)]
+    pub theme: Option<String>,
+    /// Layout: a shipped name (overview, gpus, nccl, storage, triage) or a TOML file.
+    #[arg(long)]
+    pub layout: Option<String>,
+    /// Redraw at most this many times a second (1 to 240).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=240))]
+    pub fps: u32,
+}
+
+/// How a console over a simulation or a record runs: its pace, how long, where it draws.
+#[derive(Debug, Clone, Args)]
+pub struct PlayArgs {
+    /// Run seconds shown per wall second, 1/16 to 1024 (the demo's plan takes about 6
+    /// simulated minutes).
+    #[arg(long, default_value_t = 1.0, value_parser = play_speed)]
+    pub speed: f64,
+    /// Leave after this many wall seconds (at most a year).
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(0..=MAX_SECONDS))]
+    pub duration: Option<u64>,
+    /// Draw into an off-screen buffer of WxH instead of the terminal (for measurements; width
+    /// 20 to 1000, height 5 to 1000).
+    #[arg(long, value_name = "WxH", value_parser = screen_size)]
+    pub headless: Option<(u16, u16)>,
+    /// Look.
+    #[command(flatten)]
+    pub look: LookArgs,
+}
+
+/// The simulated cluster's knobs.
+#[derive(Debug, Clone, Args)]
+pub struct SimArgs {
+    /// Seed: the same seed gives the same run.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Inject only these faults (repeatable): stall, thermal, xid79, nvlink-crc, aistor-p99,
+    /// loader-wait, port-200g, symbol-errors, hang, ecc, pcie-replay, slow-clock. Default: the
+    /// first eight, on the demo timeline.
+    #[arg(long = "fault", value_name = "NAME")]
+    pub faults: Vec<String>,
+    /// Inject no faults: every phase should pass.
+    #[arg(long, conflicts_with = "faults")]
+    pub no_faults: bool,
+}
+
+/// The longest span a seconds option takes (`--duration`, replay's `--at`): a year, far past a
+/// 72-hour burn-in and far from overflowing a clock.
+pub const MAX_SECONDS: u64 = 366 * 86_400;
+
+/// Counts read as everywhere else (defined in `model::units`).
+pub use crate::model::units::count;
+
+/// A console's pace: 1/16 to 1024 run seconds per wall second.
+pub fn play_speed(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && (1.0 / 16.0..=1024.0).contains(&v) => Ok(v),
+        _ => Err(format!("{s:?}: give a speed from 0.0625 to 1024")),
+    }
+}
+
+/// `run --demo`'s pace: 0 (as fast as it can) or 1/16 to 1024.
+pub fn run_speed(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(0.0) => Ok(0.0),
+        _ => play_speed(s).map_err(|e| format!("{e}, or 0 for as fast as it can")),
+    }
+}
+
+/// `WxH` of an off-screen console: width 20 to 1000, height 5 to 1000.
+pub fn screen_size(s: &str) -> Result<(u16, u16), String> {
+    let bad = || format!("{s:?}: give WxH, width 20 to 1000 and height 5 to 1000, e.g. 200x60");
+    let (w, h) = s.trim().split_once('x').ok_or_else(bad)?;
+    match (w.parse::<u16>(), h.parse::<u16>()) {
+        (Ok(w), Ok(h)) if (20..=1000).contains(&w) && (5..=1000).contains(&h) => Ok((w, h)),
+        _ => Err(bad()),
+    }
+}
+
+/// `bench record --hours`: above 0 and at most 720 (30 days).
+pub fn bench_hours(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 720.0 => Ok(v),
+        _ => Err(format!("{s:?}: give hours above 0 and at most 720")),
+    }
+}
+
+/// Durations on the command line read as everywhere else (defined in `model::units`).
+pub use crate::model::units::parse_duration;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_parse_and_nonsense_is_an_error() {
+        assert_eq!(parse_duration("1s"), Ok(Duration::from_secs(1)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("500"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
+        for bad in [
+            "25h",
+            "5d",
+            "1e30s",
+            "0s",
+            "0.0000001ms",
+            "-1s",
+            "fast",
+            "",
+            "1.5.2s",
+        ] {
+            assert!(parse_duration(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(screen_size("200x60"), Ok((200, 60)));
+        for bad in ["200", "19x24", "80x4", "65535x65535", "x", "80x24x2"] {
+            assert!(screen_size(bad).is_err(), "{bad:?}");
+        }
+    }
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Console over a built-in simulated cluster (12 nodes × 8 B300 + AIStor), faults injected.
+    Demo {
+        /// Simulation knobs.
+        #[command(flatten)]
+        sim: SimArgs,
+        /// Pace and screen.
+        #[command(flatten)]
+        play: PlayArgs,
+    },
+    /// Console over the cluster in burnin.toml (nodes over SSH, or local).
+    Watch {
+        /// Look.
+        #[command(flatten)]
+        look: LookArgs,
+        /// Take over this run (its console died): show its verdicts, re-attach to the phase
+        /// still running on the nodes, and record the next phases into it.
+        #[arg(long, value_name = "RUN_DIR")]
+        resume: Option<PathBuf>,
+        /// Open the run record now, not at the first phase start, so it is on disk from the
+        /// first second, phase or not. Without it the console keeps what it sees in memory
+        /// and the first phase writes that into the record it opens; a look with no phase
+        /// leaves no run behind.
+        #[arg(long)]
+        record: bool,
+    },
+    /// One snapshot of every node and GPU (like nvidia-smi, for the cluster).
+    Status {
+        /// Print JSON with a schema version.
+        #[arg(long)]
+        json: bool,
+        /// Snapshot the built-in demo cluster instead of burnin.toml.
+        #[arg(long)]
+        demo: bool,
+        /// Without --demo: how long to wait for every node to answer (default: the inventory's
+        /// connect timeout plus three sample periods).
+        #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+        wait: Option<std::time::Duration>,
+        /// With --demo: the simulated second to snapshot (at most an hour in: the demo's
+        /// plan ends at about 6 minutes, and the snapshot steps every second up to it).
+        #[arg(long, default_value_t = 130, value_name = "SECONDS",
+              value_parser = clap::value_parser!(u64).range(0..=3600))]
+        at: u64,
+        /// With --demo: simulation knobs.
+        #[command(flatten)]
+        sim: SimArgs,
+    },
+    /// Watch the nodes long enough to judge, then list stalled, throttled or erroring GPUs and
+    /// links. Exit 0: nothing above info; 1: a warning; 2: a critical finding; 3: could not run.
+    Triage {
+        /// Print JSON (the `status --json` document, schema 1).
+        #[arg(long)]
+        json: bool,
+        /// How long to watch (default: the stall window, 10 s, plus the connect timeout and
+        /// three sample periods).
+        #[arg(long = "for", value_parser = parse_duration, value_name = "DURATION")]
+        watch_for: Option<std::time::Duration>,
+    },
+    /// On a node: sample GPUs and RDMA/Ethernet ports, write NDJSON frames to stdout (exits
+    /// when stdout closes).
+    Agent(crate::agent::AgentArgs),
+    /// Copy this binary to the nodes over SSH (air-gapped: no downloads).
+    Deploy {
+        /// Only say what would be copied.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Headless: run the plan, print progress, write the run record; exit code = verdict.
+    Run {
+        /// Only these phases, e.g. T1,T4 (their `needs` are not enforced then).
+        #[arg(long, value_delimiter = ',')]
+        only: Vec<String>,
+        /// Print the run's summary as JSON on stdout (progress still goes to stderr).
+        #[arg(long)]
+        json: bool,
+        /// Where run records go.
+        #[arg(long, default_value = "burnin-runs")]
+        runs_dir: PathBuf,
+        /// Baseline file for the gates (default: burnin-baseline.json beside burnin.toml, if
+        /// it exists).
+        #[arg(long)]
+        baseline: Option<PathBuf>,
+        /// Print every output line of every node (they are always in the record).
+        #[arg(short, long)]
+        verbose: bool,
+        /// Take over the run in this directory (its console died): re-attach to the phase that
+        /// was running on the nodes, then go on with the phases not yet run.
+        #[arg(long, value_name = "RUN_DIR", conflicts_with = "only")]
+        resume: Option<PathBuf>,
+        /// Do not stream the nodes' telemetry beside the phases (then Xid during a phase and
+        /// stalled GPUs are not judged, and the record says so).
+        #[arg(long)]
+        no_telemetry: bool,
+        /// Run the built-in simulated cluster's plan (T1-T8) instead of the inventory's nodes,
+        /// on the compressed clock, and write a real record (for `report` without a cluster).
+        #[arg(long, conflicts_with_all = ["only", "resume", "baseline", "no_telemetry"])]
+        demo: bool,
+        /// With --demo: simulated seconds per second, 1/16 to 1024 (0: as fast as it can).
+        #[arg(long, default_value_t = 0.0, requires = "demo", value_parser = run_speed)]
+        speed: f64,
+        /// With --demo: the simulated cluster.
+        #[command(flatten)]
+        sim: SimArgs,
+    },
+    /// Storage probes (AIStor/S3 GET latency, throughput, checkpoint, dataloader wait).
+    Probe {
+        /// Which probe.
+        #[command(subcommand)]
+        kind: ProbeKind,
+    },
+    /// Markdown + self-contained HTML report from a run record.
+    Report {
+        /// Run directory.
+        run_dir: PathBuf,
+    },
+    /// Console over a recorded run.
+    Replay {
+        /// Run directory.
+        run_dir: PathBuf,
+        /// Start this many seconds into the run (what came before is applied at once).
+        #[arg(long, value_name = "SECONDS", default_value_t = 0,
+              value_parser = clap::value_parser!(u64).range(0..=MAX_SECONDS))]
+        at: u64,
+        /// Pace and screen.
+        #[command(flatten)]
+        play: PlayArgs,
+    },
+    /// Keep a good run's figures as the gates' baseline.
+    Baseline {
+        /// What to do.
+        #[command(subcommand)]
+        action: BaselineAction,
+    },
+    /// Print measured figures of burnin's own machinery.
+    Bench {
+        /// What to measure.
+        #[command(subcommand)]
+        what: BenchKind,
+    },
+    /// The PyTorch workloads shipped inside burnin (gemm, allreduce, train_synthetic).
+    Workload {
+        /// What to do.
+        #[command(subcommand)]
+        action: WorkloadAction,
+    },
+    /// What burnin reads from a tool's output, offline: the rows, the figures with their
+    /// units, the checks and failure lines, and the verdict each phase of the plan that reads
+    /// that kind of output would give. Exit 0: every file read and no phase failed it; 1: a
+    /// phase FAILED a file; 2: a file could not be read, or its kind not told.
+    Parse {
+        /// [KIND] FILE…: KIND is one of nccl-tests, perftest, nvbandwidth, trainlog, workload,
+        /// sanity, preflight, s3-probe, driver-version, kernel-log, lspci,
+        /// fabricmanager-version, smi-csv, topo, dcgm-exporter, minio; detected per file when
+        /// not given.
+        #[arg(required = true, num_args = 1.., value_name = "[KIND] FILE")]
+        args: Vec<String>,
+        /// Print one JSON document (`schema` 1) instead of text.
+        #[arg(long)]
+        json: bool,
+        /// The plan whose phases judge (default: the shipped plan).
+        #[arg(long, value_name = "FILE")]
+        plan: Option<PathBuf>,
+        /// A baseline for the `baseline` gates (`burnin baseline save RUN`).
+        #[arg(long, value_name = "FILE")]
+        baseline: Option<PathBuf>,
+        /// GPUs the node should have (GPU-count checks; a 1-rank nccl-tests job on a node of
+        /// more GPUs is no measurement; 1 to 64).
+        #[arg(long, default_value_t = 8, value_parser = crate::config::inventory::gpu_count)]
+        gpus: u32,
+        /// For nvidia-smi CSV without a header: the --query-gpu fields, comma-separated.
+        #[arg(long, value_delimiter = ',', value_name = "FIELD,…")]
+        fields: Vec<String>,
+        /// Save the figures of every phase that did not fail these files as a baseline (the
+        /// format of `burnin baseline save`): a known-good output of the reference node
+        /// becomes what the `baseline` gates compare with.
+        #[arg(long, value_name = "FILE")]
+        save_baseline: Option<PathBuf>,
+    },
+    /// Write a commented starter burnin.toml and plan.toml.
+    Init {
+        /// Overwrite an existing file.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+/// `burnin probe …`.
+#[derive(Debug, Subcommand)]
+pub enum ProbeKind {
+    /// An AIStor/S3 endpoint: GET latency and throughput over a concurrency sweep, a
+    /// dataloader's wait per step, checkpoint save/restore. Exit 0: every request succeeded;
+    /// 1: some failed (partial results printed); 2: could not run; 130: interrupted.
+    S3(Box<S3ProbeArgs>),
+}
+
+/// `burnin probe s3` options (defined with the probe, which reads them).
+pub use crate::probes::s3::cli::S3ProbeArgs;
+
+/// `burnin baseline …`.
+#[derive(Debug, Subcommand)]
+pub enum BaselineAction {
+    /// Save the figures of a run's passed (or warned) phases.
+    Save {
+        /// The run directory (burnin-runs/RUN_ID).
+        run_dir: PathBuf,
+        /// Baseline file to write (default: burnin-baseline.json beside burnin.toml).
+        #[arg(long)]
+        to: Option<PathBuf>,
+    },
+}
+
+/// `burnin bench …`.
+#[derive(Debug, Subcommand)]
+pub enum BenchKind {
+    /// Size and CPU cost of the run record's telemetry: a simulated cluster under full load
+    /// written through the real recorder for HOURS of simulated time, then scaled to 24 h.
+    Record {
+        /// Simulated hours to write (above 0, at most 720).
+        #[arg(long, default_value_t = 1.0, value_parser = bench_hours)]
+        hours: f64,
+        /// Nodes (1 to 4096).
+        #[arg(long, default_value_t = 12, value_parser = count::<1, 4096>)]
+        nodes: usize,
+        /// GPUs per node (1 to 64).
+        #[arg(long, default_value_t = 8, value_parser = crate::config::inventory::gpu_count)]
+        gpus: u32,
+        /// Samples per second per node (the agent's interval is 1 s by default; 1 to 1000).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        per_second: u32,
+        /// Keep the record in this new directory (replayable and reportable) instead of
+        /// deleting it.
+        #[arg(long, value_name = "DIR")]
+        keep: Option<std::path::PathBuf>,
+    },
+    /// GPU-samples per second the console decodes and stores on one thread: agent lines of a
+    /// simulated cluster, into a fresh store, then warm rounds into the same store.
+    Ingest {
+        /// Nodes (1 to 4096).
+        #[arg(long, default_value_t = 12, value_parser = count::<1, 4096>)]
+        nodes: usize,
+        /// GPUs per node (1 to 64).
+        #[arg(long, default_value_t = 8, value_parser = crate::config::inventory::gpu_count)]
+        gpus: u32,
+        /// Simulated seconds per round (one line per node per second; 1 to 86400).
+        #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+        seconds: u64,
+        /// Warm rounds (1 to 1000).
+        #[arg(long, default_value_t = 5, value_parser = count::<1, 1000>)]
+        rounds: usize,
+    },
+    /// The agent's CPU per GPU-sample on this node's NVML, as `burnin agent --stats` gives it,
+    /// with SLOTS GPU slots read round robin from the GPUs here: a one-GPU machine makes the
+    /// calls of an eight-GPU node (the GPUs behind the slots repeat; the report says so).
+    Agent {
+        /// GPU slots (at least the GPUs present; at most 64).
+        #[arg(long, default_value_t = 8, value_parser = crate::config::inventory::gpu_count)]
+        slots: u32,
+        /// Sample period: `1s`, `100ms`, or milliseconds.
+        #[arg(long, default_value = "1s", value_parser = parse_duration)]
+        interval: std::time::Duration,
+        /// Frames to write (1 to 10^7).
+        #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+        frames: u64,
+        /// Also split the tick path (as `burnin agent --stats-split`).
+        #[arg(long)]
+        split: bool,
+    },
+}
+
+/// `burnin workload …`.
+#[derive(Debug, Subcommand)]
+pub enum WorkloadAction {
+    /// List the shipped workloads.
+    List,
+    /// Print one to stdout (e.g. `burnin workload print gemm > gemm.py`).
+    Print {
+        /// gemm, allreduce or train_synthetic.
+        name: String,
+    },
+}

@@ -1,0 +1,1373 @@
+//! The plan: which phases run, where, with which command, read by which parser and judged by
+//! which gates. The site's T1–T8 ladder is `plans/default.toml`, embedded; a site edits a copy
+//! (`burnin init` writes it) and points burnin.toml at it. Two stages as every config file
+//! here: a serde shape with `deny_unknown_fields`, then `resolve` into runtime types with errors
+//! that name file, line and column.
+
+pub mod drill;
+pub mod gates;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::ConfigError;
+use crate::parsers::ParserKind;
+
+/// Where a phase runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scope {
+    /// Once on every node, at the same time.
+    EachNode,
+    /// Once on every node, judged per GPU (the workload measures each GPU).
+    EachGpu,
+    /// Once, on the first node.
+    Launcher,
+    /// Once, on the first node, reaching all nodes through mpirun.
+    Mpirun,
+    /// Node pairs in a ring: a `server` on every node, then on every node a client of the next
+    /// one (`{peer}`), e.g. perftest per link.
+    Pairs,
+    /// Earlier phases of the plan run at the same time (`together = [...]`), compared with each
+    /// of them alone. Given by `together`, never written as a scope.
+    Together,
+}
+
+impl Scope {
+    /// Words for the phases pane.
+    pub fn label(self) -> &'static str {
+        match self {
+            Scope::EachNode => "each node",
+            Scope::EachGpu => "each GPU",
+            Scope::Launcher => "launcher",
+            Scope::Mpirun => "all nodes",
+            Scope::Pairs => "node pairs",
+            Scope::Together => "together",
+        }
+    }
+}
+
+/// One condition a phase must meet.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Gate {
+    /// Every sanity check held; an unknown one warns.
+    Checks,
+    /// nccl-tests found no wrong element; unvalidated rows warn.
+    ZeroWrong,
+    /// Every subject's figure is at least `value`.
+    Min {
+        /// Figure name.
+        figure: String,
+        /// Lower bound.
+        value: f64,
+    },
+    /// Every subject's figure is at most `value`.
+    Max {
+        /// Figure name.
+        figure: String,
+        /// Upper bound.
+        value: f64,
+    },
+    /// At least `pct` % of the saved baseline.
+    Baseline {
+        /// Figure name.
+        figure: String,
+        /// Percent.
+        pct: f64,
+    },
+    /// No subject below `pct` % of its peers' median.
+    Peers {
+        /// Figure name.
+        figure: String,
+        /// Percent.
+        pct: f64,
+    },
+    /// The output contains `text` on every node that ran the phase.
+    OutputContains {
+        /// Text to find.
+        text: String,
+        /// Where the output has no line with this text at all, the tool did not print what
+        /// `text` would be found in (e.g. `Using network`: NCCL ran below INFO level, or the log is a tail), so a node
+        /// without `text` is not judged (WARN) rather than failed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        evidence: Option<String>,
+    },
+    /// Loss finite throughout and lower at the end than at the start.
+    LossFalling,
+    /// Loss finite throughout (data that cannot be learned, e.g. random shards in T8).
+    LossFinite,
+    /// No Xid reached the telemetry from the phase's nodes while it ran (unwatched nodes warn).
+    NoXid,
+    /// Tokens/s of the full job ≥ `pct` % of (1-GPU tokens/s × GPUs), per node.
+    Scaling {
+        /// Percent.
+        pct: f64,
+    },
+    /// In a `together` phase: run beside the others, the figure is at most `worse_pct` % worse
+    /// than the same member's run alone, for every subject (a bandwidth lower, a latency
+    /// higher: [`lower_is_better`] says which way is worse).
+    Together {
+        /// Figure name.
+        figure: String,
+        /// Percent it may worsen.
+        worse_pct: f64,
+    },
+}
+
+use crate::model::figures::figure_names;
+pub use crate::model::figures::{Better, FIGURES, known_figure, lower_is_better, unit_of};
+
+impl Gate {
+    /// The texts an `output-contains` gate looks for in the output (its text and its
+    /// evidence), for the readers that note which nodes showed them.
+    pub fn output_texts(&self) -> Vec<String> {
+        match self {
+            Gate::OutputContains { text, evidence } => std::iter::once(text.clone())
+                .chain(evidence.clone())
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The figure the gate reads, if it reads one.
+    pub fn figure(&self) -> Option<&str> {
+        match self {
+            Gate::Min { figure, .. }
+            | Gate::Max { figure, .. }
+            | Gate::Baseline { figure, .. }
+            | Gate::Peers { figure, .. }
+            | Gate::Together { figure, .. } => Some(figure),
+            Gate::Scaling { .. } => Some("scaling_pct"),
+            _ => None,
+        }
+    }
+
+    /// The gate in words, for the phases pane and reports.
+    pub fn describe(&self) -> String {
+        match self {
+            Gate::Checks => "all checks ok".into(),
+            Gate::ZeroWrong => "#wrong = 0".into(),
+            Gate::Min { figure, value } => format!("{figure} >= {value}"),
+            Gate::Max { figure, value } => format!("{figure} <= {value}"),
+            Gate::Baseline { figure, pct } => format!("{figure} >= {pct} % of baseline"),
+            Gate::Peers { figure, pct } => format!("{figure} >= {pct} % of peer median"),
+            Gate::OutputContains { text, .. } => format!("output shows {text:?}"),
+            Gate::LossFalling => "loss finite and falling".into(),
+            Gate::LossFinite => "loss finite".into(),
+            Gate::NoXid => "no Xid during the phase".into(),
+            Gate::Scaling { pct } => format!("1 -> N GPU scaling >= {pct} %"),
+            Gate::Together { figure, worse_pct } => {
+                format!("{figure} at most {worse_pct} % worse together than alone")
+            }
+        }
+    }
+
+    /// Whether the gate reads figures (the members of a `together` phase keep only the gates
+    /// that do not: their figures are judged against their own run alone instead).
+    pub fn reads_figures(&self) -> bool {
+        self.figure().is_some()
+    }
+}
+
+/// How a phase's command reaches a node.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Launcher {
+    /// Over the node's transport (SSH, or this host for local and sim nodes).
+    #[default]
+    Ssh,
+    /// As a Kubernetes Job per node, through the site's kubectl (`[kubernetes]` of the plan).
+    Kubernetes,
+}
+
+/// One phase of the plan, resolved.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PhaseSpec {
+    /// Short id, e.g. "T4".
+    pub id: String,
+    /// Title.
+    pub title: String,
+    /// Where it runs.
+    pub scope: Scope,
+    /// What passing proves.
+    pub proves: String,
+    /// The gates in words.
+    pub gate: String,
+    /// Shell text run on the node; empty: the site has not said what to run (SKIPPED).
+    pub command: String,
+    /// For `pairs`: the server side, started on every node before the clients.
+    pub server: String,
+    /// Which parser reads the output.
+    pub parser: ParserKind,
+    /// Longest it may run before it is stopped and recorded TIMEOUT.
+    #[serde(with = "secs")]
+    pub timeout: Duration,
+    /// Phases that must have passed (or warned) first.
+    pub needs: Vec<String>,
+    /// `[vars]` that must be non-empty, else the phase is SKIPPED and says which.
+    pub requires: Vec<String>,
+    /// The gates.
+    pub gates: Vec<Gate>,
+    /// For scope `together`: the earlier phases run at the same time.
+    pub together: Vec<String>,
+    /// For scope `together`: figures shown alone / together / change beside the gated ones.
+    pub compare: Vec<String>,
+    /// An operator drill around the load this phase runs (the load runs until burnin stops it).
+    pub drill: Option<drill::Drill>,
+    /// How the command reaches the nodes.
+    pub launcher: Launcher,
+}
+
+/// Durations as seconds in JSON (the plan's specs, drills).
+pub(crate) mod secs {
+    /// Seconds, fractional.
+    pub fn serialize<S: serde::Serializer>(
+        d: &std::time::Duration,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+}
+
+/// A resolved plan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// Where it came from (`<embedded>/default.toml` for the shipped one).
+    pub file: String,
+    /// Phases in order.
+    pub phases: Vec<Arc<PhaseSpec>>,
+    /// Site text for templates.
+    pub vars: BTreeMap<String, String>,
+    /// Run directories on the nodes (`~/` allowed).
+    pub remote_dir: String,
+    /// TERM → KILL grace when stopping a phase.
+    pub grace: Duration,
+    /// The file's text as parsed: the run record keeps a copy, so a report or a replay
+    /// elsewhere reads the plan the run used.
+    pub text: String,
+    /// `[kubernetes]`: the cluster and image for phases with `launcher = "kubernetes"`.
+    pub kubernetes: Option<KubeSettings>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlanFile {
+    #[serde(default)]
+    settings: SettingsFile,
+    #[serde(default)]
+    vars: BTreeMap<String, toml::Spanned<String>>,
+    #[serde(default)]
+    phase: Vec<toml::Spanned<PhaseFile>>,
+    kubernetes: Option<toml::Spanned<KubernetesFile>>,
+}
+
+/// `[kubernetes]`: where Jobs go and what they run in.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KubernetesFile {
+    image: toml::Spanned<String>,
+    namespace: Option<String>,
+    context: Option<String>,
+    kubectl: Option<String>,
+    gpu_resource: Option<String>,
+    node_label: Option<String>,
+    service_account: Option<String>,
+    keep_finished: Option<toml::Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct SettingsFile {
+    remote_dir: Option<String>,
+    grace_s: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PhaseFile {
+    id: toml::Spanned<String>,
+    title: String,
+    scope: Option<toml::Spanned<Scope>>,
+    #[serde(default)]
+    proves: String,
+    /// The gates in words for the console and reports (default: made from `gates`).
+    gate: Option<String>,
+    parser: Option<ParserKind>,
+    timeout: Option<toml::Spanned<String>>,
+    #[serde(default)]
+    needs: Vec<toml::Spanned<String>>,
+    #[serde(default)]
+    requires: Vec<toml::Spanned<String>>,
+    #[serde(default)]
+    gates: Vec<toml::Spanned<Gate>>,
+    command: Option<toml::Spanned<String>>,
+    server: Option<toml::Spanned<String>>,
+    /// Earlier phases to run at the same time (this phase then has no command of its own).
+    #[serde(default)]
+    together: Vec<toml::Spanned<String>>,
+    /// With `together`: more figures to show alone / together / change.
+    #[serde(default)]
+    compare: Vec<toml::Spanned<String>>,
+    /// An operator drill around this phase's load.
+    drill: Option<toml::Spanned<DrillFile>>,
+    /// `ssh` (default) or `kubernetes`.
+    launcher: Option<toml::Spanned<Launcher>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DrillFile {
+    watch: Vec<toml::Spanned<String>>,
+    steady: Option<toml::Spanned<String>>,
+    settle: Option<toml::Spanned<String>>,
+    recover_pct: Option<f64>,
+    steps: Vec<DrillStepFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DrillStepFile {
+    ask: String,
+    run: Option<toml::Spanned<String>>,
+    within: Option<toml::Spanned<String>>,
+}
+
+/// Placeholders the runner fills in for every command.
+pub const BUILTIN_PLACEHOLDERS: &[&str] = &[
+    "node",
+    "gpus",
+    "run",
+    "dir",
+    "workloads",
+    "hosts",
+    "hosts_slots",
+    "np",
+    "nnodes",
+    "nodelist",
+    "hostfile",
+    "peer",
+    "burnin",
+];
+
+/// The `{name}`s in a template, in order. `{{` and `}}` are literal braces.
+pub fn placeholders(template: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut chars = template.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '{' if chars.peek().map(|x| x.1) == Some('{') => {
+                chars.next();
+            }
+            '}' if chars.peek().map(|x| x.1) == Some('}') => {
+                chars.next();
+            }
+            '{' => {
+                let rest = &template[i + 1..];
+                let Some(end) = rest.find('}') else {
+                    return Err("a '{' without its '}' (write {{ for a literal brace)".into());
+                };
+                let name = &rest[..end];
+                if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                    return Err(format!(
+                        "'{{{name}}}' is not a placeholder (write {{{{ for a literal brace)"
+                    ));
+                }
+                out.push(name.to_string());
+                for _ in 0..=name.len() {
+                    chars.next();
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+/// Fill a template. Every placeholder must be in `values` (the plan's loader checked that).
+pub fn render(template: &str, values: &BTreeMap<String, String>) -> Result<String, String> {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(i) = rest.find(['{', '}']) {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i..];
+        if let Some(after) = tail.strip_prefix("{{") {
+            out.push('{');
+            rest = after;
+        } else if let Some(after) = tail.strip_prefix("}}") {
+            out.push('}');
+            rest = after;
+        } else if let Some(after) = tail.strip_prefix('}') {
+            out.push('}');
+            rest = after;
+        } else {
+            let end = tail.find('}').ok_or("a '{' without its '}'")?;
+            let name = &tail[1..end];
+            let v = values
+                .get(name)
+                .ok_or_else(|| format!("no value for {{{name}}}"))?;
+            out.push_str(v);
+            rest = &tail[end + 1..];
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The shipped plan's text (what `burnin init` writes as plan.toml).
+pub const DEFAULT_PLAN_TEXT: &str = include_str!("../../plans/default.toml");
+
+static DEFAULT: LazyLock<Plan> = LazyLock::new(|| {
+    Plan::parse("<embedded>/default.toml", DEFAULT_PLAN_TEXT)
+        .unwrap_or_else(|e| panic!("the embedded plan must parse (a test checks it): {e}"))
+});
+
+/// The shipped T1–T8 plan.
+pub fn default_plan() -> &'static Plan {
+    &DEFAULT
+}
+
+/// A phase's drill, checked: series it can watch, at least one step, sane percentages.
+fn drill_of(
+    file: &str,
+    text: &str,
+    id: &str,
+    d: Option<&toml::Spanned<DrillFile>>,
+) -> Result<Option<drill::Drill>, ConfigError> {
+    use drill::{Drill, DrillStep, WATCHABLE, watchable};
+    let Some(spanned) = d else { return Ok(None) };
+    let at = |span: std::ops::Range<usize>, m: String| ConfigError::at(file, text, Some(span), m);
+    let d = spanned.get_ref();
+    if d.watch.is_empty() {
+        return Err(at(
+            spanned.span(),
+            format!("{id}: a drill watches at least one series"),
+        ));
+    }
+    for w in &d.watch {
+        if !watchable(w.get_ref()) {
+            return Err(at(
+                w.span(),
+                format!(
+                    "{id}: a drill cannot time {:?}; it watches series that arrive while the load runs: {} (busbw_ + collective)",
+                    w.get_ref(),
+                    WATCHABLE.join(", ")
+                ),
+            ));
+        }
+    }
+    if d.steps.is_empty() {
+        return Err(at(
+            spanned.span(),
+            format!("{id}: a drill has at least one step"),
+        ));
+    }
+    let pct = d.recover_pct.unwrap_or(90.0);
+    if !(pct > 0.0 && pct <= 100.0) {
+        return Err(at(
+            spanned.span(),
+            format!("{id}: recover_pct {pct} is not in (0, 100]"),
+        ));
+    }
+    let mut steps = Vec::new();
+    for s in &d.steps {
+        if s.ask.trim().is_empty() {
+            return Err(at(
+                spanned.span(),
+                format!("{id}: a drill step asks something"),
+            ));
+        }
+        if let Some(run) = &s.run {
+            let names = placeholders(run.get_ref()).map_err(|m| at(run.span(), m))?;
+            if let Some(n) = names
+                .iter()
+                .find(|n| !BUILTIN_PLACEHOLDERS.contains(&n.as_str()))
+            {
+                return Err(at(
+                    run.span(),
+                    format!(
+                        "{id}: a drill step's `run` may use the built-in placeholders only, not {{{n}}}"
+                    ),
+                ));
+            }
+        }
+        steps.push(DrillStep {
+            run: s
+                .run
+                .as_ref()
+                .map(|r| r.get_ref().trim().to_string())
+                .filter(|r| !r.is_empty()),
+            ask: s.ask.trim().to_string(),
+            within: crate::config::inventory::duration(
+                file,
+                text,
+                &s.within,
+                Duration::from_secs(300),
+            )?,
+        });
+    }
+    Ok(Some(Drill {
+        watch: d.watch.iter().map(|w| w.get_ref().clone()).collect(),
+        steady: crate::config::inventory::duration(file, text, &d.steady, Duration::from_secs(60))?,
+        settle: crate::config::inventory::duration(file, text, &d.settle, Duration::from_secs(30))?,
+        recover_pct: pct,
+        steps,
+    }))
+}
+
+/// The gate's figure must be one burnin knows, and its numbers finite and ones a gate can mean.
+fn check_gate_figure(
+    file: &str,
+    text: &str,
+    gate: &toml::Spanned<Gate>,
+) -> Result<(), ConfigError> {
+    let bad = |m: String| Err(ConfigError::at(file, text, Some(gate.span()), m));
+    // A NaN bound compares false both ways: it would pass any figure. Every number is finite,
+    // and a percentage is one a gate can mean.
+    match gate.get_ref() {
+        Gate::Min { value, .. } | Gate::Max { value, .. } if !value.is_finite() => {
+            return bad(format!("gate value {value} is not a finite number"));
+        }
+        Gate::Baseline { pct, .. } | Gate::Peers { pct, .. } | Gate::Scaling { pct }
+            if !(pct.is_finite() && *pct > 0.0 && *pct <= 1000.0) =>
+        {
+            return bad(format!("gate pct {pct} must be above 0 and at most 1000"));
+        }
+        Gate::Together { worse_pct, .. }
+            if !(worse_pct.is_finite() && (0.0..=1000.0).contains(worse_pct)) =>
+        {
+            return bad(format!("gate worse_pct {worse_pct} must be 0 to 1000"));
+        }
+        _ => {}
+    }
+    match gate.get_ref().figure() {
+        Some(figure) if !known_figure(figure) => bad(format!(
+            "unknown figure {figure:?}; known: {}",
+            figure_names()
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// A phase of earlier phases run at the same time: no command, scope or parser of its own;
+/// it needs its members (they give the "alone" figures) and is judged by `together` gates
+/// (and `no-xid`).
+fn together_phase(
+    file: &str,
+    text: &str,
+    id: String,
+    p: &PhaseFile,
+    earlier: &[Arc<PhaseSpec>],
+) -> Result<PhaseSpec, ConfigError> {
+    let at = |span: std::ops::Range<usize>, m: String| ConfigError::at(file, text, Some(span), m);
+    for (given, what) in [
+        (p.command.as_ref().map(|c| c.span()), "command"),
+        (p.server.as_ref().map(|c| c.span()), "server"),
+        (p.scope.as_ref().map(|c| c.span()), "scope"),
+    ] {
+        if let Some(span) = given {
+            return Err(at(
+                span,
+                format!("{id}: a `together` phase runs its members' commands; it has no `{what}`"),
+            ));
+        }
+    }
+    if p.parser.is_some() {
+        return Err(at(
+            p.id.span(),
+            format!("{id}: a `together` phase reads with its members' parsers; it has no `parser`"),
+        ));
+    }
+    if let Some(d) = &p.drill {
+        return Err(at(
+            d.span(),
+            format!("{id}: a drill runs around one phase's load, not a `together` phase"),
+        ));
+    }
+    if let Some(r) = p.requires.first() {
+        return Err(at(
+            r.span(),
+            format!("{id}: `requires` belongs to the members of a `together` phase"),
+        ));
+    }
+    let mut members: Vec<String> = Vec::new();
+    for m in &p.together {
+        let name = m.get_ref().trim().to_string();
+        match earlier.iter().find(|q| q.id == name) {
+            None => {
+                return Err(at(
+                    m.span(),
+                    format!("{id}: together with {name:?}, which is not an earlier phase"),
+                ));
+            }
+            Some(q) if q.scope == Scope::Together => {
+                return Err(at(
+                    m.span(),
+                    format!("{id}: {name} is itself a `together` phase"),
+                ));
+            }
+            Some(_) if members.contains(&name) => {
+                return Err(at(m.span(), format!("{id}: {name} is listed twice")));
+            }
+            Some(_) => members.push(name),
+        }
+    }
+    if members.len() < 2 {
+        return Err(at(
+            p.id.span(),
+            format!("{id}: `together` names at least two phases"),
+        ));
+    }
+    for gate in &p.gates {
+        check_gate_figure(file, text, gate)?;
+        if !matches!(gate.get_ref(), Gate::Together { .. } | Gate::NoXid) {
+            return Err(at(
+                gate.span(),
+                format!(
+                    "{id}: a `together` phase is judged by `together` and `no-xid` gates (its members' own gates that read no figure apply to them as well)"
+                ),
+            ));
+        }
+    }
+    for c in &p.compare {
+        if !known_figure(c.get_ref()) {
+            return Err(at(
+                c.span(),
+                format!(
+                    "unknown figure {:?}; known: {}",
+                    c.get_ref(),
+                    figure_names()
+                ),
+            ));
+        }
+    }
+    let gates: Vec<Gate> = p.gates.iter().map(|g| g.get_ref().clone()).collect();
+    let gate = p.gate.clone().unwrap_or_else(|| {
+        if gates.is_empty() {
+            format!(
+                "{} each pass beside the others (figures compared, not gated)",
+                members.join(", ")
+            )
+        } else {
+            gates
+                .iter()
+                .map(Gate::describe)
+                .collect::<Vec<_>>()
+                .join("; ")
+        }
+    });
+    if let Some(t) = &p.timeout {
+        return Err(at(
+            t.span(),
+            format!("{id}: each member of a `together` phase keeps its own `timeout`"),
+        ));
+    }
+    // What the console shows: the slowest member's limit.
+    let timeout = earlier
+        .iter()
+        .filter(|q| members.contains(&q.id))
+        .map(|q| q.timeout)
+        .max()
+        .unwrap_or(Duration::from_secs(3600));
+    let mut needs: Vec<String> = p.needs.iter().map(|n| n.get_ref().clone()).collect();
+    for m in &members {
+        if !needs.contains(m) {
+            needs.push(m.clone());
+        }
+    }
+    Ok(PhaseSpec {
+        id,
+        title: p.title.clone(),
+        scope: Scope::Together,
+        proves: p.proves.clone(),
+        gate,
+        command: String::new(),
+        server: String::new(),
+        parser: ParserKind::None,
+        timeout,
+        needs,
+        requires: Vec::new(),
+        gates,
+        together: members,
+        compare: p.compare.iter().map(|c| c.get_ref().clone()).collect(),
+        drill: None,
+        launcher: Launcher::Ssh,
+    })
+}
+
+impl Plan {
+    /// Parse and check a plan file.
+    pub fn parse(file: &str, text: &str) -> Result<Plan, ConfigError> {
+        let shape: PlanFile =
+            toml::from_str(text).map_err(|e| ConfigError::from_toml(file, text, &e))?;
+        let at =
+            |span: std::ops::Range<usize>, m: String| ConfigError::at(file, text, Some(span), m);
+        // A var may use the built-in placeholders (a container mount of {workloads}), not
+        // other vars: the runner fills vars in once, with the built-ins only.
+        for (key, value) in &shape.vars {
+            let names = placeholders(value.get_ref()).map_err(|m| at(value.span(), m))?;
+            if let Some(name) = names
+                .iter()
+                .find(|n| !BUILTIN_PLACEHOLDERS.contains(&n.as_str()))
+            {
+                return Err(at(
+                    value.span(),
+                    format!("[vars] {key}: {{{name}}} is not a built-in placeholder"),
+                ));
+            }
+        }
+        let kubernetes = match &shape.kubernetes {
+            None => None,
+            Some(k) => {
+                let kf = k.get_ref();
+                let d = KubeSettings::default();
+                let image = kf.image.get_ref().trim().to_string();
+                if image.is_empty() {
+                    return Err(at(kf.image.span(), "[kubernetes] image is empty".into()));
+                }
+                let keep = crate::config::inventory::duration(
+                    file,
+                    text,
+                    &kf.keep_finished,
+                    Duration::from_secs(d.keep_finished_s),
+                )?;
+                Some(KubeSettings {
+                    kubectl: kf.kubectl.clone().unwrap_or(d.kubectl),
+                    context: kf.context.clone(),
+                    namespace: kf.namespace.clone().unwrap_or(d.namespace),
+                    image,
+                    gpu_resource: kf.gpu_resource.clone().unwrap_or(d.gpu_resource),
+                    node_label: kf.node_label.clone().unwrap_or(d.node_label),
+                    service_account: kf.service_account.clone(),
+                    keep_finished_s: keep.as_secs(),
+                })
+            }
+        };
+        let mut phases: Vec<Arc<PhaseSpec>> = Vec::new();
+        let mut ids = BTreeSet::new();
+        for entry in &shape.phase {
+            let p = entry.get_ref();
+            let id = p.id.get_ref().trim().to_string();
+            if id.is_empty()
+                || !id
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            {
+                return Err(at(
+                    p.id.span(),
+                    format!("phase id {id:?}: letters, digits, - and _ only"),
+                ));
+            }
+            if !ids.insert(id.clone()) {
+                return Err(at(p.id.span(), format!("phase {id} is listed twice")));
+            }
+            for need in &p.needs {
+                if !phases.iter().any(|q| q.id == *need.get_ref()) {
+                    return Err(at(
+                        need.span(),
+                        format!(
+                            "{id} needs {:?}, which is not an earlier phase",
+                            need.get_ref()
+                        ),
+                    ));
+                }
+            }
+            for r in &p.requires {
+                if !shape.vars.contains_key(r.get_ref()) {
+                    return Err(at(
+                        r.span(),
+                        format!("{id} requires {:?}, which is not in [vars]", r.get_ref()),
+                    ));
+                }
+            }
+            if !p.together.is_empty() {
+                if let Some(l) = &p.launcher {
+                    return Err(at(
+                        l.span(),
+                        format!("{id}: a `together` phase runs its members as they launch"),
+                    ));
+                }
+                phases.push(Arc::new(together_phase(file, text, id, p, &phases)?));
+                continue;
+            }
+            let Some(scope) = p.scope.as_ref().map(|s| *s.get_ref()) else {
+                return Err(at(p.id.span(), format!("{id}: no `scope`")));
+            };
+            if scope == Scope::Together {
+                return Err(at(
+                    p.scope.as_ref().map_or(p.id.span(), |s| s.span()),
+                    format!("{id}: scope \"together\" is written as `together = [\"T4\", \"S2\"]`"),
+                ));
+            }
+            let Some(parser) = p.parser else {
+                return Err(at(p.id.span(), format!("{id}: no `parser`")));
+            };
+            let Some(command) = &p.command else {
+                return Err(at(p.id.span(), format!("{id}: no `command`")));
+            };
+            if let Some(c) = p.compare.first() {
+                return Err(at(
+                    c.span(),
+                    format!("{id}: `compare` is for `together` phases"),
+                ));
+            }
+            let mut templates = vec![command];
+            match (&p.server, scope) {
+                (Some(server), Scope::Pairs) => templates.push(server),
+                (None, Scope::Pairs) => {
+                    return Err(at(
+                        p.id.span(),
+                        format!("{id}: scope \"pairs\" needs a `server` command"),
+                    ));
+                }
+                (Some(server), _) => {
+                    return Err(at(
+                        server.span(),
+                        format!("{id}: `server` is for scope \"pairs\" only"),
+                    ));
+                }
+                (None, _) => {}
+            }
+            for template in templates {
+                let names = placeholders(template.get_ref()).map_err(|m| at(template.span(), m))?;
+                for name in names {
+                    if !BUILTIN_PLACEHOLDERS.contains(&name.as_str())
+                        && !shape.vars.contains_key(&name)
+                    {
+                        return Err(at(
+                            template.span(),
+                            format!(
+                                "{id}: {{{name}}} is neither a built-in placeholder nor a key of [vars]"
+                            ),
+                        ));
+                    }
+                }
+            }
+            for gate in &p.gates {
+                check_gate_figure(file, text, gate)?;
+                if matches!(gate.get_ref(), Gate::Together { .. }) {
+                    return Err(at(
+                        gate.span(),
+                        format!(
+                            "{id}: a `together` gate belongs to a phase with `together = [...]`"
+                        ),
+                    ));
+                }
+            }
+            let timeout = crate::config::inventory::duration(
+                file,
+                text,
+                &p.timeout,
+                Duration::from_secs(3600),
+            )?;
+            let gates: Vec<Gate> = p.gates.iter().map(|g| g.get_ref().clone()).collect();
+            let gate = if let Some(words) = &p.gate {
+                words.clone()
+            } else if gates.is_empty() {
+                "exit status 0, no failure lines".to_string()
+            } else {
+                gates
+                    .iter()
+                    .map(Gate::describe)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            };
+            let drill = drill_of(file, text, &id, p.drill.as_ref())?;
+            let launcher = p.launcher.as_ref().map_or(Launcher::Ssh, |l| *l.get_ref());
+            if let Some(l) = p
+                .launcher
+                .as_ref()
+                .filter(|_| launcher == Launcher::Kubernetes)
+            {
+                if kubernetes.is_none() {
+                    return Err(at(
+                        l.span(),
+                        format!(
+                            "{id}: launcher \"kubernetes\" needs a [kubernetes] section with the image"
+                        ),
+                    ));
+                }
+                if !matches!(scope, Scope::EachNode | Scope::EachGpu | Scope::Launcher) {
+                    return Err(at(
+                        l.span(),
+                        format!(
+                            "{id}: a Kubernetes Job runs on one node; scope \"{}\" needs the nodes to reach each other (mpirun: use the launcher ssh, or the site's MPI operator)",
+                            scope.label()
+                        ),
+                    ));
+                }
+                if drill.is_some() {
+                    return Err(at(
+                        l.span(),
+                        format!("{id}: drills run over SSH, not as Kubernetes Jobs"),
+                    ));
+                }
+            }
+            phases.push(Arc::new(PhaseSpec {
+                id,
+                title: p.title.clone(),
+                scope,
+                proves: p.proves.clone(),
+                gate,
+                command: command.get_ref().trim().to_string(),
+                server: p
+                    .server
+                    .as_ref()
+                    .map(|s| s.get_ref().trim().to_string())
+                    .unwrap_or_default(),
+                parser,
+                timeout,
+                needs: p.needs.iter().map(|n| n.get_ref().clone()).collect(),
+                requires: p.requires.iter().map(|n| n.get_ref().clone()).collect(),
+                gates,
+                together: Vec::new(),
+                compare: Vec::new(),
+                drill,
+                launcher,
+            }));
+        }
+        if phases.is_empty() {
+            return Err(ConfigError::at(file, text, None, "no [[phase]] entries"));
+        }
+        Ok(Plan {
+            file: file.to_string(),
+            text: text.to_string(),
+            phases,
+            vars: shape
+                .vars
+                .into_iter()
+                .map(|(k, v)| (k, v.into_inner()))
+                .collect(),
+            remote_dir: shape
+                .settings
+                .remote_dir
+                .unwrap_or_else(|| "~/.cache/burnin/runs".into()),
+            grace: Duration::from_secs(shape.settings.grace_s.unwrap_or(10).clamp(1, 600)),
+            kubernetes,
+        })
+    }
+
+    /// Read and check a plan file.
+    pub fn load(path: &std::path::Path) -> Result<Plan, ConfigError> {
+        let name = path.display().to_string();
+        let text = crate::config::read_file_bounded(path, crate::config::MAX_CONFIG_BYTES)
+            .map_err(|e| ConfigError {
+                file: name.clone(),
+                line: None,
+                column: None,
+                message: e.to_string(),
+            })?;
+        Plan::parse(&name, &text)
+    }
+
+    /// A phase by id.
+    pub fn find(&self, id: &str) -> Option<&Arc<PhaseSpec>> {
+        self.phases.iter().find(|p| p.id == id)
+    }
+}
+
+/// `[kubernetes]` of the plan, resolved: how to reach the cluster and what the Jobs run in.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct KubeSettings {
+    /// The kubectl to run (`kubectl`, or a path).
+    pub kubectl: String,
+    /// `--context`, when not the current one.
+    pub context: Option<String>,
+    /// Namespace of the Jobs.
+    pub namespace: String,
+    /// Container image the phase's command runs in.
+    pub image: String,
+    /// Extended resource name of a GPU.
+    pub gpu_resource: String,
+    /// Node label whose value is the node's name (`nodeSelector`).
+    pub node_label: String,
+    /// Service account of the pods, when not the namespace's default.
+    pub service_account: Option<String>,
+    /// Seconds a finished Job is kept for `kubectl logs` (`ttlSecondsAfterFinished`).
+    pub keep_finished_s: u64,
+}
+
+impl Default for KubeSettings {
+    fn default() -> Self {
+        Self {
+            kubectl: "kubectl".into(),
+            context: None,
+            namespace: "default".into(),
+            image: String::new(),
+            gpu_resource: "nvidia.com/gpu".into(),
+            node_label: "kubernetes.io/hostname".into(),
+            service_account: None,
+            keep_finished_s: 3600,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shipped_plan_parses_in_order() {
+        let plan = default_plan();
+        let ids: Vec<_> = plan.phases.iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "T0", "T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8", "S1", "S2", "S3", "C1", "D1",
+                "D2"
+            ]
+        );
+        assert!(
+            plan.find("S2")
+                .is_some_and(|p| p.parser == ParserKind::S3Probe
+                    && p.command.starts_with("{burnin} probe s3 ")
+                    && p.requires == ["aistor_endpoint", "aistor_bucket"])
+        );
+        assert_eq!(plan.find("S1").map(|p| p.scope), Some(Scope::Pairs));
+        assert!(
+            plan.find("S1")
+                .is_some_and(|p| p.server.contains("ib_write_bw"))
+        );
+        assert_eq!(
+            plan.find("T4").map(|p| p.title.as_str()),
+            Some("single-node NCCL")
+        );
+        assert!(plan.find("T9").is_none());
+        assert_eq!(plan.find("T7").map(|p| p.scope), Some(Scope::Mpirun));
+        assert!(plan.find("T6").is_some_and(|p| p.command.is_empty()));
+        assert_eq!(plan.grace, Duration::from_secs(10));
+    }
+
+    /// Every shipped command (and server), filled in as for a real node, is valid `sh`.
+    #[test]
+    fn the_shipped_commands_are_valid_shell() {
+        let plan = default_plan();
+        let mut values: BTreeMap<String, String> = plan.vars.clone();
+        for v in values.values_mut() {
+            *v = "x".into();
+        }
+        for (k, v) in [
+            ("node", "gpu01"),
+            ("gpus", "8"),
+            ("run", "r1"),
+            ("dir", "$HOME/.cache/burnin/runs/r1/T1/gpu01"),
+            ("workloads", "$HOME/.cache/burnin/runs/r1/workloads"),
+            ("hosts", "gpu01,gpu02"),
+            ("hosts_slots", "gpu01:8,gpu02:8"),
+            ("np", "16"),
+            ("nnodes", "2"),
+            ("nodelist", "gpu01,gpu02"),
+            ("hostfile", "$HOME/h"),
+            ("peer", "gpu02"),
+            ("burnin", "\"$HOME\"/'.cache/burnin/bin/burnin'"),
+        ] {
+            values.insert(k.into(), v.into());
+        }
+        for p in &plan.phases {
+            for text in [&p.command, &p.server] {
+                let line = render(text, &values).unwrap();
+                let out = std::process::Command::new("sh")
+                    .args(["-n", "-c", &line])
+                    .output()
+                    .expect("sh");
+                assert!(
+                    out.status.success(),
+                    "{}: {}\n{line}",
+                    p.id,
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn t0_ships_the_command_that_ran_on_the_h200() {
+        let t0 = default_plan()
+            .phases
+            .iter()
+            .find(|p| p.id == "T0")
+            .expect("T0 in the shipped plan");
+        assert_eq!(t0.parser, ParserKind::Preflight);
+        let rendered = render(&t0.command, &BTreeMap::new()).expect("render");
+        assert_eq!(
+            rendered.trim(),
+            crate::parsers::fixtures::tool_output("preflight/t0-command.sh").trim(),
+            "the fixtures in tests/fixtures/preflight/ come from this command"
+        );
+        // And it is plain POSIX sh.
+        let out = std::process::Command::new("sh")
+            .args(["-n", "-c", &rendered])
+            .output()
+            .expect("sh");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    #[test]
+    fn placeholders_and_literal_braces() {
+        assert_eq!(
+            placeholders("a {node} ${{HOME}} {gpus}").unwrap(),
+            ["node", "gpus"]
+        );
+        assert!(placeholders("awk '{print $1}'").is_err());
+        let v: BTreeMap<String, String> = [("node".to_string(), "g1".to_string())]
+            .into_iter()
+            .collect();
+        assert_eq!(render("x {node} ${{A}}", &v).unwrap(), "x g1 ${A}");
+        assert!(render("{nope}", &v).is_err());
+    }
+
+    #[test]
+    fn mistakes_are_located() {
+        let base = "[vars]\nprefix = \"\"\n[[phase]]\nid = \"T1\"\ntitle = \"t\"\nscope = \"each-node\"\nparser = \"none\"\n";
+        let e = Plan::parse("p.toml", &format!("{base}command = \"run {{nope}}\"\n")).unwrap_err();
+        assert_eq!(e.line, Some(8), "{e}");
+        assert!(e.message.contains("{nope}"), "{e}");
+        let e = Plan::parse(
+            "p.toml",
+            &format!("{base}command = \"x\"\nneeds = [\"T0\"]\n"),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("not an earlier phase"), "{e}");
+        let e = Plan::parse(
+            "p.toml",
+            &format!("{base}command = \"x\"\ngates = [{{ kind = \"min\", figure = \"tflops\", value = 1 }}]\n"),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("unknown figure"), "{e}");
+        assert!(known_figure("s3_ttfb_p99_ms_c32") && known_figure("busbw_all_gather"));
+        assert!(!known_figure("s3_ttfb_p99_ms_c") && !known_figure("s3_ttfb_p99_ms_cx"));
+        assert!(!known_figure("s3_gb_per_sec"));
+        let e = Plan::parse(
+            "p.toml",
+            &format!("{base}command = \"x\"\ntimeout = \"5y\"\n"),
+        )
+        .unwrap_err();
+        assert_eq!(e.line, Some(9), "{e}");
+        let e = Plan::parse(
+            "p.toml",
+            &format!("{base}command = \"x\"\n")
+                .replace("prefix = \"\"", "prefix = \"run {prefix}\""),
+        )
+        .unwrap_err();
+        assert_eq!(e.line, Some(2), "{e}");
+        assert!(e.message.contains("[vars] prefix: {prefix}"), "{e}");
+        let e = Plan::parse("p.toml", &base.replace("each-node", "everywhere")).unwrap_err();
+        assert_eq!(e.line, Some(6), "{e}");
+        let e = Plan::parse(
+            "p.toml",
+            &format!("{base}command = \"x\"\n").replace("each-node", "pairs"),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("needs a `server` command"), "{e}");
+        let e = Plan::parse(
+            "p.toml",
+            &format!("{base}command = \"x\"\nserver = \"y\"\n"),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("for scope \"pairs\" only"), "{e}");
+    }
+
+    #[test]
+    fn together_phases_name_earlier_phases_and_are_judged_by_together_gates() {
+        let c1 = default_plan().find("C1").expect("C1 in the shipped plan");
+        assert_eq!(c1.scope, Scope::Together);
+        assert_eq!(c1.together, ["T7", "S2"]);
+        assert!(c1.command.is_empty());
+        assert!(c1.needs.contains(&"T7".to_string()) && c1.needs.contains(&"S2".to_string()));
+        // The slowest member's limit is what the console shows.
+        assert_eq!(c1.timeout, Duration::from_secs(30 * 60));
+        assert!(
+            c1.gate
+                .contains("busbw_all_reduce at most 10 % worse together than alone")
+        );
+
+        let base = "[[phase]]\nid = \"A\"\ntitle = \"a\"\nscope = \"each-node\"\nparser = \"none\"\ncommand = \"x\"\n[[phase]]\nid = \"B\"\ntitle = \"b\"\nscope = \"each-node\"\nparser = \"none\"\ncommand = \"y\"\n[[phase]]\nid = \"G\"\ntitle = \"g\"\n";
+        let ok = Plan::parse("p.toml", &format!("{base}together = [\"A\", \"B\"]\ngates = [{{ kind = \"together\", figure = \"step_time_ms\", worse_pct = 5 }}]\n")).expect("parses");
+        let g = ok.find("G").expect("G");
+        assert_eq!(
+            (g.scope, g.together.len(), g.needs.len()),
+            (Scope::Together, 2, 2)
+        );
+        for (extra, says, line) in [
+            ("together = [\"A\"]\n", "at least two", 14),
+            ("together = [\"A\", \"Z\"]\n", "not an earlier phase", 16),
+            ("together = [\"A\", \"A\"]\n", "listed twice", 16),
+            (
+                "together = [\"A\", \"B\"]\ncommand = \"z\"\n",
+                "no `command`",
+                17,
+            ),
+            (
+                "together = [\"A\", \"B\"]\nscope = \"each-node\"\n",
+                "no `scope`",
+                17,
+            ),
+            (
+                "together = [\"A\", \"B\"]\ntimeout = \"5m\"\n",
+                "own `timeout`",
+                17,
+            ),
+            (
+                "together = [\"A\", \"B\"]\ngates = [{ kind = \"min\", figure = \"step_time_ms\", value = 1 }]\n",
+                "judged by `together` and `no-xid`",
+                17,
+            ),
+            (
+                "together = [\"A\", \"B\"]\ncompare = [\"nope\"]\n",
+                "unknown figure",
+                17,
+            ),
+            (
+                "scope = \"together\"\nparser = \"none\"\ncommand = \"x\"\n",
+                "written as `together",
+                16,
+            ),
+        ] {
+            let e = Plan::parse("p.toml", &format!("{base}{extra}")).unwrap_err();
+            assert!(e.message.contains(says), "{extra}: {e}");
+            assert_eq!(e.line, Some(line), "{extra}: {e}");
+        }
+        // A together gate on an ordinary phase is a mistake, and so is `compare`.
+        let e = Plan::parse(
+            "p.toml",
+            &base.replace("command = \"y\"", "command = \"y\"\ngates = [{ kind = \"together\", figure = \"step_time_ms\", worse_pct = 5 }]"),
+        )
+        .unwrap_err();
+        assert!(
+            e.message.contains("belongs to a phase with `together"),
+            "{e}"
+        );
+        assert!(lower_is_better("s3_ttfb_p99_ms_c32") && lower_is_better("data_wait_pct"));
+        assert!(!lower_is_better("busbw_all_reduce") && !lower_is_better("s3_gb_per_s"));
+        assert!(!lower_is_better("s3_ttfb_p99_ms_c"));
+    }
+
+    #[test]
+    fn drills_watch_live_series_and_ask_at_least_once() {
+        let d1 = default_plan().find("D1").expect("D1 in the shipped plan");
+        let drill = d1.drill.as_ref().expect("a drill");
+        assert_eq!(drill.watch, ["busbw_all_reduce"]);
+        assert_eq!(drill.steps.len(), 2);
+        assert_eq!(drill.steps[0].ask, "Pull one leaf-spine cable now");
+        assert_eq!(drill.steps[1].within, Duration::from_secs(300));
+        assert_eq!(
+            (drill.steady, drill.recover_pct),
+            (Duration::from_secs(60), 90.0)
+        );
+        assert!(
+            drill.steps.iter().all(|s| s.run.is_none()),
+            "D1 asks the operator"
+        );
+        let d2 = default_plan()
+            .find("D2")
+            .and_then(|p| p.drill.clone())
+            .expect("D2");
+        assert_eq!(d2.watch, ["tokens_per_sec"]);
+        assert_eq!(
+            d2.steps[0].run.as_deref(),
+            Some("pkill -KILL -f '^[^ ]*python[^ ]* .*train_synthetic[.]py'")
+        );
+        // The pattern takes the job's python processes, never the shells around them.
+        let re = |cmdline: &str| {
+            std::process::Command::new("sh")
+                .args([
+                    "-c",
+                    "printf '%s\\n' \"$1\" | grep -Eq '^[^ ]*python[^ ]* .*train_synthetic[.]py'",
+                    "t",
+                    cmdline,
+                ])
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        assert!(re(
+            "/usr/bin/python3 -u /root/w/train_synthetic.py --steps 9"
+        ));
+        assert!(re(
+            "python3 -m torch.distributed.run --standalone train_synthetic.py"
+        ));
+        assert!(!re(
+            "sh -c while :; do python3 -m torch.distributed.run train_synthetic.py; done"
+        ));
+        assert!(!re(
+            "sh -c pkill -KILL -f '^[^ ]*python[^ ]* .*train_synthetic[.]py'"
+        ));
+        let base = "[[phase]]\nid = \"D\"\ntitle = \"d\"\nscope = \"each-node\"\nparser = \"nccl-tests\"\ncommand = \"x\"\n[phase.drill]\n";
+        let step = "[[phase.drill.steps]]\nask = \"pull it\"\n";
+        let ok = Plan::parse(
+            "p.toml",
+            &format!("{base}watch = [\"busbw_all_gather\"]\n{step}"),
+        )
+        .expect("parses");
+        let d = ok.find("D").and_then(|p| p.drill.clone()).expect("drill");
+        assert_eq!(
+            (d.settle, d.steps[0].within),
+            (Duration::from_secs(30), Duration::from_secs(300))
+        );
+        for (text, says) in [
+            (
+                format!("{base}watch = [\"tflops_bf16\"]\n{step}"),
+                "cannot time \"tflops_bf16\"",
+            ),
+            (format!("{base}watch = []\n{step}"), "at least one series"),
+            (
+                format!("{base}watch = [\"s3_gb_per_s\"]\nsteps = []\n"),
+                "at least one step",
+            ),
+            (
+                format!("{base}watch = [\"s3_gb_per_s\"]\nrecover_pct = 150\n{step}"),
+                "not in (0, 100]",
+            ),
+            (
+                format!("{base}watch = [\"s3_gb_per_s\"]\nsteady = \"soon\"\n{step}"),
+                "",
+            ),
+        ] {
+            let e = Plan::parse("p.toml", &text).unwrap_err();
+            assert!(e.message.contains(says), "{text}: {e}");
+            assert!(e.line.is_some(), "{e}");
+        }
+    }
+
+    #[test]
+    fn kubernetes_phases_need_the_section_and_a_one_node_scope() {
+        let phase = |scope: &str, extra: &str| {
+            format!(
+                "[[phase]]\nid = \"K1\"\ntitle = \"k\"\nscope = \"{scope}\"\nparser = \"none\"\n\
+                 launcher = \"kubernetes\"\ncommand = \"true\"\n{extra}"
+            )
+        };
+        let section =
+            "[kubernetes]\nimage = \"nvcr.io/nvidia/pytorch:25.01-py3\"\nkeep_finished = \"2h\"\n";
+        let plan = Plan::parse("p.toml", &format!("{section}{}", phase("each-node", "")))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(plan.phases[0].launcher, Launcher::Kubernetes);
+        let k = plan.kubernetes.expect("settings");
+        assert_eq!((k.namespace.as_str(), k.keep_finished_s), ("default", 7200));
+        for (text, says) in [
+            (phase("each-node", ""), "needs a [kubernetes] section"),
+            (
+                format!("{section}{}", phase("mpirun", "")),
+                "runs on one node",
+            ),
+            (
+                format!("{section}{}", phase("pairs", "server = \"true\"\n")),
+                "runs on one node",
+            ),
+            (
+                "[kubernetes]\nimage = \" \"\n".to_string() + &phase("each-node", ""),
+                "image is empty",
+            ),
+        ] {
+            let e = Plan::parse("p.toml", &text).expect_err(&text);
+            assert!(e.message.contains(says), "{text}: {e}");
+            assert!(e.line.is_some(), "{e}");
+        }
+    }
+}
