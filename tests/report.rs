@@ -110,6 +110,7 @@ fn the_demo_run_reports_like_the_golden_file() {
         .to_string();
     let md = std::fs::read_to_string(dir.join("report.md"))
         .expect("report.md")
+        .replace(&root.display().to_string(), "ROOT")
         .replace(&id, "RUN");
     golden("report-demo-seed1.md", &md);
     // Every plot the Markdown names is beside it.
@@ -283,7 +284,8 @@ fn the_html_renders_in_headless_chromium_with_its_plots() {
             "--no-sandbox",
             "--disable-gpu",
             "--hide-scrollbars",
-            "--window-size=1200,2600",
+            // Tall enough for every plot below the phase table (the gates' reasons wrap).
+            "--window-size=1200,4000",
             &format!("--screenshot={}", shot.display()),
             &format!("file://{}", dir.join("report.html").display()),
         ])

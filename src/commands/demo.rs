@@ -16,7 +16,9 @@ use crate::phases::{PhaseEvent, PhaseMetric, Verdict};
 use crate::plan::default_plan;
 use crate::record::recording::TelemetryRecording;
 use crate::record::session::{RunSession, new_run_id, severity};
-use crate::sources::sim::{SIM_EPOCH_MS, SIM_PERIOD_MS, SIMULATED_PHASES, SimCluster, SimConfig};
+use crate::sources::sim::{
+    SIM_EPOCH_MS, SIM_PERIOD_MS, SIMULATED_PHASES, SimCluster, SimConfig, nominal_baseline,
+};
 use crate::triage::telemetry_log::TelemetryLog;
 
 /// A simulated run never goes on past this, whatever happens.
@@ -53,6 +55,13 @@ pub async fn run(args: DemoRunArgs) -> Result<i32> {
     let plan = default_plan();
     let mut session = RunSession::create(&args.runs_dir, &new_run_id(), &inventory, plan, None)
         .map_err(|e| eyre!("run record: {e}"))?;
+    // The simulator's phases are judged against its nominal figures: the record keeps that
+    // baseline beside itself and names it, so the report says what "of baseline" meant.
+    let baseline = session.dir().join("baseline.json");
+    let nominal = serde_json::to_string_pretty(&nominal_baseline(&args.config))?;
+    crate::record::files::write_replacing(&baseline, format!("{nominal}\n").as_bytes())
+        .map_err(|e| eyre!("{}: {e}", baseline.display()))?;
+    session.summary.baseline = Some(baseline.display().to_string());
     let clock = Arc::new(AtomicU64::new(SIM_EPOCH_MS));
     session
         .use_clock(Arc::clone(&clock))

@@ -28,6 +28,43 @@ impl Severity {
     }
 }
 
+/// Every rule triage has, by name: what a plan's `no-finding` gate may name (triage's own test
+/// holds this list equal to the rules its code raises).
+pub const RULES: &[&str] = &[
+    "aistor-errors",
+    "aistor-latency",
+    "busy-idle",
+    "clock-low",
+    "dataloader-wait",
+    "ecc-uncorrected",
+    "gpu-lost",
+    "gpu-nic-down",
+    "gpus-missing",
+    "nccl-wrong",
+    "netdev-down",
+    "netdev-drops",
+    "netdev-errors",
+    "nic-congested",
+    "nic-down",
+    "nic-errors",
+    "nic-retrans",
+    "nic-slow",
+    "nvlink-down",
+    "nvlink-errors",
+    "pcie-replay",
+    "power-capped",
+    "power-limit-low",
+    "remap-failed",
+    "remap-pending",
+    "stale",
+    "stalled",
+    "straggler",
+    "stream-over-limit",
+    "throttling",
+    "unreachable",
+    "xid",
+];
+
 /// One thing triage found.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Finding {

@@ -40,6 +40,8 @@ pub struct FindingSeen {
     pub at_ms: UnixMillis,
     /// Node it is about (`None`: AIStor, the cluster).
     pub node: Option<String>,
+    /// The triage rule that raised it (`nvlink-errors`).
+    pub rule: String,
     /// `warn` or `CRIT` and the rule, subject and why, in one line.
     pub text: String,
     /// Critical.

@@ -593,6 +593,7 @@ pub fn judge(
             }
             Gate::Scaling { pct } => judge_scaling(*pct, &j, &mut said),
             Gate::NoXid => judge_no_xid(observed, &mut said),
+            Gate::NoFinding { rule } => judge_no_finding(rule, observed, &mut said),
             Gate::LossFalling => judge_loss(true, metrics, &mut said),
             Gate::LossFinite => judge_loss(false, metrics, &mut said),
             Gate::Together { figure, worse_pct } => {
@@ -911,6 +912,47 @@ fn judge_no_xid(observed: &Observed, said: &mut Said) {
                 ));
             } else {
                 said.summary.push("no Xid".into());
+            }
+        }
+    }
+}
+
+/// `no-finding`: the telemetry's triage raised no `rule` finding on the phase's nodes while it
+/// ran (the window holds only the phase's nodes).
+fn judge_no_finding(rule: &str, observed: &Observed, said: &mut Said) {
+    match &observed.telemetry {
+        None if observed.offline => said
+            .summary
+            .push(format!("{rule} not judged (no telemetry in a file)")),
+        None => said.findings.push((
+            Level::Warn,
+            format!("no telemetry watched: {rule} not judged"),
+        )),
+        Some(t) => {
+            let hits: Vec<&str> = t
+                .findings
+                .iter()
+                .filter(|f| f.rule == rule)
+                .map(|f| f.text.as_str())
+                .collect();
+            if let Some(first) = hits.first() {
+                said.findings.push((
+                    Level::Fail,
+                    format!(
+                        "{} {rule} finding(s) during the phase, first {first}",
+                        hits.len()
+                    ),
+                ));
+            } else if !t.silent.is_empty() {
+                said.findings.push((
+                    Level::Warn,
+                    format!(
+                        "no telemetry from {}: {rule} not judged there",
+                        t.silent.join(", ")
+                    ),
+                ));
+            } else {
+                said.summary.push(format!("no {rule}"));
             }
         }
     }
@@ -1513,6 +1555,69 @@ mod tests {
         assert_eq!(v, Verdict::Fail);
         assert!(
             why.starts_with("1 Xid during the phase, first Xid 48 on n1 GPU1"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn nvlink_errors_beside_t3_fail_it_and_unwatched_nodes_warn() {
+        use crate::model::watch::{FindingSeen, Window};
+        let t3 = default_plan().find("T3").unwrap();
+        let mut m: Vec<PhaseMetric> = (0..4)
+            .map(|d| PhaseMetric::PairBw {
+                node: "n1".into(),
+                test: "device_to_device_memcpy_read_ce".into(),
+                src: 0,
+                dst: d + 1,
+                gb_per_s: 742.0,
+            })
+            .collect();
+        m.push(PhaseMetric::Check {
+            node: "n1".into(),
+            name: "nvbandwidth-testcase".into(),
+            status: CheckStatus::Ok,
+            detail: "4 cell(s) measured".into(),
+        });
+        let mut o = observed(&["n1"]);
+        let (v, why) = judge(t3, &m, &o, None);
+        assert_ne!(v, Verdict::Fail, "{why}");
+        assert!(why.contains("no nvlink-errors"), "{why}");
+        // A warn finding of the rule fails the gate: its severity is triage's, the gate's
+        // promise is that the counters did not rise.
+        o.telemetry = Some(Window {
+            findings: vec![FindingSeen {
+                at_ms: 5,
+                node: Some("n1".into()),
+                rule: "nvlink-errors".into(),
+                text: "warn nvlink-errors n1 GPU1: NVLink CRC +128 in the last 10 s".into(),
+                crit: false,
+            }],
+            ..Window::default()
+        });
+        let (v, why) = judge(t3, &m, &o, None);
+        assert_eq!(v, Verdict::Fail);
+        assert!(
+            why.starts_with(
+                "1 nvlink-errors finding(s) during the phase, first warn nvlink-errors n1 GPU1"
+            ),
+            "{why}"
+        );
+        o.telemetry = Some(Window {
+            silent: vec!["n1".into()],
+            ..Window::default()
+        });
+        let (v, why) = judge(t3, &m, &o, None);
+        assert_eq!(v, Verdict::Warn);
+        assert!(
+            why.contains("no telemetry from n1: nvlink-errors not judged there"),
+            "{why}"
+        );
+        // A file judged offline has no telemetry to read: not judged, not a warning.
+        o.telemetry = None;
+        o.offline = true;
+        let (_, why) = judge(t3, &m, &o, None);
+        assert!(
+            why.contains("nvlink-errors not judged (no telemetry in a file)"),
             "{why}"
         );
     }

@@ -102,6 +102,12 @@ pub enum Gate {
     LossFinite,
     /// No Xid reached the telemetry from the phase's nodes while it ran (unwatched nodes warn).
     NoXid,
+    /// The telemetry's triage raised no `rule` finding on the phase's nodes while it ran
+    /// (e.g. `nvlink-errors` during the NVLink phase; unwatched nodes warn).
+    NoFinding {
+        /// A triage rule's name ([`crate::model::finding::RULES`]).
+        rule: String,
+    },
     /// Tokens/s of the full job ≥ `pct` % of (1-GPU tokens/s × GPUs), per node.
     Scaling {
         /// Percent.
@@ -159,6 +165,7 @@ impl Gate {
             Gate::LossFalling => "loss finite and falling".into(),
             Gate::LossFinite => "loss finite".into(),
             Gate::NoXid => "no Xid during the phase".into(),
+            Gate::NoFinding { rule } => format!("no {rule} finding during the phase"),
             Gate::Scaling { pct } => format!("1 -> N GPU scaling >= {pct} %"),
             Gate::Together { figure, worse_pct } => {
                 format!("{figure} at most {worse_pct} % worse together than alone")
@@ -540,6 +547,14 @@ fn check_gate_figure(
             if !(worse_pct.is_finite() && (0.0..=1000.0).contains(worse_pct)) =>
         {
             return bad(format!("gate worse_pct {worse_pct} must be 0 to 1000"));
+        }
+        // A misspelt rule would never fire: a gate that cannot fail.
+        Gate::NoFinding { rule } if !crate::model::finding::RULES.contains(&rule.as_str()) => {
+            return bad(format!(
+                "unknown triage rule {:?}; known: {}",
+                crate::model::excerpt(rule),
+                crate::model::finding::RULES.join(", ")
+            ));
         }
         _ => {}
     }
@@ -1141,6 +1156,16 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.message.contains("unknown figure"), "{e}");
+        let e = Plan::parse(
+            "p.toml",
+            &format!("{base}command = \"x\"\ngates = [{{ kind = \"no-finding\", rule = \"nvlink-error\" }}]\n"),
+        )
+        .unwrap_err();
+        assert_eq!(e.line, Some(9), "{e}");
+        assert!(
+            e.message.contains("unknown triage rule \"nvlink-error\""),
+            "{e}"
+        );
         assert!(known_figure("s3_ttfb_p99_ms_c32") && known_figure("busbw_all_gather"));
         assert!(!known_figure("s3_ttfb_p99_ms_c") && !known_figure("s3_ttfb_p99_ms_cx"));
         assert!(!known_figure("s3_gb_per_sec"));

@@ -5,19 +5,29 @@
 //!
 //! The core ([`SimCluster`]) is a pure step function of simulated time, so tests and snapshots
 //! drive it to an exact instant; [`SimSource`] paces it against the wall clock for `burnin demo`.
+//!
+//! The simulator makes figures, never verdicts: a phase's metrics, the lines its tool would
+//! print, and the telemetry beside it go to the plan's own gates ([`crate::plan::gates::judge`])
+//! with a real telemetry watch ([`TelemetryLog`]), judged against [`nominal_baseline`], the
+//! figures of the simulated cluster in health. So the demo cannot drift from the gates a site
+//! runs: change a gate in the plan and the demo's verdicts follow.
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 
+use crate::model::phase::CheckStatus;
 use crate::model::{
     GpuInfo, GpuSample, NicSample, NodeFrame, NodeHello, UnixMillis, XidEvent, clock_events,
 };
 use crate::model::{Source, SourceEvent, SourceTask};
 use crate::phases::{PhaseCommand, PhaseEvent, PhaseMetric, Verdict};
 use crate::plan::default_plan;
+use crate::plan::gates::{self, Baseline, Observed};
 use crate::probes::ProbeWindow;
+use crate::triage::telemetry_log::TelemetryLog;
 
 /// Start of simulated time: 2026-12-02 09:00:00 UTC. Fixed so seeded runs are identical.
 pub const SIM_EPOCH_MS: UnixMillis = 1_796_202_000_000;
@@ -31,12 +41,29 @@ const SM_CLOCK_IDLE_MHZ: u32 = 345;
 const MEMORY_TOTAL_BYTES: u64 = 275_040 * 1024 * 1024;
 const NVLINK_PEAK_BYTES_PER_SEC: f64 = 900e9;
 const NVLINK_LINKS: u32 = 18;
-/// NICs per simulated node (2 × 400G NDR).
-pub const NICS_PER_NODE: usize = 2;
+/// NICs per simulated node: one 400G NDR port per GPU, rail-optimized (so a cross-node
+/// all_reduce can reach the plan's 100 GB/s floor, as on a real HGX B300 node).
+pub const NICS_PER_NODE: usize = 8;
 const NIC_RATE_GBPS: f32 = 400.0;
 const BF16_TFLOPS_NOMINAL: f64 = 1750.0;
+const FP8_TFLOPS_NOMINAL: f64 = 3300.0;
+/// nvbandwidth's copy-engine read/write between two GPUs of a node, per direction.
+const NVLINK_PAIR_GB_PER_S: f64 = 742.0;
+/// The nvbandwidth test cases T3 runs (the plan's command).
+const NVBANDWIDTH_TESTS: [&str; 2] = [
+    "device_to_device_memcpy_read_ce",
+    "device_to_device_memcpy_write_ce",
+];
+/// T5's one-GPU run, before the full one (the scaling gate compares them).
+const T5_ONE_GPU_STEPS: u64 = 20;
+/// Tokens/s of the full T5 job against one GPU's × GPUs.
+const T5_SCALING: f64 = 0.93;
+/// A training step of T5 and T8 (before any data wait), and of T6.
+const T5_STEP_MS: f64 = 810.0;
+const T6_STEP_MS: f64 = 1240.0;
 const NCCL_NODE_PEAK_BUSBW: f64 = 810.0;
-const NCCL_NET_PEAK_BUSBW: f64 = 88.0;
+/// all_reduce busbw across nodes: about 92 % of eight 400G rails (50 GB/s each).
+const NCCL_NET_PEAK_BUSBW: f64 = 370.0;
 const GAP_BETWEEN_PHASES_S: u64 = 2;
 const STEP_TOKENS: f64 = 8.0 * 8192.0 * 4.0;
 
@@ -290,14 +317,11 @@ fn noise(seed: u64, a: u64, b: u64, c: u64) -> f64 {
 struct Running {
     id: String,
     started_s: u64,
-    /// Per node, the largest message size already reported (T4/T7), for hang detection.
-    last_size: BTreeMap<usize, u64>,
-    tflops: Vec<(usize, u32, f64)>,
-    crc_at_start: u64,
     step: u64,
-    wait_sum_ms: f64,
-    step_sum_ms: f64,
-    min_busbw_at_max: Option<f64>,
+    /// Every metric the phase produced, for the gates.
+    metrics: Vec<PhaseMetric>,
+    /// Every line the phase printed, for the gates that look for a text.
+    lines: Vec<String>,
 }
 
 /// The phases the simulator knows how to play.
@@ -319,6 +343,9 @@ pub struct SimCluster {
     /// Per node and port: symbol errors, xmit wait ticks, CNPs sent (cumulative).
     nic_counters: Vec<[u64; 3]>,
     hellos_sent: bool,
+    /// The telemetry beside the phases, as a real run watches it (made when the first second
+    /// is stepped: the agent's use of the simulator never steps, and needs none).
+    watch: Option<Arc<TelemetryLog>>,
 }
 
 impl SimCluster {
@@ -345,6 +372,7 @@ impl SimCluster {
             pcie_replays: vec![0; gpus],
             nic_counters: vec![[0; 3]; ports],
             hellos_sent: false,
+            watch: None,
         }
     }
 
@@ -463,15 +491,16 @@ impl SimCluster {
         }
     }
 
-    /// The simulated board: the first half of the GPUs sits next to mlx5_0 on NUMA node 0, the
-    /// second half next to mlx5_1 on NUMA node 1.
+    /// The simulated board: the first half of the GPUs sits on NUMA node 0, the second half on
+    /// NUMA node 1; GPU g shares a PCIe switch with its rail's NIC, mlx5_g.
     fn topology(&self) -> crate::model::topology::Topology {
         use crate::model::topology::{GpuPlace, Link, Topology};
         let half = (self.config.gpus_per_node / 2).max(1);
         Topology {
             gpus: (0..self.config.gpus_per_node)
                 .map(|g| {
-                    let side = (g / half).min(NICS_PER_NODE as u32 - 1);
+                    let side = (g / half).min(1);
+                    let nic = g as usize % NICS_PER_NODE;
                     GpuPlace {
                         index: g,
                         cpu_affinity: Some(
@@ -483,7 +512,7 @@ impl SimCluster {
                             .into(),
                         ),
                         numa_node: Some(side as i32),
-                        nearest_nics: vec![format!("mlx5_{side}")],
+                        nearest_nics: vec![format!("mlx5_{nic}")],
                         nic_link: Some(Link::Pix),
                     }
                 })
@@ -535,17 +564,12 @@ impl SimCluster {
 
     fn start(&mut self, id: &str, s: u64, out: &mut Vec<SourceEvent>) {
         let at_ms = SIM_EPOCH_MS + s * SIM_PERIOD_MS;
-        let crc_at_start = self.crc_counters.iter().sum();
         self.running = Some(Running {
             id: id.to_string(),
             started_s: s,
-            last_size: BTreeMap::new(),
-            tflops: Vec::new(),
-            crc_at_start,
             step: 0,
-            wait_sum_ms: 0.0,
-            step_sum_ms: 0.0,
-            min_busbw_at_max: None,
+            metrics: Vec::new(),
+            lines: Vec::new(),
         });
         out.push(SourceEvent::Phase(PhaseEvent::Started {
             phase: id.to_string(),
@@ -554,6 +578,32 @@ impl SimCluster {
     }
 
     fn step(&mut self, s: u64, out: &mut Vec<SourceEvent>) {
+        let first = out.len();
+        self.step_events(s, out);
+        let at_ms = SIM_EPOCH_MS + s * SIM_PERIOD_MS;
+        let watch = self
+            .watch
+            .get_or_insert_with(|| Arc::new(TelemetryLog::new(SIM_PERIOD_MS)))
+            .clone();
+        for e in &out[first..] {
+            watch.observe_at(e, at_ms);
+            if let (Some(r), SourceEvent::Phase(p)) = (self.running.as_mut(), e) {
+                match p {
+                    PhaseEvent::Metric { phase, metric, .. } if *phase == r.id => {
+                        r.metrics.push(metric.clone())
+                    }
+                    PhaseEvent::Line { phase, text, .. } if *phase == r.id => {
+                        r.lines.push(text.clone())
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// Everything of simulated second `s`: the clock, a phase ending or starting, every node's
+    /// frame, the running phase's output, the storage probe's window.
+    fn step_events(&mut self, s: u64, out: &mut Vec<SourceEvent>) {
         let at_ms = SIM_EPOCH_MS + s * SIM_PERIOD_MS;
         out.push(SourceEvent::Clock { at_ms });
 
@@ -810,7 +860,7 @@ impl SimCluster {
                     phys_state: Some("LinkUp".into()),
                     rate_gbps: Some(rate),
                     link_layer: Some("InfiniBand".into()),
-                    numa_node: Some(p as i32),
+                    numa_node: Some((p / (NICS_PER_NODE / 2).max(1)) as i32),
                     tx_bytes_per_sec: Some(tx.max(0.0)),
                     rx_bytes_per_sec: Some(rx.max(0.0)),
                     counters,
@@ -879,20 +929,45 @@ impl SimCluster {
         match id {
             "T1" if (t as usize) < nodes => {
                 let n = t as usize;
+                let node = SimConfig::node_name(n);
                 out.push(Self::line(
                         id,
                         at_ms,
                         format!(
-                            "{}: {gpus} GPUs (expected {gpus}), driver 580.95.05, nvidia-fabricmanager 580.95.05 active, Xid since boot: 0",
-                            SimConfig::node_name(n)
+                            "{node}: {gpus} GPUs (expected {gpus}), driver 580.95.05, nvidia-fabricmanager 580.95.05 active, Xid since boot: 0"
                         ),
                     ));
+                // The checks the sanity parser makes of the same output.
+                for (name, detail) in [
+                    ("gpu-count", format!("{gpus} GPUs (expected {gpus})")),
+                    ("driver-version", "580.95.05 on every GPU".to_string()),
+                    (
+                        "fabric-manager-version",
+                        "nvidia-fabricmanager 580.95.05 = driver 580.95.05".to_string(),
+                    ),
+                    ("fabric-manager-active", "active".to_string()),
+                    (
+                        "fabric-registration",
+                        format!("{gpus} of {gpus} GPUs completed"),
+                    ),
+                    ("xid", "no Xid in the kernel log".to_string()),
+                ] {
+                    out.push(Self::metric(
+                        id,
+                        at_ms,
+                        PhaseMetric::Check {
+                            node: node.clone(),
+                            name: name.into(),
+                            status: CheckStatus::Ok,
+                            detail,
+                        },
+                    ));
+                }
             }
             "T2" => {
                 let duration = phase_duration_s(id);
                 if t + 1 == duration {
                     // Each GPU's throughput follows its measured clock during the phase.
-                    let mut results = Vec::new();
                     for n in 0..nodes {
                         for g in 0..gpus {
                             let thermal = self.fault_hits(FaultKind::Thermal, n, g, s);
@@ -914,17 +989,21 @@ impl SimCluster {
                             let tflops = BF16_TFLOPS_NOMINAL
                                 * factor
                                 * (1.0 + noise(seed, key, 2, 9) * 0.015);
-                            results.push((n, g, tflops));
-                            out.push(Self::metric(
-                                id,
-                                at_ms,
-                                PhaseMetric::Tflops {
-                                    node: SimConfig::node_name(n),
-                                    gpu: g,
-                                    dtype: "bf16".into(),
-                                    tflops,
-                                },
-                            ));
+                            let fp8 = FP8_TFLOPS_NOMINAL
+                                * factor
+                                * (1.0 + noise(seed, key, 2, 10) * 0.015);
+                            for (dtype, tflops) in [("bf16", tflops), ("fp8", fp8)] {
+                                out.push(Self::metric(
+                                    id,
+                                    at_ms,
+                                    PhaseMetric::Tflops {
+                                        node: SimConfig::node_name(n),
+                                        gpu: g,
+                                        dtype: dtype.into(),
+                                        tflops,
+                                    },
+                                ));
+                            }
                             out.push(Self::line(
                                 id,
                                 at_ms,
@@ -934,9 +1013,6 @@ impl SimCluster {
                                 ),
                             ));
                         }
-                    }
-                    if let Some(r) = self.running.as_mut() {
-                        r.tflops = results;
                     }
                 } else if t.is_multiple_of(10) {
                     out.push(Self::line(
@@ -953,9 +1029,44 @@ impl SimCluster {
                 let n0 = (t / 5) as usize * 2;
                 for n in n0..(n0 + 2).min(nodes) {
                     let crc = self.node_faulty(FaultKind::NvlinkCrc, n, s).is_some();
-                    let bw = 742.0
+                    let bw = NVLINK_PAIR_GB_PER_S
                         * (1.0 + noise(seed, n as u64, 3, 1) * 0.01)
                         * if crc { 0.93 } else { 1.0 };
+                    let node = SimConfig::node_name(n);
+                    for (t, test) in NVBANDWIDTH_TESTS.iter().enumerate() {
+                        for src in 0..gpus {
+                            for dst in (0..gpus).filter(|d| *d != src) {
+                                let pair = u64::from(src) << 8 | u64::from(dst);
+                                out.push(Self::metric(
+                                    id,
+                                    at_ms,
+                                    PhaseMetric::PairBw {
+                                        node: node.clone(),
+                                        test: (*test).into(),
+                                        src,
+                                        dst,
+                                        gb_per_s: bw
+                                            * (1.0
+                                                + noise(seed, n as u64, pair, 20 + t as u64)
+                                                    * 0.005),
+                                    },
+                                ));
+                            }
+                        }
+                        out.push(Self::metric(
+                            id,
+                            at_ms,
+                            PhaseMetric::Check {
+                                node: node.clone(),
+                                name: "nvbandwidth-testcase".into(),
+                                status: CheckStatus::Ok,
+                                detail: format!(
+                                    "{test}: {} cell(s) measured",
+                                    gpus * gpus.saturating_sub(1)
+                                ),
+                            },
+                        ));
+                    }
                     out.push(Self::line(
                             id,
                             at_ms,
@@ -973,8 +1084,15 @@ impl SimCluster {
                     return;
                 };
                 r.step += 1;
-                let step = r.step;
-                let base_step_ms = if id == "T6" { 1240.0 } else { 810.0 };
+                // T5 runs the workload on one GPU first, then on all: the step count starts
+                // over, as the real workload's second run does.
+                let one_gpu = id == "T5" && r.step <= T5_ONE_GPU_STEPS;
+                let step = if id == "T5" && !one_gpu {
+                    r.step - T5_ONE_GPU_STEPS
+                } else {
+                    r.step
+                };
+                let base_step_ms = if id == "T6" { T6_STEP_MS } else { T5_STEP_MS };
                 let step_ms = base_step_ms * (1.0 + noise(seed, 5, s, 1) * 0.02);
                 let mut wait_ms = step_ms * (0.015 + noise(seed, 5, s, 2).abs() * 0.01);
                 if id == "T8"
@@ -991,9 +1109,11 @@ impl SimCluster {
                 }
                 let step_total = step_ms + if id == "T8" { wait_ms } else { 0.0 };
                 let loss = 2.9 * (-(step as f64) / 90.0).exp() + 1.6 + noise(seed, 5, s, 4) * 0.02;
-                let tokens = STEP_TOKENS * 8.0 * nodes as f64 / (step_total / 1000.0);
-                r.wait_sum_ms += wait_ms;
-                r.step_sum_ms += step_total;
+                let world = f64::from(gpus) * nodes as f64;
+                let mut tokens = STEP_TOKENS * world / (step_total / 1000.0);
+                if one_gpu {
+                    tokens /= world * T5_SCALING;
+                }
                 if step == 1 && id == "T8" {
                     out.push(Self::metric(
                         id,
@@ -1018,7 +1138,7 @@ impl SimCluster {
                         tokens_per_sec: Some(tokens),
                         tokens_per_sec_per_gpu: None,
                         loss: Some(loss),
-                        world: None,
+                        world: (id == "T5").then_some(if one_gpu { 1 } else { world as u32 }),
                         variant: None,
                     },
                 ));
@@ -1061,6 +1181,28 @@ impl SimCluster {
                 at_ms,
                 "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong".into(),
             ));
+        }
+        if t == 0 && id == "T7" {
+            // NCCL's own words on the transport it chose, as NCCL_DEBUG=INFO prints them on
+            // each rank's host (the T7 gate looks for NET/IB there).
+            let unhealthy = self.unhealthy_nodes(s);
+            for n in (0..nodes).filter(|n| !unhealthy.iter().any(|(u, _)| u == n)) {
+                let node = SimConfig::node_name(n);
+                let pid = 41_000 + n;
+                out.push(Self::line(
+                    id,
+                    at_ms,
+                    format!(
+                        "{node}:{pid}:{pid} [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB bond0:10.0.0.{}<0>",
+                        n + 1
+                    ),
+                ));
+                out.push(Self::line(
+                    id,
+                    at_ms,
+                    format!("{node}:{pid}:{pid} [0] NCCL INFO Using network IB"),
+                ));
+            }
         }
         if t % per_size_s != per_size_s - 1 {
             return;
@@ -1118,149 +1260,102 @@ impl SimCluster {
                     deviation: false,
                 },
             ));
-            if let Some(r) = self.running.as_mut() {
-                r.last_size.insert(node.unwrap_or(usize::MAX), size);
-                if k + 1 == SIZES {
-                    r.min_busbw_at_max =
-                        Some(r.min_busbw_at_max.map_or(busbw, |m: f64| m.min(busbw)));
-                }
-            }
         }
     }
 
-    /// The phase's verdict from what the simulation produced, with the numbers in the reason.
+    /// The phase's verdict: the plan's own gates over what the simulation produced, as the
+    /// runner would observe it (exit status per node, the lines, the telemetry beside it).
     fn judge(&self, r: &Running, s: u64) -> (Verdict, String) {
-        let unhealthy = self.unhealthy_nodes(s);
-        let named = |list: &[(usize, String)]| {
-            list.iter()
-                .map(|(n, why)| format!("{}: {why}", SimConfig::node_name(*n)))
-                .collect::<Vec<_>>()
-                .join("; ")
+        let plan = default_plan();
+        let Some(spec) = plan.find(&r.id) else {
+            return (Verdict::Skipped, format!("{} is not in the plan", r.id));
         };
-        match r.id.as_str() {
-            "T1" => (
-                Verdict::Pass,
-                format!(
-                    "{} nodes × {} GPUs, Xid 0, driver == fabric manager",
-                    self.config.nodes, self.config.gpus_per_node
-                ),
-            ),
-            "T2" => {
-                let mut values: Vec<f64> = r.tflops.iter().map(|(_, _, t)| *t).collect();
-                values.sort_by(f64::total_cmp);
-                let median = values.get(values.len() / 2).copied().unwrap_or(0.0);
-                let worst = r.tflops.iter().min_by(|a, b| a.2.total_cmp(&b.2)).copied();
-                match worst {
-                    Some((n, g, t)) if t < 0.9 * median => (
-                        Verdict::Fail,
-                        format!(
-                            "{} GPU{g} {t:.0} TFLOPS = {:.0} % of peer median {median:.0} (gate 90 %)",
-                            SimConfig::node_name(n),
-                            100.0 * t / median
-                        ),
-                    ),
-                    _ => (
-                        Verdict::Pass,
-                        format!("bf16 median {median:.0} TFLOPS, every GPU within 10 % of it"),
-                    ),
-                }
-            }
-            "T3" => {
-                let crc_now: u64 = self.crc_counters.iter().sum();
-                let rose = crc_now - r.crc_at_start;
-                if rose > 0 {
-                    let node = self
-                        .fault(FaultKind::NvlinkCrc)
-                        .map_or_else(String::new, |f| SimConfig::node_name(f.node));
-                    (
-                        Verdict::Fail,
-                        format!(
-                            "{node}: NVLink CRC errors rose by {rose} during the phase (gate: no NVLink errors)"
-                        ),
-                    )
-                } else {
-                    (
-                        Verdict::Pass,
-                        "every node >= 730 GB/s bidirectional, no NVLink errors".into(),
-                    )
-                }
-            }
-            "T4" | "T7" => {
-                let hung: Vec<_> = unhealthy
-                    .iter()
-                    .filter(|(n, _)| {
-                        // A node whose sweep did not reach the largest size hung.
-                        r.id == "T4" && r.last_size.get(n).is_none_or(|&sz| sz < (8 << 30))
-                    })
-                    .map(|(n, why)| {
-                        let last = r
-                            .last_size
-                            .get(n)
-                            .map_or("nothing".into(), |sz| crate::model::format_size(*sz));
-                        (*n, format!("hung after {last} ({why})"))
-                    })
-                    .collect();
-                let best = r.min_busbw_at_max.unwrap_or(0.0);
-                if !hung.is_empty() {
-                    (
-                        Verdict::Fail,
-                        format!(
-                            "{}; others busbw >= {best:.0} GB/s at 8G, #wrong 0",
-                            named(&hung)
-                        ),
-                    )
-                } else if r.id == "T7" && !unhealthy.is_empty() {
-                    // An acceptance phase that did not run on every node of the inventory
-                    // has not passed, whatever the others measured.
-                    (
-                        Verdict::Fail,
-                        format!(
-                            "did not run on {} of {} nodes: {}; busbw {best:.0} GB/s at 8G on the rest, #wrong 0",
-                            unhealthy.len(),
-                            self.config.nodes,
-                            named(&unhealthy)
-                        ),
-                    )
-                } else {
-                    (
-                        Verdict::Pass,
-                        format!("busbw {best:.0} GB/s at 8G, #wrong 0"),
-                    )
-                }
-            }
-            "T5" | "T6" | "T8" => {
-                let share = if r.step_sum_ms > 0.0 {
-                    r.wait_sum_ms / r.step_sum_ms
-                } else {
-                    0.0
-                };
-                if !unhealthy.is_empty() {
-                    (
-                        Verdict::Fail,
-                        format!("ranks failed on {}", named(&unhealthy)),
-                    )
-                } else if r.id == "T8" && share > 0.10 {
-                    (
-                        Verdict::Fail,
-                        format!(
-                            "data wait {:.0} % of step time (gate: < 10 %)",
-                            share * 100.0
-                        ),
-                    )
-                } else {
-                    (
-                        Verdict::Pass,
-                        format!(
-                            "{} steps, data wait {:.1} % of step time, loss falling",
-                            r.step,
-                            share * 100.0
-                        ),
-                    )
-                }
-            }
-            _ => (Verdict::Skipped, "no judge for this phase".into()),
+        let nodes: Vec<String> = (0..self.config.nodes).map(SimConfig::node_name).collect();
+        let unhealthy = self.unhealthy_nodes(s);
+        let mut observed = Observed {
+            nodes: nodes.clone(),
+            ..Observed::default()
+        };
+        for (n, name) in nodes.iter().enumerate() {
+            let code = match unhealthy.iter().find(|(u, _)| *u == n) {
+                // A collective that hangs never ends by itself: the time limit kills it.
+                Some(_) if self.node_faulty(FaultKind::Hang, n, s).is_some() => None,
+                Some(_) => Some(1),
+                None => Some(0),
+            };
+            observed.exit.insert(name.clone(), code);
+            observed
+                .node_gpus
+                .insert(name.clone(), self.config.gpus_per_node);
         }
+        for gate in &spec.gates {
+            if let crate::plan::Gate::OutputContains { text, evidence } = gate {
+                for t in std::iter::once(text).chain(evidence) {
+                    let showed: BTreeSet<String> = r
+                        .lines
+                        .iter()
+                        .filter(|l| l.contains(t.as_str()))
+                        .filter_map(|l| l.split_once(':').map(|(n, _)| n.to_string()))
+                        .filter(|n| nodes.contains(n))
+                        .collect();
+                    observed.seen.insert(t.clone(), showed);
+                }
+            }
+        }
+        if spec.scope == crate::plan::Scope::Mpirun {
+            observed.expected_ranks = Some(self.config.nodes as u32 * self.config.gpus_per_node);
+        }
+        let from_ms = SIM_EPOCH_MS + r.started_s * SIM_PERIOD_MS;
+        let to_ms = SIM_EPOCH_MS + s * SIM_PERIOD_MS;
+        observed.telemetry = self
+            .watch
+            .as_ref()
+            .map(|w| w.window(&nodes, from_ms, to_ms));
+        gates::judge(
+            spec,
+            &r.metrics,
+            &observed,
+            Some(&nominal_baseline(&self.config)),
+        )
     }
+}
+
+/// The simulated cluster's figures in health, per phase: the baseline its phases are judged
+/// against (a site saves its own with `burnin baseline save RUN`). One subject per figure, so
+/// every GPU, pair or node is held to the nominal figure.
+pub fn nominal_baseline(config: &SimConfig) -> Baseline {
+    let gpus = f64::from(config.gpus_per_node) * config.nodes as f64;
+    let training = |step_ms: f64| STEP_TOKENS * gpus / (step_ms / 1000.0);
+    let figures: [(&str, &str, f64); 8] = [
+        ("T2", "tflops_bf16", BF16_TFLOPS_NOMINAL),
+        ("T2", "tflops_fp8", FP8_TFLOPS_NOMINAL),
+        ("T3", "pair_gb_per_s", NVLINK_PAIR_GB_PER_S),
+        ("T4", "busbw_all_reduce", NCCL_NODE_PEAK_BUSBW),
+        ("T5", "tokens_per_sec", training(T5_STEP_MS)),
+        ("T6", "tokens_per_sec", training(T6_STEP_MS)),
+        ("T7", "busbw_all_reduce", NCCL_NET_PEAK_BUSBW),
+        ("T8", "tokens_per_sec", training(T5_STEP_MS)),
+    ];
+    let mut baseline = Baseline {
+        schema: 1,
+        source: "the simulated cluster's nominal figures".into(),
+        ..Baseline::default()
+    };
+    for (phase, figure, value) in figures {
+        baseline
+            .phases
+            .entry(phase.to_string())
+            .or_default()
+            .insert(
+                figure.to_string(),
+                vec![gates::Sample {
+                    subject: "nominal".into(),
+                    group: String::new(),
+                    value,
+                }],
+            );
+    }
+    baseline
 }
 
 /// [`SimCluster`] paced against the wall clock: `speed` simulated seconds per wall second.
@@ -1326,6 +1421,7 @@ pub fn sim_faulty_link(gpu: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     fn run_to(cluster: &mut SimCluster, s: u64) -> Vec<SourceEvent> {
         cluster.advance_to(SIM_EPOCH_MS + s * SIM_PERIOD_MS)
@@ -1358,6 +1454,49 @@ mod tests {
         assert_eq!(verdicts[1], ("T2", Verdict::Fail));
         assert_eq!(verdicts[3], ("T4", Verdict::Fail));
         assert_eq!(verdicts[7], ("T8", Verdict::Fail));
+    }
+
+    #[test]
+    fn the_demo_is_judged_by_the_plans_own_gates() {
+        let mut sim = SimCluster::new(SimConfig::demo(1));
+        let reasons: BTreeMap<String, (Verdict, String)> = run_to(&mut sim, 400)
+            .into_iter()
+            .filter_map(|e| match e {
+                SourceEvent::Phase(PhaseEvent::Finished {
+                    phase,
+                    verdict,
+                    reason,
+                    ..
+                }) => Some((phase, (verdict, reason))),
+                _ => None,
+            })
+            .collect();
+        // The plan's T8 gate is data wait <= 5 % (the simulator once judged < 10 % itself).
+        let (v, why) = &reasons["T8"];
+        assert_eq!(*v, Verdict::Fail);
+        assert!(
+            why.contains("data_wait_pct job") && why.contains("(limit 5.00)"),
+            "{why}"
+        );
+        // T2: the throttled GPU against the peers and the nominal baseline, in the gates' words.
+        let (v, why) = &reasons["T2"];
+        assert_eq!(*v, Verdict::Fail);
+        assert!(
+            why.contains("node03/gpu5") && why.contains("% of baseline"),
+            "{why}"
+        );
+        // T3: NVLink CRC errors climbing beside it, by the plan's no-finding gate.
+        let (v, why) = &reasons["T3"];
+        assert_eq!(*v, Verdict::Fail);
+        assert!(why.starts_with("2 nvlink-errors finding(s)"), "{why}");
+        // T5: the GPU lost to Xid 79 is seen by the telemetry watch beside the phase.
+        let (v, why) = &reasons["T5"];
+        assert_eq!(*v, Verdict::Fail);
+        assert!(why.contains("Xid 79 on node11 GPU0"), "{why}");
+        // T7: the nodes that dropped out are missing ranks of the inventory's GPUs.
+        let (v, why) = &reasons["T7"];
+        assert_eq!(*v, Verdict::Fail);
+        assert!(why.contains("the inventory has 96 GPUs"), "{why}");
     }
 
     #[test]

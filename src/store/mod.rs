@@ -1288,7 +1288,7 @@ mod tests {
     fn nic_counters_rise_over_a_window() {
         let store = store_at(60);
         let n09 = store.node("node09").expect("node09");
-        assert_eq!(n09.nics.len(), 2);
+        assert_eq!(n09.nics.len(), crate::sources::sim::NICS_PER_NODE);
         assert!(n09.nics[0].rise("symbol_error", 10_000) > 0);
         assert_eq!(n09.nics[1].rise("symbol_error", 10_000), 0);
         let n05 = store.node("node05").expect("node05");

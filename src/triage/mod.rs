@@ -53,6 +53,10 @@ pub(crate) fn raw(
     why: String,
     next: &'static str,
 ) -> Raw {
+    debug_assert!(
+        crate::model::finding::RULES.contains(&rule),
+        "triage rule {rule:?} is not in model::finding::RULES"
+    );
     Raw {
         severity,
         rule,
@@ -647,7 +651,7 @@ mod tests {
         assert_eq!(missing[0].why, "7 of 8 GPUs answer");
         // node02's inventory expects 800G ports: its 400G ports are slow, node01's are not.
         let slow: Vec<_> = f.iter().filter(|x| x.rule == "nic-slow").collect();
-        assert_eq!(slow.len(), 2, "{slow:?}");
+        assert_eq!(slow.len(), crate::sources::sim::NICS_PER_NODE, "{slow:?}");
         assert!(slow.iter().all(|x| x.node.as_deref() == Some("node02")));
         assert!(slow[0].why.ends_with("the inventory expects 800 Gb/s"));
     }
@@ -662,5 +666,27 @@ mod tests {
         let stall = f.iter().find(|f| f.rule == "stalled").expect("stall");
         assert_eq!(stall.since_ms, SIM_EPOCH_MS + 119_000);
         assert_eq!(stall.severity, Severity::Crit);
+    }
+
+    /// A plan's `no-finding` gate names a rule from `model::finding::RULES`: the list must be
+    /// exactly the rules this module's code raises, or a gate could name one that never fires.
+    #[test]
+    fn the_rule_list_is_every_rule_triage_raises() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/triage");
+        let call = regex::Regex::new(r#"raw\(\s*[^,]+,\s*"([a-z0-9-]+)""#).expect("re");
+        let mut raised = std::collections::BTreeSet::new();
+        for entry in std::fs::read_dir(&dir).expect("src/triage") {
+            let path = entry.expect("entry").path();
+            let text = std::fs::read_to_string(&path).expect("read");
+            let code = text.split("#[cfg(test)]").next().unwrap_or("");
+            for c in call.captures_iter(code) {
+                raised.insert(c[1].to_string());
+            }
+        }
+        let listed: std::collections::BTreeSet<String> = crate::model::finding::RULES
+            .iter()
+            .map(|r| r.to_string())
+            .collect();
+        assert_eq!(raised, listed);
     }
 }

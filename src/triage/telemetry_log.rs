@@ -104,6 +104,7 @@ impl TelemetryLog {
                     inner.findings.push(FindingSeen {
                         at_ms,
                         node: f.node.clone(),
+                        rule: f.rule.to_string(),
                         text: format!(
                             "{} {} {}: {}",
                             f.severity.label(),
@@ -166,6 +167,12 @@ impl TelemetryLog {
                 .cloned()
                 .collect(),
         }
+    }
+}
+
+impl std::fmt::Debug for TelemetryLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TelemetryLog")
     }
 }
 
