@@ -2,6 +2,11 @@
 //! client, `burnin agent --sim` on each. Goal (issue 3): ≤ 2 s. Runs only under `cargo bench`
 //! (it needs sshd and takes a while); prints figures, asserts nothing.
 
+// A test (or bench) fails loudly on what it did not expect: expect and unwrap are its asserts.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+// criterion_group!/criterion_main! generate undocumented public functions.
+#![allow(missing_docs)]
+
 #[path = "../tests/common/sshd.rs"]
 mod sshd;
 

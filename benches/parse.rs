@@ -3,6 +3,11 @@
 //! workload's JSON lines (the H200 T5 log, 5 000 steps). Throughput in lines a second; a node
 //! prints a few lines a second, so this is about headroom for replays and 1000-node runs.
 
+// A test (or bench) fails loudly on what it did not expect: expect and unwrap are its asserts.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+// criterion_group!/criterion_main! generate undocumented public functions.
+#![allow(missing_docs)]
+
 use burnin::parsers::{OutputParser, ParseContext, ParserKind};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 

@@ -8,6 +8,11 @@
 //! `BURNIN_BENCH_PROM_NODES=N` picks another size; `BURNIN_BENCH_PROM_WATCH=SECONDS` another
 //! watch length.
 
+// A test (or bench) fails loudly on what it did not expect: expect and unwrap are its asserts.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+// criterion_group!/criterion_main! generate undocumented public functions.
+#![allow(missing_docs)]
+
 #[path = "../tests/common/prom.rs"]
 mod prom;
 
@@ -54,6 +59,7 @@ fn wait_rusage(child: &mut Child) -> (i32, Duration, Duration, u64) {
     // SAFETY: rusage is plain data; wait4 fills it for our own child.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     let pid = child.id() as libc::pid_t;
+    // SAFETY: wait4 on our own child with valid out-pointers for status and usage.
     let got = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     assert_eq!(got, pid, "wait4");
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);

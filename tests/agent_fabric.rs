@@ -2,6 +2,9 @@
 //! (`--sysfs-root`, here a tree the test builds with the kernel's file names and formats), and a
 //! node without a usable GPU driver (this machine) still streams them, saying why it has no GPUs.
 
+// A test (or bench) fails loudly on what it did not expect: expect and unwrap are its asserts.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 use std::path::Path;
 use std::process::Command;
 

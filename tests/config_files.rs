@@ -2,6 +2,9 @@
 //! tests/fixtures/broken gets a message naming the file, line and column; a broken file never
 //! stops the console (it falls back and says so).
 
+// A test (or bench) fails loudly on what it did not expect: expect and unwrap are its asserts.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 use std::path::Path;
 
 use burnin::app::catalog::{self, Sources};

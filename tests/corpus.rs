@@ -5,6 +5,9 @@
 //! readers take from it, and the verdict each phase of the shipped plan gives, with a phrase its
 //! reason must contain. Every corpus file has an entry here and a source in SOURCES.md.
 
+// A test (or bench) fails loudly on what it did not expect: expect and unwrap are its asserts.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 

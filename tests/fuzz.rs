@@ -23,6 +23,9 @@
 //! re-run first next time; the lasting regression test is a plain `#[test]` with the minimal
 //! input next to the reader.
 
+// A test (or bench) fails loudly on what it did not expect: expect and unwrap are its asserts.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 mod common;
 
 use std::collections::BTreeMap;
@@ -420,11 +423,11 @@ fn prom_answer_seeds() -> Vec<Seed> {
     let mut out = Vec::new();
     for seed in prom_text_seeds() {
         let text = String::from_utf8_lossy(&seed.bytes);
-        let exp = burnin::wire::prometheus::parse(&text);
+        let exp = wire::prometheus::parse(&text);
         if !exp.samples.iter().any(|s| s.name.starts_with("DCGM_FI_")) {
             continue;
         }
-        let labels = |s: &burnin::wire::prometheus::Sample, keep: &[&str]| {
+        let labels = |s: &wire::prometheus::Sample, keep: &[&str]| {
             let mut m = serde_json::Map::new();
             for (k, v) in &s.labels {
                 if keep.contains(&k.as_ref()) {
@@ -1209,16 +1212,16 @@ proptest! {
     fn prometheus_text_takes_any_scrape(c in case(Family::PromText)) {
         cap_memory();
         let text = c.text();
-        let exp = burnin::wire::prometheus::parse(&text);
+        let exp = wire::prometheus::parse(&text);
         for e in &exp.errors {
             check_error("prometheus::parse", &e.to_string())?;
         }
         let names: std::collections::BTreeSet<&str> =
             exp.samples.iter().map(|s| s.name.as_str()).collect();
         for name in names {
-            let b = burnin::wire::prometheus::buckets(exp.metric(name));
+            let b = wire::prometheus::buckets(exp.metric(name));
             for q in [0.0, 0.5, 0.99, 1.0] {
-                let _ = burnin::wire::prometheus::quantile(&b, q);
+                let _ = wire::prometheus::quantile(&b, q);
             }
         }
         let g = burnin::sources::dcgm_series::gather_text(&text, &HOST_LABELS);

@@ -2,6 +2,9 @@
 //! reads as the GPU was (idle, then at its 700 W cap under a GEMM loop), and gives no false
 //! findings; burnin's own nvidia-smi query output parses by position.
 
+// A test (or bench) fails loudly on what it did not expect: expect and unwrap are its asserts.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 use burnin::model::SourceEvent;
 use burnin::model::clock_events;
 use burnin::sources::smi::{MODERN_FIELDS, SmiDecoder};
@@ -239,7 +242,7 @@ fn gpm_reading_zero_under_a_full_gemm_is_na_not_busy_idle() {
     );
     assert_eq!(gpu.sm_active_pct.latest(), None);
     // The status document (status/triage --json) says why the readings are left out.
-    let doc = serde_json::to_value(burnin::commands::status_doc(
+    let doc = serde_json::to_value(burnin::commands::status::status_doc(
         &store,
         Vec::new(),
         "h200".into(),

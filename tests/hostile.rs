@@ -4,6 +4,9 @@
 //! GPUs, records that are not what burnin wrote, report.md, the log file. The terminal's own
 //! cases are in `terminal_restore.rs` and `ssh_nodes.rs` (a real pty), the fuzzing in `fuzz.rs`.
 
+// A test (or bench) fails loudly on what it did not expect: expect and unwrap are its asserts.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -3,6 +3,9 @@
 //! node, pinned to it, follows its log and takes the Job's success; an interrupted run deletes
 //! every Job it applied (the abort path), and exits 130.
 
+// A test (or bench) fails loudly on what it did not expect: expect and unwrap are its asserts.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -189,6 +192,7 @@ fn an_interrupted_run_deletes_the_jobs_it_applied() {
     }
     // SIGINT, as Ctrl-C at `burnin run`'s terminal.
     let pid = child.id() as i32;
+    // SAFETY: kill(2) on our own child's pid; no memory is passed.
     unsafe {
         libc::kill(pid, libc::SIGINT);
     }

@@ -2,6 +2,9 @@
 //! exit code a script can act on (0 read and not failed, 1 a phase FAILED the file, 2 a file
 //! could not be read or its kind not told).
 
+// A test (or bench) fails loudly on what it did not expect: expect and unwrap are its asserts.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_burnin");

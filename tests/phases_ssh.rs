@@ -5,6 +5,9 @@
 //! lose nor double a line; an Xid the telemetry sees during a phase fails it. The tests about
 //! the phases themselves run with `--no-telemetry` (their nodes have no agent to watch).
 
+// A test (or bench) fails loudly on what it did not expect: expect and unwrap are its asserts.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 mod common;
 
 use std::path::{Path, PathBuf};
@@ -1031,7 +1034,7 @@ within = "20s"
     );
     // The report lists both steps.
     let run_dir = PathBuf::from(doc["run_dir"].as_str().expect("run_dir"));
-    let o = std::process::Command::new(BIN)
+    let o = Command::new(BIN)
         .args(["report", run_dir.to_str().expect("utf-8")])
         .env("BURNIN_LOG", run_dir.join("report.log"))
         .output()
@@ -1328,7 +1331,7 @@ command = "sleep 8; echo done"
     assert!(!hello["topology"].is_null(), "{doc}");
     // The run's telemetry is in the record, folded per second (200 ms samples: several a
     // second), with the Xid in its second; the finding is an event of the run.
-    let dir = std::path::PathBuf::from(doc["run_dir"].as_str().expect("run_dir"));
+    let dir = PathBuf::from(doc["run_dir"].as_str().expect("run_dir"));
     let tele = burnin::record::telemetry::read_telemetry(&dir).expect("telemetry");
     let mine: Vec<_> = tele.seconds.iter().filter(|s| s.node == "node01").collect();
     assert!(mine.len() >= 5, "{} seconds", mine.len());
@@ -1608,7 +1611,7 @@ command = "AWS_SHARED_CREDENTIALS_FILE={{creds}} {{burnin}} probe s3 --endpoint 
         "no storage windows recorded"
     );
     // The report plots each node's GET TTFB CDF per concurrency level, from the real probe.
-    let o = std::process::Command::new(BIN)
+    let o = Command::new(BIN)
         .args(["report", run_dir.to_str().expect("utf-8")])
         .env("BURNIN_LOG", run_dir.join("report.log"))
         .output()
@@ -1800,7 +1803,7 @@ compare = ["s3_gb_per_s"]
         .path();
     assert!(run.join("C1-N/node01").is_dir() && run.join("C1-S2/node02").is_dir());
     // The report sets alone, together and the change side by side.
-    let o = std::process::Command::new(BIN)
+    let o = Command::new(BIN)
         .args(["report", run_dir.to_str().expect("utf-8")])
         .env("BURNIN_LOG", run_dir.join("report.log"))
         .output()

@@ -2,6 +2,9 @@
 //! (both from Debian's `prometheus` package) on loopback, whose answers must match the agent's
 //! own frames within one scrape interval, and a scrape taken on the H200 beside its frames.
 
+// A test (or bench) fails loudly on what it did not expect: expect and unwrap are its asserts.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 mod common;
 
 use std::io::Write;

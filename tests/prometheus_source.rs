@@ -4,6 +4,9 @@
 //! interval, the Xid one of them injected as a finding, and a node Prometheus does not have as
 //! unreachable with the reason.
 
+// A test (or bench) fails loudly on what it did not expect: expect and unwrap are its asserts.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 mod common;
 
 use std::net::SocketAddr;

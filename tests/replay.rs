@@ -2,6 +2,9 @@
 //! the same instant. The record is a real one, written by `burnin run --demo`; the live screen
 //! is the console fed by the simulator second by second.
 
+// A test (or bench) fails loudly on what it did not expect: expect and unwrap are its asserts.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 mod common;
 
 use std::path::PathBuf;

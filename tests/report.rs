@@ -3,6 +3,9 @@
 //! renders with its plots visible. A run killed with SIGKILL mid-phase still reports, marked
 //! INCOMPLETE. Set UPDATE_GOLDEN=1 to rewrite the golden files after a deliberate change.
 
+// A test (or bench) fails loudly on what it did not expect: expect and unwrap are its asserts.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -2,6 +2,9 @@
 //! a missing bucket, the three modes, ranged GETs, profile credentials, an interrupt, and the
 //! server killed mid-probe. Secrets must never appear in anything the probe prints.
 
+// A test (or bench) fails loudly on what it did not expect: expect and unwrap are its asserts.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 mod common;
 
 use std::process::{Command, Output, Stdio};

@@ -1,6 +1,9 @@
 //! Real nodes over real SSH: an OpenSSH server per node on loopback (tests/common/sshd.rs),
 //! the system ssh client, and `burnin agent --sim` (or stand-in tools) on the far side.
 
+// A test (or bench) fails loudly on what it did not expect: expect and unwrap are its asserts.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 mod common;
 
 use std::path::PathBuf;

@@ -3,6 +3,9 @@
 //! util-linux `script`; the test reads what it wrote to the terminal and checks that it left
 //! the alternate screen, showed the cursor again, and exited 0.
 
+// A test (or bench) fails loudly on what it did not expect: expect and unwrap are its asserts.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};

@@ -3,6 +3,9 @@
 //! says nothing and exits 0; a stalled GPU is named with its evidence and exits 2; a warning
 //! alone exits 1, hardware thermal throttling 2; no inventory exits 3.
 
+// A test (or bench) fails loudly on what it did not expect: expect and unwrap are its asserts.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 use std::process::{Command, Output};
 
 const BIN: &str = env!("CARGO_BIN_EXE_burnin");

@@ -1,6 +1,9 @@
 //! Colours come from the resolved theme's roles: a stalled GPU's cell is drawn in the theme's
 //! `crit` style, a healthy one in `ok`, and switching themes changes them.
 
+// A test (or bench) fails loudly on what it did not expect: expect and unwrap are its asserts.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 mod common;
 
 use burnin::app::state::Event;

@@ -2,6 +2,9 @@
 //! simulated seconds: 30 s (T2 running, node03 GPU5 overheating), 125 s (node07 GPU3 stalled
 //! during T4), 175 s (node11 GPU0 lost to Xid 79), 340 s (T8: AIStor p99 spike, loader wait).
 
+// A test (or bench) fails loudly on what it did not expect: expect and unwrap are its asserts.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 mod common;
 
 use burnin::app::layout::PaneKind;

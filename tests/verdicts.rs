@@ -3,6 +3,9 @@
 //! says under **Gaps** why not; the baselines the rows use are what `burnin parse
 //! --save-baseline` makes from their sources today.
 
+// A test (or bench) fails loudly on what it did not expect: expect and unwrap are its asserts.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -15,6 +15,7 @@ pub fn cpu_time(clock: libc::clockid_t) -> Duration {
 fn try_cpu_time(clock: libc::clockid_t) -> Option<Duration> {
     // SAFETY: clock_gettime writes into the zeroed struct we own.
     let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: `ts` is a valid, writable timespec for the call's duration.
     if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
         return None;
     }

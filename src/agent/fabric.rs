@@ -98,6 +98,7 @@ const MAX_HELD_FILES: usize = 512;
 fn held_files_cap() -> usize {
     // SAFETY: getrlimit writes into the struct we own.
     let mut limit: libc::rlimit = unsafe { std::mem::zeroed() };
+    // SAFETY: `limit` is a valid, writable rlimit for the call's duration.
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
         return MAX_HELD_FILES / 4;
     }

@@ -25,7 +25,7 @@ use crate::wire::{WireMessage, encode};
 pub struct AgentArgs {
     /// Sample period: `1s`, `500ms`, or milliseconds.
     #[arg(long, default_value = "1s", value_parser = crate::model::units::parse_duration)]
-    pub interval: std::time::Duration,
+    pub interval: Duration,
     /// Simulated GPUs instead of NVML (tests, demos behind real SSH).
     #[arg(long)]
     pub sim: bool,
@@ -106,7 +106,7 @@ pub struct NoGpuSampler {
 
 impl Sampler for NoGpuSampler {
     fn hello(&mut self) -> NodeHello {
-        let host = crate::agent::nvml::hostname();
+        let host = nvml::hostname();
         NodeHello {
             node: host.clone(),
             host,
@@ -115,13 +115,13 @@ impl Sampler for NoGpuSampler {
             cuda: None,
             gpus: Vec::new(),
             topology: None,
-            system: Some(Box::new(crate::agent::system::read_system())),
+            system: Some(Box::new(system::read_system())),
             unavailable: Vec::new(),
         }
     }
     fn sample(&mut self) -> NodeFrame {
         NodeFrame {
-            node: crate::agent::nvml::hostname(),
+            node: nvml::hostname(),
             at_ms: now_ms(),
             gpus: Vec::new(),
             nics: Vec::new(),
@@ -192,7 +192,7 @@ impl SimNodeSampler {
 impl Sampler for SimNodeSampler {
     fn hello(&mut self) -> NodeHello {
         let mut h = self.cluster.hello(0);
-        let host = crate::agent::nvml::hostname();
+        let host = nvml::hostname();
         h.node = host.clone();
         h.host = host;
         h
@@ -200,7 +200,7 @@ impl Sampler for SimNodeSampler {
     fn sample(&mut self) -> NodeFrame {
         let s = self.started.elapsed().as_secs();
         let mut f = self.cluster.node_frame(0, s, self.load);
-        f.node = crate::agent::nvml::hostname();
+        f.node = nvml::hostname();
         f.at_ms = now_ms();
         for g in &mut f.gpus {
             for x in &mut g.xid_events {
@@ -468,13 +468,13 @@ pub fn bench(
     interval: Duration,
     frames: u64,
     measure: Measure,
-) -> Result<String, crate::agent::nvml::NvmlUnavailable> {
+) -> Result<String, nvml::NvmlUnavailable> {
     let mut sampler = NvmlSampler::open_slots(Some(slots))?;
     let hello = sampler.hello();
     let physical = sampler.physical_gpus();
     let fabric = FabricThread::start(
         std::path::PathBuf::from("/sys"),
-        interval.max(crate::agent::fabric::MIN_PERIOD),
+        interval.max(fabric::MIN_PERIOD),
     );
     // A real write per frame, as to the pipe of an SSH session.
     let mut out: Box<dyn Write> = match std::fs::OpenOptions::new().write(true).open("/dev/null") {
@@ -512,7 +512,7 @@ pub fn bench(
 /// `burnin agent`: returns the exit code.
 pub fn main(args: &AgentArgs) -> i32 {
     if args.probe_costs {
-        return match crate::agent::nvml::probe_costs(200) {
+        return match nvml::probe_costs(200) {
             Ok(table) => {
                 crate::print_safe!("{table}");
                 0
@@ -561,7 +561,7 @@ pub fn main(args: &AgentArgs) -> i32 {
     let fabric = (!args.sim).then(|| {
         FabricThread::start(
             args.sysfs_root.clone(),
-            args.interval.max(crate::agent::fabric::MIN_PERIOD),
+            args.interval.max(fabric::MIN_PERIOD),
         )
     });
     let exporter = match args.listen.as_deref().map(Exporter::listen) {

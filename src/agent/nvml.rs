@@ -1219,6 +1219,8 @@ fn raw_field_samples(
     let mut values: Vec<nvmlFieldValue_t> = ids
         .iter()
         .map(|&(id, scope)| {
+            // SAFETY: nvmlFieldValue_t is a plain C struct (integers and a union of numbers), for
+            // which all-zero bytes are a valid value.
             let mut v: nvmlFieldValue_t = unsafe { std::mem::zeroed() };
             v.fieldId = translate_field_id(renumbered, id);
             v.scopeId = scope;

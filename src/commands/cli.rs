@@ -1,5 +1,5 @@
-//! The command line (clap). Subcommands that later work fills in are listed with what they will
-//! do; running them says so plainly and exits non-zero.
+//! The command line (clap): every subcommand and its arguments, each number range-checked where
+//! it is read. `commands::dispatch` runs them.
 
 use std::path::PathBuf;
 
@@ -387,7 +387,7 @@ pub enum BenchKind {
         /// Keep the record in this new directory (replayable and reportable) instead of
         /// deleting it.
         #[arg(long, value_name = "DIR")]
-        keep: Option<std::path::PathBuf>,
+        keep: Option<PathBuf>,
     },
     /// GPU-samples per second the console decodes and stores on one thread: agent lines of a
     /// simulated cluster, into a fresh store, then warm rounds into the same store.

@@ -14,6 +14,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
@@ -390,11 +391,7 @@ impl Reading {
 }
 
 /// Read a file (at most [`MAX_FILE_BYTES`]; bytes that are not UTF-8 are replaced).
-pub fn read_path(
-    path: &std::path::Path,
-    kind: Option<Kind>,
-    opts: &Options,
-) -> Result<Reading, String> {
+pub fn read_path(path: &Path, kind: Option<Kind>, opts: &Options) -> Result<Reading, String> {
     let name = path.display().to_string();
     let file = std::fs::File::open(path).map_err(|e| format!("{name}: {e}"))?;
     let mut bytes = Vec::new();
@@ -443,7 +440,7 @@ pub fn read_text(
 /// The node name the figures carry: the file's stem (`gpu01.log` → `gpu01`), as a run's
 /// `logs/<phase>/<node>.log` would give it.
 fn node_of(path: &str) -> String {
-    let stem = std::path::Path::new(path)
+    let stem = Path::new(path)
         .file_stem()
         .map(|s| s.to_string_lossy().to_string())
         .unwrap_or_default();
@@ -1021,11 +1018,11 @@ pub struct Document {
 /// phase failed it; 1: a phase FAILED a file; 2: a file could not be read or its kind not
 /// told).
 pub fn run(
-    files: &[std::path::PathBuf],
+    files: &[PathBuf],
     kind: Option<Kind>,
     opts: &Options,
     json: bool,
-    save_baseline: Option<&std::path::Path>,
+    save_baseline: Option<&Path>,
 ) -> i32 {
     let mut doc = Document {
         schema: 1,
@@ -1108,7 +1105,7 @@ pub fn baseline_of(files: &[Reading]) -> Option<Baseline> {
     (!b.phases.is_empty()).then_some(b)
 }
 
-fn write_baseline(files: &[Reading], to: &std::path::Path) -> Result<(), String> {
+fn write_baseline(files: &[Reading], to: &Path) -> Result<(), String> {
     let b = baseline_of(files).ok_or_else(|| {
         format!(
             "--save-baseline {}: no phase passed these files with figures; nothing saved",
@@ -1124,6 +1121,64 @@ fn write_baseline(files: &[Reading], to: &std::path::Path) -> Result<(), String>
         files.len()
     );
     Ok(())
+}
+
+/// `burnin parse`: the kind (when the first argument names one that is not a file), the plan
+/// and baseline, then every file.
+pub(super) fn parse_files(
+    args: Vec<String>,
+    json: bool,
+    plan: Option<PathBuf>,
+    baseline: Option<PathBuf>,
+    gpus: u32,
+    fields: Vec<String>,
+    save_baseline: Option<PathBuf>,
+) -> color_eyre::eyre::Result<i32> {
+    use crate::commands::parse::{Kind, Options};
+    let mut args = args.into_iter();
+    let first = args.next().unwrap_or_default();
+    let (kind, files): (Option<Kind>, Vec<PathBuf>) =
+        match Kind::from_name(&first).filter(|_| !Path::new(&first).exists()) {
+            Some(k) => (Some(k), args.map(PathBuf::from).collect()),
+            None => (
+                None,
+                std::iter::once(first)
+                    .chain(args)
+                    .map(PathBuf::from)
+                    .collect(),
+            ),
+        };
+    if files.is_empty() {
+        crate::eprintln_safe!("burnin parse: no file after the kind");
+        return Ok(2);
+    }
+    let plan = match plan {
+        Some(p) => match Plan::load(&p) {
+            Ok(plan) => plan,
+            Err(e) => {
+                crate::eprintln_safe!("burnin parse: {e}");
+                return Ok(2);
+            }
+        },
+        None => crate::plan::default_plan().clone(),
+    };
+    let baseline = match baseline {
+        Some(p) => match crate::record::session::read_baseline(&p) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                crate::eprintln_safe!("burnin parse: {e}");
+                return Ok(2);
+            }
+        },
+        None => None,
+    };
+    let opts = Options {
+        plan,
+        baseline,
+        gpus,
+        smi_fields: (!fields.is_empty()).then_some(fields),
+    };
+    Ok(run(&files, kind, &opts, json, save_baseline.as_deref()))
 }
 
 #[cfg(test)]

@@ -348,7 +348,7 @@ impl PhaseEvent {
     }
 
     /// When it happened.
-    pub fn at_ms(&self) -> crate::model::UnixMillis {
+    pub fn at_ms(&self) -> UnixMillis {
         match self {
             PhaseEvent::Started { at_ms, .. }
             | PhaseEvent::Line { at_ms, .. }
@@ -465,7 +465,7 @@ pub struct SeriesOutcome {
 impl SeriesOutcome {
     /// The outcome in words, for reasons and tables.
     pub fn describe(&self) -> String {
-        let fmt = super::figures::fmt_value;
+        let fmt = fmt_value;
         let low = self.low.map_or("no sample".into(), fmt);
         match (self.dipped, self.recovered_after_s) {
             (false, _) if self.low.is_none() => format!(

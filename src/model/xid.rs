@@ -15,6 +15,7 @@ pub struct XidInfo {
     pub next: &'static str,
 }
 
+/// What to do about an Xid the catalogue does not know.
 pub const XID_UNKNOWN_NEXT: &str =
     "drain the node; collect nvidia-bug-report.sh; look the code up in NVIDIA's Xid catalogue";
 

@@ -79,6 +79,10 @@ const NUM: &str = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?";
 const LOSS: &str =
     r"[-+]?(?:[nN][aA][nN]|[iI][nN][fF])(?:\.0+)?|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?";
 
+#[allow(
+    clippy::expect_used,
+    reason = "the patterns are constants of this file, tested"
+)]
 fn re(pattern: &str) -> Regex {
     Regex::new(&pattern.replace("NUM", NUM).replace("LOSS", LOSS)).expect("static regex")
 }

@@ -627,7 +627,7 @@ fn job_for(
 
 /// The burnin binary a command on this node runs: the deployed agent over SSH, this very
 /// binary for `local` and `sim` nodes.
-fn burnin_on(spec: &crate::config::inventory::NodeSpec) -> String {
+fn burnin_on(spec: &NodeSpec) -> String {
     use crate::config::inventory::Mode;
     match spec.mode {
         Mode::Agent | Mode::Smi | Mode::Prometheus => {

@@ -790,9 +790,7 @@ fn phase_views(plan: &Plan) -> Vec<PhaseView> {
     fresh_views(plan.phases.iter())
 }
 
-fn fresh_views<'a>(
-    specs: impl Iterator<Item = &'a std::sync::Arc<crate::plan::PhaseSpec>>,
-) -> Vec<PhaseView> {
+fn fresh_views<'a>(specs: impl Iterator<Item = &'a std::sync::Arc<PhaseSpec>>) -> Vec<PhaseView> {
     specs
         .map(|spec| PhaseView {
             spec: spec.clone(),

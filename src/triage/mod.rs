@@ -324,19 +324,17 @@ mod tests {
     #[test]
     fn thresholds_decide_the_aistor_rule() {
         let mut store = ClusterStore::with_period(1000);
-        store.ingest(crate::model::SourceEvent::Probe(
-            crate::probes::ProbeWindow {
-                at_ms: 1_000,
-                endpoint: "http://aistor:9000".into(),
-                ttfb_p50_ms: 20.0,
-                ttfb_p99_ms: 150.0,
-                total_p99_ms: 900.0,
-                throughput_bytes_per_sec: 1e9,
-                requests: 100,
-                errors: 0,
-                concurrency: Some(16),
-            },
-        ));
+        store.ingest(SourceEvent::Probe(crate::probes::ProbeWindow {
+            at_ms: 1_000,
+            endpoint: "http://aistor:9000".into(),
+            ttfb_p50_ms: 20.0,
+            ttfb_p99_ms: 150.0,
+            total_p99_ms: 900.0,
+            throughput_bytes_per_sec: 1e9,
+            requests: 100,
+            errors: 0,
+            concurrency: Some(16),
+        }));
         assert!(!has(
             &Triage::new().evaluate(&store),
             "aistor-latency",

@@ -27,7 +27,7 @@ pub enum WireMessage {
 pub fn encode(message: &WireMessage) -> String {
     if let WireMessage::Frame(frame) = message {
         let mut out = Vec::with_capacity(512 + 400 * frame.gpus.len());
-        crate::wire::scan::write_frame_line(frame, &mut out);
+        scan::write_frame_line(frame, &mut out);
         return String::from_utf8(out).unwrap_or_else(|e| {
             format!("{{\"error\":\"agent could not encode a frame: {e}\"}}\n")
         });
@@ -194,7 +194,7 @@ impl Decoder {
         if !line.starts_with('{') {
             return Err(garbled("not a JSON object".into(), self));
         }
-        if let Some(frame) = crate::wire::scan::frame_line(line) {
+        if let Some(frame) = scan::frame_line(line) {
             return Ok(Decoded::Message(WireMessage::Frame(frame)));
         }
         decode_general(line).map_err(|reason| garbled(reason, self))
@@ -268,13 +268,13 @@ mod tests {
                     ..GpuSample::default()
                 },
             ],
-            nics: vec![crate::model::NicSample {
+            nics: vec![NicSample {
                 device: "mlx5_0".into(),
                 port: 1,
                 state: Some("ACTIVE".into()),
                 rate_gbps: Some(400.0),
                 tx_bytes_per_sec: Some(41e9),
-                ..crate::model::NicSample::default()
+                ..NicSample::default()
             }],
             netdevs: Vec::new(),
         }

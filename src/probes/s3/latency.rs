@@ -26,6 +26,7 @@ impl Default for LatencyHistogram {
 
 impl LatencyHistogram {
     /// An empty histogram.
+    #[allow(clippy::expect_used, reason = "constant bounds hdrhistogram accepts")]
     pub fn new() -> Self {
         Self {
             // Bounds are constants that hdrhistogram accepts; this cannot fail.

@@ -119,7 +119,7 @@ pub struct Progress {
 
 /// Runs `work`, saying what `line` makes of the counters every second until it is done.
 async fn with_progress<T>(
-    work: impl std::future::Future<Output = T>,
+    work: impl Future<Output = T>,
     progress: &Progress,
     say: &(dyn Fn(&str) + Sync),
     line: impl Fn(&Progress, f64) -> String,

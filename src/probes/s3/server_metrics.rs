@@ -226,6 +226,7 @@ pub fn minio_jwt(
     let claims = URL_SAFE_NO_PAD.encode(claims.to_string().as_bytes());
     let signing_input = format!("{header}.{claims}");
     // HMAC accepts keys of any length; `new_from_slice` cannot fail for it.
+    #[allow(clippy::expect_used, reason = "HMAC takes a key of any length")]
     let mut mac = Hmac::<Sha512>::new_from_slice(secret_key.as_bytes())
         .expect("HMAC takes a key of any length");
     mac.update(signing_input.as_bytes());

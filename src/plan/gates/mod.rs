@@ -1,0 +1,336 @@
+//! Judging a phase: the figures its metrics add up to (per GPU, per node, per pair, per link),
+//! the plan's gates over them, a saved baseline, and the verdict with its reason in numbers.
+//! Pure: the runner hands in what it saw and gets a verdict back.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::{Gate, PhaseSpec};
+use crate::model::phase::{CheckStatus, PhaseMetric, Verdict};
+
+/// One value of a figure: whose it is, which peers it is compared with, and the number.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// e.g. `gpu01/gpu3`, `gpu01`, `gpu01 0->1`.
+    pub subject: String,
+    /// Samples compare with the median of their own group only (e.g. one nvbandwidth test).
+    pub group: String,
+    /// The value.
+    pub value: f64,
+}
+
+/// Figure name → its samples, in a stable order.
+pub type Figures = BTreeMap<String, Vec<Sample>>;
+
+/// Logged steps a job needs before `loss-falling` judges a trend: losses are noisy from one
+/// logged step to the next, and an excerpt of a few steps of a healthy run can end higher than
+/// it began.
+pub const MIN_LOSS_STEPS: usize = 20;
+
+mod bounds;
+mod figures;
+mod output;
+mod telemetry;
+mod training;
+
+use bounds::{judge_baseline, judge_bound, judge_peers, judge_together};
+pub(crate) use figures::median;
+pub use figures::{PeerShare, figures, peer_shares};
+use output::{judge_checks, judge_output_contains, judge_zero_wrong};
+use telemetry::{judge_no_finding, judge_no_xid};
+use training::{judge_loss, judge_scaling};
+
+/// Figures of a good run, kept as the gates' baseline (`burnin baseline save RUN`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Baseline {
+    /// Format version.
+    pub schema: u32,
+    /// The run directory it was saved from.
+    pub source: String,
+    /// Phase id → figures.
+    pub phases: BTreeMap<String, Figures>,
+}
+
+/// What the runner saw of a phase, beyond its metrics.
+#[derive(Debug, Clone, Default)]
+pub struct Observed {
+    /// Nodes the phase ran on.
+    pub nodes: Vec<String>,
+    /// Exit status per node (`None`: it ended without one, e.g. killed).
+    pub exit: BTreeMap<String, Option<i32>>,
+    /// For each `output-contains` text, the nodes whose output showed it.
+    pub seen: BTreeMap<String, BTreeSet<String>>,
+    /// Lines no parser understood: count and the first one's error.
+    pub unparsed: (u64, Option<String>),
+    /// What the telemetry saw meanwhile (`None`: no telemetry was watched).
+    pub telemetry: Option<crate::model::watch::Window>,
+    /// A `together` phase: how each member ended within it (id, verdict, reason).
+    pub members: Vec<(String, Verdict, String)>,
+    /// A `together` phase: its figures beside the same members' runs alone.
+    pub changes: Vec<FigureChange>,
+    /// A phase run as one job over the inventory (`mpirun` scope): the GPUs of every node,
+    /// which its ranks should number.
+    pub expected_ranks: Option<u32>,
+    /// GPUs each node of the phase should have, from the inventory (absent: not known).
+    pub node_gpus: BTreeMap<String, u32>,
+    /// Judged offline from a file (`burnin parse`): no exit status and no telemetry exist,
+    /// so the gates that need them say they were not judged instead of warning.
+    pub offline: bool,
+}
+
+pub use crate::model::phase::FigureChange;
+
+/// The figures of `member` alone and together, subject by subject: those named in `wanted`,
+/// or every figure both runs have when `wanted` is empty.
+pub fn compare(
+    member: &str,
+    alone: &Figures,
+    together: &Figures,
+    wanted: &[String],
+) -> Vec<FigureChange> {
+    let mut out = Vec::new();
+    for (figure, samples) in together {
+        if !wanted.is_empty() && !wanted.contains(figure) {
+            continue;
+        }
+        let Some(before) = alone.get(figure) else {
+            continue;
+        };
+        for s in samples {
+            if let Some(b) = before.iter().find(|b| b.subject == s.subject) {
+                out.push(FigureChange {
+                    member: member.to_string(),
+                    figure: figure.clone(),
+                    subject: s.subject.clone(),
+                    alone: b.value,
+                    together: s.value,
+                });
+            }
+        }
+    }
+    out
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Level {
+    Pass,
+    Warn,
+    Fail,
+}
+
+pub use crate::model::figures::fmt_value;
+
+/// Judge a finished phase. `metrics` are all nodes' figures; the reason names the numbers.
+pub fn judge(
+    spec: &PhaseSpec,
+    metrics: &[PhaseMetric],
+    observed: &Observed,
+    baseline: Option<&Baseline>,
+) -> (Verdict, String) {
+    let mut findings: Vec<(Level, String)> = Vec::new();
+    for (node, code) in &observed.exit {
+        match code {
+            Some(0) => {}
+            Some(c) => findings.push((Level::Fail, format!("{node} exited {c}"))),
+            None => findings.push((Level::Fail, format!("{node} ended without an exit status"))),
+        }
+    }
+    let problems: Vec<String> = metrics
+        .iter()
+        .filter_map(|m| match m {
+            PhaseMetric::Problem { node, text } => Some(format!("{node}: {text}")),
+            _ => None,
+        })
+        .collect();
+    if let Some(first) = problems.first() {
+        findings.push((
+            Level::Fail,
+            format!("{} failure(s), first {first}", problems.len()),
+        ));
+    }
+    if let Some(expected) = observed.expected_ranks {
+        let most = metrics
+            .iter()
+            .filter_map(|m| match m {
+                PhaseMetric::BusBw { ranks, .. } => Some(*ranks),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
+        // Zero: the output listed no ranks (a log without its device list), not judged.
+        if most > 0 && most < expected {
+            findings.push((
+                Level::Fail,
+                format!(
+                    "the job ran on {most} ranks, the inventory has {expected} GPUs: not every node \
+                     took part (an acceptance phase must run on all of them)"
+                ),
+            ));
+        }
+    }
+    if observed.unparsed.0 > 0 {
+        findings.push((
+            Level::Warn,
+            format!(
+                "{} output line(s) not understood ({})",
+                observed.unparsed.0,
+                observed.unparsed.1.as_deref().unwrap_or("")
+            ),
+        ));
+    }
+    for (member, verdict, why) in &observed.members {
+        let level = match verdict {
+            Verdict::Pass | Verdict::Skipped => continue,
+            Verdict::Warn => Level::Warn,
+            Verdict::Fail | Verdict::Timeout | Verdict::Aborted => Level::Fail,
+        };
+        findings.push((level, format!("{member} {}: {why}", verdict.label())));
+    }
+    let figs = figures(metrics);
+    // Whether a check passed: a file of checks measured something (see `Judging::missing`).
+    let checked_ok = metrics.iter().any(|m| {
+        matches!(
+            m,
+            PhaseMetric::Check {
+                status: CheckStatus::Ok,
+                ..
+            }
+        )
+    });
+    let summary: Vec<String> = Vec::new();
+    // Critical telemetry findings while it ran are worth a look whatever the gates say.
+    if let Some(t) = &observed.telemetry {
+        let crit: Vec<&str> = t
+            .findings
+            .iter()
+            .filter(|f| f.crit)
+            .map(|f| f.text.as_str())
+            .collect();
+        if let Some(first) = crit.first() {
+            findings.push((
+                Level::Warn,
+                format!(
+                    "telemetry during the phase: {} critical, first {first}",
+                    crit.len()
+                ),
+            ));
+        }
+    }
+    let mut said = Said { findings, summary };
+    let j = Judging {
+        spec,
+        observed,
+        baseline,
+        figs: &figs,
+        checked_ok,
+    };
+    for gate in &spec.gates {
+        match gate {
+            Gate::Checks => judge_checks(metrics, &mut said),
+            Gate::ZeroWrong => judge_zero_wrong(metrics, &mut said),
+            Gate::OutputContains { text, evidence } => {
+                judge_output_contains(text, evidence, observed, &mut said)
+            }
+            Gate::Scaling { pct } => judge_scaling(*pct, &j, &mut said),
+            Gate::NoXid => judge_no_xid(observed, &mut said),
+            Gate::NoFinding { rule } => judge_no_finding(rule, observed, &mut said),
+            Gate::LossFalling => judge_loss(true, metrics, &mut said),
+            Gate::LossFinite => judge_loss(false, metrics, &mut said),
+            Gate::Together { figure, worse_pct } => {
+                judge_together(figure, worse_pct, observed, &mut said)
+            }
+            Gate::Min { figure, value } => judge_bound(true, figure, value, &j, &mut said),
+            Gate::Max { figure, value } => judge_bound(false, figure, value, &j, &mut said),
+            Gate::Peers { figure, pct } => judge_peers(figure, pct, &j, &mut said),
+            Gate::Baseline { figure, pct } => judge_baseline(figure, pct, &j, &mut said),
+        }
+    }
+    let Said {
+        mut findings,
+        mut summary,
+    } = said;
+    // The headline numbers, so a PASS says what passed (a `together` phase's are its changes,
+    // said by its gates and in its comparison table).
+    let headline = if spec.together.is_empty() {
+        &figs
+    } else {
+        &Figures::new()
+    };
+    for (name, samples) in headline {
+        let mut v: Vec<f64> = samples.iter().map(|s| s.value).collect();
+        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+        if let Some(med) = median(&mut v) {
+            summary.insert(
+                0,
+                format!(
+                    "{name} median {} min {} (n={})",
+                    fmt_value(med),
+                    fmt_value(lo),
+                    samples.len()
+                ),
+            );
+        }
+    }
+    let level = findings.iter().map(|f| f.0).max().unwrap_or(Level::Pass);
+    let verdict = match level {
+        Level::Pass => Verdict::Pass,
+        Level::Warn => Verdict::Warn,
+        Level::Fail => Verdict::Fail,
+    };
+    findings.sort_by_key(|f| std::cmp::Reverse(f.0));
+    // Several gates on one missing figure each say so: once is enough.
+    let mut said = BTreeSet::new();
+    findings.retain(|f| said.insert(f.1.clone()));
+    let mut parts: Vec<String> = findings.into_iter().map(|f| f.1).collect();
+    parts.extend(summary);
+    if parts.is_empty() {
+        parts.push("exit 0 everywhere, no failure lines".into());
+    }
+    (verdict, parts.join("; "))
+}
+
+/// What one judgement says so far: findings (a level and words) and summary lines.
+struct Said {
+    findings: Vec<(Level, String)>,
+    summary: Vec<String>,
+}
+
+/// What the gates of one judgement read besides their own numbers.
+struct Judging<'a> {
+    spec: &'a PhaseSpec,
+    observed: &'a Observed,
+    baseline: Option<&'a Baseline>,
+    figs: &'a Figures,
+    /// Some check of the output passed (a file of checks measured something).
+    checked_ok: bool,
+}
+
+impl Judging<'_> {
+    /// A figure a gate reads is missing. In a run the phase's own command made the output, so
+    /// that is a failure; a file judged offline may be another command's (an all_gather log
+    /// before T4's all_reduce gates): where it measured other figures, it is not judged.
+    fn missing(&self, figure: &str) -> (Level, String) {
+        let figs = self.figs;
+        if self.observed.offline && (!figs.is_empty() || self.checked_ok) {
+            let measured: Vec<&str> = figs.keys().map(String::as_str).take(3).collect();
+            (
+                Level::Warn,
+                if measured.is_empty() {
+                    format!("no {figure} in this output (it measured something else): not judged")
+                } else {
+                    format!(
+                        "no {figure} in this output (it measured {}{}): not judged",
+                        measured.join(", "),
+                        if figs.len() > 3 { ", …" } else { "" }
+                    )
+                },
+            )
+        } else {
+            (Level::Fail, format!("no {figure} in the output"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
