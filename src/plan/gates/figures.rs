@@ -14,7 +14,14 @@ pub(super) enum Keep {
     Last,
 }
 
-pub(super) fn put(f: &mut Figures, figure: String, subject: String, group: &str, value: f64, keep: Keep) {
+pub(super) fn put(
+    f: &mut Figures,
+    figure: String,
+    subject: String,
+    group: &str,
+    value: f64,
+    keep: Keep,
+) {
     if !value.is_finite() {
         return;
     }
