@@ -261,7 +261,8 @@ fn gpm_reading_zero_under_a_full_gemm_is_na_not_busy_idle() {
 #[test]
 fn the_smi_stream_under_load_is_not_a_finding_either() {
     let mut d = SmiDecoder::new("h200", CAPTURED_FIELDS, 1);
-    let mut store = ClusterStore::with_period(100);
+    let mut store =
+        ClusterStore::with_period(burnin::model::units::Period::from_millis(100).expect("period"));
     let mut triage = Triage::new();
     let text = fixture("smi-modern-lms100-load.csv");
     let lines: Vec<&str> = text.lines().collect();

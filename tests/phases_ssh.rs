@@ -204,7 +204,7 @@ impl Console {
                 nodes: burnin::commands::run::runner_nodes(&inventory, &ssh),
                 baseline: None,
                 telemetry: Some(Arc::new(burnin::triage::telemetry_log::TelemetryLog::new(
-                    200,
+                    burnin::model::units::Period::from_millis(200).expect("period"),
                 ))),
             },
             inventory.clone(),
@@ -215,14 +215,20 @@ impl Console {
             driver.resume(dir).expect("resume");
         }
         driver.set_record_from_start(record_from_start);
-        let source = Box::new(
-            burnin::sources::fleet::FleetSource::new(inventory, ssh, PathBuf::from(BIN))
-                .with_phases(driver),
-        );
+        let source = Box::new(burnin::console::beside::PhasesBeside::new(
+            Box::new(burnin::sources::fleet::FleetSource::new(
+                inventory,
+                ssh,
+                PathBuf::from(BIN),
+            )),
+            driver,
+        ));
         let (tx, rx) = tokio::sync::mpsc::channel(8192);
         let (commands, cmd_rx) = tokio::sync::mpsc::unbounded_channel();
         let task = tokio::spawn(source.run(tx, cmd_rx));
-        let mut store = burnin::store::ClusterStore::with_period(200);
+        let mut store = burnin::store::ClusterStore::with_period(
+            burnin::model::units::Period::from_millis(200).expect("period"),
+        );
         store.set_plan(&plan);
         Console {
             store,

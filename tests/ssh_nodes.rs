@@ -40,14 +40,14 @@ impl Watcher {
             control_dir,
             connect_timeout: Duration::from_secs(5),
         };
-        let period_ms = inventory.interval.as_millis() as u64;
+        let period = inventory.interval;
         let source = Box::new(FleetSource::new(inventory, ssh, PathBuf::from(BIN)));
         let (tx, rx) = mpsc::channel(8192);
         let (cmd, cmd_rx) = mpsc::unbounded_channel();
         let task = tokio::spawn(source.run(tx, cmd_rx));
         Watcher {
             // As `watch` and `status` do: one history slot per sample period.
-            store: ClusterStore::with_period(period_ms),
+            store: ClusterStore::with_period(period),
             rx,
             task,
             _cmd: cmd,

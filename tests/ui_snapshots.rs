@@ -605,7 +605,11 @@ fn a_prometheus_node_says_why_its_blanks_are_blank() {
         agent_path: String::new(),
         nic_rate_gbps: None,
     };
-    let mut watched = PromNodes::new(vec![node], &spec, std::time::Duration::from_secs(5));
+    let mut watched = PromNodes::new(
+        vec![node],
+        &spec,
+        burnin::model::units::Period::from_millis(5_000).expect("period"),
+    );
     let series = |labels: &[(&str, &str)], v: f64| Series {
         labels: Labels(
             labels
@@ -647,7 +651,9 @@ fn a_prometheus_node_says_why_its_blanks_are_blank() {
     let mut state =
         burnin::app::state::State::new(vec![], vec![], "watch: burnin.toml (1 node)", (110, 36));
     // The console's store keeps one slot per inventory interval (5 s here).
-    state.store = burnin::store::ClusterStore::with_period(5_000);
+    state.store = burnin::store::ClusterStore::with_period(
+        burnin::model::units::Period::from_millis(5_000).expect("period"),
+    );
     for k in 0..3u64 {
         let at = SIM_EPOCH_MS + k * 5_000;
         let times = vec![series(&[("Hostname", "gpu01")], at as f64 / 1000.0)];

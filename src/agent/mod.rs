@@ -16,6 +16,7 @@ use crate::agent::cpu::{process_cpu, thread_cpu};
 use crate::agent::exporter::Exporter;
 use crate::agent::fabric::FabricThread;
 use crate::agent::nvml::NvmlSampler;
+use crate::model::units::Period;
 use crate::model::{NodeFrame, NodeHello, now_ms};
 use crate::sources::sim::{Fault, FaultKind, SimCluster, SimConfig, SimLoad};
 use crate::wire::{WireMessage, encode};
@@ -24,8 +25,8 @@ use crate::wire::{WireMessage, encode};
 #[derive(Debug, Clone, clap::Args)]
 pub struct AgentArgs {
     /// Sample period: `1s`, `500ms`, or milliseconds.
-    #[arg(long, default_value = "1s", value_parser = crate::model::units::parse_duration)]
-    pub interval: Duration,
+    #[arg(long, default_value = "1s", value_parser = crate::model::units::parse_period)]
+    pub interval: Period,
     /// Simulated GPUs instead of NVML (tests, demos behind real SSH).
     #[arg(long)]
     pub sim: bool,
@@ -373,7 +374,7 @@ pub fn run(
     sampler: &mut dyn Sampler,
     fabric: Option<&FabricThread>,
     exporter: Option<&Exporter>,
-    interval: Duration,
+    interval: Period,
     max_frames: Option<u64>,
     measure: Measure,
     out: &mut dyn Write,
@@ -435,7 +436,7 @@ pub fn run(
         if max_frames.is_some_and(|m| stats.frames >= m) {
             break;
         }
-        next += interval;
+        next += interval.duration();
         let now = Instant::now();
         if next > now {
             std::thread::sleep(next - now);
@@ -465,7 +466,7 @@ pub fn run(
 /// `slots`-GPU node would make. Returns the report: what was read, then the `--stats` line.
 pub fn bench(
     slots: u32,
-    interval: Duration,
+    interval: Period,
     frames: u64,
     measure: Measure,
 ) -> Result<String, nvml::NvmlUnavailable> {
@@ -474,7 +475,7 @@ pub fn bench(
     let physical = sampler.physical_gpus();
     let fabric = FabricThread::start(
         std::path::PathBuf::from("/sys"),
-        interval.max(fabric::MIN_PERIOD),
+        interval.duration().max(fabric::MIN_PERIOD),
     );
     // A real write per frame, as to the pipe of an SSH session.
     let mut out: Box<dyn Write> = match std::fs::OpenOptions::new().write(true).open("/dev/null") {
@@ -495,7 +496,7 @@ pub fn bench(
          frames to /dev/null{}\n{}\n",
         hello.gpus.len(),
         hello.gpus.first().map_or("none", |g| g.name.as_str()),
-        interval.as_millis(),
+        interval.millis(),
         stats.frames,
         if hello.gpus.len() > physical {
             "; slots repeat GPUs: the calls and their CPU are real, the GPUs behind them are not \
@@ -561,7 +562,7 @@ pub fn main(args: &AgentArgs) -> i32 {
     let fabric = (!args.sim).then(|| {
         FabricThread::start(
             args.sysfs_root.clone(),
-            args.interval.max(fabric::MIN_PERIOD),
+            args.interval.duration().max(fabric::MIN_PERIOD),
         )
     });
     let exporter = match args.listen.as_deref().map(Exporter::listen) {
@@ -617,7 +618,7 @@ mod tests {
             &mut s,
             None,
             None,
-            Duration::from_millis(1),
+            Period::MILLISECOND,
             Some(3),
             Measure::Split,
             &mut out,
@@ -711,7 +712,7 @@ mod tests {
             &mut s,
             None,
             None,
-            Duration::from_millis(1),
+            Period::MILLISECOND,
             None,
             Measure::Totals,
             &mut Closed,

@@ -10,6 +10,7 @@ use super::keymap;
 use crate::app::layout::{Layout, PaneKind};
 use crate::app::theme::Theme;
 use crate::model::SourceEvent;
+use crate::model::units::Period;
 use crate::phases::{PhaseCommand, PhaseEvent};
 use crate::sources::replay::PlaybackCommand;
 use crate::store::{ClusterStore, PhaseState};
@@ -166,8 +167,8 @@ impl State {
     /// The sources' sample period (the inventory's `interval`): one history slot a period,
     /// a node stale after three periods without a frame. Called before anything arrives; the
     /// store starts afresh with it.
-    pub fn set_period(&mut self, period_ms: u64) {
-        self.store = ClusterStore::with_period(period_ms);
+    pub fn set_period(&mut self, period: Period) {
+        self.store = ClusterStore::with_period(period);
     }
 
     /// The thresholds triage judges by (panes draw their gate lines from them).
@@ -758,7 +759,7 @@ mod tests {
             None
         };
         let mut five = State::new(vec![], vec![], "test", (80, 24));
-        five.set_period(5_000);
+        five.set_period(Period::from_millis(5_000).expect("period"));
         assert_eq!(stale_at(&mut five), None);
         let mut default = State::new(vec![], vec![], "test", (80, 24));
         assert_eq!(

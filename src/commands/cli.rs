@@ -413,8 +413,8 @@ pub enum BenchKind {
         #[arg(long, default_value_t = 8, value_parser = crate::config::inventory::gpu_count)]
         slots: u32,
         /// Sample period: `1s`, `100ms`, or milliseconds.
-        #[arg(long, default_value = "1s", value_parser = parse_duration)]
-        interval: std::time::Duration,
+        #[arg(long, default_value = "1s", value_parser = crate::model::units::parse_period)]
+        interval: crate::model::units::Period,
         /// Frames to write (1 to 10^7).
         #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
         frames: u64,

@@ -67,7 +67,7 @@ pub async fn run(args: DemoRunArgs) -> Result<i32> {
         .use_clock(Arc::clone(&clock))
         .map_err(|e| eyre!("{e}"))?;
     let mut recording = TelemetryRecording::new(&session).map_err(|e| eyre!("record: {e}"))?;
-    let log = TelemetryLog::new(SIM_PERIOD_MS);
+    let log = TelemetryLog::new(crate::sources::sim::SIM_PERIOD);
     let nodes: Vec<String> = inventory.nodes.iter().map(|n| n.name.clone()).collect();
     crate::eprintln_safe!(
         "burnin run --demo: {} simulated nodes × {} GPUs, plan T1-T8 on the compressed clock, record in {}",

@@ -692,8 +692,9 @@ fn read_smi(r: &mut Reading, text: &str, opts: &Options) {
     // However many GPUs the capture holds: a loop ends where the index wraps, or at the end.
     let mut d = crate::sources::smi::SmiDecoder::new(&node, &field_refs, 1024);
     // nvidia-smi rows carry no time of their own: a second apart, as `-l 1` prints them.
-    let period_ms = 1000;
-    let mut store = crate::store::ClusterStore::with_period(period_ms);
+    let period = crate::model::units::Period::SECOND;
+    let period_ms = period.millis();
+    let mut store = crate::store::ClusterStore::with_period(period);
     let mut triage = crate::triage::Triage::new();
     let mut hello = None;
     let mut frames = 0u64;

@@ -114,7 +114,7 @@ fn watch_telemetry(
     let exe = std::env::current_exe()
         .map_err(|e| eyre!("cannot find this binary's path (local/sim nodes run it): {e}"))?;
     let log = Arc::new(TelemetryLog::with_thresholds(
-        inventory.interval.as_millis() as u64,
+        inventory.interval,
         inventory.triage,
     ));
     let source = Box::new(FleetSource::new(inventory.clone(), ssh.clone(), exe));

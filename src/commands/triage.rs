@@ -21,7 +21,7 @@ pub async fn snapshot_nodes(
     ssh_config: Option<PathBuf>,
     wait: Option<Duration>,
 ) -> Result<ClusterStore> {
-    let wait = wait.unwrap_or(inventory.connect_timeout + inventory.interval * 3);
+    let wait = wait.unwrap_or(inventory.connect_timeout + inventory.interval.duration() * 3);
     let expected: std::collections::HashSet<&str> =
         inventory.nodes.iter().map(|n| n.name.as_str()).collect();
     // A snapshot takes each node's first frame as its answer: history would answer first.
@@ -29,7 +29,7 @@ pub async fn snapshot_nodes(
     let (tx, mut rx) = tokio::sync::mpsc::channel(4096);
     let (_cmd_tx, cmd_rx) = tokio::sync::mpsc::unbounded_channel();
     let task = tokio::spawn(source.run(tx, cmd_rx));
-    let mut store = ClusterStore::with_period(inventory.interval.as_millis() as u64);
+    let mut store = ClusterStore::with_period(inventory.interval);
     // A node has answered when its first frame came, or its first attempt failed.
     let mut answered: std::collections::HashSet<String> = std::collections::HashSet::new();
     let deadline = tokio::time::Instant::now() + wait;
@@ -120,7 +120,7 @@ pub(super) async fn triage_nodes(
     let watch_for = watch_for.unwrap_or(
         Duration::from_millis(inventory.triage.stall_window_ms)
             + inventory.connect_timeout
-            + inventory.interval * 3,
+            + inventory.interval.duration() * 3,
     );
     let source = match fleet(inventory.clone(), ssh_config) {
         Ok(s) => Box::new(s),
@@ -139,7 +139,7 @@ pub(super) async fn triage_nodes(
     let (tx, mut rx) = tokio::sync::mpsc::channel(4096);
     let (_cmd_tx, cmd_rx) = tokio::sync::mpsc::unbounded_channel();
     let task = tokio::spawn(source.run(tx, cmd_rx));
-    let mut store = ClusterStore::with_period(inventory.interval.as_millis() as u64);
+    let mut store = ClusterStore::with_period(inventory.interval);
     let mut triage = Triage::with_thresholds(inventory.triage);
     let deadline = tokio::time::Instant::now() + watch_for;
     // The deadline is checked on every event too: a node flooding its stream keeps `recv`

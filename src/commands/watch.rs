@@ -53,7 +53,7 @@ pub(super) async fn watch(
             baseline,
             telemetry: Some(std::sync::Arc::new(
                 crate::triage::telemetry_log::TelemetryLog::with_thresholds(
-                    inventory.interval.as_millis() as u64,
+                    inventory.interval,
                     inventory.triage,
                 ),
             )),
@@ -69,7 +69,10 @@ pub(super) async fn watch(
         return Ok(2);
     }
     driver.set_record_from_start(record);
-    let source = Box::new(fleet(inventory, ssh_config)?.with_phases(driver));
+    let source = Box::new(crate::console::beside::PhasesBeside::new(
+        Box::new(fleet(inventory, ssh_config)?),
+        driver,
+    ));
     run_console(
         source,
         state,
@@ -88,7 +91,7 @@ pub(super) async fn watch(
 /// them) and the site's triage thresholds.
 fn watch_state(look: &LookArgs, label: String, inventory: &Inventory) -> State {
     let mut state = console_state(look, label);
-    state.set_period(inventory.interval.as_millis() as u64);
+    state.set_period(inventory.interval);
     state.set_thresholds(inventory.triage);
     state
 }
@@ -245,6 +248,6 @@ mod tests {
         )
         .expect("inventory");
         let state = watch_state(&LookArgs::default(), "t".into(), &inv);
-        assert_eq!(state.store.period_ms, 5_000);
+        assert_eq!(state.store.period.millis(), 5_000);
     }
 }

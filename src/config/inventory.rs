@@ -9,6 +9,7 @@ use serde::Deserialize;
 
 use crate::config::ConfigError;
 use crate::model::thresholds::Thresholds;
+use crate::model::units::Period;
 
 /// How burnin reaches a node's GPUs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -332,7 +333,7 @@ pub struct Inventory {
     /// Nodes in file order, ranges expanded.
     pub nodes: Vec<NodeSpec>,
     /// Sample period.
-    pub interval: Duration,
+    pub interval: Period,
     /// Give up a connection attempt after this long.
     pub connect_timeout: Duration,
     /// Connection attempts in flight at once.
@@ -529,7 +530,11 @@ impl Inventory {
         let shape: InventoryFile =
             toml::from_str(text).map_err(|e| ConfigError::from_toml(file, text, &e))?;
         let d = &shape.defaults;
-        let interval = duration(file, text, &d.interval, Duration::from_secs(1))?;
+        let interval = match &d.interval {
+            None => Period::SECOND,
+            Some(s) => crate::model::units::parse_period(s.get_ref())
+                .map_err(|m| ConfigError::at(file, text, Some(s.span()), m))?,
+        };
         let connect_timeout = duration(file, text, &d.connect_timeout, Duration::from_secs(10))?;
         let triage = shape.triage.resolve(file, text)?;
         let prometheus = match &shape.prometheus {
@@ -709,7 +714,7 @@ mod tests {
             Inventory::parse("burnin.example.toml", STARTER).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(inv.nodes.len(), 12);
         assert_eq!(inv.nodes[0].name, "gpu01");
-        assert_eq!(inv.interval, Duration::from_secs(1));
+        assert_eq!(inv.interval, Period::SECOND);
     }
 
     #[test]

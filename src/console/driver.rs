@@ -529,39 +529,11 @@ impl PhaseDriver {
     }
 }
 
-impl crate::sources::fleet::PhaseSide for PhaseDriver {
-    fn resume_pending<'a>(
-        &'a mut self,
-        events: &'a mpsc::Sender<SourceEvent>,
-    ) -> futures::future::BoxFuture<'a, ()> {
-        Box::pin(PhaseDriver::resume_pending(self, events))
-    }
-
-    fn open_at_start<'a>(
-        &'a mut self,
-        events: &'a mpsc::Sender<SourceEvent>,
-    ) -> futures::future::BoxFuture<'a, ()> {
-        Box::pin(PhaseDriver::open_at_start(self, events))
-    }
-
-    fn watches_telemetry(&self) -> bool {
-        self.telemetry().is_some()
-    }
-
-    fn observe_telemetry(&mut self, ev: &SourceEvent, at_ms: UnixMillis) {
+impl PhaseDriver {
+    /// One node event (or clock tick) as the source sent it at `at_ms`, through the telemetry
+    /// watch beside the phases.
+    pub fn observe_telemetry(&mut self, ev: &SourceEvent, at_ms: UnixMillis) {
         let found = self.telemetry().and_then(|log| log.observe_at(ev, at_ms));
         self.observe(ev, at_ms, found.as_deref());
-    }
-
-    fn command<'a>(
-        &'a mut self,
-        cmd: PhaseCommand,
-        events: &'a mpsc::Sender<SourceEvent>,
-    ) -> futures::future::BoxFuture<'a, ()> {
-        Box::pin(PhaseDriver::command(self, cmd, events))
-    }
-
-    fn abort_all(&mut self) {
-        PhaseDriver::abort_all(self);
     }
 }

@@ -51,41 +51,11 @@ pub fn backoff(attempt: u32, seed: u64) -> Duration {
     base.mul_f64(jitter)
 }
 
-/// What runs phases beside the fleet's streams (the console's phase driver): it takes the
-/// console's phase commands, sees every node event while it watches telemetry (a phase's
-/// Xid and stall gates), and says its own events on the same channel. Defined here so the
-/// fleet names no phase machinery; the driver, a floor above, implements it.
-pub trait PhaseSide: Send {
-    /// A console that took a run over: show the recorded verdicts and re-attach.
-    fn resume_pending<'a>(
-        &'a mut self,
-        events: &'a mpsc::Sender<SourceEvent>,
-    ) -> futures::future::BoxFuture<'a, ()>;
-    /// Open the run record now when asked to record from the start.
-    fn open_at_start<'a>(
-        &'a mut self,
-        events: &'a mpsc::Sender<SourceEvent>,
-    ) -> futures::future::BoxFuture<'a, ()>;
-    /// Whether every node event should pass through [`PhaseSide::observe_telemetry`].
-    fn watches_telemetry(&self) -> bool;
-    /// One node event (or clock tick) as the fleet saw it at `at_ms`.
-    fn observe_telemetry(&mut self, ev: &SourceEvent, at_ms: crate::model::UnixMillis);
-    /// One of the console's phase commands.
-    fn command<'a>(
-        &'a mut self,
-        cmd: PhaseCommand,
-        events: &'a mpsc::Sender<SourceEvent>,
-    ) -> futures::future::BoxFuture<'a, ()>;
-    /// The console is gone: stop what runs rather than leave it unwatched.
-    fn abort_all(&mut self);
-}
-
 /// Every node of an inventory.
 pub struct FleetSource {
     inventory: Inventory,
     ssh: SshSettings,
     self_exe: PathBuf,
-    phases: Option<Box<dyn PhaseSide>>,
     /// Whether Prometheus nodes start with the history the server already has.
     history: bool,
 }
@@ -97,7 +67,6 @@ impl FleetSource {
             inventory,
             ssh,
             self_exe,
-            phases: None,
             history: true,
         }
     }
@@ -106,12 +75,6 @@ impl FleetSource {
     /// snapshot, which takes a node's first frame as its answer).
     pub fn without_history(mut self) -> Self {
         self.history = false;
-        self
-    }
-
-    /// Also run phases when the console asks (`s`, `r`, `a`).
-    pub fn with_phases(mut self, driver: impl PhaseSide + 'static) -> Self {
-        self.phases = Some(Box::new(driver));
         self
     }
 }
@@ -131,13 +94,13 @@ fn plan_for(
     legacy_smi: bool,
     seed: u64,
 ) -> Plan {
-    let interval_ms = inv.interval.as_millis().max(1) as u64;
+    let interval_ms = inv.interval.millis();
     let agent_args = |program: String, sim: bool| {
         let mut argv = vec![
             program,
             "agent".into(),
             "--interval".into(),
-            format!("{interval_ms}ms"),
+            inv.interval.arg(),
         ];
         if sim {
             // Each simulated node gets its own seed, so they do not read alike.
@@ -199,7 +162,6 @@ impl Source for FleetSource {
                 inventory,
                 ssh,
                 self_exe,
-                mut phases,
                 history,
             } = *self;
             let inventory = Arc::new(inventory);
@@ -226,20 +188,7 @@ impl Source for FleetSource {
                     return;
                 }
             }
-            // A console that took a run over shows its verdicts and re-attaches.
-            if let Some(d) = phases.as_mut() {
-                d.resume_pending(&events).await;
-                d.open_at_start(&events).await;
-            }
-            // With phases to judge, every node event also passes through the phase side.
-            let watches = phases.as_ref().is_some_and(|d| d.watches_telemetry());
-            let (node_events, mut teed) = match watches {
-                true => {
-                    let (tx, rx) = mpsc::channel::<SourceEvent>(8192);
-                    (tx, Some(rx))
-                }
-                false => (events.clone(), None),
-            };
+            let node_events = events.clone();
             // Nodes read from the site's Prometheus share one poller; the rest get a stream each.
             let from_prometheus: Vec<NodeSpec> = inventory
                 .nodes
@@ -271,48 +220,22 @@ impl Source for FleetSource {
                 };
                 nodes.spawn(node_loop(ctx));
             }
-            let mut tick = tokio::time::interval(inventory.interval);
+            let mut tick = tokio::time::interval(inventory.interval.duration());
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
             loop {
                 tokio::select! {
                     _ = tick.tick() => {
-                        let at_ms = now_ms();
-                        let clock = SourceEvent::Clock { at_ms };
-                        if let Some(d) = phases.as_mut().filter(|_| watches) {
-                            d.observe_telemetry(&clock, at_ms);
-                        }
+                        let clock = SourceEvent::Clock { at_ms: now_ms() };
                         if events.send(clock).await.is_err() {
                             return;
                         }
                     }
-                    Some(ev) = async {
-                        match teed.as_mut() {
-                            Some(rx) => rx.recv().await,
-                            None => std::future::pending().await,
-                        }
-                    } => {
-                        if let Some(d) = phases.as_mut().filter(|_| watches) {
-                            d.observe_telemetry(&ev, now_ms());
-                        }
-                        if events.send(ev).await.is_err() {
-                            return;
-                        }
-                    }
+                    // The fleet only watches: phases run beside it (`console::beside`).
                     cmd = commands.recv() => {
-                        match (cmd, phases.as_mut()) {
-                            (Some(cmd), Some(driver)) => driver.command(cmd, &events).await,
-                            (Some(cmd), None) => {
-                                let text = format!("{cmd:?}: this console watches only (no plan loaded)");
-                                if events.send(SourceEvent::Notice { text }).await.is_err() {
-                                    return;
-                                }
-                            }
-                            // The console is gone: stop what runs rather than leave it unwatched.
-                            (None, Some(driver)) => {
-                                driver.abort_all();
-                                return;
-                            }
-                            (None, None) => return,
+                        let Some(cmd) = cmd else { return };
+                        let text = format!("{cmd:?}: this console watches only (no plan loaded)");
+                        if events.send(SourceEvent::Notice { text }).await.is_err() {
+                            return;
                         }
                     }
                 }
@@ -461,7 +384,7 @@ async fn attempt(ctx: &NodeCtx, legacy_smi: bool, garbled_total: &mut u64) -> Op
     let mut last_garbled_report = tokio::time::Instant::now()
         .checked_sub(GARBLED_REPORT_EVERY)
         .unwrap_or_else(tokio::time::Instant::now);
-    let first_deadline = ctx.inventory.connect_timeout + ctx.inventory.interval * 3;
+    let first_deadline = ctx.inventory.connect_timeout + ctx.inventory.interval.duration() * 3;
     // Until its first frame, a node has this long in all: a hello and then silence, garbage
     // that never decodes, or one endless line is a node that does not report, not one still
     // connecting.

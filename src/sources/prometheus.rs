@@ -23,6 +23,7 @@ use tokio::sync::mpsc;
 
 use crate::config::inventory::{NodeSpec, PrometheusSpec};
 use crate::model::SourceEvent;
+use crate::model::units::Period;
 use crate::model::{GpuInfo, NodeFrame, NodeHello, NodeLink, Unavailable, UnixMillis, XidEvent};
 use crate::sources::dcgm_series::{self, Gathered};
 use crate::sources::promql::{PromClient, Series};
@@ -167,7 +168,7 @@ pub struct PromNodes {
     index: HostIndex,
     host_labels: Vec<String>,
     server: String,
-    period: Duration,
+    period: Period,
     state: Vec<NodeState>,
     /// Identity by node index, then GPU.
     identity: Vec<BTreeMap<u32, Identity>>,
@@ -192,7 +193,7 @@ fn host_of<'a>(s: &'a Series, labels: &[String]) -> &'a str {
 
 impl PromNodes {
     /// Watch `nodes` through the server at `server` (its URL, for messages).
-    pub fn new(nodes: Vec<NodeSpec>, spec: &PrometheusSpec, period: Duration) -> Self {
+    pub fn new(nodes: Vec<NodeSpec>, spec: &PrometheusSpec, period: Period) -> Self {
         Self {
             index: HostIndex::new(&nodes),
             state: vec![NodeState::default(); nodes.len()],
@@ -542,7 +543,7 @@ impl PromNodes {
         }
         // Samples older than the store's stale limit on every node mean the scrape interval is
         // longer than burnin's: say which setting to change rather than show a stale cluster.
-        let period_ms = self.period.as_millis() as u64;
+        let period_ms = self.period.millis();
         if !self.late_said
             && self.polls >= 3
             && !ages.is_empty()
@@ -568,12 +569,14 @@ impl PromNodes {
 pub async fn watch(
     nodes: Vec<NodeSpec>,
     spec: PrometheusSpec,
-    period: Duration,
+    period: Period,
     history: bool,
     events: mpsc::Sender<SourceEvent>,
 ) {
     let queries = Queries::new(&spec);
     let mut watched = PromNodes::new(nodes, &spec, period);
+    let step_ms = period.millis();
+    let period = period.duration();
     let mut failures: u32 = 0;
     let mut backfilled = !history;
     let mut client: Option<PromClient> = None;
@@ -601,7 +604,6 @@ pub async fn watch(
             // triage windows are full from the start. A failure costs only the history.
             let now = crate::model::now_ms();
             let steps = watched.history_steps() as u64;
-            let step_ms = period.as_millis().max(1) as u64;
             match c
                 .range(
                     &queries.history,
@@ -757,7 +759,7 @@ mod tests {
     #[test]
     fn frames_hellos_and_links_from_one_poll() {
         let nodes = vec![node("gpu01"), node("root@gpu02"), node("gpu03")];
-        let mut w = PromNodes::new(nodes, &spec(), Duration::from_secs(5));
+        let mut w = PromNodes::new(nodes, &spec(), Period::from_millis(5_000).expect("period"));
         assert!(w.wants_identity());
         let values = vec![
             value("DCGM_FI_DEV_POWER_USAGE", "gpu01", "0", 700.5),
@@ -850,7 +852,11 @@ mod tests {
 
     #[test]
     fn history_comes_after_the_hello_in_time_order_and_before_the_live_frame() {
-        let mut w = PromNodes::new(vec![node("a"), node("b")], &spec(), Duration::from_secs(5));
+        let mut w = PromNodes::new(
+            vec![node("a"), node("b")],
+            &spec(),
+            Period::from_millis(5_000).expect("period"),
+        );
         assert_eq!(w.history_steps(), crate::store::HISTORY_SLOTS);
         let power = |host: &str, points: Vec<(UnixMillis, f64)>| Series {
             labels: crate::sources::promql::Labels(vec![
@@ -900,13 +906,17 @@ mod tests {
             2
         );
         let big: Vec<NodeSpec> = (0..1024).map(|i| node(&format!("n{i}"))).collect();
-        let w = PromNodes::new(big, &spec(), Duration::from_secs(5));
+        let w = PromNodes::new(big, &spec(), Period::from_millis(5_000).expect("period"));
         assert_eq!(w.history_steps(), 2_000_000 / (1024 * 2 * 6));
     }
 
     #[test]
     fn a_failed_server_is_said_once_per_reason() {
-        let mut w = PromNodes::new(vec![node("a"), node("b")], &spec(), Duration::from_secs(1));
+        let mut w = PromNodes::new(
+            vec![node("a"), node("b")],
+            &spec(),
+            Period::from_millis(1_000).expect("period"),
+        );
         assert_eq!(
             w.failed("Prometheus http://prom:9090: connection refused")
                 .len(),
@@ -921,7 +931,11 @@ mod tests {
 
     #[test]
     fn old_samples_everywhere_say_which_interval_to_set() {
-        let mut w = PromNodes::new(vec![node("a")], &spec(), Duration::from_secs(1));
+        let mut w = PromNodes::new(
+            vec![node("a")],
+            &spec(),
+            Period::from_millis(1_000).expect("period"),
+        );
         let values = vec![value("DCGM_FI_DEV_GPU_TEMP", "a", "0", 40.0)];
         let mut said = Vec::new();
         for k in 0..4u64 {

@@ -19,6 +19,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use crate::model::phase::CheckStatus;
+use crate::model::units::Period;
 use crate::model::{
     GpuInfo, GpuSample, NicSample, NodeFrame, NodeHello, UnixMillis, XidEvent, clock_events,
 };
@@ -32,7 +33,9 @@ use crate::triage::telemetry_log::TelemetryLog;
 /// Start of simulated time: 2026-12-02 09:00:00 UTC. Fixed so seeded runs are identical.
 pub const SIM_EPOCH_MS: UnixMillis = 1_796_202_000_000;
 /// One telemetry sample per simulated second.
-pub const SIM_PERIOD_MS: u64 = 1000;
+pub const SIM_PERIOD_MS: u64 = SIM_PERIOD.millis();
+/// The same, as a period.
+pub const SIM_PERIOD: Period = Period::SECOND;
 
 const POWER_LIMIT_WATTS: f32 = 1100.0;
 const IDLE_POWER_WATTS: f32 = 190.0;
@@ -583,7 +586,7 @@ impl SimCluster {
         let at_ms = SIM_EPOCH_MS + s * SIM_PERIOD_MS;
         let watch = self
             .watch
-            .get_or_insert_with(|| Arc::new(TelemetryLog::new(SIM_PERIOD_MS)))
+            .get_or_insert_with(|| Arc::new(TelemetryLog::new(SIM_PERIOD)))
             .clone();
         for e in &out[first..] {
             watch.observe_at(e, at_ms);

@@ -7,6 +7,7 @@
 use std::collections::VecDeque;
 
 use crate::model::UnixMillis;
+use crate::model::units::Period;
 
 /// Ring buffer of `Option<f64>` indexed by time slot.
 #[derive(Debug, Clone)]
@@ -19,10 +20,10 @@ pub struct History {
 }
 
 impl History {
-    /// A history that keeps `capacity` slots of `period_ms` each.
-    pub fn new(period_ms: u64, capacity: usize) -> Self {
+    /// A history that keeps `capacity` slots of `period` each.
+    pub fn new(period: Period, capacity: usize) -> Self {
         Self {
-            period_ms: period_ms.max(1),
+            period_ms: period.millis(),
             capacity: capacity.max(1),
             last_slot: None,
             values: VecDeque::with_capacity(capacity.max(1)),
@@ -112,7 +113,7 @@ mod tests {
 
     #[test]
     fn skipped_periods_become_gaps() {
-        let mut h = History::new(1000, 10);
+        let mut h = History::new(Period::SECOND, 10);
         h.push(1_000, Some(1.0));
         h.push(4_000, Some(4.0));
         assert_eq!(
@@ -124,7 +125,7 @@ mod tests {
 
     #[test]
     fn stays_bounded_and_ignores_late_samples() {
-        let mut h = History::new(1000, 3);
+        let mut h = History::new(Period::SECOND, 3);
         for t in 0..10 {
             h.push(t * 1000, Some(t as f64));
         }
@@ -139,7 +140,7 @@ mod tests {
 
     #[test]
     fn a_long_gap_does_not_grow_past_capacity() {
-        let mut h = History::new(1000, 4);
+        let mut h = History::new(Period::SECOND, 4);
         h.push(0, Some(1.0));
         h.push(1_000_000_000, Some(2.0));
         assert_eq!(h.len(), 4);

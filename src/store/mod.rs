@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use serde::Serialize;
 
 use crate::model::SourceEvent;
+use crate::model::units::Period;
 use crate::model::{
     GpuInfo, GpuSample, NicSample, NodeFrame, NodeHello, NodeLink, PortCounters, UnixMillis,
     XidEvent,
@@ -19,8 +20,6 @@ use crate::plan::{PhaseSpec, Plan, default_plan};
 use crate::probes::ProbeWindow;
 use crate::store::history::History;
 
-/// Default sample period the histories are laid out in (the inventory's interval replaces it).
-pub const HISTORY_PERIOD_MS: u64 = 1000;
 /// Slots kept per metric (defined in `model`, where the Prometheus source reads it too).
 pub use crate::model::HISTORY_SLOTS;
 /// A streaming node with no frame for this many periods is stale.
@@ -122,8 +121,8 @@ impl GpuView {
             .collect()
     }
 
-    fn new(index: u32, period_ms: u64) -> Self {
-        let h = || History::new(period_ms, HISTORY_SLOTS);
+    fn new(index: u32, period: Period) -> Self {
+        let h = || History::new(period, HISTORY_SLOTS);
         Self {
             index,
             gpm_implausible: None,
@@ -306,11 +305,11 @@ pub struct NicView {
 }
 
 impl NicView {
-    fn new(period_ms: u64) -> Self {
+    fn new(period: Period) -> Self {
         Self {
             latest: NicSample::default(),
-            tx: History::new(period_ms, HISTORY_SLOTS),
-            rx: History::new(period_ms, HISTORY_SLOTS),
+            tx: History::new(period, HISTORY_SLOTS),
+            rx: History::new(period, HISTORY_SLOTS),
             counters: CounterWindow::default(),
         }
     }
@@ -377,7 +376,7 @@ pub struct NodeView {
     /// Ethernet interfaces (bonds, physical ports).
     pub netdevs: Vec<NetView>,
     /// Sample period of its histories.
-    period_ms: u64,
+    period: Period,
     /// Lines of the node's stream that could not be decoded.
     pub garbled_lines: u64,
     /// The newest thing the node's agent said about itself.
@@ -399,20 +398,20 @@ pub const MAX_PORTS_PER_NODE: usize = 64;
 pub const PORT_NAME_CHARS: usize = 64;
 
 impl NodeView {
-    fn new(name: String, period_ms: u64) -> Self {
+    fn new(name: String, period: Period) -> Self {
         Self {
             name,
             link: NodeLink::Connecting,
             hello: None,
             last_frame_ms: None,
             gpus: Vec::new(),
-            nvlink_tx: History::new(period_ms, HISTORY_SLOTS),
-            nvlink_rx: History::new(period_ms, HISTORY_SLOTS),
+            nvlink_tx: History::new(period, HISTORY_SLOTS),
+            nvlink_rx: History::new(period, HISTORY_SLOTS),
             nics: Vec::new(),
             expected_gpus: None,
             expected_nic_rate_gbps: None,
             netdevs: Vec::new(),
-            period_ms,
+            period,
             garbled_lines: 0,
             note: None,
             over_limit: None,
@@ -434,7 +433,7 @@ impl NodeView {
                     return None;
                 }
                 Err(pos) => {
-                    self.gpus.insert(pos, GpuView::new(index, self.period_ms));
+                    self.gpus.insert(pos, GpuView::new(index, self.period));
                     pos
                 }
             };
@@ -521,7 +520,7 @@ impl NodeView {
                     });
                 }
                 Err(i) => {
-                    let mut view = NicView::new(self.period_ms);
+                    let mut view = NicView::new(self.period);
                     view.ingest(at, nic);
                     self.nics.insert(i, view);
                 }
@@ -744,8 +743,8 @@ pub const LOADER_WINDOW_STEPS: usize = 20;
 
 impl LoaderView {
     fn reset(&mut self, phase: String) {
-        self.wait_ms = History::new(1, HISTORY_SLOTS);
-        self.step_ms = History::new(1, HISTORY_SLOTS);
+        self.wait_ms = History::new(Period::MILLISECOND, HISTORY_SLOTS);
+        self.step_ms = History::new(Period::MILLISECOND, HISTORY_SLOTS);
         self.last_step = None;
         self.first_batch_ms = None;
         self.tokens_per_sec = None;
@@ -768,7 +767,7 @@ pub struct ClusterStore {
     /// The source clock's newest instant.
     pub now_ms: UnixMillis,
     /// Sample period: one history slot each, and a node is stale after three without a frame.
-    pub period_ms: u64,
+    pub period: Period,
     /// Nodes in the order they were first heard of.
     pub nodes: Vec<NodeView>,
     node_index: HashMap<String, usize>,
@@ -822,22 +821,21 @@ impl ClusterStore {
     /// a replay seeking backwards plays the record again from its start.
     pub fn rewind(&mut self) {
         let phases = fresh_views(self.phases.iter().map(|p| &p.spec));
-        *self = Self::with_period(self.period_ms);
+        *self = Self::with_period(self.period);
         self.phases = phases;
     }
 
     /// An empty store over the default plan, sampled every second.
     pub fn new() -> Self {
-        Self::with_period(HISTORY_PERIOD_MS)
+        Self::with_period(Period::SECOND)
     }
 
-    /// An empty store for sources that sample every `period_ms`.
-    pub fn with_period(period_ms: u64) -> Self {
-        let period_ms = period_ms.max(1);
-        let h = || History::new(period_ms, HISTORY_SLOTS);
+    /// An empty store for sources that sample every `period`.
+    pub fn with_period(period: Period) -> Self {
+        let h = || History::new(period, HISTORY_SLOTS);
         Self {
             now_ms: 0,
-            period_ms,
+            period,
             nodes: Vec::new(),
             node_index: HashMap::new(),
             phases: phase_views(default_plan()),
@@ -853,8 +851,8 @@ impl ClusterStore {
             },
             loader: LoaderView {
                 phase: None,
-                wait_ms: History::new(1, HISTORY_SLOTS),
-                step_ms: History::new(1, HISTORY_SLOTS),
+                wait_ms: History::new(Period::MILLISECOND, HISTORY_SLOTS),
+                step_ms: History::new(Period::MILLISECOND, HISTORY_SLOTS),
                 last_step: None,
                 first_batch_ms: None,
                 tokens_per_sec: None,
@@ -869,7 +867,7 @@ impl ClusterStore {
             Some(&i) => i,
             None => {
                 self.nodes
-                    .push(NodeView::new(name.to_string(), self.period_ms));
+                    .push(NodeView::new(name.to_string(), self.period));
                 self.node_index
                     .insert(name.to_string(), self.nodes.len() - 1);
                 self.nodes.len() - 1
@@ -945,7 +943,7 @@ impl ClusterStore {
 
     fn mark_stale(&mut self) {
         let now = self.now_ms;
-        let stale_after = STALE_AFTER_PERIODS * self.period_ms;
+        let stale_after = STALE_AFTER_PERIODS * self.period.millis();
         for node in &mut self.nodes {
             if node.link == NodeLink::Streaming
                 && node
@@ -1174,7 +1172,7 @@ mod tests {
     #[test]
     fn link_error_rises_count_only_what_came_within_the_window() {
         use crate::model::NvlinkLinkErrors;
-        let mut gpu = GpuView::new(0, 1000);
+        let mut gpu = GpuView::new(0, Period::SECOND);
         let at = |s: u64| 1_800_000_000_000 + s * 1000;
         let sample = |links: Vec<NvlinkLinkErrors>| GpuSample {
             nvlink_link_errors: links,
@@ -1264,7 +1262,7 @@ mod tests {
 
     #[test]
     fn stale_follows_the_sample_period() {
-        let mut store = ClusterStore::with_period(5000);
+        let mut store = ClusterStore::with_period(Period::from_millis(5000).expect("period"));
         let mut sim = SimCluster::new(SimConfig::demo(1));
         for e in sim.advance_to(SIM_EPOCH_MS) {
             store.ingest(e);

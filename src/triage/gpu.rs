@@ -581,7 +581,9 @@ mod tests {
     /// counters flat) for `secs` seconds, each sample passed through `edit(second, sample)`
     /// first; judged every second as the console does.
     fn judge(secs: u64, edit: impl Fn(u64, &mut GpuSample)) -> Vec<Finding> {
-        let mut store = ClusterStore::with_period(1000);
+        let mut store = ClusterStore::with_period(
+            crate::model::units::Period::from_millis(1000).expect("period"),
+        );
         let mut triage = Triage::new();
         let mut out = Vec::new();
         for s in 1..=secs {
@@ -660,7 +662,7 @@ mod tests {
                 1..60,
             )
         ) {
-            let mut store = ClusterStore::with_period(1000);
+            let mut store = ClusterStore::with_period(crate::model::units::Period::from_millis(1000).expect("period"));
             let mut triage = Triage::new();
             for (s, g, util, power, sm, clock, mask, counter, links) in rows {
                 let at_ms = s * 1000;

@@ -196,11 +196,11 @@ impl Triage {
         {
             let ctx = Ctx {
                 thresholds: t,
-                stall_samples: samples_in(t.stall_window_ms, store.period_ms),
-                counter_samples: samples_in(COUNTER_WINDOW_MS, store.period_ms),
+                stall_samples: samples_in(t.stall_window_ms, store.period.millis()),
+                counter_samples: samples_in(COUNTER_WINDOW_MS, store.period.millis()),
                 held: &self.held,
                 previous_ms: self.previous_ms,
-                period_ms: store.period_ms,
+                period_ms: store.period.millis(),
             };
             for node in &store.nodes {
                 gpu::node_rules(node, &ctx, &mut raw);
@@ -323,7 +323,9 @@ mod tests {
 
     #[test]
     fn thresholds_decide_the_aistor_rule() {
-        let mut store = ClusterStore::with_period(1000);
+        let mut store = ClusterStore::with_period(
+            crate::model::units::Period::from_millis(1000).expect("period"),
+        );
         store.ingest(SourceEvent::Probe(crate::probes::ProbeWindow {
             at_ms: 1_000,
             endpoint: "http://aistor:9000".into(),
@@ -506,7 +508,9 @@ mod tests {
 
     /// A store fed AIStor probe windows with these p99s, one a second, judged after each.
     fn aistor_series(p99s: &[f64]) -> Vec<Vec<Finding>> {
-        let mut store = ClusterStore::with_period(1000);
+        let mut store = ClusterStore::with_period(
+            crate::model::units::Period::from_millis(1000).expect("period"),
+        );
         let mut triage = Triage::new();
         p99s.iter()
             .enumerate()
@@ -603,7 +607,9 @@ mod tests {
 
     #[test]
     fn a_node_that_comes_back_is_cleared_at_once() {
-        let mut store = ClusterStore::with_period(1000);
+        let mut store = ClusterStore::with_period(
+            crate::model::units::Period::from_millis(1000).expect("period"),
+        );
         let mut triage = Triage::new();
         store.ingest(SourceEvent::Link {
             node: "n1".into(),

@@ -7,6 +7,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
 
 use crate::model::SourceEvent;
+use crate::model::units::Period;
 use crate::model::{UnixMillis, now_ms};
 use crate::store::ClusterStore;
 use crate::triage::{Finding, Severity, Triage};
@@ -31,16 +32,16 @@ pub struct TelemetryLog {
 }
 
 impl TelemetryLog {
-    /// A log for telemetry sampled every `period_ms`, judged by the default thresholds.
-    pub fn new(period_ms: u64) -> Self {
-        Self::with_thresholds(period_ms, crate::triage::Thresholds::default())
+    /// A log for telemetry sampled every `period`, judged by the default thresholds.
+    pub fn new(period: Period) -> Self {
+        Self::with_thresholds(period, crate::triage::Thresholds::default())
     }
 
     /// A log judged by `thresholds` (burnin.toml's `[triage]`).
-    pub fn with_thresholds(period_ms: u64, thresholds: crate::triage::Thresholds) -> Self {
+    pub fn with_thresholds(period: Period, thresholds: crate::triage::Thresholds) -> Self {
         Self {
             inner: Mutex::new(Inner {
-                store: ClusterStore::with_period(period_ms),
+                store: ClusterStore::with_period(period),
                 triage: Triage::with_thresholds(thresholds),
                 xids: Vec::new(),
                 frames: HashMap::new(),

@@ -306,7 +306,9 @@ mod tests {
     use crate::store::ClusterStore;
 
     fn store_with(phase: &str, metrics: Vec<PhaseMetric>) -> ClusterStore {
-        let mut store = ClusterStore::with_period(1000);
+        let mut store = ClusterStore::with_period(
+            crate::model::units::Period::from_millis(1000).expect("period"),
+        );
         store.ingest(SourceEvent::Phase(PhaseEvent::Started {
             phase: phase.into(),
             at_ms: 1_000,

@@ -225,7 +225,7 @@ mod tests {
 
     #[test]
     fn sparkline_keeps_gaps_blank() {
-        let mut h = History::new(1000, 10);
+        let mut h = History::new(crate::model::units::Period::SECOND, 10);
         h.push(0, Some(1.0));
         h.push(2000, Some(8.0));
         assert_eq!(sparkline(&h, 5, None), "  ▁ █");

@@ -188,7 +188,7 @@ fn gpu_details(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
     };
     let fmt = |v: Option<f64>, unit: &str| v.map_or("n/a".into(), |v| format!("{v:.0} {unit}"));
     // One column a sample period: at a 5 s interval the line spans five times as long.
-    let spanned_s = spark_w as u64 * ctx.store.period_ms.max(1) / 1000;
+    let spanned_s = spark_w as u64 * ctx.store.period.millis() / 1000;
     lines.push(Line::styled(
         format!(" last {} (blank = no sample)", human_secs(spanned_s)),
         t.muted,
