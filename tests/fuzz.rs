@@ -1632,7 +1632,7 @@ fn read_record(c: &RecordCase, errors: Errors, printable: bool) -> Result<(), Te
     let all = size(&files.summary) + size(&files.events) + size(&files.plan) + size(&files.segment);
     match burnin::record::read_events(run) {
         Ok((events, bad)) => prop_assert!(bad as usize + events.len() <= size(&files.events)),
-        Err(e) => errors.check("read_events", &e, all)?,
+        Err(e) => errors.check("read_events", &e.to_string(), all)?,
     }
     match burnin::record::read_summary(run) {
         Ok(s) => {
@@ -1641,14 +1641,14 @@ fn read_record(c: &RecordCase, errors: Errors, printable: bool) -> Result<(), Te
                 errors.check("recorded_plan", &n, all)?;
             }
         }
-        Err(e) => errors.check("read_summary", &e, all)?,
+        Err(e) => errors.check("read_summary", &e.to_string(), all)?,
     }
     if let Err(e) = burnin::record::read_state(run) {
-        errors.check("read_state", &e, all)?;
+        errors.check("read_state", &e.to_string(), all)?;
     }
     match burnin::record::telemetry::read_telemetry(run) {
         Ok(t) => prop_assert!(t.torn.len() <= 2),
-        Err(e) => errors.check("read_telemetry", &e, all)?,
+        Err(e) => errors.check("read_telemetry", &e.to_string(), all)?,
     }
     let mut stream = burnin::record::telemetry::TelemetryStream::open(run);
     for item in stream.by_ref() {
@@ -1780,7 +1780,7 @@ proptest! {
         std::fs::write(&p, c.bytes()).expect("baseline file");
         match burnin::record::session::read_baseline(&p) {
             Ok(b) => check_finite("baseline", &b)?,
-            Err(e) => check_error("read_baseline", &e)?,
+            Err(e) => check_error("read_baseline", &e.to_string())?,
         }
     }
 }
@@ -2293,6 +2293,8 @@ fn repro_record_summary_error_is_short() {
         format!(r#"{{"schema":{}}}"#, long_json_string(70_000)),
     )
     .expect("summary");
-    let e = burnin::record::read_summary(&dir.0).expect_err("not a summary");
+    let e = burnin::record::read_summary(&dir.0)
+        .expect_err("not a summary")
+        .to_string();
     assert!(e.len() <= MAX_ERROR_BYTES, "{} bytes", e.len());
 }

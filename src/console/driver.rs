@@ -55,8 +55,8 @@ type Running = (Vec<String>, watch::Sender<Option<StopReason>>, u64);
 /// Do `f` with the session's record, if one is open (the lock is not held across an await).
 fn record(
     session: &Mutex<Option<RunSession>>,
-    f: impl FnOnce(&mut RunSession) -> Result<(), String>,
-) -> Result<(), String> {
+    f: impl FnOnce(&mut RunSession) -> Result<(), crate::record::RecordError>,
+) -> Result<(), crate::record::RecordError> {
     let mut guard = match session.lock() {
         Ok(g) => g,
         Err(p) => p.into_inner(),

@@ -3,6 +3,7 @@
 //! writes go to a new file beside the target and are renamed over it, so a link planted where
 //! a report goes is replaced, never followed.
 
+use super::error::RecordError;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
@@ -25,51 +26,50 @@ pub const SMALL_MAX_BYTES: u64 = 16 << 20;
 
 /// Open `path` for reading if it is a plain file no larger than `max` bytes: never through a
 /// symbolic link (`O_NOFOLLOW`), never a device or a FIFO (`/dev/zero` would never end).
-pub fn open_regular(path: &Path, max: u64) -> Result<File, String> {
+pub fn open_regular(path: &Path, max: u64) -> Result<File, RecordError> {
     let file = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
         .map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) => format!(
-                "{}: is a symbolic link (a record's files are never links; refused)",
-                path.display()
+            Some(libc::ELOOP) => RecordError::refused(
+                path,
+                "is a symbolic link (a record's files are never links; refused)",
             ),
-            _ => format!("{}: {e}", path.display()),
+            _ => RecordError::io(path, e),
         })?;
-    let meta = file
-        .metadata()
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let meta = file.metadata().map_err(|e| RecordError::io(path, e))?;
     if !meta.is_file() {
-        return Err(format!(
-            "{}: not a plain file (a device, FIFO or directory is no record file; refused)",
-            path.display()
+        return Err(RecordError::refused(
+            path,
+            "not a plain file (a device, FIFO or directory is no record file; refused)",
         ));
     }
     if meta.len() > max {
-        return Err(format!(
-            "{}: {} bytes, more than the {} a record file of this kind may have; refused",
-            path.display(),
-            meta.len(),
-            human_bytes(max)
+        return Err(RecordError::refused(
+            path,
+            format!(
+                "{} bytes, more than the {} a record file of this kind may have; refused",
+                meta.len(),
+                human_bytes(max)
+            ),
         ));
     }
     Ok(file)
 }
 
 /// The whole of a plain file of at most `max` bytes (see [`open_regular`]).
-pub fn read_bounded(path: &Path, max: u64) -> Result<Vec<u8>, String> {
+pub fn read_bounded(path: &Path, max: u64) -> Result<Vec<u8>, RecordError> {
     let file = open_regular(path, max)?;
     let mut bytes = Vec::new();
     // The length was checked, but a file can grow while it is read.
     file.take(max.saturating_add(1))
         .read_to_end(&mut bytes)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        .map_err(|e| RecordError::io(path, e))?;
     if bytes.len() as u64 > max {
-        return Err(format!(
-            "{}: grew past {} while read; refused",
-            path.display(),
-            human_bytes(max)
+        return Err(RecordError::refused(
+            path,
+            format!("grew past {} while read; refused", human_bytes(max)),
         ));
     }
     Ok(bytes)
@@ -77,7 +77,7 @@ pub fn read_bounded(path: &Path, max: u64) -> Result<Vec<u8>, String> {
 
 /// [`read_bounded`] as text (invalid UTF-8 is replaced, not an error: a torn multi-byte
 /// character must cost a character, not the file).
-pub fn read_text_bounded(path: &Path, max: u64) -> Result<String, String> {
+pub fn read_text_bounded(path: &Path, max: u64) -> Result<String, RecordError> {
     read_bounded(path, max).map(|b| String::from_utf8_lossy(&b).into_owned())
 }
 
@@ -140,19 +140,16 @@ pub fn read_line_bounded<R: BufRead>(
 /// Replace `path` with `bytes` whole: written to a new file in the same directory, synced,
 /// then renamed over `path`. A symbolic link at `path` is refused (it is not followed, and
 /// not silently replaced either: someone put it there).
-pub fn write_replacing(path: &Path, bytes: &[u8]) -> Result<(), String> {
+pub fn write_replacing(path: &Path, bytes: &[u8]) -> Result<(), RecordError> {
     if let Ok(meta) = std::fs::symlink_metadata(path) {
         if meta.file_type().is_symlink() {
-            return Err(format!(
-                "{}: is a symbolic link; burnin does not write through links in a record (remove it first)",
-                path.display()
+            return Err(RecordError::refused(
+                path,
+                "is a symbolic link; burnin does not write through links in a record (remove it first)",
             ));
         }
         if !meta.is_file() {
-            return Err(format!(
-                "{}: exists and is not a plain file",
-                path.display()
-            ));
+            return Err(RecordError::refused(path, "exists and is not a plain file"));
         }
     }
     let tmp = temp_beside(path)?;
@@ -167,24 +164,24 @@ pub fn write_replacing(path: &Path, bytes: &[u8]) -> Result<(), String> {
     })();
     if let Err(e) = written {
         let _ = std::fs::remove_file(&tmp);
-        return Err(format!("{}: {e}", tmp.display()));
+        return Err(RecordError::io(&tmp, e));
     }
     std::fs::rename(&tmp, path).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
-        format!("{}: {e}", path.display())
+        RecordError::io(path, e)
     })
 }
 
 /// A name beside `path` that no one else uses: `.NAME.PID.N.tmp`.
-fn temp_beside(path: &Path) -> Result<PathBuf, String> {
+fn temp_beside(path: &Path) -> Result<PathBuf, RecordError> {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let dir = path
         .parent()
-        .ok_or_else(|| format!("{}: no directory", path.display()))?;
+        .ok_or_else(|| RecordError::refused(path, "no directory"))?;
     let name = path
         .file_name()
-        .ok_or_else(|| format!("{}: no file name", path.display()))?
+        .ok_or_else(|| RecordError::refused(path, "no file name"))?
         .to_string_lossy();
     Ok(dir.join(format!(
         ".{name}.{}.{}.tmp",
@@ -220,12 +217,18 @@ mod tests {
         std::fs::write(&f, "{}").expect("write");
         assert_eq!(read_bounded(&f, 10).expect("small"), b"{}");
         let e = read_bounded(&f, 1).expect_err("too large");
+        assert!(matches!(e, RecordError::Refused { .. }), "{e:?}");
+        let e = e.to_string();
         assert!(e.contains("more than the 1 bytes"), "{e}");
         let link = d.join("events.jsonl");
         std::os::unix::fs::symlink("/dev/zero", &link).expect("link");
-        let e = read_bounded(&link, 1 << 20).expect_err("a link");
+        let e = read_bounded(&link, 1 << 20)
+            .expect_err("a link")
+            .to_string();
         assert!(e.contains("symbolic link"), "{e}");
-        let e = read_bounded(Path::new("/dev/zero"), 1 << 20).expect_err("a device");
+        let e = read_bounded(Path::new("/dev/zero"), 1 << 20)
+            .expect_err("a device")
+            .to_string();
         assert!(e.contains("not a plain file"), "{e}");
         let _ = std::fs::remove_dir_all(&d);
     }
@@ -268,7 +271,9 @@ mod tests {
         std::fs::write(&victim, "precious").expect("victim");
         let report = d.join("report.html");
         std::os::unix::fs::symlink(&victim, &report).expect("link");
-        let e = write_replacing(&report, b"<html>").expect_err("a link is refused");
+        let e = write_replacing(&report, b"<html>")
+            .expect_err("a link is refused")
+            .to_string();
         assert!(e.contains("symbolic link"), "{e}");
         assert_eq!(std::fs::read_to_string(&victim).expect("read"), "precious");
         std::fs::remove_file(&report).expect("unlink");

@@ -6,6 +6,7 @@
 //! (rewritten atomically after every phase) holds the verdicts and figures a report needs.
 //! Reports and baselines are made from these files, never from live state.
 
+pub use error::RecordError;
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
@@ -17,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::phases::{PhaseEvent, Verdict};
 use crate::plan::gates::Figures;
 
+pub mod error;
 pub mod events;
 pub mod files;
 pub mod recording;
@@ -121,7 +123,7 @@ pub const LOCK_FILE: &str = "lock";
 
 /// Take the run directory's lock, or say who holds it: two consoles writing one run would
 /// duplicate its lines and finish its phases twice.
-fn take_lock(dir: &Path) -> Result<File, String> {
+fn take_lock(dir: &Path) -> Result<File, RecordError> {
     use std::io::{Read, Seek};
     use std::os::fd::AsRawFd;
     let path = dir.join(LOCK_FILE);
@@ -134,7 +136,10 @@ fn take_lock(dir: &Path) -> Result<File, String> {
         .open(&path)
         .map_err(|e| io_err(&path, e))?;
     if !f.metadata().is_ok_and(|m| m.is_file()) {
-        return Err(format!("{}: not a plain file; refused", path.display()));
+        return Err(RecordError::refused(
+            path.as_ref(),
+            "not a plain file; refused",
+        ));
     }
     // SAFETY: flock on a descriptor this function owns; no memory is passed.
     if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
@@ -142,15 +147,17 @@ fn take_lock(dir: &Path) -> Result<File, String> {
         if err.raw_os_error() != Some(libc::EWOULDBLOCK) {
             // NFS without lock support, say: no lock is to be had, and no one is known to
             // hold it. Said, not taken for another console.
-            return Err(format!(
-                "{}: cannot lock the run ({err}); a run directory on a file system without locks cannot be taken over safely",
-                path.display()
+            return Err(RecordError::refused(
+                &path,
+                format!(
+                    "cannot lock the run ({err}); a run directory on a file system without locks cannot be taken over safely"
+                ),
             ));
         }
         let mut holder = String::new();
         let _ = (&f).take(4096).read_to_string(&mut holder);
         let holder = crate::model::strip_controls(holder.trim());
-        return Err(format!(
+        return Err(RecordError::Held(format!(
             "{}: another burnin is writing this run ({}); one console takes a run over at a time",
             dir.display(),
             if holder.is_empty() {
@@ -158,7 +165,7 @@ fn take_lock(dir: &Path) -> Result<File, String> {
             } else {
                 holder
             }
-        ));
+        )));
     }
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     let who = format!(
@@ -173,13 +180,13 @@ fn take_lock(dir: &Path) -> Result<File, String> {
     Ok(f)
 }
 
-fn io_err(path: &Path, e: std::io::Error) -> String {
-    format!("{}: {e}", path.display())
+fn io_err(path: &Path, e: std::io::Error) -> RecordError {
+    RecordError::io(path, e)
 }
 
 impl RunRecord {
     /// Create `runs_dir/run_id/` (it must not exist yet).
-    pub fn create(runs_dir: &Path, run_id: &str) -> Result<Self, String> {
+    pub fn create(runs_dir: &Path, run_id: &str) -> Result<Self, RecordError> {
         let dir = runs_dir.join(run_id);
         std::fs::create_dir_all(runs_dir).map_err(|e| io_err(runs_dir, e))?;
         std::fs::create_dir(&dir).map_err(|e| io_err(&dir, e))?;
@@ -201,7 +208,7 @@ impl RunRecord {
     /// Open an existing run directory to go on writing it (a console restarted mid-run). A
     /// line torn by a crash at the end of a file is cut off first, so what follows starts on
     /// its own line.
-    pub fn open(dir: &Path) -> Result<Self, String> {
+    pub fn open(dir: &Path) -> Result<Self, RecordError> {
         // Before anything is cut or appended: the run may be another console's, live.
         let lock = take_lock(dir)?;
         refuse_links(dir)?;
@@ -237,8 +244,8 @@ impl RunRecord {
 
     /// Append one event; a node's output line also goes to its log file. Flushed when a
     /// phase ends.
-    pub fn event(&mut self, ev: &PhaseEvent) -> Result<(), String> {
-        let line = serde_json::to_string(ev).map_err(|e| e.to_string())?;
+    pub fn event(&mut self, ev: &PhaseEvent) -> Result<(), RecordError> {
+        let line = serde_json::to_string(ev)?;
         let path = self.dir.join("events.jsonl");
         writeln!(self.events, "{line}").map_err(|e| io_err(&path, e))?;
         if let PhaseEvent::Line {
@@ -262,7 +269,7 @@ impl RunRecord {
                 self.logs.insert(key.clone(), BufWriter::new(f));
             }
             if let Some(w) = self.logs.get_mut(&key) {
-                writeln!(w, "{text}").map_err(|e| e.to_string())?;
+                writeln!(w, "{text}").map_err(|e| io_err(&self.log_path(&key), e))?;
             }
         }
         // Every event reaches the disk at once: a console killed mid-phase leaves a record that
@@ -272,32 +279,44 @@ impl RunRecord {
 
     /// Append one of the run's own events (a finding, a node state, an operator key) to
     /// `events.jsonl`, flushed at once like the phase events.
-    pub fn record_event(&mut self, ev: &RecordEvent) -> Result<(), String> {
-        let line = serde_json::to_string(ev).map_err(|e| e.to_string())?;
+    pub fn record_event(&mut self, ev: &RecordEvent) -> Result<(), RecordError> {
+        let line = serde_json::to_string(ev)?;
         let path = self.dir.join("events.jsonl");
         writeln!(self.events, "{line}").map_err(|e| io_err(&path, e))?;
         self.events.flush().map_err(|e| io_err(&path, e))
     }
 
     /// Push everything written so far to disk.
-    pub fn flush(&mut self) -> Result<(), String> {
-        self.events.flush().map_err(|e| e.to_string())?;
-        for w in self.logs.values_mut() {
-            w.flush().map_err(|e| e.to_string())?;
+    pub fn flush(&mut self) -> Result<(), RecordError> {
+        let events = self.dir.join("events.jsonl");
+        self.events.flush().map_err(|e| io_err(&events, e))?;
+        let dir = self.dir.clone();
+        for (key, w) in self.logs.iter_mut() {
+            w.flush().map_err(|e| io_err(&log_path_in(&dir, key), e))?;
         }
         Ok(())
     }
 
+    /// The log file of a (phase, node) in this record.
+    fn log_path(&self, key: &(String, String)) -> PathBuf {
+        log_path_in(&self.dir, key)
+    }
+
     /// Replace `summary.json` (write a temporary file, then rename: never half a file).
-    pub fn write_summary(&self, s: &Summary) -> Result<(), String> {
-        let text = serde_json::to_string_pretty(s).map_err(|e| e.to_string())?;
+    pub fn write_summary(&self, s: &Summary) -> Result<(), RecordError> {
+        let text = serde_json::to_string_pretty(s)?;
         files::write_replacing(&self.dir.join("summary.json"), (text + "\n").as_bytes())
     }
 }
 
+/// The log file of a (phase, node) in the run directory `dir`.
+fn log_path_in(dir: &Path, (phase, node): &(String, String)) -> PathBuf {
+    dir.join("logs").join(phase).join(format!("{node}.log"))
+}
+
 /// A record taken over is written into: no link may be in it (`logs → /etc` would put node
 /// output there). The run directory's entries and the log folders are checked, not followed.
-fn refuse_links(dir: &Path) -> Result<(), String> {
+fn refuse_links(dir: &Path) -> Result<(), RecordError> {
     let mut check = vec![dir.to_path_buf()];
     if let Ok(phases) = std::fs::read_dir(dir.join("logs")) {
         check.extend(phases.flatten().map(|e| e.path()));
@@ -308,9 +327,9 @@ fn refuse_links(dir: &Path) -> Result<(), String> {
         };
         for e in entries.flatten() {
             if e.file_type().is_ok_and(|t| t.is_symlink()) {
-                return Err(format!(
-                    "{}: is a symbolic link; a record burnin writes into holds none (refused)",
-                    e.path().display()
+                return Err(RecordError::refused(
+                    &e.path(),
+                    "is a symbolic link; a record burnin writes into holds none (refused)",
                 ));
             }
         }
@@ -320,7 +339,7 @@ fn refuse_links(dir: &Path) -> Result<(), String> {
 
 /// Cut a file after its last newline (a crash can leave half a line). Only the tail is read,
 /// a block at a time from the end: the file may be gigabytes, or not a file at all (refused).
-fn cut_torn_tail(path: &Path) -> Result<(), String> {
+fn cut_torn_tail(path: &Path) -> Result<(), RecordError> {
     use std::io::{Read, Seek, SeekFrom};
     let mut f = OpenOptions::new()
         .read(true)
@@ -330,7 +349,7 @@ fn cut_torn_tail(path: &Path) -> Result<(), String> {
         .map_err(|e| io_err(path, e))?;
     let meta = f.metadata().map_err(|e| io_err(path, e))?;
     if !meta.is_file() {
-        return Err(format!("{}: not a plain file; refused", path.display()));
+        return Err(RecordError::refused(path, "not a plain file; refused"));
     }
     let len = meta.len();
     let mut end = len;
@@ -371,7 +390,7 @@ pub struct RecordState {
 }
 
 /// Read `events.jsonl` and the logs of a run directory (a torn last line is skipped).
-pub fn read_state(run_dir: &Path) -> Result<RecordState, String> {
+pub fn read_state(run_dir: &Path) -> Result<RecordState, RecordError> {
     let (events, _) = read_events(run_dir)?;
     let mut st = RecordState::default();
     for ev in events {
@@ -412,7 +431,7 @@ pub enum Recorded {
 
 /// Every event of a run in order, and how many lines did not decode (a torn last line after
 /// a crash among them).
-pub fn read_events(run_dir: &Path) -> Result<(Vec<Recorded>, u64), String> {
+pub fn read_events(run_dir: &Path) -> Result<(Vec<Recorded>, u64), RecordError> {
     let p = run_dir.join("events.jsonl");
     let file = files::open_regular(&p, files::EVENTS_MAX_BYTES)?;
     let mut reader = std::io::BufReader::new(file);
@@ -446,11 +465,11 @@ pub fn read_events(run_dir: &Path) -> Result<(Vec<Recorded>, u64), String> {
 }
 
 /// Read a run directory's `summary.json`.
-pub fn read_summary(run_dir: &Path) -> Result<Summary, String> {
+pub fn read_summary(run_dir: &Path) -> Result<Summary, RecordError> {
     let p = run_dir.join("summary.json");
     let text = files::read_text_bounded(&p, files::SUMMARY_MAX_BYTES)?;
     serde_json::from_str(&text)
-        .map_err(|e| format!("{}: {}", p.display(), crate::model::excerpt(&e.to_string())))
+        .map_err(|e| RecordError::refused(&p, crate::model::excerpt(&e.to_string())))
 }
 
 /// The copy of the plan a run record keeps beside its summary.

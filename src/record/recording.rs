@@ -2,6 +2,7 @@
 //! console alike: the per-second telemetry segment, findings raised and cleared, node state
 //! changes and AIStor probe windows.
 
+use super::RecordError;
 use std::sync::{Arc, Mutex};
 
 use super::telemetry::TelemetryRecorder;
@@ -30,7 +31,7 @@ pub const MAX_HELD_BYTES: usize = 48 << 20;
 
 impl TelemetryRecording {
     /// Start the next telemetry segment of the run in `session`.
-    pub fn new(session: &RunSession) -> Result<Self, String> {
+    pub fn new(session: &RunSession) -> Result<Self, RecordError> {
         Ok(Self {
             record: Some(session.record()),
             telemetry: Arc::new(Mutex::new(TelemetryRecorder::create(session.dir())?)),
@@ -68,19 +69,19 @@ impl TelemetryRecording {
 
     /// Write what was kept in memory into `session`'s record (events in order, telemetry as
     /// the run's next segment) and go on writing there.
-    pub fn attach(&mut self, session: &RunSession) -> Result<(), String> {
+    pub fn attach(&mut self, session: &RunSession) -> Result<(), RecordError> {
         if self.attached() {
             return Ok(());
         }
         self.telemetry
             .lock()
-            .map_err(|_| "telemetry segment: a writer panicked".to_string())?
+            .map_err(|_| RecordError::Poisoned("telemetry segment: a writer panicked"))?
             .persist(session.dir())?;
         let record = session.record();
         {
             let mut r = record
                 .lock()
-                .map_err(|_| "run record: a writer panicked".to_string())?;
+                .map_err(|_| RecordError::Poisoned("run record: a writer panicked"))?;
             for e in self.held.drain(..) {
                 r.record_event(&e)?;
             }
@@ -95,7 +96,7 @@ impl TelemetryRecording {
         ev: &SourceEvent,
         at_ms: crate::model::UnixMillis,
         findings: Option<&[crate::triage::Finding]>,
-    ) -> Result<(), String> {
+    ) -> Result<(), RecordError> {
         let mut events = Vec::new();
         match ev {
             SourceEvent::Frame(f) => {
@@ -133,7 +134,7 @@ impl TelemetryRecording {
         };
         let mut record = record
             .lock()
-            .map_err(|_| "run record: a writer panicked".to_string())?;
+            .map_err(|_| RecordError::Poisoned("run record: a writer panicked"))?;
         for e in &events {
             record.record_event(e)?;
         }
@@ -141,10 +142,12 @@ impl TelemetryRecording {
     }
 
     /// Close the telemetry segment.
-    pub fn finish(&self) -> Result<(), String> {
+    pub fn finish(&self) -> Result<(), RecordError> {
         match self.telemetry.lock() {
             Ok(mut t) => t.finish(),
-            Err(_) => Err("telemetry segment: a writer panicked".into()),
+            Err(_) => Err(RecordError::Poisoned(
+                "telemetry segment: a writer panicked",
+            )),
         }
     }
 }

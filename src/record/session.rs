@@ -1,6 +1,7 @@
 //! One run as both `burnin run` and the console keep it: the record directory (created on the
 //! first phase), the summary with each phase's verdict and figures, and the run's verdict.
 
+use crate::record::RecordError;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -39,10 +40,10 @@ pub struct RunSession {
 /// The record, shared with the tasks that write beside the phases (telemetry, findings).
 pub type SharedRecord = Arc<Mutex<RunRecord>>;
 
-fn locked(record: &SharedRecord) -> Result<std::sync::MutexGuard<'_, RunRecord>, String> {
+fn locked(record: &SharedRecord) -> Result<std::sync::MutexGuard<'_, RunRecord>, RecordError> {
     record
         .lock()
-        .map_err(|_| "run record: a writer panicked while holding it".to_string())
+        .map_err(|_| RecordError::Poisoned("run record: a writer panicked while holding it"))
 }
 
 /// A new run id: UTC time, then 4 hex digits of the process id (two consoles, two ids).
@@ -62,7 +63,7 @@ impl RunSession {
         inventory: &Inventory,
         plan: &Plan,
         baseline: Option<&Path>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, RecordError> {
         let record = RunRecord::create(runs_dir, run_id)?;
         let summary = Summary {
             schema: SUMMARY_SCHEMA,
@@ -93,7 +94,7 @@ impl RunSession {
         // The plan travels with the record: a report or replay made elsewhere, or after the
         // file changed, reads what this run ran.
         let copy = record.dir().join(crate::record::PLAN_COPY);
-        std::fs::write(&copy, &plan.text).map_err(|e| format!("{}: {e}", copy.display()))?;
+        std::fs::write(&copy, &plan.text).map_err(|e| RecordError::io(&copy, e))?;
         Ok(Self {
             dir: record.dir().to_path_buf(),
             record: Arc::new(Mutex::new(record)),
@@ -106,7 +107,7 @@ impl RunSession {
     /// The run began before its record: the console kept what it saw since `started_ms` in
     /// memory and writes it into the record now, so the run starts then (a replay plays from
     /// there, a report counts from there).
-    pub fn backdate(&mut self, started_ms: crate::model::UnixMillis) -> Result<(), String> {
+    pub fn backdate(&mut self, started_ms: crate::model::UnixMillis) -> Result<(), RecordError> {
         if started_ms >= self.summary.started_ms {
             return Ok(());
         }
@@ -116,7 +117,7 @@ impl RunSession {
 
     /// Keep the run's times by `clock` (Unix ms) instead of the wall clock: the simulated run
     /// records simulated time, so its record reads like the run it simulates.
-    pub fn use_clock(&mut self, clock: Arc<AtomicU64>) -> Result<(), String> {
+    pub fn use_clock(&mut self, clock: Arc<AtomicU64>) -> Result<(), RecordError> {
         self.summary.started_ms = clock.load(Ordering::SeqCst);
         self.clock = Some(clock);
         locked(&self.record)?.write_summary(&self.summary)
@@ -135,13 +136,13 @@ impl RunSession {
     }
 
     /// Append one of the run's own events (finding, node state, operator key).
-    pub fn record_event(&self, ev: &crate::record::RecordEvent) -> Result<(), String> {
+    pub fn record_event(&self, ev: &crate::record::RecordEvent) -> Result<(), RecordError> {
         locked(&self.record)?.record_event(ev)
     }
 
     /// Take over the run in `run_dir` (its console died mid-run): the record is opened for
     /// appending and the summary read back.
-    pub fn resume(run_dir: &Path) -> Result<(Self, crate::record::RecordState), String> {
+    pub fn resume(run_dir: &Path) -> Result<(Self, crate::record::RecordState), RecordError> {
         let record = RunRecord::open(run_dir)?;
         let mut summary = crate::record::read_summary(run_dir)?;
         let state = crate::record::read_state(run_dir)?;
@@ -170,7 +171,7 @@ impl RunSession {
     }
 
     /// Record one event (errors are returned, the run goes on).
-    pub fn event(&mut self, ev: &PhaseEvent) -> Result<(), String> {
+    pub fn event(&mut self, ev: &PhaseEvent) -> Result<(), RecordError> {
         locked(&self.record)?.event(ev)
     }
 
@@ -209,7 +210,7 @@ impl RunSession {
         started_ms: Option<u64>,
         outcome: &PhaseOutcome,
         telemetry: Option<&dyn crate::model::watch::TelemetryWatch>,
-    ) -> Result<(), String> {
+    ) -> Result<(), RecordError> {
         if let Some(t) = telemetry {
             self.set_hellos(&t.hellos());
         }
@@ -263,7 +264,7 @@ impl RunSession {
     }
 
     /// Close the run: its verdict, end time, final summary.
-    pub fn finish(&mut self, interrupted: bool) -> Result<Verdict, String> {
+    pub fn finish(&mut self, interrupted: bool) -> Result<Verdict, RecordError> {
         let verdict = if interrupted {
             Verdict::Aborted
         } else {
@@ -285,16 +286,11 @@ pub const MAX_BASELINE_BYTES: u64 = 64 << 20;
 
 /// Read a baseline file (a regular file of at most [`MAX_BASELINE_BYTES`]: `/dev/zero` or a
 /// FIFO is refused unread).
-pub fn read_baseline(path: &Path) -> Result<Baseline, String> {
+pub fn read_baseline(path: &Path) -> Result<Baseline, RecordError> {
     let text = crate::config::read_file_bounded(path, MAX_BASELINE_BYTES)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| {
-        format!(
-            "{}: {}",
-            path.display(),
-            crate::model::excerpt(&e.to_string())
-        )
-    })
+        .map_err(|e| RecordError::io(path, e))?;
+    serde_json::from_str(&text)
+        .map_err(|e| RecordError::refused(path, crate::model::excerpt(&e.to_string())))
 }
 
 #[cfg(test)]
@@ -304,7 +300,9 @@ mod tests {
     #[test]
     fn a_baseline_that_is_no_regular_file_is_refused_unread() {
         // A record names its baseline: `/dev/zero` there made `burnin report` read forever.
-        let e = read_baseline(Path::new("/dev/zero")).expect_err("a device");
+        let e = read_baseline(Path::new("/dev/zero"))
+            .expect_err("a device")
+            .to_string();
         assert!(e.contains("not a plain file"), "{e}");
     }
 
@@ -316,6 +314,8 @@ mod tests {
         let p = dir.join("b.json");
         std::fs::write(&p, format!("{{\"schema\":\"{}\"}}", "x".repeat(70_000))).unwrap();
         let e = read_baseline(&p).expect_err("not a baseline");
+        assert!(matches!(e, RecordError::Refused { .. }), "{e:?}");
+        let e = e.to_string();
         let _ = std::fs::remove_dir_all(&dir);
         assert!(e.len() < 500, "{} bytes: {e}", e.len());
         assert!(e.ends_with("at line 1 column 70012"), "{e}");

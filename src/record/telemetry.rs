@@ -6,6 +6,7 @@
 //! boundaries: a crash loses at most that much, and the reader keeps every whole line before
 //! the tear.
 
+use super::RecordError;
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
@@ -291,7 +292,7 @@ pub struct TelemetryRecorder {
 
 impl TelemetryRecorder {
     /// Start the next segment in `run_dir/telemetry/`.
-    pub fn create(run_dir: &Path) -> Result<Self, String> {
+    pub fn create(run_dir: &Path) -> Result<Self, RecordError> {
         let (path, file) = next_segment_file(run_dir)?;
         Ok(Self {
             path,
@@ -331,7 +332,7 @@ impl TelemetryRecorder {
     /// Make an in-memory segment the next segment of `run_dir`: what it holds goes into the
     /// file, and the same gzip stream carries on there. A segment already in a file is left
     /// as it is.
-    pub fn persist(&mut self, run_dir: &Path) -> Result<(), String> {
+    pub fn persist(&mut self, run_dir: &Path) -> Result<(), RecordError> {
         if !matches!(
             self.out.as_ref().map(GzEncoder::get_ref),
             Some(Sink::Memory(_))
@@ -341,14 +342,14 @@ impl TelemetryRecorder {
         self.flush()?;
         let (path, file) = next_segment_file(run_dir)?;
         let Some(out) = self.out.as_mut() else {
-            return Err(format!("{}: already finished", self.path.display()));
+            return Err(RecordError::refused(&self.path, "already finished"));
         };
         let mut writer = BufWriter::new(file);
         if let Sink::Memory(held) = out.get_mut() {
             writer
                 .write_all(held)
                 .and_then(|_| writer.flush())
-                .map_err(|e| format!("{}: {e}", path.display()))?;
+                .map_err(|e| RecordError::io(&path, e))?;
         }
         // The encoder's state (header written, CRC and length so far) goes on over the file.
         *out.get_mut() = Sink::File(writer);
@@ -367,7 +368,7 @@ impl TelemetryRecorder {
     }
 
     /// Fold one frame in; a frame of a later second closes the node's previous one.
-    pub fn frame(&mut self, f: &NodeFrame) -> Result<(), String> {
+    pub fn frame(&mut self, f: &NodeFrame) -> Result<(), RecordError> {
         let second = f.at_ms / 1000;
         let closed = match self.pending.get_mut(&f.node) {
             Some(p) if p.second == second => {
@@ -405,7 +406,7 @@ impl TelemetryRecorder {
         Ok(())
     }
 
-    fn write(&mut self, node: &str, p: &Pending) -> Result<(), String> {
+    fn write(&mut self, node: &str, p: &Pending) -> Result<(), RecordError> {
         let Some(last) = p.last.clone() else {
             return Ok(());
         };
@@ -420,38 +421,33 @@ impl TelemetryRecorder {
                 Vec::new()
             },
         };
-        let text = serde_json::to_string(&line).map_err(|e| e.to_string())?;
+        let text = serde_json::to_string(&line)?;
         let Some(out) = self.out.as_mut() else {
-            return Err(format!("{}: already finished", self.path.display()));
+            return Err(RecordError::refused(&self.path, "already finished"));
         };
-        writeln!(out, "{text}").map_err(|e| format!("{}: {e}", self.path.display()))?;
+        writeln!(out, "{text}").map_err(|e| RecordError::io(&self.path, e))?;
         self.lines += 1;
         Ok(())
     }
 
     /// Push what is compressed so far to disk (a sync flush: readable up to here after a crash).
-    pub fn flush(&mut self) -> Result<(), String> {
+    pub fn flush(&mut self) -> Result<(), RecordError> {
         if let Some(out) = self.out.as_mut() {
-            out.flush()
-                .map_err(|e| format!("{}: {e}", self.path.display()))?;
+            out.flush().map_err(|e| RecordError::io(&self.path, e))?;
         }
         Ok(())
     }
 
     /// Write every open second and close the segment.
-    pub fn finish(&mut self) -> Result<(), String> {
+    pub fn finish(&mut self) -> Result<(), RecordError> {
         let mut open: Vec<(String, Pending)> = self.pending.drain().collect();
         open.sort_by(|a, b| (a.1.second, &a.0).cmp(&(b.1.second, &b.0)));
         for (node, p) in &open {
             self.write(node, p)?;
         }
         if let Some(out) = self.out.take() {
-            let mut inner = out
-                .finish()
-                .map_err(|e| format!("{}: {e}", self.path.display()))?;
-            inner
-                .flush()
-                .map_err(|e| format!("{}: {e}", self.path.display()))?;
+            let mut inner = out.finish().map_err(|e| RecordError::io(&self.path, e))?;
+            inner.flush().map_err(|e| RecordError::io(&self.path, e))?;
         }
         Ok(())
     }
@@ -475,16 +471,16 @@ impl Drop for TelemetryRecorder {
 }
 
 /// A new, empty file for the next segment of `run_dir`.
-fn next_segment_file(run_dir: &Path) -> Result<(PathBuf, File), String> {
+fn next_segment_file(run_dir: &Path) -> Result<(PathBuf, File), RecordError> {
     let dir = run_dir.join(TELEMETRY_DIR);
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::create_dir_all(&dir).map_err(|e| RecordError::io(&dir, e))?;
     let next = segments(run_dir).len();
     let path = dir.join(format!("{next:03}.jsonl.gz"));
     let file = File::options()
         .write(true)
         .create_new(true)
         .open(&path)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        .map_err(|e| RecordError::io(&path, e))?;
     Ok((path, file))
 }
 
@@ -518,7 +514,7 @@ pub struct TelemetryRead {
 }
 
 /// Read every segment of a run's telemetry; a torn segment gives what it holds up to the tear.
-pub fn read_telemetry(run_dir: &Path) -> Result<TelemetryRead, String> {
+pub fn read_telemetry(run_dir: &Path) -> Result<TelemetryRead, RecordError> {
     let mut seconds = Vec::new();
     let mut out = visit_telemetry(run_dir, |s| seconds.push(s))?;
     out.seconds = seconds;
@@ -530,7 +526,7 @@ pub fn read_telemetry(run_dir: &Path) -> Result<TelemetryRead, String> {
 pub fn visit_telemetry(
     run_dir: &Path,
     mut f: impl FnMut(NodeSecond),
-) -> Result<TelemetryRead, String> {
+) -> Result<TelemetryRead, RecordError> {
     let mut stream = TelemetryStream::open(run_dir);
     // A torn segment is kept in `stream.torn`; its whole lines came before the tear.
     for second in stream.by_ref().flatten() {
@@ -562,14 +558,14 @@ type SegmentReader = BufReader<std::io::Take<MultiGzDecoder<File>>>;
 /// size is not capped (a 72-hour segment is hundreds of megabytes); its lines and how far it
 /// inflates are.
 /// `Ok(None)`: the file does not start as gzip does (`1f 8b`): something else wrote it.
-fn open_segment(path: &Path) -> Result<Option<SegmentReader>, String> {
+fn open_segment(path: &Path) -> Result<Option<SegmentReader>, RecordError> {
     use std::io::{Read, Seek};
     let mut file = super::files::open_regular(path, u64::MAX)?;
     let mut magic = [0u8; 2];
     let got = file
         .read(&mut magic)
         .and_then(|n| file.rewind().map(|_| n))
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        .map_err(|e| RecordError::io(path, e))?;
     // A file torn before its second byte is a tear, not a foreign file.
     if got == 2 && magic != [0x1f, 0x8b] {
         return Ok(None);
@@ -598,7 +594,7 @@ pub struct TelemetryStream {
     /// Lines that did not decode.
     pub bad_lines: u64,
     /// A segment that could not be opened (the stream stops there).
-    pub failed: Option<String>,
+    pub failed: Option<RecordError>,
 }
 
 impl TelemetryStream {
