@@ -647,7 +647,7 @@ impl SimCluster {
             out.push(SourceEvent::Frame(frame));
         }
         if let Some(id) = phase_id {
-            self.phase_output(&id, s, progress, out);
+            self.phase_output(&id, s, out);
         }
         out.push(SourceEvent::Probe(self.probe_window(s)));
     }
@@ -920,249 +920,286 @@ impl SimCluster {
         })
     }
 
-    fn phase_output(&mut self, id: &str, s: u64, progress: f64, out: &mut Vec<SourceEvent>) {
+    fn phase_output(&mut self, id: &str, s: u64, out: &mut Vec<SourceEvent>) {
         let at_ms = SIM_EPOCH_MS + s * SIM_PERIOD_MS;
         let Some(started_s) = self.running.as_ref().map(|r| r.started_s) else {
             return;
         };
         let t = s - started_s;
+        let nodes = self.config.nodes;
+        match id {
+            "T1" if (t as usize) < nodes => self.sanity_output(id, t, at_ms, out),
+            "T2" => self.gemm_output(id, s, t, at_ms, out),
+            "T3" if t.is_multiple_of(5) && (t / 5) < 6 => {
+                self.nvbandwidth_output(id, s, t, at_ms, out)
+            }
+            "T4" | "T7" => self.nccl_output(id, s, t, out),
+            "T5" | "T6" | "T8" => self.training_output(id, s, t, started_s, at_ms, out),
+            _ => {}
+        }
+    }
+
+    /// T1's output: one node a second, its sanity line and the checks the sanity parser makes.
+    fn sanity_output(&mut self, id: &str, t: u64, at_ms: UnixMillis, out: &mut Vec<SourceEvent>) {
+        let gpus = self.config.gpus_per_node;
+        let n = t as usize;
+        let node = SimConfig::node_name(n);
+        out.push(Self::line(
+                id,
+                at_ms,
+                format!(
+                    "{node}: {gpus} GPUs (expected {gpus}), driver 580.95.05, nvidia-fabricmanager 580.95.05 active, Xid since boot: 0"
+                ),
+            ));
+        // The checks the sanity parser makes of the same output.
+        for (name, detail) in [
+            ("gpu-count", format!("{gpus} GPUs (expected {gpus})")),
+            ("driver-version", "580.95.05 on every GPU".to_string()),
+            (
+                "fabric-manager-version",
+                "nvidia-fabricmanager 580.95.05 = driver 580.95.05".to_string(),
+            ),
+            ("fabric-manager-active", "active".to_string()),
+            (
+                "fabric-registration",
+                format!("{gpus} of {gpus} GPUs completed"),
+            ),
+            ("xid", "no Xid in the kernel log".to_string()),
+        ] {
+            out.push(Self::metric(
+                id,
+                at_ms,
+                PhaseMetric::Check {
+                    node: node.clone(),
+                    name: name.into(),
+                    status: CheckStatus::Ok,
+                    detail,
+                },
+            ));
+        }
+    }
+
+    /// T2's output: warm-up lines, then each GPU's bf16 and fp8 TFLOPS at the end.
+    fn gemm_output(
+        &mut self,
+        id: &str,
+        s: u64,
+        t: u64,
+        at_ms: UnixMillis,
+        out: &mut Vec<SourceEvent>,
+    ) {
         let seed = self.config.seed;
         let nodes = self.config.nodes;
         let gpus = self.config.gpus_per_node;
-        match id {
-            "T1" if (t as usize) < nodes => {
-                let n = t as usize;
-                let node = SimConfig::node_name(n);
-                out.push(Self::line(
-                        id,
-                        at_ms,
-                        format!(
-                            "{node}: {gpus} GPUs (expected {gpus}), driver 580.95.05, nvidia-fabricmanager 580.95.05 active, Xid since boot: 0"
-                        ),
-                    ));
-                // The checks the sanity parser makes of the same output.
-                for (name, detail) in [
-                    ("gpu-count", format!("{gpus} GPUs (expected {gpus})")),
-                    ("driver-version", "580.95.05 on every GPU".to_string()),
-                    (
-                        "fabric-manager-version",
-                        "nvidia-fabricmanager 580.95.05 = driver 580.95.05".to_string(),
-                    ),
-                    ("fabric-manager-active", "active".to_string()),
-                    (
-                        "fabric-registration",
-                        format!("{gpus} of {gpus} GPUs completed"),
-                    ),
-                    ("xid", "no Xid in the kernel log".to_string()),
-                ] {
-                    out.push(Self::metric(
-                        id,
-                        at_ms,
-                        PhaseMetric::Check {
-                            node: node.clone(),
-                            name: name.into(),
-                            status: CheckStatus::Ok,
-                            detail,
-                        },
-                    ));
-                }
-            }
-            "T2" => {
-                let duration = phase_duration_s(id);
-                if t + 1 == duration {
-                    // Each GPU's throughput follows its measured clock during the phase.
-                    for n in 0..nodes {
-                        for g in 0..gpus {
-                            let thermal = self.fault_hits(FaultKind::Thermal, n, g, s);
-                            let dead = self
-                                .fault(FaultKind::Xid79)
-                                .is_some_and(|f| f.node == n && f.gpu == g && s >= f.from_s);
-                            if dead {
-                                continue;
-                            }
-                            let key = (n as u64) << 8 | g as u64;
-                            let slow = self.fault_hits(FaultKind::SlowClock, n, g, s);
-                            let factor = if thermal {
-                                0.71
-                            } else if slow {
-                                0.52
-                            } else {
-                                1.0
-                            };
-                            let tflops = BF16_TFLOPS_NOMINAL
-                                * factor
-                                * (1.0 + noise(seed, key, 2, 9) * 0.015);
-                            let fp8 = FP8_TFLOPS_NOMINAL
-                                * factor
-                                * (1.0 + noise(seed, key, 2, 10) * 0.015);
-                            for (dtype, tflops) in [("bf16", tflops), ("fp8", fp8)] {
-                                out.push(Self::metric(
-                                    id,
-                                    at_ms,
-                                    PhaseMetric::Tflops {
-                                        node: SimConfig::node_name(n),
-                                        gpu: g,
-                                        dtype: dtype.into(),
-                                        tflops,
-                                    },
-                                ));
-                            }
-                            out.push(Self::line(
-                                id,
-                                at_ms,
-                                format!(
-                                    "{}: {{\"gpu\": {g}, \"dtype\": \"bf16\", \"m\": 8192, \"n\": 8192, \"k\": 8192, \"tflops\": {tflops:.1}}}",
-                                    SimConfig::node_name(n)
-                                ),
-                            ));
-                        }
+        let duration = phase_duration_s(id);
+        if t + 1 == duration {
+            // Each GPU's throughput follows its measured clock during the phase.
+            for n in 0..nodes {
+                for g in 0..gpus {
+                    let thermal = self.fault_hits(FaultKind::Thermal, n, g, s);
+                    let dead = self
+                        .fault(FaultKind::Xid79)
+                        .is_some_and(|f| f.node == n && f.gpu == g && s >= f.from_s);
+                    if dead {
+                        continue;
                     }
-                } else if t.is_multiple_of(10) {
-                    out.push(Self::line(
-                        id,
-                        at_ms,
-                        format!(
-                            "all nodes: gemm bf16 8192x8192x8192 warm, iteration {}",
-                            t * 40
-                        ),
-                    ));
-                }
-            }
-            "T3" if t.is_multiple_of(5) && (t / 5) < 6 => {
-                let n0 = (t / 5) as usize * 2;
-                for n in n0..(n0 + 2).min(nodes) {
-                    let crc = self.node_faulty(FaultKind::NvlinkCrc, n, s).is_some();
-                    let bw = NVLINK_PAIR_GB_PER_S
-                        * (1.0 + noise(seed, n as u64, 3, 1) * 0.01)
-                        * if crc { 0.93 } else { 1.0 };
-                    let node = SimConfig::node_name(n);
-                    for (t, test) in NVBANDWIDTH_TESTS.iter().enumerate() {
-                        for src in 0..gpus {
-                            for dst in (0..gpus).filter(|d| *d != src) {
-                                let pair = u64::from(src) << 8 | u64::from(dst);
-                                out.push(Self::metric(
-                                    id,
-                                    at_ms,
-                                    PhaseMetric::PairBw {
-                                        node: node.clone(),
-                                        test: (*test).into(),
-                                        src,
-                                        dst,
-                                        gb_per_s: bw
-                                            * (1.0
-                                                + noise(seed, n as u64, pair, 20 + t as u64)
-                                                    * 0.005),
-                                    },
-                                ));
-                            }
-                        }
+                    let key = (n as u64) << 8 | g as u64;
+                    let slow = self.fault_hits(FaultKind::SlowClock, n, g, s);
+                    let factor = if thermal {
+                        0.71
+                    } else if slow {
+                        0.52
+                    } else {
+                        1.0
+                    };
+                    let tflops =
+                        BF16_TFLOPS_NOMINAL * factor * (1.0 + noise(seed, key, 2, 9) * 0.015);
+                    let fp8 = FP8_TFLOPS_NOMINAL * factor * (1.0 + noise(seed, key, 2, 10) * 0.015);
+                    for (dtype, tflops) in [("bf16", tflops), ("fp8", fp8)] {
                         out.push(Self::metric(
                             id,
                             at_ms,
-                            PhaseMetric::Check {
-                                node: node.clone(),
-                                name: "nvbandwidth-testcase".into(),
-                                status: CheckStatus::Ok,
-                                detail: format!(
-                                    "{test}: {} cell(s) measured",
-                                    gpus * gpus.saturating_sub(1)
-                                ),
+                            PhaseMetric::Tflops {
+                                node: SimConfig::node_name(n),
+                                gpu: g,
+                                dtype: dtype.into(),
+                                tflops,
                             },
                         ));
                     }
                     out.push(Self::line(
-                            id,
-                            at_ms,
-                            format!(
-                                "{}: nvbandwidth device_to_device_bidirectional_memcpy_read_ce  min {:.1} GB/s  avg {bw:.1} GB/s",
-                                SimConfig::node_name(n),
-                                bw * 0.985
-                            ),
-                        ));
+                        id,
+                        at_ms,
+                        format!(
+                            "{}: {{\"gpu\": {g}, \"dtype\": \"bf16\", \"m\": 8192, \"n\": 8192, \"k\": 8192, \"tflops\": {tflops:.1}}}",
+                            SimConfig::node_name(n)
+                        ),
+                    ));
                 }
             }
-            "T4" | "T7" => self.nccl_output(id, s, t, out),
-            "T5" | "T6" | "T8" => {
-                let Some(r) = self.running.as_mut() else {
-                    return;
-                };
-                r.step += 1;
-                // T5 runs the workload on one GPU first, then on all: the step count starts
-                // over, as the real workload's second run does.
-                let one_gpu = id == "T5" && r.step <= T5_ONE_GPU_STEPS;
-                let step = if id == "T5" && !one_gpu {
-                    r.step - T5_ONE_GPU_STEPS
-                } else {
-                    r.step
-                };
-                let base_step_ms = if id == "T6" { T6_STEP_MS } else { T5_STEP_MS };
-                let step_ms = base_step_ms * (1.0 + noise(seed, 5, s, 1) * 0.02);
-                let mut wait_ms = step_ms * (0.015 + noise(seed, 5, s, 2).abs() * 0.01);
-                if id == "T8"
-                    && let Some(f) = self
-                        .config
-                        .faults
-                        .iter()
-                        .find(|f| f.kind == FaultKind::LoaderWait)
-                    && t >= 8
-                    && s >= f.from_s.min(started_s + 8)
-                {
-                    let ramp = ((t - 8) as f64 / 20.0).min(1.0);
-                    wait_ms = step_ms * (0.02 + 0.24 * ramp) * (1.0 + noise(seed, 5, s, 3) * 0.1);
-                }
-                let step_total = step_ms + if id == "T8" { wait_ms } else { 0.0 };
-                let loss = 2.9 * (-(step as f64) / 90.0).exp() + 1.6 + noise(seed, 5, s, 4) * 0.02;
-                let world = f64::from(gpus) * nodes as f64;
-                let mut tokens = STEP_TOKENS * world / (step_total / 1000.0);
-                if one_gpu {
-                    tokens /= world * T5_SCALING;
-                }
-                if step == 1 && id == "T8" {
-                    out.push(Self::metric(
-                        id,
-                        at_ms,
-                        PhaseMetric::FirstBatch { ms: 2140.0 },
-                    ));
-                    out.push(Self::line(
-                        id,
-                        at_ms,
-                        "rank 0: first batch after 2.14 s (aistor.sim:9000, 16 workers, prefetch 4)"
-                            .into(),
-                    ));
+        } else if t.is_multiple_of(10) {
+            out.push(Self::line(
+                id,
+                at_ms,
+                format!(
+                    "all nodes: gemm bf16 8192x8192x8192 warm, iteration {}",
+                    t * 40
+                ),
+            ));
+        }
+    }
+
+    /// T3's output: two nodes every five seconds, every GPU pair of both test cases.
+    fn nvbandwidth_output(
+        &mut self,
+        id: &str,
+        s: u64,
+        t: u64,
+        at_ms: UnixMillis,
+        out: &mut Vec<SourceEvent>,
+    ) {
+        let seed = self.config.seed;
+        let nodes = self.config.nodes;
+        let gpus = self.config.gpus_per_node;
+        let n0 = (t / 5) as usize * 2;
+        for n in n0..(n0 + 2).min(nodes) {
+            let crc = self.node_faulty(FaultKind::NvlinkCrc, n, s).is_some();
+            let bw = NVLINK_PAIR_GB_PER_S
+                * (1.0 + noise(seed, n as u64, 3, 1) * 0.01)
+                * if crc { 0.93 } else { 1.0 };
+            let node = SimConfig::node_name(n);
+            for (t, test) in NVBANDWIDTH_TESTS.iter().enumerate() {
+                for src in 0..gpus {
+                    for dst in (0..gpus).filter(|d| *d != src) {
+                        let pair = u64::from(src) << 8 | u64::from(dst);
+                        out.push(Self::metric(
+                            id,
+                            at_ms,
+                            PhaseMetric::PairBw {
+                                node: node.clone(),
+                                test: (*test).into(),
+                                src,
+                                dst,
+                                gb_per_s: bw
+                                    * (1.0 + noise(seed, n as u64, pair, 20 + t as u64) * 0.005),
+                            },
+                        ));
+                    }
                 }
                 out.push(Self::metric(
                     id,
                     at_ms,
-                    PhaseMetric::Step {
-                        node: None,
-                        step,
-                        step_time_ms: Some(step_total),
-                        data_wait_ms: Some(wait_ms),
-                        tokens_per_sec: Some(tokens),
-                        tokens_per_sec_per_gpu: None,
-                        loss: Some(loss),
-                        world: (id == "T5").then_some(if one_gpu { 1 } else { world as u32 }),
-                        variant: None,
+                    PhaseMetric::Check {
+                        node: node.clone(),
+                        name: "nvbandwidth-testcase".into(),
+                        status: CheckStatus::Ok,
+                        detail: format!(
+                            "{test}: {} cell(s) measured",
+                            gpus * gpus.saturating_sub(1)
+                        ),
                     },
                 ));
-                out.push(Self::line(
+            }
+            out.push(Self::line(
                     id,
                     at_ms,
                     format!(
-                        "{{\"step\": {step}, \"step_time_ms\": {step_total:.1}, \"data_wait_ms\": {wait_ms:.1}, \"tokens_per_s\": {tokens:.0}, \"loss\": {loss:.4}}}"
+                        "{}: nvbandwidth device_to_device_bidirectional_memcpy_read_ce  min {:.1} GB/s  avg {bw:.1} GB/s",
+                        SimConfig::node_name(n),
+                        bw * 0.985
                     ),
                 ));
-                if id == "T6" && t + 2 == phase_duration_s(id) {
-                    out.push(Self::line(
-                        id,
-                        at_ms,
-                        "checkpoint saved: /scratch/lora/ckpt-step40 (41.2 GB in 18.3 s)".into(),
-                    ));
-                }
-            }
-            _ => {}
         }
-        let _ = progress;
+    }
+
+    /// T5, T6 and T8: one training step a second (T5 on one GPU first), data wait and loss.
+    fn training_output(
+        &mut self,
+        id: &str,
+        s: u64,
+        t: u64,
+        started_s: u64,
+        at_ms: UnixMillis,
+        out: &mut Vec<SourceEvent>,
+    ) {
+        let seed = self.config.seed;
+        let nodes = self.config.nodes;
+        let gpus = self.config.gpus_per_node;
+        let Some(r) = self.running.as_mut() else {
+            return;
+        };
+        r.step += 1;
+        // T5 runs the workload on one GPU first, then on all: the step count starts
+        // over, as the real workload's second run does.
+        let one_gpu = id == "T5" && r.step <= T5_ONE_GPU_STEPS;
+        let step = if id == "T5" && !one_gpu {
+            r.step - T5_ONE_GPU_STEPS
+        } else {
+            r.step
+        };
+        let base_step_ms = if id == "T6" { T6_STEP_MS } else { T5_STEP_MS };
+        let step_ms = base_step_ms * (1.0 + noise(seed, 5, s, 1) * 0.02);
+        let mut wait_ms = step_ms * (0.015 + noise(seed, 5, s, 2).abs() * 0.01);
+        if id == "T8"
+            && let Some(f) = self
+                .config
+                .faults
+                .iter()
+                .find(|f| f.kind == FaultKind::LoaderWait)
+            && t >= 8
+            && s >= f.from_s.min(started_s + 8)
+        {
+            let ramp = ((t - 8) as f64 / 20.0).min(1.0);
+            wait_ms = step_ms * (0.02 + 0.24 * ramp) * (1.0 + noise(seed, 5, s, 3) * 0.1);
+        }
+        let step_total = step_ms + if id == "T8" { wait_ms } else { 0.0 };
+        let loss = 2.9 * (-(step as f64) / 90.0).exp() + 1.6 + noise(seed, 5, s, 4) * 0.02;
+        let world = f64::from(gpus) * nodes as f64;
+        let mut tokens = STEP_TOKENS * world / (step_total / 1000.0);
+        if one_gpu {
+            tokens /= world * T5_SCALING;
+        }
+        if step == 1 && id == "T8" {
+            out.push(Self::metric(
+                id,
+                at_ms,
+                PhaseMetric::FirstBatch { ms: 2140.0 },
+            ));
+            out.push(Self::line(
+                id,
+                at_ms,
+                "rank 0: first batch after 2.14 s (aistor.sim:9000, 16 workers, prefetch 4)".into(),
+            ));
+        }
+        out.push(Self::metric(
+            id,
+            at_ms,
+            PhaseMetric::Step {
+                node: None,
+                step,
+                step_time_ms: Some(step_total),
+                data_wait_ms: Some(wait_ms),
+                tokens_per_sec: Some(tokens),
+                tokens_per_sec_per_gpu: None,
+                loss: Some(loss),
+                world: (id == "T5").then_some(if one_gpu { 1 } else { world as u32 }),
+                variant: None,
+            },
+        ));
+        out.push(Self::line(
+            id,
+            at_ms,
+            format!(
+                "{{\"step\": {step}, \"step_time_ms\": {step_total:.1}, \"data_wait_ms\": {wait_ms:.1}, \"tokens_per_s\": {tokens:.0}, \"loss\": {loss:.4}}}"
+            ),
+        ));
+        if id == "T6" && t + 2 == phase_duration_s(id) {
+            out.push(Self::line(
+                id,
+                at_ms,
+                "checkpoint saved: /scratch/lora/ckpt-step40 (41.2 GB in 18.3 s)".into(),
+            ));
+        }
     }
 
     fn nccl_output(&mut self, id: &str, s: u64, t: u64, out: &mut Vec<SourceEvent>) {
