@@ -1,0 +1,506 @@
+//! What each simulated phase prints and measures, and its verdict from the plan's own gates
+//! against the simulated cluster's nominal figures.
+
+use super::*;
+
+impl SimCluster {
+    pub(super) fn line(id: &str, at_ms: UnixMillis, text: String) -> SourceEvent {
+        SourceEvent::Phase(PhaseEvent::Line {
+            phase: id.to_string(),
+            at_ms,
+            node: None,
+            text,
+        })
+    }
+
+    pub(super) fn metric(id: &str, at_ms: UnixMillis, metric: PhaseMetric) -> SourceEvent {
+        SourceEvent::Phase(PhaseEvent::Metric {
+            phase: id.to_string(),
+            at_ms,
+            metric,
+        })
+    }
+
+    pub(super) fn phase_output(&mut self, id: &str, s: u64, out: &mut Vec<SourceEvent>) {
+        let at_ms = SIM_EPOCH_MS + s * SIM_PERIOD_MS;
+        let Some(started_s) = self.running.as_ref().map(|r| r.started_s) else {
+            return;
+        };
+        let t = s - started_s;
+        let nodes = self.config.nodes;
+        match id {
+            "T1" if (t as usize) < nodes => self.sanity_output(id, t, at_ms, out),
+            "T2" => self.gemm_output(id, s, t, at_ms, out),
+            "T3" if t.is_multiple_of(5) && (t / 5) < 6 => {
+                self.nvbandwidth_output(id, s, t, at_ms, out)
+            }
+            "T4" | "T7" => self.nccl_output(id, s, t, out),
+            "T5" | "T6" | "T8" => self.training_output(id, s, t, started_s, at_ms, out),
+            _ => {}
+        }
+    }
+
+    /// T1's output: one node a second, its sanity line and the checks the sanity parser makes.
+    pub(super) fn sanity_output(
+        &mut self,
+        id: &str,
+        t: u64,
+        at_ms: UnixMillis,
+        out: &mut Vec<SourceEvent>,
+    ) {
+        let gpus = self.config.gpus_per_node;
+        let n = t as usize;
+        let node = SimConfig::node_name(n);
+        out.push(Self::line(
+                id,
+                at_ms,
+                format!(
+                    "{node}: {gpus} GPUs (expected {gpus}), driver 580.95.05, nvidia-fabricmanager 580.95.05 active, Xid since boot: 0"
+                ),
+            ));
+        // The checks the sanity parser makes of the same output.
+        for (name, detail) in [
+            ("gpu-count", format!("{gpus} GPUs (expected {gpus})")),
+            ("driver-version", "580.95.05 on every GPU".to_string()),
+            (
+                "fabric-manager-version",
+                "nvidia-fabricmanager 580.95.05 = driver 580.95.05".to_string(),
+            ),
+            ("fabric-manager-active", "active".to_string()),
+            (
+                "fabric-registration",
+                format!("{gpus} of {gpus} GPUs completed"),
+            ),
+            ("xid", "no Xid in the kernel log".to_string()),
+        ] {
+            out.push(Self::metric(
+                id,
+                at_ms,
+                PhaseMetric::Check {
+                    node: node.clone(),
+                    name: name.into(),
+                    status: CheckStatus::Ok,
+                    detail,
+                },
+            ));
+        }
+    }
+
+    /// T2's output: warm-up lines, then each GPU's bf16 and fp8 TFLOPS at the end.
+    pub(super) fn gemm_output(
+        &mut self,
+        id: &str,
+        s: u64,
+        t: u64,
+        at_ms: UnixMillis,
+        out: &mut Vec<SourceEvent>,
+    ) {
+        let seed = self.config.seed;
+        let nodes = self.config.nodes;
+        let gpus = self.config.gpus_per_node;
+        let duration = phase_duration_s(id);
+        if t + 1 == duration {
+            // Each GPU's throughput follows its measured clock during the phase.
+            for n in 0..nodes {
+                for g in 0..gpus {
+                    let thermal = self.fault_hits(FaultKind::Thermal, n, g, s);
+                    let dead = self
+                        .fault(FaultKind::Xid79)
+                        .is_some_and(|f| f.node == n && f.gpu == g && s >= f.from_s);
+                    if dead {
+                        continue;
+                    }
+                    let key = (n as u64) << 8 | g as u64;
+                    let slow = self.fault_hits(FaultKind::SlowClock, n, g, s);
+                    let factor = if thermal {
+                        0.71
+                    } else if slow {
+                        0.52
+                    } else {
+                        1.0
+                    };
+                    let tflops =
+                        BF16_TFLOPS_NOMINAL * factor * (1.0 + noise(seed, key, 2, 9) * 0.015);
+                    let fp8 = FP8_TFLOPS_NOMINAL * factor * (1.0 + noise(seed, key, 2, 10) * 0.015);
+                    for (dtype, tflops) in [("bf16", tflops), ("fp8", fp8)] {
+                        out.push(Self::metric(
+                            id,
+                            at_ms,
+                            PhaseMetric::Tflops {
+                                node: SimConfig::node_name(n),
+                                gpu: g,
+                                dtype: dtype.into(),
+                                tflops,
+                            },
+                        ));
+                    }
+                    out.push(Self::line(
+                        id,
+                        at_ms,
+                        format!(
+                            "{}: {{\"gpu\": {g}, \"dtype\": \"bf16\", \"m\": 8192, \"n\": 8192, \"k\": 8192, \"tflops\": {tflops:.1}}}",
+                            SimConfig::node_name(n)
+                        ),
+                    ));
+                }
+            }
+        } else if t.is_multiple_of(10) {
+            out.push(Self::line(
+                id,
+                at_ms,
+                format!(
+                    "all nodes: gemm bf16 8192x8192x8192 warm, iteration {}",
+                    t * 40
+                ),
+            ));
+        }
+    }
+
+    /// T3's output: two nodes every five seconds, every GPU pair of both test cases.
+    pub(super) fn nvbandwidth_output(
+        &mut self,
+        id: &str,
+        s: u64,
+        t: u64,
+        at_ms: UnixMillis,
+        out: &mut Vec<SourceEvent>,
+    ) {
+        let seed = self.config.seed;
+        let nodes = self.config.nodes;
+        let gpus = self.config.gpus_per_node;
+        let n0 = (t / 5) as usize * 2;
+        for n in n0..(n0 + 2).min(nodes) {
+            let crc = self.node_faulty(FaultKind::NvlinkCrc, n, s).is_some();
+            let bw = NVLINK_PAIR_GB_PER_S
+                * (1.0 + noise(seed, n as u64, 3, 1) * 0.01)
+                * if crc { 0.93 } else { 1.0 };
+            let node = SimConfig::node_name(n);
+            for (t, test) in NVBANDWIDTH_TESTS.iter().enumerate() {
+                for src in 0..gpus {
+                    for dst in (0..gpus).filter(|d| *d != src) {
+                        let pair = u64::from(src) << 8 | u64::from(dst);
+                        out.push(Self::metric(
+                            id,
+                            at_ms,
+                            PhaseMetric::PairBw {
+                                node: node.clone(),
+                                test: (*test).into(),
+                                src,
+                                dst,
+                                gb_per_s: bw
+                                    * (1.0 + noise(seed, n as u64, pair, 20 + t as u64) * 0.005),
+                            },
+                        ));
+                    }
+                }
+                out.push(Self::metric(
+                    id,
+                    at_ms,
+                    PhaseMetric::Check {
+                        node: node.clone(),
+                        name: "nvbandwidth-testcase".into(),
+                        status: CheckStatus::Ok,
+                        detail: format!(
+                            "{test}: {} cell(s) measured",
+                            gpus * gpus.saturating_sub(1)
+                        ),
+                    },
+                ));
+            }
+            out.push(Self::line(
+                    id,
+                    at_ms,
+                    format!(
+                        "{}: nvbandwidth device_to_device_bidirectional_memcpy_read_ce  min {:.1} GB/s  avg {bw:.1} GB/s",
+                        SimConfig::node_name(n),
+                        bw * 0.985
+                    ),
+                ));
+        }
+    }
+
+    /// T5, T6 and T8: one training step a second (T5 on one GPU first), data wait and loss.
+    pub(super) fn training_output(
+        &mut self,
+        id: &str,
+        s: u64,
+        t: u64,
+        started_s: u64,
+        at_ms: UnixMillis,
+        out: &mut Vec<SourceEvent>,
+    ) {
+        let seed = self.config.seed;
+        let nodes = self.config.nodes;
+        let gpus = self.config.gpus_per_node;
+        let Some(r) = self.running.as_mut() else {
+            return;
+        };
+        r.step += 1;
+        // T5 runs the workload on one GPU first, then on all: the step count starts
+        // over, as the real workload's second run does.
+        let one_gpu = id == "T5" && r.step <= T5_ONE_GPU_STEPS;
+        let step = if id == "T5" && !one_gpu {
+            r.step - T5_ONE_GPU_STEPS
+        } else {
+            r.step
+        };
+        let base_step_ms = if id == "T6" { T6_STEP_MS } else { T5_STEP_MS };
+        let step_ms = base_step_ms * (1.0 + noise(seed, 5, s, 1) * 0.02);
+        let mut wait_ms = step_ms * (0.015 + noise(seed, 5, s, 2).abs() * 0.01);
+        if id == "T8"
+            && let Some(f) = self
+                .config
+                .faults
+                .iter()
+                .find(|f| f.kind == FaultKind::LoaderWait)
+            && t >= 8
+            && s >= f.from_s.min(started_s + 8)
+        {
+            let ramp = ((t - 8) as f64 / 20.0).min(1.0);
+            wait_ms = step_ms * (0.02 + 0.24 * ramp) * (1.0 + noise(seed, 5, s, 3) * 0.1);
+        }
+        let step_total = step_ms + if id == "T8" { wait_ms } else { 0.0 };
+        let loss = 2.9 * (-(step as f64) / 90.0).exp() + 1.6 + noise(seed, 5, s, 4) * 0.02;
+        let world = f64::from(gpus) * nodes as f64;
+        let mut tokens = STEP_TOKENS * world / (step_total / 1000.0);
+        if one_gpu {
+            tokens /= world * T5_SCALING;
+        }
+        if step == 1 && id == "T8" {
+            out.push(Self::metric(
+                id,
+                at_ms,
+                PhaseMetric::FirstBatch { ms: 2140.0 },
+            ));
+            out.push(Self::line(
+                id,
+                at_ms,
+                "rank 0: first batch after 2.14 s (aistor.sim:9000, 16 workers, prefetch 4)".into(),
+            ));
+        }
+        out.push(Self::metric(
+            id,
+            at_ms,
+            PhaseMetric::Step {
+                node: None,
+                step,
+                step_time_ms: Some(step_total),
+                data_wait_ms: Some(wait_ms),
+                tokens_per_sec: Some(tokens),
+                tokens_per_sec_per_gpu: None,
+                loss: Some(loss),
+                world: (id == "T5").then_some(if one_gpu { 1 } else { world as u32 }),
+                variant: None,
+            },
+        ));
+        out.push(Self::line(
+            id,
+            at_ms,
+            format!(
+                "{{\"step\": {step}, \"step_time_ms\": {step_total:.1}, \"data_wait_ms\": {wait_ms:.1}, \"tokens_per_s\": {tokens:.0}, \"loss\": {loss:.4}}}"
+            ),
+        ));
+        if id == "T6" && t + 2 == phase_duration_s(id) {
+            out.push(Self::line(
+                id,
+                at_ms,
+                "checkpoint saved: /scratch/lora/ckpt-step40 (41.2 GB in 18.3 s)".into(),
+            ));
+        }
+    }
+
+    pub(super) fn nccl_output(&mut self, id: &str, s: u64, t: u64, out: &mut Vec<SourceEvent>) {
+        let at_ms = SIM_EPOCH_MS + s * SIM_PERIOD_MS;
+        let seed = self.config.seed;
+        let nodes = self.config.nodes;
+        let gpus = self.config.gpus_per_node;
+        const FIRST_SIZE: u64 = 1 << 20;
+        const SIZES: u32 = 14; // 1 MiB .. 8 GiB
+        let per_size_s = phase_duration_s(id) / SIZES as u64;
+        if t == 0 {
+            out.push(Self::line(
+                id,
+                at_ms,
+                "# nThread 1 nGpus 1 minBytes 1048576 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0".into(),
+            ));
+            out.push(Self::line(
+                id,
+                at_ms,
+                "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong".into(),
+            ));
+        }
+        if t == 0 && id == "T7" {
+            // NCCL's own words on the transport it chose, as NCCL_DEBUG=INFO prints them on
+            // each rank's host (the T7 gate looks for NET/IB there).
+            let unhealthy = self.unhealthy_nodes(s);
+            for n in (0..nodes).filter(|n| !unhealthy.iter().any(|(u, _)| u == n)) {
+                let node = SimConfig::node_name(n);
+                let pid = 41_000 + n;
+                out.push(Self::line(
+                    id,
+                    at_ms,
+                    format!(
+                        "{node}:{pid}:{pid} [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB bond0:10.0.0.{}<0>",
+                        n + 1
+                    ),
+                ));
+                out.push(Self::line(
+                    id,
+                    at_ms,
+                    format!("{node}:{pid}:{pid} [0] NCCL INFO Using network IB"),
+                ));
+            }
+        }
+        if t % per_size_s != per_size_s - 1 {
+            return;
+        }
+        let k = (t / per_size_s) as u32;
+        if k >= SIZES {
+            return;
+        }
+        let size = FIRST_SIZE << k;
+        let unhealthy = self.unhealthy_nodes(s);
+        let (groups, peak, ranks): (Vec<Option<usize>>, f64, u32) = if id == "T4" {
+            ((0..nodes).map(Some).collect(), NCCL_NODE_PEAK_BUSBW, gpus)
+        } else {
+            let healthy = nodes - unhealthy.len();
+            (vec![None], NCCL_NET_PEAK_BUSBW, healthy as u32 * gpus)
+        };
+        for node in groups {
+            if let Some(n) = node
+                && unhealthy.iter().any(|(u, _)| *u == n)
+            {
+                // A stalled or lost GPU hangs the node's collective: no more rows from it.
+                continue;
+            }
+            let half = 48.0 * (1 << 20) as f64;
+            let x = size as f64;
+            let busbw = peak * x / (x + half)
+                * (1.0 + noise(seed, node.map_or(99, |n| n as u64), k as u64, 11) * 0.01);
+            let n_ranks = ranks as f64;
+            let algbw = busbw * n_ranks / (2.0 * (n_ranks - 1.0));
+            let time_us = x / (algbw * 1e3);
+            let prefix = node.map_or_else(|| "all".to_string(), SimConfig::node_name);
+            out.push(Self::line(
+                id,
+                at_ms,
+                format!(
+                    "{prefix}: {size:>12} {count:>13} {ty:>9} {op:>7} {root:>7} {time_us:>8.1} {algbw:>7.2} {busbw:>7.2} {wrong:>6} {time_us:>8.1} {algbw:>7.2} {busbw:>7.2} {wrong:>6}",
+                    count = size / 2,
+                    ty = "bfloat16",
+                    op = "sum",
+                    root = -1,
+                    wrong = 0,
+                ),
+            ));
+            out.push(Self::metric(
+                id,
+                at_ms,
+                PhaseMetric::BusBw {
+                    node: node.map(SimConfig::node_name),
+                    collective: "all_reduce".into(),
+                    size_bytes: size,
+                    busbw_gb_per_s: busbw,
+                    algbw_gb_per_s: algbw,
+                    wrong: Some(0),
+                    ranks,
+                    deviation: false,
+                },
+            ));
+        }
+    }
+
+    /// The phase's verdict: the plan's own gates over what the simulation produced, as the
+    /// runner would observe it (exit status per node, the lines, the telemetry beside it).
+    pub(super) fn judge(&self, r: &Running, s: u64) -> (Verdict, String) {
+        let plan = default_plan();
+        let Some(spec) = plan.find(&r.id) else {
+            return (Verdict::Skipped, format!("{} is not in the plan", r.id));
+        };
+        let nodes: Vec<String> = (0..self.config.nodes).map(SimConfig::node_name).collect();
+        let unhealthy = self.unhealthy_nodes(s);
+        let mut observed = Observed {
+            nodes: nodes.clone(),
+            ..Observed::default()
+        };
+        for (n, name) in nodes.iter().enumerate() {
+            let code = match unhealthy.iter().find(|(u, _)| *u == n) {
+                // A collective that hangs never ends by itself: the time limit kills it.
+                Some(_) if self.node_faulty(FaultKind::Hang, n, s).is_some() => None,
+                Some(_) => Some(1),
+                None => Some(0),
+            };
+            observed.exit.insert(name.clone(), code);
+            observed
+                .node_gpus
+                .insert(name.clone(), self.config.gpus_per_node);
+        }
+        for gate in &spec.gates {
+            if let crate::plan::Gate::OutputContains { text, evidence } = gate {
+                for t in std::iter::once(text).chain(evidence) {
+                    let showed: BTreeSet<String> = r
+                        .lines
+                        .iter()
+                        .filter(|l| l.contains(t.as_str()))
+                        .filter_map(|l| l.split_once(':').map(|(n, _)| n.to_string()))
+                        .filter(|n| nodes.contains(n))
+                        .collect();
+                    observed.seen.insert(t.clone(), showed);
+                }
+            }
+        }
+        if spec.scope == crate::plan::Scope::Mpirun {
+            observed.expected_ranks = Some(self.config.nodes as u32 * self.config.gpus_per_node);
+        }
+        let from_ms = SIM_EPOCH_MS + r.started_s * SIM_PERIOD_MS;
+        let to_ms = SIM_EPOCH_MS + s * SIM_PERIOD_MS;
+        observed.telemetry = self
+            .watch
+            .as_ref()
+            .map(|w| w.window(&nodes, from_ms, to_ms));
+        gates::judge(
+            spec,
+            &r.metrics,
+            &observed,
+            Some(&nominal_baseline(&self.config)),
+        )
+    }
+}
+
+/// The simulated cluster's figures in health, per phase: the baseline its phases are judged
+/// against (a site saves its own with `burnin baseline save RUN`). One subject per figure, so
+/// every GPU, pair or node is held to the nominal figure.
+pub fn nominal_baseline(config: &SimConfig) -> Baseline {
+    let gpus = f64::from(config.gpus_per_node) * config.nodes as f64;
+    let training = |step_ms: f64| STEP_TOKENS * gpus / (step_ms / 1000.0);
+    let figures: [(&str, &str, f64); 8] = [
+        ("T2", "tflops_bf16", BF16_TFLOPS_NOMINAL),
+        ("T2", "tflops_fp8", FP8_TFLOPS_NOMINAL),
+        ("T3", "pair_gb_per_s", NVLINK_PAIR_GB_PER_S),
+        ("T4", "busbw_all_reduce", NCCL_NODE_PEAK_BUSBW),
+        ("T5", "tokens_per_sec", training(T5_STEP_MS)),
+        ("T6", "tokens_per_sec", training(T6_STEP_MS)),
+        ("T7", "busbw_all_reduce", NCCL_NET_PEAK_BUSBW),
+        ("T8", "tokens_per_sec", training(T5_STEP_MS)),
+    ];
+    let mut baseline = Baseline {
+        schema: 1,
+        source: "the simulated cluster's nominal figures".into(),
+        ..Baseline::default()
+    };
+    for (phase, figure, value) in figures {
+        baseline
+            .phases
+            .entry(phase.to_string())
+            .or_default()
+            .insert(
+                figure.to_string(),
+                vec![gates::Sample {
+                    subject: "nominal".into(),
+                    group: String::new(),
+                    value,
+                }],
+            );
+    }
+    baseline
+}
