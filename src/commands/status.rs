@@ -64,7 +64,7 @@ pub struct StatusGpu {
     /// True when the GPU gives no readings.
     pub lost: bool,
     /// Why the GPM activity readings (SM, tensor, DRAM) are n/a and left out of the sample,
-    /// when they could not be true (see `store::implausible_gpm`).
+    /// when they could not be true (see `store::nodes::implausible_gpm`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpm_na: Option<String>,
     /// The newest sample.
