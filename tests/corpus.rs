@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use burnin::commands::parse::{Kind, Options, Reading, read_text};
-use burnin::phases::PhaseMetric;
+use burnin::model::phase::PhaseMetric;
 use toml::Value;
 
 fn corpus() -> PathBuf {

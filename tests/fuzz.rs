@@ -153,7 +153,7 @@ struct Seed {
     name: String,
     /// Its bytes.
     bytes: Vec<u8>,
-    /// What reads it (`parse_cmd` kind), when known.
+    /// What reads it (`burnin parse`'s kind), when known.
     kind: Option<Kind>,
     /// For header-less nvidia-smi CSV: the `--query-gpu` fields it answers.
     fields: Option<Vec<String>>,

@@ -152,7 +152,12 @@ async fn the_runner_refuses_a_placeholder_value_with_shell_syntax() {
     let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
     let out = run_phase(&ctx, spec, stop, tx).await;
     drain.await.expect("drain");
-    assert_eq!(out.verdict, burnin::phases::Verdict::Fail, "{}", out.reason);
+    assert_eq!(
+        out.verdict,
+        burnin::model::phase::Verdict::Fail,
+        "{}",
+        out.reason
+    );
     assert!(out.reason.contains("{hosts}"), "{}", out.reason);
     assert!(!pwned.exists(), "the value reached a shell");
     // The same phase with the name as written runs.
@@ -163,7 +168,12 @@ async fn the_runner_refuses_a_placeholder_value_with_shell_syntax() {
     let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
     let out = run_phase(&ok, Arc::clone(&plan.phases[0]), stop, tx).await;
     drain.await.expect("drain");
-    assert_eq!(out.verdict, burnin::phases::Verdict::Pass, "{}", out.reason);
+    assert_eq!(
+        out.verdict,
+        burnin::model::phase::Verdict::Pass,
+        "{}",
+        out.reason
+    );
 }
 
 // ── 7, 8. absurd values: located errors with the allowed range, no panic, no hang ────────

@@ -156,7 +156,7 @@ struct Console {
     /// The run directory the driver said it records into (`SourceEvent::Recording`).
     recording: Option<String>,
     rx: tokio::sync::mpsc::Receiver<burnin::model::SourceEvent>,
-    commands: tokio::sync::mpsc::UnboundedSender<burnin::phases::PhaseCommand>,
+    commands: tokio::sync::mpsc::UnboundedSender<burnin::model::phase::PhaseCommand>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -242,7 +242,7 @@ impl Console {
     /// Start phase `id` (the `s` key) and feed events until it has ended.
     async fn run_to_end(&mut self, id: &str) {
         self.commands
-            .send(burnin::phases::PhaseCommand::Start(id.into()))
+            .send(burnin::model::phase::PhaseCommand::Start(id.into()))
             .expect("send");
         self.until(&format!("{id} to end"), &|s| {
             matches!(
@@ -505,7 +505,7 @@ command = "i=0; while [ $i -lt 80 ]; do echo \"line $i\"; i=$((i+1)); sleep 0.05
 /// fill the NCCL view as they arrive, `a` aborts a long one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_starts_and_aborts_phases_on_real_nodes() {
-    use burnin::phases::{PhaseCommand, Verdict};
+    use burnin::model::phase::{PhaseCommand, Verdict};
     use burnin::store::{ClusterStore, PhaseState};
 
     let plan_text = r#"
@@ -758,7 +758,7 @@ async fn the_first_phase_keeps_what_the_console_saw_before_it() {
 /// chain stops there (the group never starts).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn aborting_a_together_phase_stops_its_chain() {
-    use burnin::phases::{PhaseCommand, Verdict};
+    use burnin::model::phase::{PhaseCommand, Verdict};
     use burnin::store::PhaseState;
 
     let plan_text = r#"
@@ -821,7 +821,7 @@ together = ["L", "Q"]
 /// then at once; the group's comparison reaches the store.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_runs_a_together_phase_after_its_members_alone() {
-    use burnin::phases::{PhaseCommand, Verdict};
+    use burnin::model::phase::{PhaseCommand, Verdict};
     use burnin::store::PhaseState;
 
     let plan_text = r#"
@@ -1428,7 +1428,7 @@ command = "echo after"
 /// console; it shows the recorded verdicts, re-attaches, and the phase ends in the same record.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_takes_over_a_run_whose_console_died() {
-    use burnin::phases::Verdict;
+    use burnin::model::phase::Verdict;
     use burnin::store::PhaseState;
 
     let plan_text = r#"

@@ -25,7 +25,7 @@ struct Watcher {
     store: ClusterStore,
     rx: mpsc::Receiver<SourceEvent>,
     task: tokio::task::JoinHandle<()>,
-    _cmd: mpsc::UnboundedSender<burnin::phases::PhaseCommand>,
+    _cmd: mpsc::UnboundedSender<burnin::model::phase::PhaseCommand>,
 }
 
 impl Watcher {

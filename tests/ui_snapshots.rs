@@ -281,8 +281,8 @@ fn node_states_in_the_grid() {
 #[test]
 fn storage_pane_follows_the_probe_of_a_plan_phase() {
     use burnin::model::SourceEvent;
-    use burnin::phases::{PhaseEvent, PhaseMetric};
-    use burnin::probes::ProbeWindow;
+    use burnin::model::phase::{PhaseEvent, PhaseMetric};
+    use burnin::model::probe::ProbeWindow;
     let mut state =
         burnin::app::state::State::new(vec![], vec![], "watch: burnin.toml (2 nodes)", (100, 10));
     let t0 = 1_780_000_000_000u64;
@@ -331,8 +331,8 @@ fn storage_pane_follows_the_probe_of_a_plan_phase() {
 #[test]
 fn t0_checklist_shows_what_failed_warned_or_was_unknown_with_the_line_read() {
     use burnin::model::SourceEvent;
+    use burnin::model::phase::{PhaseEvent, PhaseMetric};
     use burnin::parsers::preflight::PreflightParser;
-    use burnin::phases::{PhaseEvent, PhaseMetric};
     let mut state = common::empty_state("test", (110, 36));
     let t = 1_800_000_000_000u64;
     let phase = |ev| state_event(SourceEvent::Phase(ev));
@@ -385,7 +385,7 @@ fn t0_checklist_shows_what_failed_warned_or_was_unknown_with_the_line_read() {
 #[test]
 fn a_together_phase_shows_each_figure_alone_and_together_worst_first() {
     use burnin::model::SourceEvent;
-    use burnin::phases::{PhaseEvent, PhaseMetric, Verdict};
+    use burnin::model::phase::{PhaseEvent, PhaseMetric, Verdict};
     use burnin::plan::gates::FigureChange;
     let mut state = common::empty_state("test", (110, 30));
     let t = 1_800_000_000_000u64;
@@ -462,7 +462,7 @@ fn a_together_phase_shows_each_figure_alone_and_together_worst_first() {
 fn a_drill_asks_in_the_status_bar_and_c_confirms_it() {
     use burnin::app::action::Effect;
     use burnin::model::SourceEvent;
-    use burnin::phases::{PhaseCommand, PhaseEvent, PhaseMetric};
+    use burnin::model::phase::{PhaseCommand, PhaseEvent, PhaseMetric};
     use burnin::plan::drill::SeriesOutcome;
     let mut state = common::empty_state("test", (110, 34));
     let t = 1_800_000_000_000u64;

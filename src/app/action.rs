@@ -1,7 +1,7 @@
 //! What a key means, independent of which key it was, and what the loop must do outside the
 //! state after an update.
 
-use crate::phases::PhaseCommand;
+use crate::model::phase::PhaseCommand;
 
 /// A user intent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,4 +1,5 @@
-//! The console: events in, pure state update, effects out, and the terminal loop that drives it.
+//! The console's state: events in, pure state update, effects out (the terminal loop that
+//! drives it is `console::run`); the key table, themes and layouts it holds.
 
 pub mod action;
 pub mod catalog;

@@ -10,8 +10,8 @@ use super::keymap;
 use crate::app::layout::{Layout, PaneKind};
 use crate::app::theme::Theme;
 use crate::model::SourceEvent;
+use crate::model::phase::{PhaseCommand, PhaseEvent};
 use crate::model::units::Period;
-use crate::phases::{PhaseCommand, PhaseEvent};
 use crate::sources::replay::PlaybackCommand;
 use crate::store::{ClusterStore, PhaseState};
 use crate::triage::{Finding, Triage};
@@ -318,7 +318,7 @@ impl State {
         }) = &ev
         {
             let tone = match verdict {
-                crate::phases::Verdict::Pass => Tone::Info,
+                crate::model::phase::Verdict::Pass => Tone::Info,
                 _ => Tone::Warn,
             };
             self.say(tone, format!("{phase} {}: {reason}", verdict.label()));

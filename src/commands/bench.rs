@@ -1,5 +1,6 @@
 //! `burnin bench ingest`: what the console pays per GPU-sample to decode agent lines and store
-//! them, on the machine it runs on (issue 3's goal: ≥ 1 M GPU-samples/s on one core).
+//! them, on the machine it runs on (issue 3's goal: ≥ 1 M GPU-samples/s on one core); and
+//! `burnin bench record` ([`record`]): what the run record pays per frame and per day.
 //!
 //! The criterion bench (`benches/render.rs`, `decode+store`) feeds every iteration into a fresh
 //! store, so each of its rounds also pays for allocating and first touching every GPU's history.

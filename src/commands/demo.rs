@@ -11,8 +11,8 @@ use color_eyre::eyre::{Result, eyre};
 
 use crate::config::inventory::Inventory;
 use crate::model::SourceEvent;
+use crate::model::phase::{PhaseEvent, PhaseMetric, Verdict};
 use crate::phases::runner::PhaseOutcome;
-use crate::phases::{PhaseEvent, PhaseMetric, Verdict};
 use crate::plan::default_plan;
 use crate::record::recording::TelemetryRecording;
 use crate::record::session::{RunSession, new_run_id, severity};

@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::model::phase::{CheckStatus, PhaseMetric, Verdict};
 use crate::parsers::{OutputParser, ParseContext, ParserKind};
-use crate::phases::{CheckStatus, PhaseMetric, Verdict};
 use crate::plan::gates::{self, Baseline, Observed};
 use crate::plan::{Gate, Plan, unit_of};
 

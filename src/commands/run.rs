@@ -14,9 +14,9 @@ use tokio::sync::{mpsc, watch};
 
 use crate::config::inventory::{Inventory, Mode};
 use crate::model::NodeLink;
+use crate::model::phase::{PhaseEvent, Verdict};
 use crate::model::{Source, SourceEvent};
 use crate::phases::runner::{PhaseOutcome, RunContext, RunnerNode, reattach_phase, run_phase};
-use crate::phases::{PhaseEvent, Verdict};
 use crate::plan::gates::Baseline;
 use crate::plan::{Plan, default_plan};
 use crate::record::SUMMARY_SCHEMA;

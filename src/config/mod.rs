@@ -1,5 +1,6 @@
-//! Errors for the console's TOML files (themes, layouts; burnin.toml later) that name the file,
-//! the line and the column, so a typo on burn-in day is fixed in seconds.
+//! Files a person writes: errors for the console's TOML files (themes, layouts, burnin.toml,
+//! the plan) that name the file, the line and the column, so a typo on burn-in day is fixed in
+//! seconds; bounded reads of them; and `inventory` (burnin.toml).
 
 pub mod inventory;
 

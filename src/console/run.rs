@@ -14,8 +14,8 @@ use tokio::sync::mpsc;
 
 use crate::app::action::Effect;
 use crate::app::state::{Event, State};
+use crate::model::phase::{PhaseCommand, PhaseEvent};
 use crate::model::{Source, SourceEvent};
-use crate::phases::{PhaseCommand, PhaseEvent};
 
 /// How the loop runs.
 #[derive(Debug, Clone)]

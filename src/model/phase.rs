@@ -378,7 +378,7 @@ pub struct FigureChange {
     pub member: String,
     /// Figure name.
     pub figure: String,
-    /// Whose figure (as in [`Sample::subject`]).
+    /// Whose figure (as in `plan::gates::Sample::subject`).
     pub subject: String,
     /// The member's run alone, earlier in this run.
     pub alone: f64,

@@ -1,6 +1,7 @@
 //! The events every telemetry source sends the console loop, and the interface a source
-//! implements. Phase commands travel the other way: the simulator plays them, the fleet hands
-//! them to its phase driver.
+//! implements. Phase commands travel the other way: the simulator plays them; a source that
+//! only watches (the fleet, a replay) has the phase driver beside it (`console::beside`) and
+//! answers a stray command with a notice.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -83,7 +84,8 @@ pub enum SourceEvent {
 /// A future that runs a source until the loop stops listening.
 pub type SourceTask = Pin<Box<dyn Future<Output = ()> + Send>>;
 
-/// The interface every source implements: run, send events, obey phase commands. The task must
+/// The interface every source implements: run, send events, take the phase commands it can
+/// (the simulator plays them; the others say they only watch). The task must
 /// end when `events` is closed (the console quit) and must never end the loop on a node's error:
 /// a node that drops becomes a [`SourceEvent::Link`] event.
 pub trait Source: Send + 'static {

@@ -1,11 +1,8 @@
-//! Acceptance phases: the plan (what runs, in which order, judged how), the runner that carries
-//! a phase out on the nodes, and the events it sends while it runs (the simulator speaks the
-//! same events).
+//! Carrying a phase of the plan out on the nodes: the runner (launch, stream each node's log
+//! through its parser, re-attach after a dropped link, stop, judge by the plan's gates), the
+//! remote scripts it leaves on a node, and the Kubernetes Job launcher. The events it sends
+//! are `model::phase`'s, the same the simulator sends.
 
 pub mod kubernetes;
 pub mod remote;
 pub mod runner;
-
-pub use crate::model::phase::{
-    CheckStatus, PhaseCommand, PhaseEvent, PhaseId, PhaseMetric, Verdict,
-};

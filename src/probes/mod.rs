@@ -1,14 +1,12 @@
 //! Storage probes: [`s3`] measures an AIStor/S3 endpoint (GET latency and throughput, a
-//! dataloader's wait, checkpoint save and restore, the server's own metrics); this module owns
-//! the window it (and the simulator) sends to the loop.
+//! dataloader's wait, checkpoint save and restore, the server's own metrics). The window it
+//! (and the simulator) sends to the loop is `model::probe::ProbeWindow`.
 
 pub mod s3;
 
-pub use crate::model::probe::ProbeWindow;
-
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::model::probe::ProbeWindow;
 
     #[test]
     fn an_empty_window_round_trips_through_json() {

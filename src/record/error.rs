@@ -1,5 +1,5 @@
-//! Why a run record could not be read or written. Every error names the file it is about, so
-//! an engineer can look at it; the words are the same whichever caller says them.
+//! Why a run record could not be read or written. An error about a file names it, so an
+//! engineer can look at it; the words are the same whichever caller says them.
 
 use std::path::{Path, PathBuf};
 

@@ -71,7 +71,7 @@ pub enum RecordEvent {
     /// One window of the AIStor probe the console showed (outside a phase's own metrics).
     Probe {
         /// The window.
-        window: crate::probes::ProbeWindow,
+        window: crate::model::probe::ProbeWindow,
     },
     /// The operator did something: started or aborted a phase, quit, detached.
     Operator {

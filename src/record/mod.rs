@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::phases::{PhaseEvent, Verdict};
+use crate::model::phase::{PhaseEvent, Verdict};
 use crate::plan::gates::Figures;
 
 pub mod error;

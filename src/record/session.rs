@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::config::inventory::Inventory;
+use crate::model::phase::{PhaseEvent, Verdict};
 use crate::phases::runner::PhaseOutcome;
-use crate::phases::{PhaseEvent, Verdict};
 use crate::plan::gates::{self, Baseline};
 use crate::plan::{PhaseSpec, Plan};
 use crate::record::{RecordNode, RecordPhase, RunRecord, SUMMARY_SCHEMA, Summary, utc_stamp};
@@ -219,8 +219,10 @@ impl RunSession {
         let (mut together, mut drill) = (Vec::new(), Vec::new());
         for m in &outcome.metrics {
             match m {
-                crate::phases::PhaseMetric::Together { change } => together.push(change.clone()),
-                crate::phases::PhaseMetric::Drill { outcome } => drill.push(outcome.clone()),
+                crate::model::phase::PhaseMetric::Together { change } => {
+                    together.push(change.clone())
+                }
+                crate::model::phase::PhaseMetric::Drill { outcome } => drill.push(outcome.clone()),
                 _ => {}
             }
         }

@@ -11,7 +11,7 @@ mod render;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::phases::{PhaseEvent, PhaseMetric};
+use crate::model::phase::{PhaseEvent, PhaseMetric};
 use crate::plan::Plan;
 use crate::plan::gates::{Baseline, Sample};
 use crate::record::telemetry::visit_telemetry;

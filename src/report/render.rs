@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use super::ReportData;
 use super::plots::{self, esc};
-use crate::phases::Verdict;
+use crate::model::phase::Verdict;
 use crate::plan::gates::{Sample, fmt_value};
 use crate::record::{RecordPhase, Summary, utc_stamp};
 

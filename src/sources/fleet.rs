@@ -94,7 +94,6 @@ fn plan_for(
     legacy_smi: bool,
     seed: u64,
 ) -> Plan {
-    let interval_ms = inv.interval.millis();
     let agent_args = |program: String, sim: bool| {
         let mut argv = vec![
             program,
@@ -133,7 +132,7 @@ fn plan_for(
             Plan {
                 transport: ssh_t(),
                 command: RemoteCommand {
-                    argv: smi::query_argv(fields, interval_ms),
+                    argv: smi::query_argv(fields, inv.interval),
                 },
                 smi_fields: Some(fields),
             }

@@ -13,8 +13,8 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use crate::model::UnixMillis;
+use crate::model::phase::{PhaseCommand, PhaseEvent};
 use crate::model::{Source, SourceEvent, SourceTask};
-use crate::phases::{PhaseCommand, PhaseEvent};
 use crate::record::telemetry::TelemetryStream;
 use crate::record::{RecordEvent, Recorded, read_events, read_summary};
 

@@ -52,13 +52,13 @@ pub const LEGACY_FIELDS: &[&str] = &[
 pub const INVALID_FIELD_MARK: &str = "is not a valid field to query";
 
 /// The nvidia-smi command line for `fields` every `interval_ms`.
-pub fn query_argv(fields: &[&str], interval_ms: u64) -> Vec<String> {
+pub fn query_argv(fields: &[&str], period: crate::model::units::Period) -> Vec<String> {
     vec![
         "nvidia-smi".into(),
         format!("--query-gpu={}", fields.join(",")),
         "--format=csv,noheader,nounits".into(),
         "-lms".into(),
-        interval_ms.max(1).to_string(),
+        period.millis().to_string(),
     ]
 }
 

@@ -4,7 +4,7 @@
 use super::*;
 
 /// Xid events kept per GPU on screen.
-pub(super) const XIDS_KEPT: usize = 32;
+const XIDS_KEPT: usize = 32;
 
 /// One GPU as the console sees it.
 #[derive(Debug, Clone)]
@@ -48,7 +48,7 @@ pub struct GpuView {
 }
 
 /// Snapshots of per-link error counters kept per GPU: a minute of change every second.
-pub(super) const LINK_ERROR_SNAPSHOTS: usize = 64;
+const LINK_ERROR_SNAPSHOTS: usize = 64;
 
 /// How much one link's counters rose over a window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -194,7 +194,7 @@ impl GpuView {
 /// power is over half the limit: no GPU does that (a bf16 GEMM at 688 W of 700 reads 95 % SM
 /// activity; a kernel spinning on a few SMs draws 119 W). Seen on the H200 after another process
 /// switched GPM streaming on and off; DCGM's profiling module can do the same.
-pub(super) fn implausible_gpm(s: &GpuSample, limit: Option<f32>) -> Option<String> {
+fn implausible_gpm(s: &GpuSample, limit: Option<f32>) -> Option<String> {
     const ZERO: f32 = 0.5;
     let sm = s.sm_active_pct?;
     let (util, power, limit) = (s.utilization_pct?, s.power_avg_watts?, limit?);
@@ -210,12 +210,12 @@ pub(super) fn implausible_gpm(s: &GpuSample, limit: Option<f32>) -> Option<Strin
 }
 
 /// Samples of a port's cumulative counters kept for "did it rise lately" questions.
-pub(super) const NIC_COUNTER_SNAPSHOTS: usize = 64;
+const NIC_COUNTER_SNAPSHOTS: usize = 64;
 
 /// Recent snapshots of a port's cumulative counters, for "did it rise lately" questions.
 #[derive(Debug, Clone, Default)]
 pub struct CounterWindow {
-    pub(super) snapshots: VecDeque<(UnixMillis, PortCounters)>,
+    snapshots: VecDeque<(UnixMillis, PortCounters)>,
 }
 
 impl CounterWindow {
@@ -230,7 +230,7 @@ impl CounterWindow {
             .collect()
     }
 
-    pub(super) fn push(&mut self, at_ms: UnixMillis, counters: PortCounters) {
+    fn push(&mut self, at_ms: UnixMillis, counters: PortCounters) {
         if self.snapshots.len() == NIC_COUNTER_SNAPSHOTS {
             self.snapshots.pop_front();
         }
@@ -278,11 +278,11 @@ pub struct NicView {
     /// Receive, bytes/s.
     pub rx: History,
     /// Recent cumulative counters.
-    pub(super) counters: CounterWindow,
+    counters: CounterWindow,
 }
 
 impl NicView {
-    pub(super) fn new(period: Period) -> Self {
+    fn new(period: Period) -> Self {
         Self {
             latest: NicSample::default(),
             tx: History::new(period, HISTORY_SLOTS),
@@ -291,7 +291,7 @@ impl NicView {
         }
     }
 
-    pub(super) fn ingest(&mut self, at_ms: UnixMillis, mut sample: NicSample) {
+    fn ingest(&mut self, at_ms: UnixMillis, mut sample: NicSample) {
         sample.drop_non_finite();
         self.tx.push(at_ms, sample.tx_bytes_per_sec);
         self.rx.push(at_ms, sample.rx_bytes_per_sec);
@@ -353,7 +353,7 @@ pub struct NodeView {
     /// Ethernet interfaces (bonds, physical ports).
     pub netdevs: Vec<NetView>,
     /// Sample period of its histories.
-    pub(super) period: Period,
+    period: Period,
     /// Lines of the node's stream that could not be decoded.
     pub garbled_lines: u64,
     /// The newest thing the node's agent said about itself.
@@ -418,7 +418,7 @@ impl NodeView {
     }
 
     /// Count a sample not kept; the first reason stays.
-    pub(super) fn drop_over_limit(&mut self, why: impl FnOnce() -> String) {
+    fn drop_over_limit(&mut self, why: impl FnOnce() -> String) {
         self.over_limit_samples += 1;
         if self.over_limit.is_none() {
             self.over_limit = Some(why());

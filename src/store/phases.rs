@@ -97,7 +97,7 @@ pub struct CheckRow {
     /// Check name (`driver-branch`, `xid`, …).
     pub name: String,
     /// Outcome.
-    pub status: crate::phases::CheckStatus,
+    pub status: crate::model::phase::CheckStatus,
     /// What it read.
     pub detail: String,
 }

@@ -326,7 +326,7 @@ mod tests {
         let mut store = ClusterStore::with_period(
             crate::model::units::Period::from_millis(1000).expect("period"),
         );
-        store.ingest(SourceEvent::Probe(crate::probes::ProbeWindow {
+        store.ingest(SourceEvent::Probe(crate::model::probe::ProbeWindow {
             at_ms: 1_000,
             endpoint: "http://aistor:9000".into(),
             ttfb_p50_ms: 20.0,
@@ -516,7 +516,7 @@ mod tests {
             .enumerate()
             .map(|(i, p99)| {
                 let at_ms = 1_000 * (i as u64 + 1);
-                store.ingest(SourceEvent::Probe(crate::probes::ProbeWindow {
+                store.ingest(SourceEvent::Probe(crate::model::probe::ProbeWindow {
                     at_ms,
                     endpoint: "http://aistor:9000".into(),
                     ttfb_p50_ms: 20.0,

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::{Ctx, RELEASE_SHARE, Raw, Severity, raw};
-use crate::phases::PhaseMetric;
+use crate::model::phase::PhaseMetric;
 use crate::plan::Gate;
 use crate::plan::gates::{figures, fmt_value, peer_shares};
 use crate::store::{ClusterStore, PhaseState, PhaseView, median};
@@ -302,7 +302,7 @@ fn fmt_size(bytes: u64) -> String {
 mod tests {
     use super::super::{Finding, Severity, Triage};
     use crate::model::SourceEvent;
-    use crate::phases::{PhaseEvent, PhaseMetric};
+    use crate::model::phase::{PhaseEvent, PhaseMetric};
     use crate::store::ClusterStore;
 
     fn store_with(phase: &str, metrics: Vec<PhaseMetric>) -> ClusterStore {
@@ -434,7 +434,7 @@ mod tests {
         store.ingest(SourceEvent::Phase(PhaseEvent::Finished {
             phase: "T4".into(),
             at_ms: 60_000,
-            verdict: crate::phases::Verdict::Fail,
+            verdict: crate::model::phase::Verdict::Fail,
             reason: "1 wrong elements".into(),
         }));
         store.ingest(SourceEvent::Clock { at_ms: 120_000 });

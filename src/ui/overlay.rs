@@ -358,7 +358,7 @@ fn gpu_details(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
 /// The phase's checks (T0, T1): what failed, warned or could not be checked, node by node
 /// with the line it read, then how many held. Worst first, so a 12-node checklist fits.
 fn checklist(ctx: &Ctx, p: &crate::store::PhaseView, lines: &mut Vec<Line<'static>>) {
-    use crate::phases::CheckStatus;
+    use crate::model::phase::CheckStatus;
     let t = ctx.theme;
     if p.checks.is_empty() {
         return;

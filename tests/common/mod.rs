@@ -87,6 +87,8 @@ pub fn library_code() -> Vec<(std::path::PathBuf, String)> {
     files_under(&root)
         .into_iter()
         .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        // A split module's unit tests (`#[cfg(test)] mod tests;` in its mod.rs) are test code.
+        .filter(|p| p.file_name().is_none_or(|n| n != "tests.rs"))
         .map(|p| {
             let text = std::fs::read_to_string(&p).expect("read a source file");
             let code = text.split("#[cfg(test)]").next().unwrap_or("").to_string();

@@ -4,10 +4,10 @@
 use super::*;
 
 /// Why a drill that asks the operator cannot go on where nobody can answer.
-pub(super) const NOBODY_CONFIRMS: &str = "nobody can confirm it here (burnin run reads Enter from its stdin, and that is closed): run the drill from a terminal or the console";
+const NOBODY_CONFIRMS: &str = "nobody can confirm it here (burnin run reads Enter from its stdin, and that is closed): run the drill from a terminal or the console";
 
 /// The operator's next confirmation; `false` when nobody can confirm any more.
-pub(super) async fn next_confirm(c: &mut Option<watch::Receiver<u64>>) -> bool {
+async fn next_confirm(c: &mut Option<watch::Receiver<u64>>) -> bool {
     match c {
         Some(rx) => rx.changed().await.is_ok(),
         None => std::future::pending().await,
@@ -281,7 +281,7 @@ pub(super) async fn drive_drill(
 
 /// A drill step burnin does itself: `command` (templated like the phase's own) on each node
 /// the phase runs on, with what each answered.
-pub(super) async fn run_step(ctx: &RunContext, spec: &PhaseSpec, command: &str) -> Vec<String> {
+async fn run_step(ctx: &RunContext, spec: &PhaseSpec, command: &str) -> Vec<String> {
     let targets: Vec<&RunnerNode> = match spec.scope {
         Scope::Launcher | Scope::Mpirun => ctx.nodes.iter().take(1).collect(),
         _ => ctx.nodes.iter().collect(),

@@ -98,7 +98,7 @@ pub(super) fn job_for(
 
 /// The burnin binary a command on this node runs: the deployed agent over SSH, this very
 /// binary for `local` and `sim` nodes.
-pub(super) fn burnin_on(spec: &NodeSpec) -> String {
+fn burnin_on(spec: &NodeSpec) -> String {
     use crate::config::inventory::Mode;
     match spec.mode {
         Mode::Agent | Mode::Smi | Mode::Prometheus => {

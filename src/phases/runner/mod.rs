@@ -1,7 +1,7 @@
 //! Running one phase of the plan on the nodes: launch (remote scripts in [`super::remote`]),
 //! stream each node's log through its parser while it runs, re-attach after a dropped link at
 //! the last whole line, stop the process groups on abort or timeout, then judge with
-//! [`super::gates`]. Everything the phase says goes out as [`PhaseEvent`]s; the caller (the
+//! [`crate::plan::gates`]. Everything the phase says goes out as [`PhaseEvent`]s; the caller (the
 //! headless `burnin run`, or the console) decides what to do with them.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -13,8 +13,8 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use super::remote::{self, PhaseDir, RemoteState, StopReason};
-use super::{PhaseEvent, PhaseMetric, Verdict};
 use crate::config::inventory::NodeSpec;
+use crate::model::phase::{PhaseEvent, PhaseMetric, Verdict};
 use crate::parsers::{OutputParser, ParseContext};
 use crate::plan::gates::{self, Baseline, Observed};
 use crate::plan::{Gate, PhaseSpec, Plan, Scope, render};
@@ -27,12 +27,12 @@ mod node;
 mod tests;
 mod together;
 
-use drill::*;
-use job::*;
+use drill::drive_drill;
+use job::{JobSetup, job_for, template_values};
 pub use job::{shell_inert, skip_reason};
-use node::*;
 pub use node::{MAX_LINE_BYTES, NODE_METRICS_KEPT};
-use together::*;
+use node::{NodeJob, NodeResult, run_script};
+use together::drive_together;
 
 /// How long `pairs` servers get to listen before their clients call.
 const PAIR_SETTLE: Duration = Duration::from_secs(2);

@@ -32,7 +32,7 @@ pub(super) async fn run_script(
 
 /// Read one line of at most [`MAX_LINE_BYTES`] (the rest of a longer line is consumed and
 /// dropped). Returns bytes consumed (0 at end of stream) and whether a newline ended it.
-pub(super) async fn read_line_capped<R: AsyncBufRead + Unpin>(
+async fn read_line_capped<R: AsyncBufRead + Unpin>(
     r: &mut R,
     out: &mut Vec<u8>,
 ) -> std::io::Result<(usize, bool)> {
@@ -379,7 +379,7 @@ impl NodeJob {
         keep_metric(&mut result.metrics, m);
     }
 
-    pub(super) fn spawn_stop(&self, why: StopReason) -> tokio::task::JoinHandle<()> {
+    fn spawn_stop(&self, why: StopReason) -> tokio::task::JoinHandle<()> {
         let t = Arc::clone(&self.node.transport);
         let cmd = remote::stop(&self.dir, self.grace_s, why);
         let events = self.events.clone();

@@ -1,3 +1,4 @@
+use super::node::keep_metric;
 use super::*;
 
 fn figure(i: u64) -> PhaseMetric {

@@ -13,7 +13,7 @@ use super::get::LevelBudget;
 use super::report::ms;
 use super::{EXIT_CANNOT_RUN, ProbeSpec};
 use crate::model::format_rate;
-use crate::probes::ProbeWindow;
+use crate::model::probe::ProbeWindow;
 
 /// `burnin probe s3` options. Keys: --access-key/--secret-key, else AWS_ACCESS_KEY_ID and
 /// AWS_SECRET_ACCESS_KEY, else a profile of ~/.aws/credentials; they are never printed.

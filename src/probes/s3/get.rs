@@ -18,7 +18,7 @@ use super::latency::{LatencyHistogram, LatencySummary};
 use super::objects::{ObjectRef, gb_per_s, splitmix64};
 use super::server_metrics::{ScrapeError, Scraper, ServerDelta, delta};
 use crate::model::UnixMillis;
-use crate::probes::ProbeWindow;
+use crate::model::probe::ProbeWindow;
 
 /// Pause after a failed request before the worker tries again, so a dead server is counted
 /// as failures of requests, not as a CPU-bound loop of refused connects.

@@ -28,7 +28,7 @@ use self::client::{CredentialInputs, S3Endpoint};
 use self::errors::Redactor;
 use self::get::{GetPlan, LevelBudget};
 use self::report::{ProbeReport, SCHEMA_VERSION};
-use crate::probes::ProbeWindow;
+use crate::model::probe::ProbeWindow;
 
 /// Probe mode.
 #[derive(

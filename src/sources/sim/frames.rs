@@ -173,7 +173,7 @@ impl SimCluster {
         }
     }
 
-    pub(super) fn nics(&mut self, n: usize, s: u64, load: Load) -> Vec<NicSample> {
+    fn nics(&mut self, n: usize, s: u64, load: Load) -> Vec<NicSample> {
         let seed = self.config.seed;
         (0..NICS_PER_NODE)
             .map(|p| {

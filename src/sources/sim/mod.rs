@@ -19,15 +19,15 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use crate::model::phase::CheckStatus;
+use crate::model::phase::{PhaseCommand, PhaseEvent, PhaseMetric, Verdict};
+use crate::model::probe::ProbeWindow;
 use crate::model::units::Period;
 use crate::model::{
     GpuInfo, GpuSample, NicSample, NodeFrame, NodeHello, UnixMillis, XidEvent, clock_events,
 };
 use crate::model::{Source, SourceEvent, SourceTask};
-use crate::phases::{PhaseCommand, PhaseEvent, PhaseMetric, Verdict};
 use crate::plan::default_plan;
 use crate::plan::gates::{self, Baseline, Observed};
-use crate::probes::ProbeWindow;
 use crate::triage::telemetry_log::TelemetryLog;
 
 mod frames;
@@ -556,20 +556,16 @@ impl SimCluster {
             .map(|f| f.gpu)
     }
 
-    fn unhealthy_nodes(&self, s: u64) -> Vec<(usize, String)> {
-        let mut out = Vec::new();
-        for n in 0..self.config.nodes {
-            if let Some(g) = self.node_faulty(FaultKind::Stall, n, s) {
-                out.push((n, format!("GPU{g} stalled")));
-            }
-            if let Some(g) = self.node_faulty(FaultKind::Xid79, n, s) {
-                out.push((n, format!("GPU{g} lost (Xid 79)")));
-            }
-            if let Some(g) = self.node_faulty(FaultKind::Hang, n, s) {
-                out.push((n, format!("GPU{g} hung in a collective")));
-            }
-        }
-        out
+    /// Nodes whose ranks cannot finish a job at second `s` (a GPU stalled, lost or hung in a
+    /// collective), each once.
+    fn unhealthy_nodes(&self, s: u64) -> Vec<usize> {
+        (0..self.config.nodes)
+            .filter(|&n| {
+                [FaultKind::Stall, FaultKind::Xid79, FaultKind::Hang]
+                    .into_iter()
+                    .any(|kind| self.node_faulty(kind, n, s).is_some())
+            })
+            .collect()
     }
 
     fn start(&mut self, id: &str, s: u64, out: &mut Vec<SourceEvent>) {

@@ -4,7 +4,7 @@
 use super::*;
 
 impl SimCluster {
-    pub(super) fn line(id: &str, at_ms: UnixMillis, text: String) -> SourceEvent {
+    fn line(id: &str, at_ms: UnixMillis, text: String) -> SourceEvent {
         SourceEvent::Phase(PhaseEvent::Line {
             phase: id.to_string(),
             at_ms,
@@ -13,7 +13,7 @@ impl SimCluster {
         })
     }
 
-    pub(super) fn metric(id: &str, at_ms: UnixMillis, metric: PhaseMetric) -> SourceEvent {
+    fn metric(id: &str, at_ms: UnixMillis, metric: PhaseMetric) -> SourceEvent {
         SourceEvent::Phase(PhaseEvent::Metric {
             phase: id.to_string(),
             at_ms,
@@ -41,13 +41,7 @@ impl SimCluster {
     }
 
     /// T1's output: one node a second, its sanity line and the checks the sanity parser makes.
-    pub(super) fn sanity_output(
-        &mut self,
-        id: &str,
-        t: u64,
-        at_ms: UnixMillis,
-        out: &mut Vec<SourceEvent>,
-    ) {
+    fn sanity_output(&mut self, id: &str, t: u64, at_ms: UnixMillis, out: &mut Vec<SourceEvent>) {
         let gpus = self.config.gpus_per_node;
         let n = t as usize;
         let node = SimConfig::node_name(n);
@@ -87,7 +81,7 @@ impl SimCluster {
     }
 
     /// T2's output: warm-up lines, then each GPU's bf16 and fp8 TFLOPS at the end.
-    pub(super) fn gemm_output(
+    fn gemm_output(
         &mut self,
         id: &str,
         s: u64,
@@ -157,7 +151,7 @@ impl SimCluster {
     }
 
     /// T3's output: two nodes every five seconds, every GPU pair of both test cases.
-    pub(super) fn nvbandwidth_output(
+    fn nvbandwidth_output(
         &mut self,
         id: &str,
         s: u64,
@@ -220,7 +214,7 @@ impl SimCluster {
     }
 
     /// T5, T6 and T8: one training step a second (T5 on one GPU first), data wait and loss.
-    pub(super) fn training_output(
+    fn training_output(
         &mut self,
         id: &str,
         s: u64,
@@ -309,7 +303,7 @@ impl SimCluster {
         }
     }
 
-    pub(super) fn nccl_output(&mut self, id: &str, s: u64, t: u64, out: &mut Vec<SourceEvent>) {
+    fn nccl_output(&mut self, id: &str, s: u64, t: u64, out: &mut Vec<SourceEvent>) {
         let at_ms = SIM_EPOCH_MS + s * SIM_PERIOD_MS;
         let seed = self.config.seed;
         let nodes = self.config.nodes;
@@ -333,7 +327,7 @@ impl SimCluster {
             // NCCL's own words on the transport it chose, as NCCL_DEBUG=INFO prints them on
             // each rank's host (the T7 gate looks for NET/IB there).
             let unhealthy = self.unhealthy_nodes(s);
-            for n in (0..nodes).filter(|n| !unhealthy.iter().any(|(u, _)| u == n)) {
+            for n in (0..nodes).filter(|n| !unhealthy.contains(n)) {
                 let node = SimConfig::node_name(n);
                 let pid = 41_000 + n;
                 out.push(Self::line(
@@ -368,7 +362,7 @@ impl SimCluster {
         };
         for node in groups {
             if let Some(n) = node
-                && unhealthy.iter().any(|(u, _)| *u == n)
+                && unhealthy.contains(&n)
             {
                 // A stalled or lost GPU hangs the node's collective: no more rows from it.
                 continue;
@@ -424,11 +418,13 @@ impl SimCluster {
             ..Observed::default()
         };
         for (n, name) in nodes.iter().enumerate() {
-            let code = match unhealthy.iter().find(|(u, _)| *u == n) {
+            let code = if !unhealthy.contains(&n) {
+                Some(0)
+            } else if self.node_faulty(FaultKind::Hang, n, s).is_some() {
                 // A collective that hangs never ends by itself: the time limit kills it.
-                Some(_) if self.node_faulty(FaultKind::Hang, n, s).is_some() => None,
-                Some(_) => Some(1),
-                None => Some(0),
+                None
+            } else {
+                Some(1)
             };
             observed.exit.insert(name.clone(), code);
             observed

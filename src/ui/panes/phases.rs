@@ -6,7 +6,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
-use crate::phases::Verdict;
+use crate::model::phase::Verdict;
 use crate::store::PhaseState;
 use crate::ui::{Ctx, fit, human_secs, pane_block};
 
