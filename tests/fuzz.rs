@@ -1674,7 +1674,7 @@ fn read_record(c: &RecordCase, errors: Errors, printable: bool) -> Result<(), Te
             prop_assert!(bad.is_none(), "report.md holds {bad:?}");
         }
         Ok(_) => {}
-        Err(e) => errors.check("report::write", &e, all)?,
+        Err(e) => errors.check("report::write", &e.to_string(), all)?,
     }
     Ok(())
 }

@@ -360,8 +360,22 @@ pub const BUILTIN_PLACEHOLDERS: &[&str] = &[
     "burnin",
 ];
 
+/// What is wrong with a command template.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TemplateError {
+    /// A `{` that no `}` closes.
+    #[error("a '{{' without its '}}' (write {{{{ for a literal brace)")]
+    Unclosed,
+    /// `{…}` around something that is no placeholder name (shell's `awk '{print $1}'`).
+    #[error("'{{{0}}}' is not a placeholder (write {{{{ for a literal brace)")]
+    NotAPlaceholder(String),
+    /// A placeholder with no value (the plan's loader checks them first).
+    #[error("no value for {{{0}}}")]
+    NoValue(String),
+}
+
 /// The `{name}`s in a template, in order. `{{` and `}}` are literal braces.
-pub fn placeholders(template: &str) -> Result<Vec<String>, String> {
+pub fn placeholders(template: &str) -> Result<Vec<String>, TemplateError> {
     let mut out = Vec::new();
     let mut chars = template.char_indices().peekable();
     while let Some((i, c)) = chars.next() {
@@ -375,13 +389,11 @@ pub fn placeholders(template: &str) -> Result<Vec<String>, String> {
             '{' => {
                 let rest = &template[i + 1..];
                 let Some(end) = rest.find('}') else {
-                    return Err("a '{' without its '}' (write {{ for a literal brace)".into());
+                    return Err(TemplateError::Unclosed);
                 };
                 let name = &rest[..end];
                 if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                    return Err(format!(
-                        "'{{{name}}}' is not a placeholder (write {{{{ for a literal brace)"
-                    ));
+                    return Err(TemplateError::NotAPlaceholder(name.to_string()));
                 }
                 out.push(name.to_string());
                 for _ in 0..=name.len() {
@@ -395,7 +407,7 @@ pub fn placeholders(template: &str) -> Result<Vec<String>, String> {
 }
 
 /// Fill a template. Every placeholder must be in `values` (the plan's loader checked that).
-pub fn render(template: &str, values: &BTreeMap<String, String>) -> Result<String, String> {
+pub fn render(template: &str, values: &BTreeMap<String, String>) -> Result<String, TemplateError> {
     let mut out = String::with_capacity(template.len());
     let mut rest = template;
     while let Some(i) = rest.find(['{', '}']) {
@@ -411,11 +423,11 @@ pub fn render(template: &str, values: &BTreeMap<String, String>) -> Result<Strin
             out.push('}');
             rest = after;
         } else {
-            let end = tail.find('}').ok_or("a '{' without its '}'")?;
+            let end = tail.find('}').ok_or(TemplateError::Unclosed)?;
             let name = &tail[1..end];
             let v = values
                 .get(name)
-                .ok_or_else(|| format!("no value for {{{name}}}"))?;
+                .ok_or_else(|| TemplateError::NoValue(name.to_string()))?;
             out.push_str(v);
             rest = &tail[end + 1..];
         }
@@ -488,7 +500,7 @@ fn drill_of(
             ));
         }
         if let Some(run) = &s.run {
-            let names = placeholders(run.get_ref()).map_err(|m| at(run.span(), m))?;
+            let names = placeholders(run.get_ref()).map_err(|m| at(run.span(), m.to_string()))?;
             if let Some(n) = names
                 .iter()
                 .find(|n| !BUILTIN_PLACEHOLDERS.contains(&n.as_str()))
@@ -723,7 +735,8 @@ impl Plan {
         // A var may use the built-in placeholders (a container mount of {workloads}), not
         // other vars: the runner fills vars in once, with the built-ins only.
         for (key, value) in &shape.vars {
-            let names = placeholders(value.get_ref()).map_err(|m| at(value.span(), m))?;
+            let names =
+                placeholders(value.get_ref()).map_err(|m| at(value.span(), m.to_string()))?;
             if let Some(name) = names
                 .iter()
                 .find(|n| !BUILTIN_PLACEHOLDERS.contains(&n.as_str()))
@@ -847,7 +860,8 @@ impl Plan {
                 (None, _) => {}
             }
             for template in templates {
-                let names = placeholders(template.get_ref()).map_err(|m| at(template.span(), m))?;
+                let names = placeholders(template.get_ref())
+                    .map_err(|m| at(template.span(), m.to_string()))?;
                 for name in names {
                     if !BUILTIN_PLACEHOLDERS.contains(&name.as_str())
                         && !shape.vars.contains_key(&name)
@@ -1130,7 +1144,23 @@ mod tests {
             placeholders("a {node} ${{HOME}} {gpus}").unwrap(),
             ["node", "gpus"]
         );
-        assert!(placeholders("awk '{print $1}'").is_err());
+        assert_eq!(
+            placeholders("awk '{print $1}'"),
+            Err(TemplateError::NotAPlaceholder("print $1".into()))
+        );
+        assert_eq!(
+            TemplateError::NotAPlaceholder("print $1".into()).to_string(),
+            "'{print $1}' is not a placeholder (write {{ for a literal brace)"
+        );
+        assert_eq!(placeholders("x {node"), Err(TemplateError::Unclosed));
+        assert_eq!(
+            render("{gpus}", &BTreeMap::new()),
+            Err(TemplateError::NoValue("gpus".into()))
+        );
+        assert_eq!(
+            TemplateError::NoValue("gpus".into()).to_string(),
+            "no value for {gpus}"
+        );
         let v: BTreeMap<String, String> = [("node".to_string(), "g1".to_string())]
             .into_iter()
             .collect();

@@ -8,6 +8,7 @@
 pub mod plots;
 mod render;
 
+use crate::record::RecordError;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -71,7 +72,7 @@ pub struct ReportFiles {
 const MAX_POINTS: usize = 400;
 
 /// Gather the report's content from `run_dir`.
-pub fn gather(run_dir: &Path) -> Result<ReportData, String> {
+pub fn gather(run_dir: &Path) -> Result<ReportData, RecordError> {
     let summary = read_summary(run_dir)?;
     let (events, bad) = read_events(run_dir)?;
     // Only each GPU's power over time is needed from the telemetry: folded while the segments
@@ -196,13 +197,13 @@ pub fn gather(run_dir: &Path) -> Result<ReportData, String> {
 }
 
 /// Write `report.md`, its SVG files and `report.html` into `run_dir`.
-pub fn write(run_dir: &Path) -> Result<ReportFiles, String> {
+pub fn write(run_dir: &Path) -> Result<ReportFiles, RecordError> {
     let data = gather(run_dir)?;
     let write = |name: &str, text: &str| {
         let p = run_dir.join(name);
         // Never through a link planted in the record: a new file renamed over the old one.
         crate::record::files::write_replacing(&p, text.as_bytes())?;
-        Ok::<PathBuf, String>(p)
+        Ok::<PathBuf, RecordError>(p)
     };
     for (name, chart) in &data.charts {
         write(&format!("report-{name}.svg"), &plots::svg(chart))?;

@@ -298,7 +298,9 @@ async fn run_step(ctx: &RunContext, spec: &PhaseSpec, command: &str) -> Vec<Stri
             said.push(format!("{name}: not a directory name on the node"));
             continue;
         };
-        let text = match template_values(ctx, node, &dir, "").and_then(|v| render(command, &v)) {
+        let text = match template_values(ctx, node, &dir, "")
+            .and_then(|v| render(command, &v).map_err(|e| e.to_string()))
+        {
             Ok(t) => t,
             Err(e) => {
                 said.push(format!("{name}: the step's command: {e}"));
