@@ -257,19 +257,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
         .phases
         .iter()
         .any(|p| p.drill.is_some() && (args.only.is_empty() || args.only.contains(&p.id)));
-    let confirm = drills.then(|| {
-        let (tx, rx) = watch::channel(0u64);
-        std::thread::spawn(move || {
-            use std::io::BufRead;
-            for line in std::io::stdin().lock().lines() {
-                if line.is_err() || tx.is_closed() {
-                    break;
-                }
-                tx.send_modify(|n| *n += 1);
-            }
-        });
-        rx
-    });
+    let confirm = drills.then(enter_presses);
     let ctx = RunContext {
         run_id: run_id.clone(),
         attempt: 1,
@@ -287,28 +275,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
         session.dir().display()
     );
 
-    // SIGINT/SIGTERM: abort what runs, skip what is left.
-    let (abort_tx, abort_rx) = watch::channel(None);
-    let interrupted = Arc::new(AtomicBool::new(false));
-    {
-        let interrupted = Arc::clone(&interrupted);
-        tokio::spawn(async move {
-            let mut term =
-                match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                    Ok(t) => t,
-                    Err(_) => return,
-                };
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-            crate::eprintln_safe!(
-                "burnin run: interrupted: aborting the running phase on every node"
-            );
-            interrupted.store(true, Ordering::SeqCst);
-            let _ = abort_tx.send(Some(crate::phases::remote::StopReason::Aborted));
-        });
-    }
+    let (abort_rx, interrupted) = abort_on_signals();
 
     // `--only` a together phase runs its members alone first: its figures compare with theirs.
     let mut only = args.only.clone();
@@ -409,39 +376,10 @@ pub async fn run(args: RunArgs) -> Result<i32> {
                 .filter(|_| reattach.is_some())
                 .and_then(|st| st.started_ms.get(&spec.id).copied());
             while let Some(ev) = rx.recv().await {
-                match &ev {
-                    PhaseEvent::Started { at_ms, .. } => started = Some(*at_ms),
-                    PhaseEvent::Line { node, text, .. } => {
-                        if args.verbose {
-                            crate::eprintln_safe!(
-                                "{:<4} {}| {text}",
-                                spec.id,
-                                node.as_deref().unwrap_or("-")
-                            );
-                        }
-                    }
-                    PhaseEvent::Note { node, text, .. } => {
-                        crate::eprintln_safe!(
-                            "{:<4} {}| burnin: {text}",
-                            spec.id,
-                            node.as_deref().unwrap_or("-")
-                        );
-                    }
-                    PhaseEvent::Finished {
-                        verdict, reason, ..
-                    } => {
-                        crate::eprintln_safe!("{:<4} {:<8} {reason}", spec.id, verdict.label());
-                    }
-                    PhaseEvent::Prompt {
-                        text: Some(text), ..
-                    } => {
-                        crate::eprintln_safe!(
-                            "{:<4} ASKS     {text} — press Enter when done",
-                            spec.id
-                        );
-                    }
-                    PhaseEvent::Prompt { text: None, .. } | PhaseEvent::Metric { .. } => {}
+                if let PhaseEvent::Started { at_ms, .. } = &ev {
+                    started = Some(*at_ms);
                 }
+                say_progress(&spec.id, &ev, args.verbose);
                 if let Err(e) = session.event(&ev) {
                     record_errors.say(&format!("burnin run: record: {e}"));
                 }
@@ -463,6 +401,89 @@ pub async fn run(args: RunArgs) -> Result<i32> {
     let worst = session.worst();
     session.finish(was_interrupted).map_err(|e| eyre!("{e}"))?;
     let summary = &session.summary;
+    say_run_verdict(&run_id, summary);
+    if args.json {
+        crate::println_safe!("{}", serde_json::to_string_pretty(summary)?);
+    }
+    Ok(if was_interrupted {
+        130
+    } else if severity(worst) >= 2 {
+        1
+    } else {
+        0
+    })
+}
+
+/// Enter presses on this terminal, counted: how the operator confirms a drill's steps.
+fn enter_presses() -> watch::Receiver<u64> {
+    let (tx, rx) = watch::channel(0u64);
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::stdin().lock().lines() {
+            if line.is_err() || tx.is_closed() {
+                break;
+            }
+            tx.send_modify(|n| *n += 1);
+        }
+    });
+    rx
+}
+
+/// SIGINT/SIGTERM abort what runs (every node's process group) and skip what is left: the
+/// switch the phases watch, and whether it was thrown.
+fn abort_on_signals() -> (
+    watch::Receiver<Option<crate::phases::remote::StopReason>>,
+    Arc<AtomicBool>,
+) {
+    let (abort_tx, abort_rx) = watch::channel(None);
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let thrown = Arc::clone(&interrupted);
+    tokio::spawn(async move {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(t) => t,
+                Err(_) => return,
+            };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        crate::eprintln_safe!("burnin run: interrupted: aborting the running phase on every node");
+        thrown.store(true, Ordering::SeqCst);
+        let _ = abort_tx.send(Some(crate::phases::remote::StopReason::Aborted));
+    });
+    (abort_rx, interrupted)
+}
+
+/// A phase's progress on stderr: notes, verdicts and prompts always, output lines with
+/// `--verbose`.
+fn say_progress(phase: &str, ev: &PhaseEvent, verbose: bool) {
+    match ev {
+        PhaseEvent::Line { node, text, .. } if verbose => {
+            crate::eprintln_safe!("{phase:<4} {}| {text}", node.as_deref().unwrap_or("-"));
+        }
+        PhaseEvent::Note { node, text, .. } => {
+            crate::eprintln_safe!(
+                "{phase:<4} {}| burnin: {text}",
+                node.as_deref().unwrap_or("-")
+            );
+        }
+        PhaseEvent::Finished {
+            verdict, reason, ..
+        } => {
+            crate::eprintln_safe!("{phase:<4} {:<8} {reason}", verdict.label());
+        }
+        PhaseEvent::Prompt {
+            text: Some(text), ..
+        } => {
+            crate::eprintln_safe!("{phase:<4} ASKS     {text} — press Enter when done");
+        }
+        _ => {}
+    }
+}
+
+/// The run's last line on stderr: its verdict and how many phases ended how.
+fn say_run_verdict(run_id: &str, summary: &crate::record::Summary) {
     let counts = |v: Verdict| summary.phases.iter().filter(|p| p.verdict == v).count();
     crate::eprintln_safe!(
         "burnin run {run_id}: {} — {} pass, {} warn, {} fail, {} timeout, {} aborted, {} skipped; record {}",
@@ -475,16 +496,6 @@ pub async fn run(args: RunArgs) -> Result<i32> {
         counts(Verdict::Skipped),
         summary.run_dir
     );
-    if args.json {
-        crate::println_safe!("{}", serde_json::to_string_pretty(summary)?);
-    }
-    Ok(if was_interrupted {
-        130
-    } else if severity(worst) >= 2 {
-        1
-    } else {
-        0
-    })
 }
 
 /// `burnin baseline save RUN_DIR`: the figures of the run's PASS/WARN phases.
