@@ -8,7 +8,7 @@
 #![allow(missing_docs)]
 
 use burnin::app::state::{Event, State};
-use burnin::sources::sim::{SIM_EPOCH_MS, SimCluster, SimConfig};
+use burnin::sim::{SIM_EPOCH_MS, SimCluster, SimConfig};
 use criterion::{Criterion, criterion_group, criterion_main};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -63,7 +63,7 @@ fn ingest(c: &mut Criterion) {
 fn decode_and_store(c: &mut Criterion) {
     // What the watcher does per agent line: decode NDJSON, then store the frame.
     use burnin::model::SourceEvent;
-    use burnin::sources::sim::SimLoad;
+    use burnin::sim::SimLoad;
     use burnin::store::ClusterStore;
     use burnin::wire::{Decoded, Decoder, WireMessage, encode};
     let mut config = SimConfig::demo(1);

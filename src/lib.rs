@@ -27,10 +27,12 @@
 //! - [`store`]: the store every event lands in, with bounded histories; what panes and triage read.
 //! - [`triage`]: rules over the store → findings with severity and a one-line why; the telemetry
 //!   log beside a run.
+//! - [`sim`]: the simulated cluster (faults on a timeline, phases judged by the plan's gates),
+//!   behind the agent's (`agent --sim`) and the console's (`SimSource`) interfaces.
+//! - [`agent`]: `burnin agent`, what runs on a node: NVML, fabric counters, the exporter.
 //! - [`record`]: the run directory (events, telemetry segments, summary) and the session that
 //!   writes it.
-//! - [`sources`]: the console's telemetry sources: `sim`, `fleet`, `prometheus`, `replay`.
-//! - [`agent`]: `burnin agent`, what runs on a node: NVML, fabric counters, the exporter.
+//! - [`sources`]: the console's telemetry sources: `fleet`, `prometheus`, `replay`.
 //! - [`report`]: a record made into report.md and the one-file report.html.
 //! - [`app`]: the console's state, actions, key table, themes and layouts; `update` is pure.
 //! - [`ui`]: drawing: `render` is a pure function of the state.
@@ -76,6 +78,7 @@ pub mod plan;
 pub mod probes;
 pub mod record;
 pub mod report;
+pub mod sim;
 pub mod sources;
 pub mod store;
 pub mod transport;

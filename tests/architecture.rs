@@ -35,12 +35,15 @@ const FLOORS: &[&[&str]] = &[
     &["store"],
     // Rules over the store.
     &["triage"],
-    // The run directory and the session that writes it.
-    &["record"],
-    // The console's telemetry sources: simulator, fleet, Prometheus, replay.
-    &["sources"],
+    // The simulated cluster: figures judged by the plan's gates, behind the agent's and the
+    // console's interfaces.
+    &["sim"],
     // What runs on a node: `burnin agent` and its samplers.
     &["agent"],
+    // The run directory and the session that writes it.
+    &["record"],
+    // The console's telemetry sources: fleet, Prometheus, replay.
+    &["sources"],
     // A record made into a report.
     &["report"],
     // The console's state, keys and looks.

@@ -335,7 +335,7 @@ impl Family {
 /// agent writes for a node of the demo cluster (RDMA ports, interfaces, NVLink, an Xid: what
 /// the H200 captures lack).
 fn ndjson_seeds() -> Vec<Seed> {
-    use burnin::sources::sim::{SIM_EPOCH_MS, SimCluster, SimConfig};
+    use burnin::sim::{SIM_EPOCH_MS, SimCluster, SimConfig};
     let mut sim = SimCluster::new(SimConfig::demo(1));
     let mut text = String::new();
     for s in [1, 2, 3, 175, 176] {

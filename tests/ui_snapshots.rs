@@ -243,7 +243,7 @@ fn tiny_terminal_does_not_panic() {
 fn node_states_in_the_grid() {
     use burnin::model::NodeLink;
     use burnin::model::SourceEvent;
-    use burnin::sources::sim::{SIM_EPOCH_MS, SimCluster, SimConfig};
+    use burnin::sim::{SIM_EPOCH_MS, SimCluster, SimConfig};
     // Four real-looking nodes: one streaming, one refused by ssh auth, one gone quiet, one
     // still connecting.
     let mut config = SimConfig::demo(1);
@@ -578,9 +578,9 @@ fn state_event(ev: burnin::model::SourceEvent) -> Event {
 #[test]
 fn a_prometheus_node_says_why_its_blanks_are_blank() {
     use burnin::config::inventory::{DEFAULT_HOST_LABELS, Mode, NodeSpec, PrometheusSpec};
+    use burnin::sim::SIM_EPOCH_MS;
     use burnin::sources::prometheus::PromNodes;
     use burnin::sources::promql::{Labels, Series};
-    use burnin::sources::sim::SIM_EPOCH_MS;
     // A site whose dcgm-exporter runs its default counters: power, temperature, SM clock,
     // utilization, Xid; no profiling fields, no clock-event reasons.
     let spec = PrometheusSpec {

@@ -487,7 +487,7 @@ fn escape(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sources::sim::{SimCluster, SimConfig, SimLoad};
+    use crate::sim::{SimCluster, SimConfig, SimLoad};
     use crate::wire::prometheus;
     use proptest::prelude::*;
 

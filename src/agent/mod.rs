@@ -18,7 +18,7 @@ use crate::agent::fabric::FabricThread;
 use crate::agent::nvml::NvmlSampler;
 use crate::model::units::Period;
 use crate::model::{NodeFrame, NodeHello, now_ms};
-use crate::sources::sim::{Fault, FaultKind, SimCluster, SimConfig, SimLoad};
+use crate::sim::{Fault, FaultKind, SimCluster, SimConfig, SimLoad};
 use crate::wire::{WireMessage, encode};
 
 /// `burnin agent` options.

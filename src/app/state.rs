@@ -701,7 +701,7 @@ impl State {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sources::sim::{SIM_EPOCH_MS, SimCluster, SimConfig};
+    use crate::sim::{SIM_EPOCH_MS, SimCluster, SimConfig};
     use crossterm::event::KeyModifiers;
 
     fn key(c: char) -> Event {

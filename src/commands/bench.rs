@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use crate::agent::cpu::thread_cpu;
 use crate::model::SourceEvent;
 use crate::record::telemetry::{TelemetryRecorder, read_telemetry};
-use crate::sources::sim::{SIM_EPOCH_MS, SimCluster, SimConfig, SimLoad};
+use crate::sim::{SIM_EPOCH_MS, SimCluster, SimConfig, SimLoad};
 use crate::store::{ClusterStore, median};
 use crate::wire::{Decoded, Decoder, WireMessage, encode};
 

@@ -16,7 +16,7 @@ use crate::phases::runner::PhaseOutcome;
 use crate::plan::default_plan;
 use crate::record::recording::TelemetryRecording;
 use crate::record::session::{RunSession, new_run_id, severity};
-use crate::sources::sim::{
+use crate::sim::{
     SIM_EPOCH_MS, SIM_PERIOD_MS, SIMULATED_PHASES, SimCluster, SimConfig, nominal_baseline,
 };
 use crate::triage::telemetry_log::TelemetryLog;
@@ -67,7 +67,7 @@ pub async fn run(args: DemoRunArgs) -> Result<i32> {
         .use_clock(Arc::clone(&clock))
         .map_err(|e| eyre!("{e}"))?;
     let mut recording = TelemetryRecording::new(&session).map_err(|e| eyre!("record: {e}"))?;
-    let log = TelemetryLog::new(crate::sources::sim::SIM_PERIOD);
+    let log = TelemetryLog::new(crate::sim::SIM_PERIOD);
     let nodes: Vec<String> = inventory.nodes.iter().map(|n| n.name.clone()).collect();
     crate::eprintln_safe!(
         "burnin run --demo: {} simulated nodes × {} GPUs, plan T1-T8 on the compressed clock, record in {}",

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::commands::cli::SimArgs;
 use crate::model::{GpuSample, NodeLink, UnixMillis};
-use crate::sources::sim::{SIM_EPOCH_MS, SimCluster, SimConfig};
+use crate::sim::{SIM_EPOCH_MS, SimCluster, SimConfig};
 use crate::store::ClusterStore;
 use crate::triage::{Finding, Severity, Triage};
 

@@ -12,7 +12,7 @@ use crate::app::state::{State, Tone};
 use crate::commands::cli::{LookArgs, PlayArgs, SimArgs};
 use crate::config::inventory::Inventory;
 use crate::console::run::{RunOptions, run_console};
-use crate::sources::sim::{Fault, FaultKind, SimCluster, SimConfig, SimSource};
+use crate::sim::{Fault, FaultKind, SimCluster, SimConfig, SimSource};
 
 /// `burnin watch` (and `burnin` alone): the console over the inventory's nodes, optionally
 /// recording the run or resuming a killed one.

@@ -414,7 +414,7 @@ impl ClusterStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sources::sim::{SIM_EPOCH_MS, SimCluster, SimConfig};
+    use crate::sim::{SIM_EPOCH_MS, SimCluster, SimConfig};
 
     fn store_at(s: u64) -> ClusterStore {
         let mut sim = SimCluster::new(SimConfig::demo(1));
@@ -540,7 +540,7 @@ mod tests {
     fn nic_counters_rise_over_a_window() {
         let store = store_at(60);
         let n09 = store.node("node09").expect("node09");
-        assert_eq!(n09.nics.len(), crate::sources::sim::NICS_PER_NODE);
+        assert_eq!(n09.nics.len(), crate::sim::NICS_PER_NODE);
         assert!(n09.nics[0].rise("symbol_error", 10_000) > 0);
         assert_eq!(n09.nics[1].rise("symbol_error", 10_000), 0);
         let n05 = store.node("node05").expect("node05");

@@ -263,7 +263,7 @@ mod tests {
     /// Shared helpers for the rule tests: a simulated cluster played into a store and judged.
     pub(super) mod kit {
         use crate::model::SourceEvent;
-        use crate::sources::sim::{SIM_EPOCH_MS, SimCluster, SimConfig};
+        use crate::sim::{SIM_EPOCH_MS, SimCluster, SimConfig};
         use crate::store::ClusterStore;
         use crate::triage::{Finding, Triage};
 
@@ -318,7 +318,7 @@ mod tests {
     use super::*;
     use crate::model::SourceEvent;
     use crate::model::xid::XID_UNKNOWN_NEXT;
-    use crate::sources::sim::{FaultKind, SIM_EPOCH_MS, SimCluster, SimConfig, SimLoad};
+    use crate::sim::{FaultKind, SIM_EPOCH_MS, SimCluster, SimConfig, SimLoad};
     use kit::{findings_after, findings_at, has};
 
     #[test]
@@ -390,7 +390,7 @@ mod tests {
     fn each_fault_fires_its_rule() {
         let only = |k: FaultKind| {
             let mut c = SimConfig::demo(1);
-            c.faults = vec![crate::sources::sim::Fault::scheduled(k)];
+            c.faults = vec![crate::sim::Fault::scheduled(k)];
             c
         };
         assert!(has(
@@ -409,7 +409,7 @@ mod tests {
         assert!(
             why.contains(&format!(
                 "on link {} (CRC +",
-                crate::sources::sim::sim_faulty_link(1)
+                crate::sim::sim_faulty_link(1)
             )),
             "{why}"
         );
@@ -655,7 +655,7 @@ mod tests {
         assert_eq!(missing[0].why, "7 of 8 GPUs answer");
         // node02's inventory expects 800G ports: its 400G ports are slow, node01's are not.
         let slow: Vec<_> = f.iter().filter(|x| x.rule == "nic-slow").collect();
-        assert_eq!(slow.len(), crate::sources::sim::NICS_PER_NODE, "{slow:?}");
+        assert_eq!(slow.len(), crate::sim::NICS_PER_NODE, "{slow:?}");
         assert!(slow.iter().all(|x| x.node.as_deref() == Some("node02")));
         assert!(slow[0].why.ends_with("the inventory expects 800 Gb/s"));
     }

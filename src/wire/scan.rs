@@ -788,7 +788,7 @@ mod tests {
     }
 
     fn sim_lines() -> Vec<String> {
-        use crate::sources::sim::{SimCluster, SimConfig, SimLoad};
+        use crate::sim::{SimCluster, SimConfig, SimLoad};
         let mut config = SimConfig::demo(1);
         config.nodes = 3;
         let mut sim = SimCluster::new(config);
@@ -835,7 +835,7 @@ mod tests {
 
     #[test]
     fn the_column_form_carries_the_same_frame_in_under_half_the_bytes() {
-        use crate::sources::sim::{SimCluster, SimConfig, SimLoad};
+        use crate::sim::{SimCluster, SimConfig, SimLoad};
         let mut sim = SimCluster::new(SimConfig::demo(1));
         let mut frame = sim.node_frame(0, 30, SimLoad::Full);
         frame.nics.clear();

@@ -6,7 +6,7 @@
 use burnin::app::layout::{EMBEDDED as LAYOUTS, Layout};
 use burnin::app::state::{Event, State};
 use burnin::app::theme::{EMBEDDED as THEMES, Theme};
-use burnin::sources::sim::{SIM_EPOCH_MS, SimCluster, SimConfig};
+use burnin::sim::{SIM_EPOCH_MS, SimCluster, SimConfig};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
