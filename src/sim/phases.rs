@@ -3,7 +3,25 @@
 
 use super::*;
 
+/// Where a phase is when it speaks: its id, the simulated second, the seconds since it
+/// started, and that instant.
+#[derive(Clone, Copy)]
+struct Tick<'a> {
+    id: &'a str,
+    s: u64,
+    t: u64,
+    at_ms: UnixMillis,
+}
+
 impl SimCluster {
+    /// The cluster's seed, nodes and GPUs per node, which every phase's figures follow.
+    fn shape(&self) -> (u64, usize, u32) {
+        (
+            self.config.seed,
+            self.config.nodes,
+            self.config.gpus_per_node,
+        )
+    }
     fn line(id: &str, at_ms: UnixMillis, text: String) -> SourceEvent {
         SourceEvent::Phase(PhaseEvent::Line {
             phase: id.to_string(),
@@ -30,12 +48,12 @@ impl SimCluster {
         let nodes = self.config.nodes;
         match id {
             "T1" if (t as usize) < nodes => self.sanity_output(id, t, at_ms, out),
-            "T2" => self.gemm_output(id, s, t, at_ms, out),
+            "T2" => self.gemm_output(Tick { id, s, t, at_ms }, out),
             "T3" if t.is_multiple_of(5) && (t / 5) < 6 => {
-                self.nvbandwidth_output(id, s, t, at_ms, out)
+                self.nvbandwidth_output(Tick { id, s, t, at_ms }, out)
             }
             "T4" | "T7" => self.nccl_output(id, s, t, out),
-            "T5" | "T6" | "T8" => self.training_output(id, s, t, started_s, at_ms, out),
+            "T5" | "T6" | "T8" => self.training_output(Tick { id, s, t, at_ms }, started_s, out),
             _ => {}
         }
     }
@@ -81,17 +99,9 @@ impl SimCluster {
     }
 
     /// T2's output: warm-up lines, then each GPU's bf16 and fp8 TFLOPS at the end.
-    fn gemm_output(
-        &mut self,
-        id: &str,
-        s: u64,
-        t: u64,
-        at_ms: UnixMillis,
-        out: &mut Vec<SourceEvent>,
-    ) {
-        let seed = self.config.seed;
-        let nodes = self.config.nodes;
-        let gpus = self.config.gpus_per_node;
+    fn gemm_output(&mut self, tick: Tick<'_>, out: &mut Vec<SourceEvent>) {
+        let Tick { id, s, t, at_ms } = tick;
+        let (seed, nodes, gpus) = self.shape();
         let duration = phase_duration_s(id);
         if t + 1 == duration {
             // Each GPU's throughput follows its measured clock during the phase.
@@ -151,17 +161,9 @@ impl SimCluster {
     }
 
     /// T3's output: two nodes every five seconds, every GPU pair of both test cases.
-    fn nvbandwidth_output(
-        &mut self,
-        id: &str,
-        s: u64,
-        t: u64,
-        at_ms: UnixMillis,
-        out: &mut Vec<SourceEvent>,
-    ) {
-        let seed = self.config.seed;
-        let nodes = self.config.nodes;
-        let gpus = self.config.gpus_per_node;
+    fn nvbandwidth_output(&mut self, tick: Tick<'_>, out: &mut Vec<SourceEvent>) {
+        let Tick { id, s, t, at_ms } = tick;
+        let (seed, nodes, gpus) = self.shape();
         let n0 = (t / 5) as usize * 2;
         for n in n0..(n0 + 2).min(nodes) {
             let crc = self.node_faulty(FaultKind::NvlinkCrc, n, s).is_some();
@@ -214,18 +216,9 @@ impl SimCluster {
     }
 
     /// T5, T6 and T8: one training step a second (T5 on one GPU first), data wait and loss.
-    fn training_output(
-        &mut self,
-        id: &str,
-        s: u64,
-        t: u64,
-        started_s: u64,
-        at_ms: UnixMillis,
-        out: &mut Vec<SourceEvent>,
-    ) {
-        let seed = self.config.seed;
-        let nodes = self.config.nodes;
-        let gpus = self.config.gpus_per_node;
+    fn training_output(&mut self, tick: Tick<'_>, started_s: u64, out: &mut Vec<SourceEvent>) {
+        let Tick { id, s, t, at_ms } = tick;
+        let (seed, nodes, gpus) = self.shape();
         let Some(r) = self.running.as_mut() else {
             return;
         };
