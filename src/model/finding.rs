@@ -49,6 +49,7 @@ pub const RULES: &[&str] = &[
     "nic-errors",
     "nic-retrans",
     "nic-slow",
+    "nvlink-counter-implausible",
     "nvlink-down",
     "nvlink-errors",
     "pcie-replay",

@@ -313,9 +313,16 @@ fn fmt_count(v: Option<u32>) -> String {
     v.map_or_else(|| "n/a".into(), |v| v.to_string())
 }
 
+/// More NVLink errors in a second than any GPU's links carry flits (NVLink 5: 18 links of
+/// 50 GB/s a direction in 16-byte flits is about 1.1e11 a second, both ways): a counter that
+/// rose faster was not read right (a sentinel, a reset the driver did not say), and is no
+/// evidence of a bad link.
+const NVLINK_ERRORS_PER_S_MAX: f64 = 1e12;
+
 fn link_counter_rules(node: &NodeView, gpu: &GpuView, ctx: &Ctx, out: &mut Vec<Raw>) {
     let n = ctx.counter_samples;
     let secs = super::COUNTER_WINDOW_MS / 1000;
+    let mut impossible = Vec::new();
     let rises: Vec<String> = [
         ("CRC", &gpu.nvlink_crc),
         ("replay", &gpu.nvlink_replay),
@@ -324,9 +331,26 @@ fn link_counter_rules(node: &NodeView, gpu: &GpuView, ctx: &Ctx, out: &mut Vec<R
     .into_iter()
     .filter_map(|(what, h)| {
         let r = counter_rise(h, n);
+        if r > NVLINK_ERRORS_PER_S_MAX * secs as f64 {
+            impossible.push(format!("{what} +{r:.0}"));
+            return None;
+        }
         (r > 0.0).then(|| format!("{what} +{r:.0}"))
     })
     .collect();
+    if !impossible.is_empty() {
+        out.push(raw(
+            Severity::Info,
+            "nvlink-counter-implausible",
+            Some(node.name.clone()),
+            Some(gpu.index),
+            format!(
+                "NVLink {} in {secs} s is more than its links carry flits: not a reading (n/a), no evidence of a bad link",
+                impossible.join(", ")
+            ),
+            "check the counters on the node (nvidia-smi nvlink -e); a driver reload resets them",
+        ));
+    }
     if !rises.is_empty() {
         // Name the links when the agent says which: the cable or tray to reseat.
         let links: Vec<String> = gpu

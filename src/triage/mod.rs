@@ -672,6 +672,47 @@ mod tests {
         assert_eq!(stall.severity, Severity::Crit);
     }
 
+    /// A counter reading no NVLink could produce (a sentinel near 2^64 after a real value) is
+    /// n/a with its reason, never an `nvlink-errors` finding that would fail T3; a real rise
+    /// beside it is still evidence.
+    #[test]
+    fn an_nvlink_counter_jump_no_link_could_make_is_no_evidence() {
+        let mut tick = 0u64;
+        let f = findings_after(1, 20, vec![], |e| {
+            if let SourceEvent::Frame(f) = e {
+                tick += 1;
+                let g = &mut f.gpus[1];
+                g.nvlink_crc_errors = Some(if tick < 15 { 7 } else { u64::MAX - 1 });
+            }
+        });
+        assert!(!f.iter().any(|x| x.rule == "nvlink-errors"), "{f:?}");
+        let n = f
+            .iter()
+            .find(|x| x.rule == "nvlink-counter-implausible")
+            .expect("said as n/a");
+        assert_eq!(n.severity, Severity::Info);
+        assert_eq!(n.gpu, Some(1));
+        assert!(n.why.contains("not a reading (n/a)"), "{}", n.why);
+        // A real rise of a few hundred beside it is a bad link still.
+        let mut tick = 0u64;
+        let f = findings_after(1, 20, vec![], |e| {
+            if let SourceEvent::Frame(f) = e {
+                tick += 1;
+                f.gpus[1].nvlink_crc_errors = Some(if tick < 15 { 7 } else { u64::MAX - 1 });
+                f.gpus[1].nvlink_replay_errors = Some(tick * 40);
+            }
+        });
+        let e = f
+            .iter()
+            .find(|x| x.rule == "nvlink-errors")
+            .expect("the replay rise is evidence");
+        assert!(
+            e.why.contains("replay +") && !e.why.contains("CRC"),
+            "{}",
+            e.why
+        );
+    }
+
     /// A plan's `no-finding` gate names a rule from `model::finding::RULES`: the list must be
     /// exactly the rules this module's code raises, or a gate could name one that never fires.
     #[test]
