@@ -158,3 +158,74 @@ fn only_main_and_lib_sit_loose_in_src() {
         "every module lives in its floor's folder; loose in src/: {loose:?}"
     );
 }
+
+/// Public functions that answer an error in words (`Result<_, String>`), each with why words
+/// are the point there. Everything else public answers a typed error (`RecordError`,
+/// `PromError`, `TemplateError`, `SegmentDamage`, `Garbled`, …), so a caller can tell
+/// failures apart; this list only shrinks.
+const WORDS_ALLOWED: &[(&str, &str)] = &[
+    // Value parsers: clap, and the config reader that prefixes the key, show their words whole.
+    ("model/units.rs", "parse_duration"),
+    ("model/units.rs", "parse_period"),
+    ("model/units.rs", "count"),
+    ("config/inventory.rs", "expand_hosts"),
+    ("config/inventory.rs", "validate_target"),
+    ("config/inventory.rs", "gpu_count"),
+    ("app/theme.rs", "parse_style"),
+    ("probes/s3/mod.rs", "parse_size"),
+    ("probes/s3/cli.rs", "part_size"),
+    ("sim/mod.rs", "parse"),
+    ("commands/cli.rs", "play_speed"),
+    ("commands/cli.rs", "run_speed"),
+    ("commands/cli.rs", "screen_size"),
+    ("commands/cli.rs", "bench_hours"),
+    // Checks of a command line's arguments: their words are the command's error line.
+    ("agent/mod.rs", "new"),
+    ("probes/s3/cli.rs", "spec_from_args"),
+    ("probes/s3/objects.rs", "check_part_size"),
+    ("probes/s3/loader.rs", "dir_files"),
+    ("commands/parse.rs", "read_path"),
+    ("commands/parse.rs", "read_text"),
+    ("commands/bench.rs", "record"),
+    // The reason becomes a `Garbled` line's reason, which is the typed error there.
+    ("wire/mod.rs", "decode_general"),
+];
+
+#[test]
+fn public_errors_are_typed_except_where_words_are_the_point() {
+    let mut found: BTreeSet<(String, String)> = BTreeSet::new();
+    for (path, code) in common::library_code() {
+        let file = path.to_string_lossy().replace('\\', "/");
+        for (at, _) in code.match_indices("pub ") {
+            let rest = &code[at + 4..];
+            let rest = rest.strip_prefix("async ").unwrap_or(rest);
+            let Some(rest) = rest.strip_prefix("fn ") else {
+                continue;
+            };
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let signature = rest.split('{').next().unwrap_or("");
+            let returns = signature.split("->").nth(1).unwrap_or("");
+            if returns.contains("Result<") && returns.contains(", String>") {
+                found.insert((file.clone(), name));
+            }
+        }
+    }
+    let allowed: BTreeSet<(String, String)> = WORDS_ALLOWED
+        .iter()
+        .map(|(f, n)| (f.to_string(), n.to_string()))
+        .collect();
+    let new: Vec<_> = found.difference(&allowed).collect();
+    assert!(
+        new.is_empty(),
+        "public functions that answer an error in words: give them a typed error \
+         (thiserror), or say in WORDS_ALLOWED why words are the point: {new:?}"
+    );
+    let gone: Vec<_> = allowed.difference(&found).collect();
+    assert!(
+        gone.is_empty(),
+        "these answer a typed error now: take them out of WORDS_ALLOWED: {gone:?}"
+    );
+}

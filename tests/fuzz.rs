@@ -1277,7 +1277,7 @@ proptest! {
         cap_memory();
         let series = match burnin::sources::promql::decode("http://prom:9090", &c.bytes()) {
             Ok(s) => s,
-            Err(e) => return check_error("promql::decode", &e),
+            Err(e) => return check_error("promql::decode", &e.to_string()),
         };
         let mut nodes = prom_nodes();
         nodes.take_history(&series);
@@ -1653,7 +1653,7 @@ fn read_record(c: &RecordCase, errors: Errors, printable: bool) -> Result<(), Te
     let mut stream = burnin::record::telemetry::TelemetryStream::open(run);
     for item in stream.by_ref() {
         if let Err(e) = item {
-            errors.check("TelemetryStream", &e, all)?;
+            errors.check("TelemetryStream", &e.to_string(), all)?;
         }
     }
     match burnin::sources::replay::Timeline::load(run) {
@@ -1663,7 +1663,7 @@ fn read_record(c: &RecordCase, errors: Errors, printable: bool) -> Result<(), Te
                 store.ingest(ev);
             }
         }
-        Err(e) => errors.check("Timeline::load", &e, all)?,
+        Err(e) => errors.check("Timeline::load", &e.to_string(), all)?,
     }
     match burnin::report::write(run) {
         Ok(files) if printable => {

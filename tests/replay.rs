@@ -116,7 +116,7 @@ fn a_record_with_unbelievable_times_is_refused_with_its_reason() {
     );
     events.push('\n');
     std::fs::write(dir.join("events.jsonl"), events).expect("write");
-    let err = Timeline::load(&dir).expect_err("refused");
+    let err = Timeline::load(&dir).expect_err("refused").to_string();
     assert!(
         err.contains("the record spans") && err.contains("days") && err.contains("not believable"),
         "{err}"

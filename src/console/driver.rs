@@ -455,7 +455,7 @@ impl PhaseDriver {
 
     /// Take over the run in `run_dir` (an earlier console died): its record goes on, and
     /// [`PhaseDriver::resume_pending`] shows its verdicts and re-attaches to what still runs.
-    pub fn resume(&mut self, run_dir: &std::path::Path) -> Result<(), String> {
+    pub fn resume(&mut self, run_dir: &std::path::Path) -> Result<(), crate::record::RecordError> {
         let (session, state) = RunSession::resume(run_dir)?;
         self.ctx.run_id = session.summary.run_id.clone();
         let pending = state.unfinished.last().cloned().map(|id| {

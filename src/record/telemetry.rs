@@ -613,9 +613,27 @@ impl TelemetryStream {
     }
 }
 
+/// What was wrong with one telemetry segment; the stream goes on with the next.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SegmentDamage {
+    /// The file does not start as gzip does: something else wrote it.
+    #[error(
+        "telemetry segment {0} is not gzip data (not torn by a crash: something else wrote it); skipped"
+    )]
+    NotGzip(String),
+    /// It inflated past [`SEGMENT_INFLATION_MAX`]× its size; the rest was not read.
+    #[error(
+        "telemetry segment {0} inflates past {SEGMENT_INFLATION_MAX}× its size (burnin's inflate about 20×); the rest is left out"
+    )]
+    InflatedPast(String),
+    /// It ends without a whole last line or mid-block (a crash while writing).
+    #[error("telemetry segment {0} ends torn")]
+    Torn(String),
+}
+
 impl Iterator for TelemetryStream {
-    /// A second, or what was wrong with a segment, in words (torn, or not gzip at all).
-    type Item = Result<NodeSecond, String>;
+    /// A second, or what was wrong with a segment (torn, or not gzip at all).
+    type Item = Result<NodeSecond, SegmentDamage>;
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
@@ -634,9 +652,7 @@ impl Iterator for TelemetryStream {
                     }
                     Ok(None) => {
                         self.not_gzip.push(name.clone());
-                        return Some(Err(format!(
-                            "telemetry segment {name} is not gzip data (not torn by a crash: something else wrote it); skipped"
-                        )));
+                        return Some(Err(SegmentDamage::NotGzip(name)));
                     }
                     Err(e) => {
                         self.failed = Some(e);
@@ -655,9 +671,7 @@ impl Iterator for TelemetryStream {
                     let name = name.clone();
                     self.reader = None;
                     self.inflated_past.push(name.clone());
-                    return Some(Err(format!(
-                        "telemetry segment {name} inflates past {SEGMENT_INFLATION_MAX}× its size (burnin's inflate about 20×); the rest is left out"
-                    )));
+                    return Some(Err(SegmentDamage::InflatedPast(name)));
                 }
                 Ok(super::files::Line::End) => self.reader = None,
                 Ok(super::files::Line::Whole) => {
@@ -672,7 +686,7 @@ impl Iterator for TelemetryStream {
                     let name = name.clone();
                     self.reader = None;
                     self.torn.push(name.clone());
-                    return Some(Err(format!("telemetry segment {name} ends torn")));
+                    return Some(Err(SegmentDamage::Torn(name)));
                 }
             }
         }

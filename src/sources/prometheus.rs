@@ -26,7 +26,7 @@ use crate::model::SourceEvent;
 use crate::model::units::Period;
 use crate::model::{GpuInfo, NodeFrame, NodeHello, NodeLink, Unavailable, UnixMillis, XidEvent};
 use crate::sources::dcgm_series::{self, Gathered};
-use crate::sources::promql::{PromClient, Series};
+use crate::sources::promql::{PromClient, PromError, Series};
 
 /// The families the first poll back-fills from a range query: the histories the panes draw.
 pub const HISTORY_FAMILIES: &[&str] = &[
@@ -587,7 +587,7 @@ pub async fn watch(
                 Ok(c) => client = Some(c),
                 Err(e) => {
                     failures += 1;
-                    for ev in watched.failed(&e) {
+                    for ev in watched.failed(&e.to_string()) {
                         if events.send(ev).await.is_err() {
                             return;
                         }
@@ -638,7 +638,7 @@ pub async fn watch(
             Err(reason) => {
                 failures += 1;
                 tracing::info!(%reason, "prometheus poll failed");
-                watched.failed(&reason)
+                watched.failed(&reason.to_string())
             }
         };
         for ev in batch {
@@ -661,7 +661,7 @@ async fn poll(
     client: &PromClient,
     queries: &Queries,
     watched: &mut PromNodes,
-) -> Result<Vec<SourceEvent>, String> {
+) -> Result<Vec<SourceEvent>, PromError> {
     let want_identity = watched.wants_identity();
     let (values, times, identity) = tokio::join!(
         client.instant(&queries.values),

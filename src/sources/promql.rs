@@ -12,6 +12,98 @@ use crate::config::inventory::PrometheusSpec;
 use crate::model::UnixMillis;
 use crate::model::excerpt;
 
+/// Why a question to Prometheus got no answer. Each reads as one line naming the server, fit
+/// to stand as a node's "unreachable" reason.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PromError {
+    /// A file named in `[prometheus]` (token, password, CA bundle) could not be used.
+    #[error("[prometheus] {setting} {path}: {reason}")]
+    Setting {
+        /// The setting that names the file.
+        setting: &'static str,
+        /// The file.
+        path: String,
+        /// What was wrong with it.
+        reason: String,
+    },
+    /// The HTTP client could not be made, or the URL not formed.
+    #[error("Prometheus {server}: {reason}")]
+    Client {
+        /// The server's base URL.
+        server: String,
+        /// What failed.
+        reason: String,
+    },
+    /// The connection or the transfer failed.
+    #[error("Prometheus {server}: {doing}{reason}")]
+    Transport {
+        /// The server's base URL.
+        server: String,
+        /// What was under way ("" for the request itself).
+        doing: &'static str,
+        /// The transport's reason.
+        reason: String,
+    },
+    /// The answer grew past [`MAX_ANSWER_BYTES`].
+    #[error("Prometheus {server}: an answer over {} MiB: narrow [prometheus] selector", MAX_ANSWER_BYTES >> 20)]
+    TooLarge {
+        /// The server's base URL.
+        server: String,
+    },
+    /// HTTP 401 or 403: the credentials.
+    #[error(
+        "Prometheus {server} refused the query (HTTP {code}): check bearer_token_file or basic auth"
+    )]
+    Refused {
+        /// The server's base URL.
+        server: String,
+        /// The HTTP status.
+        code: u16,
+    },
+    /// Another HTTP status than success.
+    #[error("Prometheus {server} answered HTTP {code}")]
+    Status {
+        /// The server's base URL.
+        server: String,
+        /// The HTTP status.
+        code: u16,
+    },
+    /// The API's own error answer.
+    #[error("{server}: {kind} {message}")]
+    Api {
+        /// Who answered, as the caller named it.
+        server: String,
+        /// The API's `errorType`, cut short.
+        kind: String,
+        /// The API's `error`, cut short.
+        message: String,
+    },
+    /// Something that is not the Prometheus API answered (a proxy's page, a file server).
+    #[error("{server} answered something that is not the Prometheus API ({reason}): {start}")]
+    NotApi {
+        /// Who answered, as the caller named it.
+        server: String,
+        /// The decoder's reason, cut short.
+        reason: String,
+        /// The answer's first bytes.
+        start: String,
+    },
+    /// An answer of a kind other than vector or matrix.
+    #[error("{server}: answered a {got} where a vector or matrix was asked")]
+    WrongShape {
+        /// Who answered, as the caller named it.
+        server: String,
+        /// The `resultType` it sent, cut short.
+        got: String,
+    },
+    /// `status: success` without `data`.
+    #[error("{server}: a success without data")]
+    NoData {
+        /// Who answered, as the caller named it.
+        server: String,
+    },
+}
+
 /// A series' labels, in the order the server sent them. A handful per series: a list searched
 /// in order costs less than a map to build, and 1024 nodes × 8 GPUs × 30 families of them
 /// arrive every period.
@@ -130,7 +222,7 @@ fn millis(seconds: f64) -> UnixMillis {
 }
 
 /// Decode an API answer (`vector` or `matrix`); `server` names it in errors.
-pub fn decode(server: &str, body: &[u8]) -> Result<Vec<Series>, String> {
+pub fn decode(server: &str, body: &[u8]) -> Result<Vec<Series>, PromError> {
     let env: Envelope = serde_json::from_slice(body).map_err(|e| {
         // Valid JSON of another shape: say what kind of answer it was.
         #[derive(Deserialize)]
@@ -146,32 +238,32 @@ pub fn decode(server: &str, body: &[u8]) -> Result<Vec<Series>, String> {
         }) = serde_json::from_slice::<Kind>(body)
             && !matches!(t.as_str(), "vector" | "matrix")
         {
-            return format!(
-                "{server}: answered a {} where a vector or matrix was asked",
-                excerpt(&t)
-            );
+            return PromError::WrongShape {
+                server: server.to_string(),
+                got: excerpt(&t),
+            };
         }
-        format!(
-            "{server} answered something that is not the Prometheus API ({}): {}",
-            excerpt(&e.to_string()),
-            String::from_utf8_lossy(&body[..body.len().min(120)])
-        )
+        PromError::NotApi {
+            server: server.to_string(),
+            reason: excerpt(&e.to_string()),
+            start: String::from_utf8_lossy(&body[..body.len().min(120)]).into_owned(),
+        }
     })?;
     if env.status != "success" {
-        return Err(format!(
-            "{server}: {} {}",
-            excerpt(env.error_type.as_deref().unwrap_or("error")),
-            excerpt(env.error.as_deref().unwrap_or("(no message)"))
-        ));
+        return Err(PromError::Api {
+            server: server.to_string(),
+            kind: excerpt(env.error_type.as_deref().unwrap_or("error")),
+            message: excerpt(env.error.as_deref().unwrap_or("(no message)")),
+        });
     }
-    let data = env
-        .data
-        .ok_or_else(|| format!("{server}: a success without data"))?;
+    let data = env.data.ok_or_else(|| PromError::NoData {
+        server: server.to_string(),
+    })?;
     if !matches!(data.result_type.as_str(), "vector" | "matrix") {
-        return Err(format!(
-            "{server}: answered a {} where a vector or matrix was asked",
-            excerpt(&data.result_type)
-        ));
+        return Err(PromError::WrongShape {
+            server: server.to_string(),
+            got: excerpt(&data.result_type),
+        });
     }
     Ok(data
         .result
@@ -227,11 +319,17 @@ pub struct PromClient {
 impl PromClient {
     /// A client for `spec`: reads the token or password file and the CA bundle now, so a wrong
     /// path is said at once, naming the file.
-    pub fn new(spec: &PrometheusSpec) -> Result<Self, String> {
-        let read = |what: &str, path: &std::path::Path| {
+    pub fn new(spec: &PrometheusSpec) -> Result<Self, PromError> {
+        let setting =
+            |setting: &'static str, path: &std::path::Path, reason: String| PromError::Setting {
+                setting,
+                path: path.display().to_string(),
+                reason,
+            };
+        let read = |what: &'static str, path: &std::path::Path| {
             crate::config::read_file_bounded(path, crate::config::MAX_CONFIG_BYTES)
                 .map(|s| s.trim().to_string())
-                .map_err(|e| format!("[prometheus] {what} {}: {e}", path.display()))
+                .map_err(|e| setting(what, path, e.to_string()))
         };
         let auth = match (&spec.bearer_token_file, &spec.basic_auth) {
             (Some(f), _) => Auth::Bearer(read("bearer_token_file", f)?),
@@ -248,19 +346,17 @@ impl PromClient {
         if let Some(path) = &spec.ca_file {
             let pem = crate::config::read_file_bounded(path, crate::config::MAX_CONFIG_BYTES)
                 .map(String::into_bytes)
-                .map_err(|e| format!("[prometheus] ca_file {}: {e}", path.display()))?;
+                .map_err(|e| setting("ca_file", path, e.to_string()))?;
             let certs = reqwest::Certificate::from_pem_bundle(&pem)
-                .map_err(|e| format!("[prometheus] ca_file {}: {e}", path.display()))?;
+                .map_err(|e| setting("ca_file", path, e.to_string()))?;
             builder = builder.tls_certs_only(certs);
         }
-        let http = builder
-            .build()
-            .map_err(|e| format!("Prometheus HTTP client: {e}"))?;
-        Ok(Self {
-            http,
-            base: spec.url.trim_end_matches('/').to_string(),
-            auth,
-        })
+        let base = spec.url.trim_end_matches('/').to_string();
+        let http = builder.build().map_err(|e| PromError::Client {
+            server: base.clone(),
+            reason: format!("HTTP client: {e}"),
+        })?;
+        Ok(Self { http, base, auth })
     }
 
     /// The server's base URL, for messages.
@@ -268,9 +364,13 @@ impl PromClient {
         &self.base
     }
 
-    async fn get(&self, path: &str, params: &[(&str, String)]) -> Result<Vec<Series>, String> {
-        let mut url = reqwest::Url::parse(&format!("{}{path}", self.base))
-            .map_err(|e| format!("Prometheus url {}: {e}", self.base))?;
+    async fn get(&self, path: &str, params: &[(&str, String)]) -> Result<Vec<Series>, PromError> {
+        let mut url = reqwest::Url::parse(&format!("{}{path}", self.base)).map_err(|e| {
+            PromError::Client {
+                server: self.base.clone(),
+                reason: format!("not a URL: {e}"),
+            }
+        })?;
         url.query_pairs_mut()
             .extend_pairs(params.iter().map(|(k, v)| (*k, v.as_str())));
         let mut req = self.http.get(url);
@@ -280,12 +380,10 @@ impl PromClient {
             Auth::Basic(u, p) => req.basic_auth(u, Some(p)),
         };
         // Without the URL: it holds the whole query, which would bury the reason.
-        let failed = |doing: &str, e: reqwest::Error| {
-            format!(
-                "Prometheus {}: {doing}{}",
-                self.base,
-                crate::probes::s3::server_metrics::short_error(&e.without_url())
-            )
+        let failed = |doing: &'static str, e: reqwest::Error| PromError::Transport {
+            server: self.base.clone(),
+            doing,
+            reason: crate::probes::s3::server_metrics::short_error(&e.without_url()),
         };
         let mut resp = req.send().await.map_err(|e| failed("", e))?;
         let status = resp.status();
@@ -299,11 +397,9 @@ impl PromClient {
                 .map_err(|e| failed("reading the answer: ", e))?;
             let Some(chunk) = chunk else { break };
             if body.len() + chunk.len() > MAX_ANSWER_BYTES {
-                return Err(format!(
-                    "Prometheus {}: an answer over {} MiB: narrow [prometheus] selector",
-                    self.base,
-                    MAX_ANSWER_BYTES >> 20
-                ));
+                return Err(PromError::TooLarge {
+                    server: self.base.clone(),
+                });
             }
             body.extend_from_slice(&chunk);
         }
@@ -313,20 +409,30 @@ impl PromClient {
             // belong on a blocking thread, not on a runtime worker the console shares.
             200 => tokio::task::spawn_blocking(move || decode(&server, &body))
                 .await
-                .map_err(|e| format!("Prometheus answer decoder: {e}"))?,
-            401 | 403 => Err(format!(
-                "{server} refused the query (HTTP {}): check bearer_token_file or basic auth",
-                status.as_u16()
-            )),
+                .map_err(|e| PromError::Client {
+                    server: self.base.clone(),
+                    reason: format!("answer decoder: {e}"),
+                })?,
+            code @ (401 | 403) => Err(PromError::Refused {
+                server: self.base.clone(),
+                code,
+            }),
             // The API answers 400/422/503 with its JSON error; anything else is someone else's page.
-            400 | 422 | 503 => decode(&server, &body)
-                .and_then(|_| Err(format!("{server} answered HTTP {}", status.as_u16()))),
-            code => Err(format!("{server} answered HTTP {code}")),
+            code @ (400 | 422 | 503) => decode(&server, &body).and_then(|_| {
+                Err(PromError::Status {
+                    server: self.base.clone(),
+                    code,
+                })
+            }),
+            code => Err(PromError::Status {
+                server: self.base.clone(),
+                code,
+            }),
         }
     }
 
     /// An instant query at the server's now.
-    pub async fn instant(&self, query: &str) -> Result<Vec<Series>, String> {
+    pub async fn instant(&self, query: &str) -> Result<Vec<Series>, PromError> {
         self.get("/api/v1/query", &[("query", query.to_string())])
             .await
     }
@@ -338,7 +444,7 @@ impl PromClient {
         start: UnixMillis,
         end: UnixMillis,
         step: Duration,
-    ) -> Result<Vec<Series>, String> {
+    ) -> Result<Vec<Series>, PromError> {
         let secs = |ms: UnixMillis| format!("{:.3}", ms as f64 / 1000.0);
         self.get(
             "/api/v1/query_range",
@@ -382,8 +488,13 @@ mod tests {
             br#"{"status":"error","errorType":"bad_data","error":"parse error at char 3"}"#,
         )
         .expect_err("error");
-        assert_eq!(e, "Prometheus http://p: bad_data parse error at char 3");
-        let e = decode("Prometheus http://p", b"<html>proxy login</html>").expect_err("html");
+        assert_eq!(
+            e.to_string(),
+            "Prometheus http://p: bad_data parse error at char 3"
+        );
+        let e = decode("Prometheus http://p", b"<html>proxy login</html>")
+            .expect_err("html")
+            .to_string();
         assert!(
             e.contains("not the Prometheus API") && e.contains("<html>"),
             "{e}"
@@ -393,7 +504,10 @@ mod tests {
             br#"{"status":"success","data":{"resultType":"scalar","result":[1,"2"]}}"#,
         )
         .expect_err("scalar");
-        assert!(e.contains("scalar"), "{e}");
+        assert!(
+            matches!(&e, PromError::WrongShape { got, .. } if got == "scalar"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -409,7 +523,9 @@ mod tests {
             format!(r#"{{"status":"success","data":{{"resultType":"{long}","result":[]}}}}"#),
             format!(r#"{{"status":"success","data":{{"resultType":"{long}","result":7}}}}"#),
         ] {
-            let e = decode("Prometheus http://p", body.as_bytes()).unwrap_err();
+            let e = decode("Prometheus http://p", body.as_bytes())
+                .unwrap_err()
+                .to_string();
             assert!(e.len() < 600, "{} bytes: {}", e.len(), &e[..200]);
         }
     }

@@ -56,7 +56,7 @@ fn rank(ev: &SourceEvent) -> u8 {
 
 impl Timeline {
     /// Read `run_dir`'s events into a timeline (the telemetry stays on disk).
-    pub fn load(run_dir: &Path) -> Result<Self, String> {
+    pub fn load(run_dir: &Path) -> Result<Self, crate::record::RecordError> {
         let summary = read_summary(run_dir)?;
         let (recorded, bad) = read_events(run_dir)?;
         let mut damage = Vec::new();
@@ -123,11 +123,13 @@ impl Timeline {
         // would have the replay tick through years: say so instead.
         let span_s = end.saturating_sub(start) / 1000;
         if span_s > MAX_SPAN_S {
-            return Err(format!(
-                "{}: the record spans {} days from its start ({}); no run is that long, so its times are not believable",
-                run_dir.display(),
-                span_s / 86_400,
-                crate::record::utc_stamp(start / 1000)
+            return Err(crate::record::RecordError::refused(
+                run_dir,
+                format!(
+                    "the record spans {} days from its start ({}); no run is that long, so its times are not believable",
+                    span_s / 86_400,
+                    crate::record::utc_stamp(start / 1000)
+                ),
             ));
         }
         // Stable: within a second and rank, the record's own order stands.

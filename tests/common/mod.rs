@@ -91,13 +91,39 @@ pub fn library_code() -> Vec<(std::path::PathBuf, String)> {
         .filter(|p| p.file_name().is_none_or(|n| n != "tests.rs"))
         .map(|p| {
             let text = std::fs::read_to_string(&p).expect("read a source file");
-            let code = text.split("#[cfg(test)]").next().unwrap_or("").to_string();
+            let code = without_tests(&text);
             (
                 p.strip_prefix(&root).expect("under src").to_path_buf(),
                 code,
             )
         })
         .collect()
+}
+
+/// A source file's code without its test code: a `#[cfg(test)] mod name;` declaration (a
+/// split module's tests, or test fixtures) is dropped where it stands, and the file is cut at
+/// any other `#[cfg(test)]`, which by the house style opens what is test code to the end (the
+/// inline `mod tests { … }`, or a test-only helper just ahead of it).
+pub fn without_tests(text: &str) -> String {
+    let mut code = String::with_capacity(text.len());
+    let mut lines = text.lines().peekable();
+    while let Some(line) = lines.next() {
+        if line.trim() == "#[cfg(test)]" {
+            let declaration = lines.peek().is_some_and(|next| {
+                let next = next.trim();
+                let next = next.strip_prefix("pub(crate) ").unwrap_or(next);
+                next.starts_with("mod ") && next.ends_with(';')
+            });
+            if !declaration {
+                break;
+            }
+            lines.next();
+            continue;
+        }
+        code.push_str(line);
+        code.push('\n');
+    }
+    code
 }
 
 /// Wait for `child` and return its exit code (minus the signal that ended it) and its peak
