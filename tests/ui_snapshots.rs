@@ -26,13 +26,7 @@ fn pane_alone(
     pane: PaneKind,
     size: (u16, u16),
 ) -> Terminal<TestBackend> {
-    let (store, findings) = state.shown();
-    let ctx = Ctx {
-        store,
-        findings,
-        state,
-        theme: state.theme(),
-    };
+    let ctx = Ctx::new(state);
     let mut term = Terminal::new(TestBackend::new(size.0, size.1)).expect("terminal");
     term.draw(|f| {
         let area = f.area();
@@ -673,4 +667,87 @@ fn a_prometheus_node_says_why_its_blanks_are_blank() {
     );
     assert!(text.contains("n/a clock-event reasons"), "{text}");
     assert_snapshot!(text);
+}
+
+#[test]
+fn long_host_names_show_the_part_that_differs() {
+    // A site's names share their start: cut to a column, every node read `dgx-b3…`.
+    let mut config = burnin::sim::SimConfig::demo(1);
+    config.node_prefix = "dgx-b300-rack12-n".into();
+    for (w, h) in [(160, 48), (80, 24)] {
+        let state = common::demo_state_with(config.clone(), 125, (w, h));
+        let term = screen(&state);
+        let text = term.backend().to_string();
+        assert!(!text.contains("dgx-b3…"), "{text}");
+        assert!(text.contains("n07 GPU3"), "the stalled GPU's node: {text}");
+        if w >= 160 {
+            assert!(
+                text.contains("dgx-b300-rack12-…"),
+                "what the names share is said once: {text}"
+            );
+        }
+        assert_snapshot!(format!("long_host_names_{w}x{h}"), term.backend());
+    }
+}
+
+#[test]
+fn the_triage_filter_narrows_the_findings_and_says_how_many() {
+    let mut state = demo_state(125, (160, 48));
+    key(&mut state, KeyCode::Char('/'));
+    for c in "node02".chars() {
+        key(&mut state, KeyCode::Char(c));
+    }
+    key(&mut state, KeyCode::Enter);
+    let shown = state.filtered_findings();
+    assert!(!shown.is_empty());
+    let (_, findings) = state.shown();
+    assert!(
+        shown
+            .iter()
+            .all(|&i| findings[i].node.as_deref() == Some("node02")),
+        "only node02's findings"
+    );
+    let text = screen(&state).backend().to_string();
+    assert!(
+        text.contains(&format!(
+            "filter \"node02\" ({} of {})",
+            shown.len(),
+            findings.len()
+        )),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_key_help_scrolls_at_80x24() {
+    let mut state = demo_state(125, (80, 24));
+    key(&mut state, KeyCode::Char('?'));
+    let top = screen(&state).backend().to_string();
+    assert!(top.contains("Keys 1–21 of"), "{top}");
+    for _ in 0..3 {
+        key(&mut state, KeyCode::PageDown);
+    }
+    let end = screen(&state).backend().to_string();
+    assert!(
+        end.contains("grid flags"),
+        "the last line can be reached: {end}"
+    );
+    assert_snapshot!("help_overlay_80x24_scrolled_to_its_end", end);
+}
+
+#[test]
+fn the_light_theme_brings_its_own_background() {
+    // On a dark terminal, black text on the terminal's own background vanishes.
+    let mut state = demo_state(125, (100, 30));
+    while state.theme().name != "light" {
+        key(&mut state, KeyCode::Char('t'));
+    }
+    let term = screen(&state);
+    let buf = term.backend().buffer();
+    let bare = buf
+        .content()
+        .iter()
+        .filter(|c| matches!(c.bg, ratatui::style::Color::Reset))
+        .count();
+    assert_eq!(bare, 0, "every cell has the light theme's background");
 }

@@ -67,6 +67,9 @@ pub struct Binding {
     pub hint: Option<&'static str>,
 }
 
+/// Lines of the key help: one per binding, then the layouts and the grid's flags.
+pub const HELP_LINES: usize = BINDINGS.len() + 2;
+
 /// Every binding of the console.
 pub const BINDINGS: &[Binding] = &[
     Binding {
@@ -168,7 +171,7 @@ pub const BINDINGS: &[Binding] = &[
     Binding {
         keys: &[Key::Char('/')],
         action: Action::Filter,
-        help: "filter nodes by name (Enter keeps, Esc clears)",
+        help: "filter nodes and findings by name (Enter keeps, Esc clears)",
         hint: Some("filter"),
     },
     Binding {

@@ -275,13 +275,16 @@ impl Layout {
         out
     }
 
-    /// The panes visible at `area`, in focus order.
+    /// The panes visible at `area`, in focus order: as the screen reads, row by row from the
+    /// top, left to right within a row.
     pub fn visible(&self, area: Rect) -> Vec<PaneKind> {
-        let placed: Vec<PaneKind> = self.arrange(area).into_iter().map(|(p, _)| p).collect();
-        PaneKind::ALL
-            .into_iter()
-            .filter(|p| placed.contains(p))
-            .collect()
+        let mut placed: Vec<PaneKind> = Vec::new();
+        for (pane, _) in self.arrange(area) {
+            if !placed.contains(&pane) {
+                placed.push(pane);
+            }
+        }
+        placed
     }
 }
 

@@ -120,6 +120,8 @@ pub struct UiState {
     pub finding: usize,
     /// Log lines scrolled back from the newest (0 follows the output).
     pub log_scroll: usize,
+    /// Lines of the key help scrolled past (a small terminal does not hold them all).
+    pub help_scroll: usize,
     /// What covers the panes.
     pub overlay: Overlay,
     /// Node-name filter.
@@ -152,6 +154,10 @@ pub struct State {
     pub source_label: String,
     /// Set when the loop should end.
     pub quitting: bool,
+    /// Whether a running phase runs on real nodes, so quitting asks whether to leave it
+    /// running or abort it. The demo's simulated cluster and a replay run nothing anywhere:
+    /// `q` quits there at once.
+    pub phases_on_nodes: bool,
     /// Set when the console plays a run record: the replay keys steer it.
     pub playback: Option<Playback>,
     /// The run directory the console records into, once its record is open.
@@ -204,6 +210,7 @@ impl State {
                 follow_phase: true,
                 finding: 0,
                 log_scroll: 0,
+                help_scroll: 0,
                 overlay: Overlay::None,
                 filter: String::new(),
                 editing_filter: false,
@@ -214,6 +221,7 @@ impl State {
             layouts,
             source_label: source_label.into(),
             quitting: false,
+            phases_on_nodes: true,
             playback: None,
             recording: None,
         }
@@ -246,6 +254,26 @@ impl State {
     /// Panes visible now, in focus order.
     pub fn visible_panes(&self) -> Vec<PaneKind> {
         self.layout().visible(self.pane_area())
+    }
+
+    /// Indices of the shown findings that pass the filter: those whose node, subject or rule
+    /// holds the filter's text (all of them with no filter).
+    pub fn filtered_findings(&self) -> Vec<usize> {
+        let (_, findings) = self.shown();
+        let f = self.ui.filter.to_lowercase();
+        findings
+            .iter()
+            .enumerate()
+            .filter(|(_, x)| {
+                f.is_empty()
+                    || x.node
+                        .as_ref()
+                        .is_some_and(|n| n.to_lowercase().contains(&f))
+                    || x.subject().to_lowercase().contains(&f)
+                    || x.rule.contains(f.as_str())
+            })
+            .map(|(i, _)| i)
+            .collect()
     }
 
     /// Node indices that pass the filter.
@@ -408,8 +436,23 @@ impl State {
                 self.ui.overlay = if self.ui.overlay == Overlay::Help {
                     Overlay::None
                 } else {
+                    self.ui.help_scroll = 0;
                     Overlay::Help
                 };
+            }
+            // The key help scrolls where the terminal is too short for it.
+            Action::Up | Action::Down | Action::PageUp | Action::PageDown
+                if self.ui.overlay == Overlay::Help =>
+            {
+                let step: isize = match action {
+                    Action::Up => -1,
+                    Action::Down => 1,
+                    Action::PageUp => -10,
+                    _ => 10,
+                };
+                self.ui.help_scroll = (self.ui.help_scroll as isize + step)
+                    .clamp(0, keymap::HELP_LINES as isize)
+                    as usize;
             }
             Action::Back => {
                 if self.ui.overlay != Overlay::None {
@@ -425,7 +468,7 @@ impl State {
                     self.ui.overlay = Overlay::None;
                     return None;
                 }
-                match self.running_phase_id() {
+                match self.running_phase_id().filter(|_| self.phases_on_nodes) {
                     Some(id) => self.ui.overlay = Overlay::Confirm(Confirm::Quit(id)),
                     None => {
                         self.quitting = true;
@@ -630,10 +673,16 @@ impl State {
                 self.ui.log_scroll = 0;
             }
             PaneKind::Triage => {
-                let n = self.shown().1.len() as isize;
-                if n > 0 {
-                    self.ui.finding = (self.ui.finding as isize + step).clamp(0, n - 1) as usize;
+                let shown = self.filtered_findings();
+                if shown.is_empty() {
+                    return;
                 }
+                let pos = shown
+                    .iter()
+                    .position(|&i| i == self.ui.finding)
+                    .unwrap_or(0) as isize;
+                let new = (pos + step).clamp(0, shown.len() as isize - 1) as usize;
+                self.ui.finding = shown[new];
             }
             PaneKind::Log => {
                 let len = self
@@ -671,6 +720,12 @@ impl State {
             && let Some(first) = nodes.first()
         {
             self.ui.node = *first;
+        }
+        let findings = self.filtered_findings();
+        if !findings.contains(&self.ui.finding)
+            && let Some(first) = findings.first()
+        {
+            self.ui.finding = *first;
         }
     }
 
@@ -844,6 +899,41 @@ mod tests {
         );
         let mut idle = State::new(vec![], vec![], "test", (80, 24));
         assert_eq!(idle.update(key('q')), Some(Effect::Quit));
+        // The demo and a replay run nothing on any node: nothing to leave running.
+        let mut demo = state_at(30);
+        demo.phases_on_nodes = false;
+        assert_eq!(demo.update(key('q')), Some(Effect::Quit));
+        assert_eq!(demo.ui.overlay, Overlay::None);
+    }
+
+    #[test]
+    fn focus_moves_as_the_screen_reads() {
+        // The overview at 160×48: GPUs on top, then Plan left of Triage, then the charts.
+        let mut state = state_at(30);
+        state.ui.size = (160, 48);
+        let order = state.visible_panes();
+        let at = |p: PaneKind| order.iter().position(|x| *x == p).expect("visible");
+        assert_eq!(order[0], PaneKind::Gpus);
+        assert!(at(PaneKind::Phases) < at(PaneKind::Triage), "{order:?}");
+        assert!(at(PaneKind::Triage) < at(PaneKind::Nccl), "{order:?}");
+    }
+
+    #[test]
+    fn the_key_help_scrolls_and_stops_at_its_end() {
+        let mut state = state_at(30);
+        state.update(key('?'));
+        assert_eq!(state.ui.overlay, Overlay::Help);
+        state.update(code(KeyCode::Down));
+        state.update(code(KeyCode::Down));
+        assert_eq!(state.ui.help_scroll, 2);
+        assert_eq!(state.ui.node, 0, "the grid's selection stays");
+        for _ in 0..10 {
+            state.update(code(KeyCode::PageDown));
+        }
+        assert_eq!(state.ui.help_scroll, keymap::HELP_LINES);
+        state.update(key('?'));
+        state.update(key('?'));
+        assert_eq!(state.ui.help_scroll, 0, "opened again from the top");
     }
 
     #[test]

@@ -26,6 +26,11 @@ pub const ROLES: &[&str] = &[
     "info", "bar", "status",
 ];
 
+/// Roles a theme may leave out, and what they are then: `screen`, the whole screen's colours
+/// under every pane (the terminal's own when left out). A theme for light backgrounds sets it,
+/// so its dark text stays readable on a dark terminal too.
+pub const OPTIONAL_ROLES: &[&str] = &["screen"];
+
 /// A resolved theme: one style per role.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Theme {
@@ -57,6 +62,8 @@ pub struct Theme {
     pub bar: Style,
     /// The status bar.
     pub status: Style,
+    /// Under everything (default: the terminal's own colours).
+    pub screen: Style,
 }
 
 #[derive(Deserialize)]
@@ -73,15 +80,18 @@ impl Theme {
             toml::from_str(text).map_err(|e| ConfigError::from_toml(file, text, &e))?;
         let mut styles = BTreeMap::new();
         for (role, value) in &shape.roles {
-            if !ROLES.contains(&role.get_ref().as_str()) {
+            if !ROLES.contains(&role.get_ref().as_str())
+                && !OPTIONAL_ROLES.contains(&role.get_ref().as_str())
+            {
                 return Err(ConfigError::at(
                     file,
                     text,
                     Some(role.span()),
                     format!(
-                        "unknown role {:?}; roles are: {}",
+                        "unknown role {:?}; roles are: {} (and, optional, {})",
                         role.get_ref(),
-                        ROLES.join(", ")
+                        ROLES.join(", "),
+                        OPTIONAL_ROLES.join(", ")
                     ),
                 ));
             }
@@ -118,6 +128,7 @@ impl Theme {
             info: get("info"),
             bar: get("bar"),
             status: get("status"),
+            screen: get("screen"),
         })
     }
 

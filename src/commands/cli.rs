@@ -34,7 +34,7 @@ pub struct LookArgs {
     /// Theme: a shipped name (default, light, high-contrast, mono) or a TOML file.
     #[arg(long)]
     pub theme: Option<String>,
-    /// Layout: a shipped name (overview, gpus, nccl, storage, triage) or a TOML file.
+    /// Layout: a shipped name (overview, gpus, nccl, storage, triage, fabric) or a TOML file.
     #[arg(long)]
     pub layout: Option<String>,
     /// Redraw at most this many times a second (1 to 240).
@@ -125,6 +125,21 @@ pub use crate::model::units::parse_duration;
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn look_options_name_every_shipped_layout_and_theme() {
+        use clap::CommandFactory;
+        let mut cmd = Cli::command();
+        let demo = cmd.find_subcommand_mut("demo").expect("demo");
+        let help = demo.render_long_help().to_string();
+        for (file, _) in crate::app::layout::EMBEDDED
+            .iter()
+            .chain(crate::app::theme::EMBEDDED)
+        {
+            let name = file.trim_end_matches(".toml");
+            assert!(help.contains(name), "--help misses {name}: {help}");
+        }
+    }
 
     #[test]
     fn durations_parse_and_nonsense_is_an_error() {

@@ -152,6 +152,8 @@ async fn play(
         label
     };
     let mut state = console_state(&args.look, label);
+    // A simulated cluster or a record: nothing runs on any node, so nothing to leave running.
+    state.phases_on_nodes = false;
     let playback = replay.map(|r| {
         state.playback = Some(r.playback);
         if let Some((plan, note)) = r.plan {

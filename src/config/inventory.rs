@@ -61,6 +61,8 @@ struct DefaultsFile {
 #[serde(deny_unknown_fields)]
 struct NodeFile {
     host: toml::Spanned<String>,
+    /// A display name for a one-host entry (the host otherwise).
+    name: Option<toml::Spanned<String>>,
     user: Option<String>,
     port: Option<u16>,
     identity: Option<String>,
@@ -301,7 +303,8 @@ impl TriageFile {
 /// One node, resolved.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeSpec {
-    /// Display name (the expanded host as written).
+    /// The node's name in panes, records and `{node}`: its `name` in burnin.toml, else the
+    /// expanded host as written.
     pub name: String,
     /// SSH target as the engineer types it: an alias, host, or user@host.
     pub target: String,
@@ -565,10 +568,29 @@ impl Inventory {
         };
         let mut nodes: Vec<NodeSpec> = Vec::new();
         let mut seen = std::collections::HashSet::new();
+        let mut seen_hosts = std::collections::HashSet::new();
         for entry in &shape.node {
             let n = entry.get_ref();
             let at = |m: String| ConfigError::at(file, text, Some(n.host.span()), m);
             let hosts = expand_hosts(n.host.get_ref().trim()).map_err(at)?;
+            // A name is the node's in every pane, record and {node}: one per host.
+            let name = match &n.name {
+                None => None,
+                Some(v) => {
+                    let at_name = |m: String| ConfigError::at(file, text, Some(v.span()), m);
+                    if hosts.len() != 1 {
+                        return Err(at_name(format!(
+                            "name {:?} names one node, but host {:?} is {} hosts: give each its own [[node]] to name it",
+                            v.get_ref(),
+                            n.host.get_ref(),
+                            hosts.len()
+                        )));
+                    }
+                    let name = v.get_ref().trim().to_string();
+                    validate_target(&name).map_err(|e| at_name(format!("name: {e}")))?;
+                    Some(name)
+                }
+            };
             let mode = n.mode.or(d.mode).unwrap_or(Mode::Agent);
             if mode == Mode::Prometheus && prometheus.is_none() {
                 return Err(at(
@@ -587,8 +609,12 @@ impl Inventory {
                 // Every mode: a name reaches phase commands through {node}, {hosts}, …, and
                 // a local node's name sits in the same command line as an SSH node's.
                 validate_target(&host).map_err(at)?;
-                if !seen.insert(host.clone()) {
-                    return Err(at(format!("node {host:?} is listed twice")));
+                let shown = name.clone().unwrap_or_else(|| host.clone());
+                if !seen.insert(shown.clone()) {
+                    return Err(at(format!("node {shown:?} is listed twice")));
+                }
+                if !seen_hosts.insert(host.clone()) {
+                    return Err(at(format!("host {host:?} is listed twice")));
                 }
                 if nodes.len() >= MAX_NODES {
                     return Err(at(format!(
@@ -596,7 +622,7 @@ impl Inventory {
                     )));
                 }
                 nodes.push(NodeSpec {
-                    name: host.clone(),
+                    name: shown,
                     target: host,
                     user: n.user.clone(),
                     port: n.port,
@@ -715,6 +741,51 @@ mod tests {
         assert_eq!(inv.nodes.len(), 12);
         assert_eq!(inv.nodes[0].name, "gpu01");
         assert_eq!(inv.interval, Period::SECOND);
+    }
+
+    #[test]
+    fn a_node_may_carry_a_display_name() {
+        let text = "[[node]]\nhost = \"root@dgx-b300-rack12-n01.cluster.local\"\nname = \"r12n01\"\n\n[[node]]\nhost = \"gpu[02-03]\"\n";
+        let inv = Inventory::parse("b.toml", text).expect("names");
+        assert_eq!(inv.nodes[0].name, "r12n01");
+        assert_eq!(
+            inv.nodes[0].target,
+            "root@dgx-b300-rack12-n01.cluster.local"
+        );
+        assert_eq!(inv.nodes[1].name, "gpu02");
+        // A name for a range would name many nodes alike; one with shell syntax would reach
+        // {node}; two alike, or a name that is another node's host, are one node twice.
+        for (text, says) in [
+            (
+                "[[node]]\nhost = \"gpu[01-02]\"\nname = \"x\"\n",
+                "b.toml:3:8: name \"x\" names one node",
+            ),
+            (
+                "[[node]]\nhost = \"gpu01\"\nname = \"a;b\"\n",
+                "b.toml:3:8: name: ",
+            ),
+            (
+                "[[node]]\nhost = \"gpu01\"\nname = \"n\"\n[[node]]\nhost = \"gpu02\"\nname = \"n\"\n",
+                "node \"n\" is listed twice",
+            ),
+            (
+                "[[node]]\nhost = \"gpu01\"\nname = \"gpu02\"\n[[node]]\nhost = \"gpu02\"\n",
+                "node \"gpu02\" is listed twice",
+            ),
+            (
+                "[[node]]\nhost = \"gpu01\"\nname = \"a\"\n[[node]]\nhost = \"gpu01\"\nname = \"b\"\n",
+                "host \"gpu01\" is listed twice",
+            ),
+            (
+                "[[node]]\nhost = \"gpu01\"\n[[node]]\nhost = \"gpu01\"\nname = \"b\"\n",
+                "host \"gpu01\" is listed twice",
+            ),
+        ] {
+            let e = Inventory::parse("b.toml", text)
+                .expect_err(text)
+                .to_string();
+            assert!(e.contains(says), "{text}: {e}");
+        }
     }
 
     #[test]

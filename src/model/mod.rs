@@ -4,6 +4,7 @@
 
 pub mod figures;
 pub mod finding;
+pub mod names;
 pub mod phase;
 pub mod probe;
 pub mod source;
@@ -652,6 +653,61 @@ pub fn fit(s: &str, width: usize) -> String {
     }
 }
 
+/// `s` in at most `width` characters, cut at a word's end where that keeps a third of the
+/// room or more (`T0 preflight…`, not `T0 preflight (instal…`); a single long word is cut
+/// mid-word, as [`fit`] does.
+pub fn fit_words(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        return s.to_string();
+    }
+    if width < 2 {
+        return fit(s, width);
+    }
+    let room: String = s.chars().take(width - 1).collect();
+    // A break is a space; what ends the kept text must not be an opening bracket or a
+    // separator left dangling.
+    let cut = room
+        .char_indices()
+        .rev()
+        .filter(|(_, c)| *c == ' ')
+        .map(|(i, _)| i)
+        .find(|&i| room[..i].chars().count() * 3 >= width);
+    match cut {
+        Some(i) => {
+            let kept = room[..i].trim_end_matches([' ', '(', '[', '·', ',', ':', '-', '—']);
+            format!("{kept}…")
+        }
+        None => fit(s, width),
+    }
+}
+
+/// A pane title in `width` columns of border: its ` · `-separated parts from the first, as
+/// many as fit whole, else its first part cut at a word.
+pub fn fit_title(title: &str, width: usize) -> String {
+    let room = width.saturating_sub(2);
+    if title.chars().count() <= room {
+        return title.to_string();
+    }
+    let inner = title.trim();
+    let mut kept = String::new();
+    for part in inner.split(" · ") {
+        let next = if kept.is_empty() {
+            part.to_string()
+        } else {
+            format!("{kept} · {part}")
+        };
+        if next.chars().count() + 2 > room {
+            break;
+        }
+        kept = next;
+    }
+    if kept.is_empty() {
+        format!(" {} ", fit_words(inner, room.saturating_sub(2)))
+    } else {
+        format!(" {kept} ")
+    }
+}
+
 /// Format a byte rate with a unit a person reads at a glance (decimal, as NCCL and NICs do).
 pub fn format_rate(bytes_per_sec: f64) -> String {
     let (v, unit) = if bytes_per_sec >= 1e12 {
@@ -689,6 +745,41 @@ pub fn format_size(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn titles_are_cut_at_words_and_parts() {
+        assert_eq!(
+            fit_words("preflight (installed software and firmware)", 20),
+            "preflight…"
+        );
+        assert_eq!(
+            fit_words("preflight (installed software and firmware)", 24),
+            "preflight (installed…"
+        );
+        assert_eq!(fit_words("multi-node NCCL (IB)", 18), "multi-node NCCL…");
+        assert_eq!(fit_words("Supercalifragilistic", 8), "Superca…");
+        assert_eq!(fit_words("short", 8), "short");
+        assert_eq!(
+            fit_title(
+                " AIStor aistor.sim:9000 (simulated) · S3 over HTTP · from node01 ",
+                45
+            ),
+            " AIStor aistor.sim:9000 (simulated) "
+        );
+        assert_eq!(
+            fit_title(" AIStor a-very-long-endpoint-name:9000 ", 20),
+            " AIStor… "
+        );
+        assert_eq!(fit_title(" NCCL ", 40), " NCCL ");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn cut_text_never_outgrows_its_room(s in "[a-z (·:]{0,40}", width in 0usize..50) {
+            proptest::prop_assert!(fit_words(&s, width).chars().count() <= width);
+            proptest::prop_assert!(fit_title(&s, width).chars().count() <= width.max(2));
+        }
+    }
 
     #[test]
     fn describes_known_and_unknown_bits() {

@@ -165,7 +165,7 @@ impl SimCluster {
         }
         let nics = self.nics(n, s, load);
         NodeFrame {
-            node: SimConfig::node_name(n),
+            node: self.config.node_name(n),
             at_ms: SIM_EPOCH_MS + s * SIM_PERIOD_MS,
             gpus,
             nics,

@@ -224,8 +224,10 @@ impl Fault {
 pub struct SimConfig {
     /// Seed for every random figure.
     pub seed: u64,
-    /// Number of nodes (named node01, node02, …).
+    /// Number of nodes (named `{node_prefix}01`, `{node_prefix}02`, …).
     pub nodes: usize,
+    /// What every node's name starts with (`node`; a site's `dgx-b300-rack12-n`).
+    pub node_prefix: String,
     /// GPUs per node.
     pub gpus_per_node: u32,
     /// Faults to inject.
@@ -240,6 +242,7 @@ impl SimConfig {
         Self {
             seed,
             nodes: 12,
+            node_prefix: "node".into(),
             gpus_per_node: 8,
             faults: FaultKind::DEMO
                 .iter()
@@ -251,8 +254,8 @@ impl SimConfig {
     }
 
     /// Node name for an index.
-    pub fn node_name(index: usize) -> String {
-        format!("node{:02}", index + 1)
+    pub fn node_name(&self, index: usize) -> String {
+        format!("{}{:02}", self.node_prefix, index + 1)
     }
 }
 
@@ -465,7 +468,7 @@ impl SimCluster {
 
     /// The hello of node `n` (0-based).
     pub fn hello(&self, n: usize) -> NodeHello {
-        let name = SimConfig::node_name(n);
+        let name = self.config.node_name(n);
         {
             {
                 NodeHello {

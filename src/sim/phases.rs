@@ -62,7 +62,7 @@ impl SimCluster {
     fn sanity_output(&mut self, id: &str, t: u64, at_ms: UnixMillis, out: &mut Vec<SourceEvent>) {
         let gpus = self.config.gpus_per_node;
         let n = t as usize;
-        let node = SimConfig::node_name(n);
+        let node = self.config.node_name(n);
         out.push(Self::line(
                 id,
                 at_ms,
@@ -131,7 +131,7 @@ impl SimCluster {
                             id,
                             at_ms,
                             PhaseMetric::Tflops {
-                                node: SimConfig::node_name(n),
+                                node: self.config.node_name(n),
                                 gpu: g,
                                 dtype: dtype.into(),
                                 tflops,
@@ -143,7 +143,7 @@ impl SimCluster {
                         at_ms,
                         format!(
                             "{}: {{\"gpu\": {g}, \"dtype\": \"bf16\", \"m\": 8192, \"n\": 8192, \"k\": 8192, \"tflops\": {tflops:.1}}}",
-                            SimConfig::node_name(n)
+                            self.config.node_name(n)
                         ),
                     ));
                 }
@@ -170,7 +170,7 @@ impl SimCluster {
             let bw = NVLINK_PAIR_GB_PER_S
                 * (1.0 + noise(seed, n as u64, 3, 1) * 0.01)
                 * if crc { 0.93 } else { 1.0 };
-            let node = SimConfig::node_name(n);
+            let node = self.config.node_name(n);
             for (t, test) in NVBANDWIDTH_TESTS.iter().enumerate() {
                 for src in 0..gpus {
                     for dst in (0..gpus).filter(|d| *d != src) {
@@ -208,7 +208,7 @@ impl SimCluster {
                     at_ms,
                     format!(
                         "{}: nvbandwidth device_to_device_bidirectional_memcpy_read_ce  min {:.1} GB/s  avg {bw:.1} GB/s",
-                        SimConfig::node_name(n),
+                        self.config.node_name(n),
                         bw * 0.985
                     ),
                 ));
@@ -321,7 +321,7 @@ impl SimCluster {
             // each rank's host (the T7 gate looks for NET/IB there).
             let unhealthy = self.unhealthy_nodes(s);
             for n in (0..nodes).filter(|n| !unhealthy.contains(n)) {
-                let node = SimConfig::node_name(n);
+                let node = self.config.node_name(n);
                 let pid = 41_000 + n;
                 out.push(Self::line(
                     id,
@@ -367,7 +367,7 @@ impl SimCluster {
             let n_ranks = ranks as f64;
             let algbw = busbw * n_ranks / (2.0 * (n_ranks - 1.0));
             let time_us = x / (algbw * 1e3);
-            let prefix = node.map_or_else(|| "all".to_string(), SimConfig::node_name);
+            let prefix = node.map_or_else(|| "all".to_string(), |n| self.config.node_name(n));
             out.push(Self::line(
                 id,
                 at_ms,
@@ -384,7 +384,7 @@ impl SimCluster {
                 id,
                 at_ms,
                 PhaseMetric::BusBw {
-                    node: node.map(SimConfig::node_name),
+                    node: node.map(|n| self.config.node_name(n)),
                     collective: "all_reduce".into(),
                     size_bytes: size,
                     busbw_gb_per_s: busbw,
@@ -404,7 +404,9 @@ impl SimCluster {
         let Some(spec) = plan.find(&r.id) else {
             return (Verdict::Skipped, format!("{} is not in the plan", r.id));
         };
-        let nodes: Vec<String> = (0..self.config.nodes).map(SimConfig::node_name).collect();
+        let nodes: Vec<String> = (0..self.config.nodes)
+            .map(|n| self.config.node_name(n))
+            .collect();
         let unhealthy = self.unhealthy_nodes(s);
         let mut observed = Observed {
             nodes: nodes.clone(),

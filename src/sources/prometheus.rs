@@ -100,8 +100,9 @@ impl Queries {
     }
 }
 
-/// Which inventory node a host label's value is: the same name, else the same short name
-/// (before the first dot: `gpu07` for `gpu07.site.local`), when only one node has it.
+/// Which inventory node a host label's value is: the same host (the node's SSH target, or its
+/// name), else the same short host (before the first dot: `gpu07` for `gpu07.site.local`), when
+/// only one node has it.
 #[derive(Debug, Clone)]
 struct HostIndex {
     exact: HashMap<String, usize>,
@@ -119,11 +120,17 @@ impl HostIndex {
         let mut exact = HashMap::new();
         let mut short: HashMap<String, Option<usize>> = HashMap::new();
         for (i, n) in nodes.iter().enumerate() {
-            exact.insert(n.name.clone(), i);
-            let host = n.name.rsplit_once('@').map_or(n.name.as_str(), |(_, h)| h);
+            // A display name (`name = …` in burnin.toml) is not what the exporter calls the
+            // host: the target is.
+            exact.insert(n.target.clone(), i);
+            let host = n
+                .target
+                .rsplit_once('@')
+                .map_or(n.target.as_str(), |(_, h)| h);
             exact.entry(host.to_string()).or_insert(i);
+            exact.entry(n.name.clone()).or_insert(i);
             short
-                .entry(short_name(&n.name).to_string())
+                .entry(short_name(&n.target).to_string())
                 .and_modify(|v| *v = None)
                 .or_insert(Some(i));
         }
@@ -379,7 +386,7 @@ impl PromNodes {
                     "no series in Prometheus with {} = {} (exporter down or not scraped, or the \
                      node goes by another name there)",
                     self.host_labels.join(" or "),
-                    short_name(&name)
+                    short_name(&self.nodes[i].target)
                 );
                 if self.state[i].down.as_deref() != Some(reason.as_str()) {
                     self.state[i].down = Some(reason.clone());
@@ -754,6 +761,45 @@ mod tests {
             q.times
         );
         assert!(q.identity.contains("UUID, modelName"));
+    }
+
+    #[test]
+    fn a_node_with_a_display_name_is_found_by_its_host() {
+        let mut named = node("root@dgx-b300-rack12-n01.cluster.local");
+        named.name = "r12n01".into();
+        let mut w = PromNodes::new(
+            vec![named],
+            &spec(),
+            Period::from_millis(5_000).expect("period"),
+        );
+        let values = vec![value(
+            "DCGM_FI_DEV_POWER_USAGE",
+            "dgx-b300-rack12-n01",
+            "0",
+            700.0,
+        )];
+        let times = vec![time("dgx-b300-rack12-n01", 1000.0)];
+        let ev = w.step(&values, &times, None, 1_002_000);
+        assert!(
+            ev.iter()
+                .any(|e| matches!(e, SourceEvent::Frame(f) if f.node == "r12n01")),
+            "{ev:?}"
+        );
+        // And a node that has no series says which host it looked for, not its display name.
+        let mut named = node("gpu07");
+        named.name = "r1n7".into();
+        let mut w = PromNodes::new(
+            vec![named],
+            &spec(),
+            Period::from_millis(5_000).expect("period"),
+        );
+        let ev = w.step(&[], &[], None, 1_002_000);
+        assert!(
+            ev.iter().any(|e| matches!(e,
+            SourceEvent::Link { node, link: NodeLink::Unreachable(r), .. }
+                if node == "r1n7" && r.contains("= gpu07"))),
+            "{ev:?}"
+        );
     }
 
     #[test]

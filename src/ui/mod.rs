@@ -31,6 +31,45 @@ pub struct Ctx<'a> {
     pub state: &'a State,
     /// Colours.
     pub theme: &'a Theme,
+    /// Each node's name as panes show it: the part that tells it from the others.
+    short_names: std::collections::HashMap<String, String>,
+    /// What every node's name shares (`dgx-b300-rack12-…`), said once in the grid's title.
+    pub shared_name: String,
+}
+
+impl<'a> Ctx<'a> {
+    /// The context to draw `state` (its shown store and findings) with.
+    pub fn new(state: &'a State) -> Self {
+        let (store, findings) = state.shown();
+        let names: Vec<&str> = store.nodes.iter().map(|n| n.name.as_str()).collect();
+        let short = crate::model::names::distinguishing(&names);
+        Ctx {
+            store,
+            findings,
+            state,
+            theme: state.theme(),
+            short_names: names
+                .iter()
+                .map(|n| n.to_string())
+                .zip(short.shown)
+                .collect(),
+            shared_name: short.shared,
+        }
+    }
+
+    /// `name` as panes show it: without what every node's name shares.
+    pub fn short_name<'n>(&'n self, name: &'n str) -> &'n str {
+        self.short_names.get(name).map_or(name, String::as_str)
+    }
+
+    /// A finding's subject with its node's short name (`n03 GPU5`).
+    pub fn subject(&self, f: &Finding) -> String {
+        match (&f.node, f.gpu) {
+            (Some(n), Some(g)) => format!("{} GPU{g}", self.short_name(n)),
+            (Some(n), None) => self.short_name(n).to_string(),
+            _ => f.subject(),
+        }
+    }
 }
 
 /// Draw the whole screen.
@@ -41,13 +80,8 @@ pub fn render(state: &State, frame: &mut Frame) {
 
 /// Draw the whole screen into a buffer (what `render` and the benches use).
 pub fn draw(state: &State, area: Rect, buf: &mut Buffer) {
-    let (store, findings) = state.shown();
-    let ctx = Ctx {
-        store,
-        findings,
-        state,
-        theme: state.theme(),
-    };
+    let ctx = Ctx::new(state);
+    buf.set_style(area, ctx.theme.screen);
     if area.height < 3 || area.width < 20 {
         Line::from(Span::styled("burnin: terminal too small", ctx.theme.warn)).render(area, buf);
         return;
@@ -65,8 +99,10 @@ pub fn draw(state: &State, area: Rect, buf: &mut Buffer) {
     }
 }
 
-/// A bordered block with the pane's title, highlighted when focused.
-pub fn pane_block<'a>(title: impl Into<Line<'a>>, focused: bool, theme: &Theme) -> Block<'a> {
+/// A bordered block over `area` with the pane's title (whole parts of it that fit, never cut
+/// mid-word), highlighted when focused.
+pub fn pane_block<'a>(title: &str, area: Rect, focused: bool, theme: &Theme) -> Block<'a> {
+    let title = Line::from(crate::model::fit_title(title, area.width as usize));
     Block::default()
         .borders(Borders::ALL)
         .border_type(if focused {
@@ -75,7 +111,7 @@ pub fn pane_block<'a>(title: impl Into<Line<'a>>, focused: bool, theme: &Theme) 
             BorderType::Plain
         })
         .border_style(if focused { theme.focus } else { theme.border })
-        .title(title.into().style(theme.title))
+        .title(title.style(theme.title))
 }
 
 /// Sparkline text of the newest `width` slots; gaps stay blank.
@@ -96,13 +132,32 @@ pub fn sparkline(history: &History, width: usize, max: Option<f64>) -> String {
     s
 }
 
+/// The last row of a list longer than its pane: how many rows are out of sight below and
+/// above, so nothing is cut off without a word.
+pub fn more_rows(above: usize, below: usize, width: usize) -> String {
+    let mut parts = Vec::new();
+    if below > 0 {
+        parts.push(format!("+{below} more below"));
+    }
+    if above > 0 {
+        parts.push(format!("{above} above"));
+    }
+    let text = format!(" … {}", parts.join(" · "));
+    let hint = format!("{text} (↑↓ scroll)");
+    if hint.chars().count() <= width {
+        hint
+    } else {
+        fit(&text, width)
+    }
+}
+
 /// `HH:MM:SS` UTC of an instant.
 pub fn clock(ms: UnixMillis) -> String {
     let s = ms / 1000 % 86_400;
     format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
 }
 
-pub use crate::model::{fit, human_secs};
+pub use crate::model::{fit, fit_words, human_secs};
 
 fn status_bar(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
     let theme = ctx.theme;

@@ -23,6 +23,7 @@ pub fn draw(overlay: &Overlay, ctx: &Ctx, area: Rect, buf: &mut Buffer) {
         Overlay::PhaseDetails => phase_details(ctx, area, buf),
         Overlay::Logs => {
             Clear.render(area, buf);
+            buf.set_style(area, ctx.theme.screen);
             (&LogPane {
                 ctx,
                 focused: true,
@@ -47,7 +48,8 @@ fn centered(area: Rect, width: u16, height: u16) -> Rect {
 fn boxed(ctx: &Ctx, title: String, lines: Vec<Line>, area: Rect, width: u16, buf: &mut Buffer) {
     let rect = centered(area, width, lines.len() as u16 + 2);
     Clear.render(rect, buf);
-    let block = pane_block(title, true, ctx.theme);
+    buf.set_style(rect, ctx.theme.screen);
+    let block = pane_block(&title, rect, true, ctx.theme);
     let inner = block.inner(rect);
     block.render(rect, buf);
     for (i, line) in lines.into_iter().enumerate().take(inner.height as usize) {
@@ -83,7 +85,22 @@ fn help(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
         " grid flags: X Xid · ! lost · S stalled · T hw throttle · t sw thermal · N NVLink errors",
         t.muted,
     ));
-    boxed(ctx, " Keys (? or Esc closes) ".into(), lines, area, 84, buf);
+    debug_assert_eq!(lines.len(), crate::app::keymap::HELP_LINES);
+    // A terminal too short for every line scrolls them, and the title says where it is.
+    let room = area.height.saturating_sub(2) as usize;
+    let total = lines.len();
+    let title = if total > room && room > 0 {
+        let first = ctx.state.ui.help_scroll.min(total - room);
+        lines.drain(..first);
+        format!(
+            " Keys {}–{} of {total} (↑↓ scroll · ? or Esc closes) ",
+            first + 1,
+            first + room
+        )
+    } else {
+        " Keys (? or Esc closes) ".into()
+    };
+    boxed(ctx, title, lines, area, 84, buf);
 }
 
 fn confirm(c: &Confirm, ctx: &Ctx, area: Rect, buf: &mut Buffer) {

@@ -43,7 +43,12 @@ impl Widget for &FabricPane<'_> {
             .iter()
             .map(|n| n.nics.len() + n.netdevs.len())
             .sum();
-        let block = pane_block(format!(" Fabric {ports} ports "), self.focused, theme);
+        let block = pane_block(
+            &format!(" Fabric {ports} ports "),
+            area,
+            self.focused,
+            theme,
+        );
         let inner = block.inner(area);
         block.render(area, buf);
         if inner.height == 0 || inner.width < 30 {
@@ -83,7 +88,7 @@ impl Widget for &FabricPane<'_> {
                     ni,
                     Line::from(vec![
                         Span::styled(
-                            format!("{:<7}", fit(&n.name, 7)),
+                            format!("{:<7}", fit(ctx.short_name(&n.name), 7)),
                             if ni == ui.node {
                                 theme.selected
                             } else {

@@ -23,6 +23,12 @@ pub struct GpuGrid<'a> {
 
 const NODE_COL: usize = 8;
 
+/// The widest the name column grows to hold short names.
+const MAX_NODE_COL: usize = 16;
+
+/// The narrowest a GPU cell may become for the name column to grow.
+const MIN_CELL: usize = 7;
+
 /// What a cell must say about one GPU beyond its numbers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Health {
@@ -198,10 +204,13 @@ impl Widget for &GpuGrid<'_> {
             ctx.store.gpu_count(),
             ctx.store.nodes.len()
         );
+        if !ctx.shared_name.is_empty() {
+            title.push_str(&format!("· {} ", ctx.shared_name));
+        }
         if !ui.filter.is_empty() {
             title.push_str(&format!("· filter \"{}\" ({}) ", ui.filter, nodes.len()));
         }
-        let block = pane_block(title, self.focused, theme);
+        let block = pane_block(&title, area, self.focused, theme);
         let inner = block.inner(area);
         block.render(area, buf);
         if inner.height == 0 || inner.width < 10 {
@@ -220,7 +229,21 @@ impl Widget for &GpuGrid<'_> {
             .max()
             .unwrap_or(0)
             .max(1);
-        let cell_w = ((width - NODE_COL) / gpus_per_row).max(2);
+        // The name column holds the longest short name where the cells keep their room.
+        let longest = ctx
+            .store
+            .nodes
+            .iter()
+            .map(|n| ctx.short_name(&n.name).chars().count())
+            .max()
+            .unwrap_or(0);
+        let wide = (longest + 2).clamp(NODE_COL, MAX_NODE_COL);
+        let node_col = if width.saturating_sub(wide) / gpus_per_row >= MIN_CELL {
+            wide
+        } else {
+            NODE_COL
+        };
+        let cell_w = (width.saturating_sub(node_col) / gpus_per_row).max(2);
         let cell_text_w = cell_w - 1;
 
         // Header, footer lines and the rows between them.
@@ -230,7 +253,7 @@ impl Widget for &GpuGrid<'_> {
             _ => 2,
         };
         let rows_room = (inner.height as usize).saturating_sub(1 + footer_lines);
-        let mut header = vec![Span::styled(format!("{:<NODE_COL$}", "node"), theme.muted)];
+        let mut header = vec![Span::styled(format!("{:<node_col$}", "node"), theme.muted)];
         for g in 0..gpus_per_row {
             header.push(Span::styled(
                 format!("{:<cell_w$}", fit(&format!("GPU{g}"), cell_text_w)),
@@ -257,14 +280,17 @@ impl Widget for &GpuGrid<'_> {
             let mut spans = vec![Span::styled(
                 format!(
                     "{:<w$}{marker}",
-                    fit(&node.name, NODE_COL - 1),
-                    w = NODE_COL - 1
+                    fit(ctx.short_name(&node.name), node_col - 1),
+                    w = node_col - 1
                 ),
                 name_style,
             )];
             if let NodeLink::Unreachable(reason) = &node.link {
                 spans.push(Span::styled(
-                    fit(&format!("unreachable: {reason}"), width - NODE_COL),
+                    fit(
+                        &format!("unreachable: {reason}"),
+                        width.saturating_sub(node_col),
+                    ),
                     theme.crit,
                 ));
             } else if node.gpus.is_empty() {
@@ -273,7 +299,10 @@ impl Widget for &GpuGrid<'_> {
                     (NodeLink::Streaming, None) => ("no GPUs reported".to_string(), theme.crit),
                     (link, _) => (format!("{}…", link.label()), theme.muted),
                 };
-                spans.push(Span::styled(fit(&text, width - NODE_COL), style));
+                spans.push(Span::styled(
+                    fit(&text, width.saturating_sub(node_col)),
+                    style,
+                ));
             } else {
                 for gpu in &node.gpus {
                     let (f, health) = flags(ctx, node, gpu);

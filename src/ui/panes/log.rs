@@ -36,7 +36,7 @@ impl Widget for &LogPane<'_> {
         if self.full {
             title.push_str("· L/Esc closes ");
         }
-        let block = pane_block(title, self.focused || self.full, theme);
+        let block = pane_block(&title, area, self.focused || self.full, theme);
         let inner = block.inner(area);
         block.render(area, buf);
         if inner.height == 0 {

@@ -24,7 +24,7 @@ impl Widget for &NcclPane<'_> {
         let ctx = self.ctx;
         let theme = ctx.theme;
         let Some(phase) = ctx.store.busbw_phase() else {
-            let block = pane_block(" NCCL busbw ", self.focused, theme);
+            let block = pane_block(" NCCL busbw ", area, self.focused, theme);
             let inner = block.inner(area);
             block.render(area, buf);
             Line::styled(
@@ -46,7 +46,7 @@ impl Widget for &NcclPane<'_> {
             phase.spec.id,
             phase.collective.as_deref().unwrap_or("collective"),
         );
-        let block = pane_block(title, self.focused, theme);
+        let block = pane_block(&title, area, self.focused, theme);
         let inner = block.inner(area);
         block.render(area, buf);
         if inner.height == 0 || inner.width < 24 {
@@ -79,7 +79,9 @@ impl Widget for &NcclPane<'_> {
             let slowest = row
                 .slowest()
                 .filter(|_| row.per_node.len() > 1)
-                .map_or(String::new(), |(n, v)| format!("{n} {v:.0}"));
+                .map_or(String::new(), |(n, v)| {
+                    format!("{} {v:.0}", ctx.short_name(n))
+                });
             let (wrong_text, wrong_style) = if row.unvalidated {
                 ("N/A".to_string(), theme.warn)
             } else if row.wrong > 0 {

@@ -26,7 +26,7 @@ impl Widget for &NvlinkPane<'_> {
         let ctx = self.ctx;
         let theme = ctx.theme;
         let ui = &ctx.state.ui;
-        let block = pane_block(" NVLink Tx/Rx ", self.focused, theme);
+        let block = pane_block(" NVLink Tx/Rx ", area, self.focused, theme);
         let inner = block.inner(area);
         block.render(area, buf);
         if inner.height == 0 || inner.width < 20 {
@@ -59,7 +59,7 @@ impl Widget for &NvlinkPane<'_> {
             };
             let crc_style = if crc > 0 { theme.warn } else { theme.muted };
             lines.push(Line::from(vec![
-                Span::styled(format!("{:<7}", fit(&n.name, 7)), style),
+                Span::styled(format!("{:<7}", fit(ctx.short_name(&n.name), 7)), style),
                 Span::styled(sparkline(&n.nvlink_tx, spark_w, None), theme.bar),
                 Span::styled(
                     format!(

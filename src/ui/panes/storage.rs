@@ -47,15 +47,16 @@ impl Widget for &StoragePane<'_> {
         let s = &ctx.store.storage;
         let title = match (&s.latest, &s.node) {
             (Some(w), Some(node)) => format!(
-                " AIStor {} · S3 over HTTP · from {node}{} ",
+                " AIStor {} · S3 over HTTP · from {}{} ",
                 w.endpoint,
+                ctx.short_name(node),
                 w.concurrency
                     .map_or(String::new(), |c| format!(" · {c} GETs in flight"))
             ),
             (Some(w), None) => format!(" AIStor {} · S3 over HTTP ", w.endpoint),
             (None, _) => " AIStor GET ".into(),
         };
-        let block = pane_block(title, self.focused, theme);
+        let block = pane_block(&title, area, self.focused, theme);
         let inner = block.inner(area);
         block.render(area, buf);
         let width = inner.width as usize;
@@ -131,7 +132,7 @@ impl Widget for &LoaderPane<'_> {
             Some(p) => format!(" Dataloader · {p} "),
             None => " Dataloader ".into(),
         };
-        let block = pane_block(title, self.focused, theme);
+        let block = pane_block(&title, area, self.focused, theme);
         let inner = block.inner(area);
         block.render(area, buf);
         let width = inner.width as usize;

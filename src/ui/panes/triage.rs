@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
 use crate::triage::Severity;
-use crate::ui::{Ctx, fit, human_secs, pane_block};
+use crate::ui::{Ctx, fit, human_secs, more_rows, pane_block};
 
 /// The triage pane.
 pub struct TriagePane<'a> {
@@ -30,7 +30,17 @@ impl Widget for &TriagePane<'_> {
             count(Severity::Warn),
             count(Severity::Info)
         );
-        let block = pane_block(title, self.focused, theme);
+        let shown = ctx.state.filtered_findings();
+        let mut title = title;
+        if !ui.filter.is_empty() {
+            title.push_str(&format!(
+                "· filter \"{}\" ({} of {}) ",
+                ui.filter,
+                shown.len(),
+                ctx.findings.len()
+            ));
+        }
+        let block = pane_block(&title, area, self.focused, theme);
         let inner = block.inner(area);
         block.render(area, buf);
         if inner.height == 0 || inner.width < 20 {
@@ -44,17 +54,36 @@ impl Widget for &TriagePane<'_> {
             .render(inner, buf);
             return;
         }
+        if shown.is_empty() {
+            Line::styled(
+                fit(
+                    &format!(
+                        "no finding matches \"{}\" ({} hidden; Esc clears the filter)",
+                        ui.filter,
+                        ctx.findings.len()
+                    ),
+                    inner.width as usize,
+                ),
+                theme.muted,
+            )
+            .render(inner, buf);
+            return;
+        }
         let width = inner.width as usize;
         let rows = inner.height as usize;
-        let first = ui.finding.saturating_sub(rows.saturating_sub(1));
-        for (row, (i, f)) in ctx
-            .findings
+        // A list longer than the pane says how much is out of sight, on its last row.
+        let overflow = shown.len() > rows && rows >= 2;
+        let list_rows = if overflow { rows - 1 } else { rows };
+        let selected_at = shown.iter().position(|&i| i == ui.finding).unwrap_or(0);
+        let first = selected_at.saturating_sub(list_rows.saturating_sub(1));
+        let subject_w = shown
             .iter()
-            .enumerate()
-            .skip(first)
-            .take(rows)
-            .enumerate()
-        {
+            .map(|&i| ctx.subject(&ctx.findings[i]).chars().count())
+            .max()
+            .unwrap_or(0)
+            .clamp(12, 20);
+        for (row, &i) in shown.iter().skip(first).take(list_rows).enumerate() {
+            let f = &ctx.findings[i];
             let sev_style = match f.severity {
                 Severity::Crit => theme.crit,
                 Severity::Warn => theme.warn,
@@ -72,13 +101,13 @@ impl Widget for &TriagePane<'_> {
             // Narrow panes flow subject, rule and why on one line; wide ones align columns.
             let head = if width >= 80 {
                 format!(
-                    " {:<12} {:<14} {:>6} ",
-                    fit(&f.subject(), 12),
+                    " {:<subject_w$} {:<14} {:>6} ",
+                    fit(&ctx.subject(f), subject_w),
                     f.rule,
                     since
                 )
             } else {
-                format!(" {} {}: ", f.subject(), f.rule)
+                format!(" {} {}: ", ctx.subject(f), f.rule)
             };
             let used = 4 + head.chars().count();
             let line = Line::from(vec![
@@ -98,6 +127,13 @@ impl Widget for &TriagePane<'_> {
             ]);
             line.render(
                 Rect::new(inner.x, inner.y + row as u16, inner.width, 1),
+                buf,
+            );
+        }
+        if overflow {
+            let below = shown.len().saturating_sub(first + list_rows);
+            Line::styled(more_rows(first, below, width), theme.muted).render(
+                Rect::new(inner.x, inner.y + list_rows as u16, inner.width, 1),
                 buf,
             );
         }
