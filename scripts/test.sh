@@ -15,6 +15,7 @@ command -v setsid >/dev/null 2>&1 || need_apt+=(util-linux)         # phases sta
 command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)           # test CAs: the S3 probe, Prometheus over TLS
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)         # renders the HTML report headless
 command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)       # promtool, and a real server scraping agents
+command -v groff >/dev/null 2>&1 || need_apt+=(groff-base)          # renders `burnin man` as man does
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq

@@ -8,7 +8,16 @@ use burnin::commands::cli::Cli;
 
 #[tokio::main]
 async fn main() -> Result<()> {
-    color_eyre::install()?;
+    // A panic's report keeps its colours on a terminal only: in a file or a CI log the
+    // escape codes are noise.
+    let on_terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    color_eyre::config::HookBuilder::default()
+        .theme(if on_terminal {
+            color_eyre::config::Theme::dark()
+        } else {
+            color_eyre::config::Theme::new()
+        })
+        .install()?;
     let cli = Cli::parse();
     let explicit = cli.log_file.is_some();
     let log = cli.log_file.clone().or_else(commands::default_log_file);
@@ -36,10 +45,15 @@ async fn main() -> Result<()> {
         Err(e) => {
             // The error may quote a record, a node or a file: stripped like everything burnin
             // prints, and one line of causes (`a: b: c`), not a report with a source location.
-            eprintln!(
-                "{}",
-                burnin::model::terminal_safe(&format!("burnin: {e:#}"))
-            );
+            // Who asked for a backtrace (RUST_BACKTRACE) gets the whole report.
+            let wants_trace =
+                std::env::var_os("RUST_BACKTRACE").is_some_and(|v| !v.is_empty() && v != "0");
+            let text = if wants_trace {
+                format!("burnin: {e:?}")
+            } else {
+                format!("burnin: {e:#}")
+            };
+            eprintln!("{}", burnin::model::terminal_safe(&text));
             std::process::exit(1);
         }
     }

@@ -7,7 +7,13 @@ use clap::{Args, Parser, Subcommand};
 
 /// A terminal console for GPU-cluster burn-in and acceptance.
 #[derive(Debug, Parser)]
-#[command(name = "burnin", version, about, long_about = None)]
+#[command(
+    name = "burnin",
+    version,
+    about,
+    long_about = None,
+    after_help = "Examples:\n  burnin demo                   the console on a built-in simulated cluster\n  burnin init && burnin watch   write burnin.toml and plan.toml, then watch the nodes\n  burnin run --json             the plan, headless; exit code = verdict\n  burnin report burnin-runs/RUN_ID"
+)]
 pub struct Cli {
     /// Inventory and plan file.
     #[arg(
@@ -126,6 +132,54 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    /// Every command and subcommand, with its path (`burnin bench record`).
+    fn every_command(cmd: &clap::Command, path: String, out: &mut Vec<(String, clap::Command)>) {
+        out.push((path.clone(), cmd.clone()));
+        for sub in cmd.get_subcommands() {
+            every_command(sub, format!("{path} {}", sub.get_name()), out);
+        }
+    }
+
+    #[test]
+    fn every_subcommand_shows_examples_that_parse() {
+        use clap::CommandFactory;
+        let mut all = Vec::new();
+        every_command(&Cli::command(), "burnin".into(), &mut all);
+        assert!(all.len() > 20, "{}", all.len());
+        for (path, cmd) in &all {
+            if cmd.get_name() == "help" {
+                continue;
+            }
+            let after = cmd
+                .get_after_help()
+                .map(|h| h.to_string())
+                .unwrap_or_default();
+            let examples: Vec<&str> = after
+                .strip_prefix("Examples:\n")
+                .unwrap_or_else(|| panic!("`{path} --help` has no examples"))
+                .lines()
+                .collect();
+            assert!(!examples.is_empty(), "{path}");
+            for line in examples {
+                // Each command of the line, up to a pipe or a redirect, as clap reads it;
+                // what follows two spaces is the example's comment.
+                let line = line.trim().split("  ").next().unwrap_or("");
+                for part in line.split("&&") {
+                    let words: Vec<&str> = part
+                        .split(['|', '>'])
+                        .next()
+                        .unwrap_or("")
+                        .split_whitespace()
+                        .collect();
+                    assert_eq!(words.first(), Some(&"burnin"), "{path}: {line}");
+                    if let Err(e) = Cli::try_parse_from(&words) {
+                        panic!("{path}: example `{line}` does not parse: {e}");
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn look_options_name_every_shipped_layout_and_theme() {
         use clap::CommandFactory;
@@ -172,6 +226,9 @@ mod tests {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Console over a built-in simulated cluster (12 nodes × 8 B300 + AIStor), faults injected.
+    #[command(
+        after_help = "Examples:\n  burnin demo\n  burnin demo --no-faults --speed 4\n  burnin demo --fault stall --theme light --layout nccl"
+    )]
     Demo {
         /// Simulation knobs.
         #[command(flatten)]
@@ -181,6 +238,9 @@ pub enum Command {
         play: PlayArgs,
     },
     /// Console over the cluster in burnin.toml (nodes over SSH, or local).
+    #[command(
+        after_help = "Examples:\n  burnin watch -c site/burnin.toml\n  burnin watch --record\n  burnin watch --resume burnin-runs/2026-12-05T0930Z-ab12"
+    )]
     Watch {
         /// Look.
         #[command(flatten)]
@@ -197,6 +257,9 @@ pub enum Command {
         record: bool,
     },
     /// One snapshot of every node and GPU (like nvidia-smi, for the cluster).
+    #[command(
+        after_help = "Examples:\n  burnin status\n  burnin status --json | jq '.nodes[].gpus[].power_watts'\n  burnin status --demo --at 125"
+    )]
     Status {
         /// Print JSON with a schema version.
         #[arg(long)]
@@ -219,6 +282,7 @@ pub enum Command {
     },
     /// Watch the nodes long enough to judge, then list stalled, throttled or erroring GPUs and
     /// links. Exit 0: nothing above info; 1: a warning; 2: a critical finding; 3: could not run.
+    #[command(after_help = "Examples:\n  burnin triage\n  burnin triage --for 30s --json")]
     Triage {
         /// Print JSON (the `status --json` document, schema 1).
         #[arg(long)]
@@ -230,14 +294,23 @@ pub enum Command {
     },
     /// On a node: sample GPUs and RDMA/Ethernet ports, write NDJSON frames to stdout (exits
     /// when stdout closes).
+    #[command(
+        after_help = "Examples:\n  burnin agent --interval 1s | head -3\n  burnin agent --sim --gpus 8 --fault stall:3\n  burnin agent --listen 127.0.0.1:9401 --no-frames"
+    )]
     Agent(crate::agent::AgentArgs),
     /// Copy this binary to the nodes over SSH (air-gapped: no downloads).
+    #[command(
+        after_help = "Examples:\n  burnin deploy --dry-run\n  burnin deploy -c site/burnin.toml"
+    )]
     Deploy {
         /// Only say what would be copied.
         #[arg(long)]
         dry_run: bool,
     },
     /// Headless: run the plan, print progress, write the run record; exit code = verdict.
+    #[command(
+        after_help = "Examples:\n  burnin run\n  burnin run --only T1,T4 --json > t4.json\n  burnin run --demo && burnin report burnin-runs/*/"
+    )]
     Run {
         /// Only these phases, e.g. T1,T4 (their `needs` are not enforced then).
         #[arg(long, value_delimiter = ',')]
@@ -275,17 +348,24 @@ pub enum Command {
         sim: SimArgs,
     },
     /// Storage probes (AIStor/S3 GET latency, throughput, checkpoint, dataloader wait).
+    #[command(
+        after_help = "Examples:\n  burnin probe s3 --endpoint https://aistor.site:9000 --bucket burnin --prefix shards/"
+    )]
     Probe {
         /// Which probe.
         #[command(subcommand)]
         kind: ProbeKind,
     },
     /// Markdown + self-contained HTML report from a run record.
+    #[command(after_help = "Examples:\n  burnin report burnin-runs/2026-12-05T0930Z-ab12")]
     Report {
         /// Run directory.
         run_dir: PathBuf,
     },
     /// Console over a recorded run.
+    #[command(
+        after_help = "Examples:\n  burnin replay burnin-runs/2026-12-05T0930Z-ab12\n  burnin replay burnin-runs/2026-12-05T0930Z-ab12 --at 3600 --speed 8"
+    )]
     Replay {
         /// Run directory.
         run_dir: PathBuf,
@@ -298,18 +378,25 @@ pub enum Command {
         play: PlayArgs,
     },
     /// Keep a good run's figures as the gates' baseline.
+    #[command(after_help = "Examples:\n  burnin baseline save burnin-runs/2026-12-05T0930Z-ab12")]
     Baseline {
         /// What to do.
         #[command(subcommand)]
         action: BaselineAction,
     },
     /// Print measured figures of burnin's own machinery.
+    #[command(
+        after_help = "Examples:\n  burnin bench ingest --nodes 96\n  burnin bench record --hours 1\n  burnin bench agent --slots 8"
+    )]
     Bench {
         /// What to measure.
         #[command(subcommand)]
         what: BenchKind,
     },
     /// The PyTorch workloads shipped inside burnin (gemm, allreduce, train_synthetic).
+    #[command(
+        after_help = "Examples:\n  burnin workload list\n  burnin workload print gemm > gemm.py"
+    )]
     Workload {
         /// What to do.
         #[command(subcommand)]
@@ -319,6 +406,9 @@ pub enum Command {
     /// units, the checks and failure lines, and the verdict each phase of the plan that reads
     /// that kind of output would give. Exit 0: every file read and no phase failed it; 1: a
     /// phase FAILED a file; 2: a file could not be read, or its kind not told.
+    #[command(
+        after_help = "Examples:\n  burnin parse all_reduce_perf.log\n  burnin parse nccl-tests node07.log --gpus 8\n  burnin parse ib_write_bw.txt --json"
+    )]
     Parse {
         /// [KIND] FILE…: KIND is one of nccl-tests, perftest, nvbandwidth, trainlog, workload,
         /// sanity, preflight, s3-probe, driver-version, kernel-log, lspci,
@@ -348,7 +438,25 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         save_baseline: Option<PathBuf>,
     },
+    /// Shell completions for every subcommand and option, on stdout.
+    #[command(
+        after_help = "Examples:\n  burnin completions bash > /etc/bash_completion.d/burnin\n  burnin completions zsh > \"${fpath[1]}/_burnin\"\n  burnin completions fish > ~/.config/fish/completions/burnin.fish"
+    )]
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// The manual page (roff), on stdout; with --out-dir, one page per subcommand.
+    #[command(
+        after_help = "Examples:\n  burnin man | man -l -\n  burnin man --out-dir /usr/local/share/man/man1"
+    )]
+    Man {
+        /// Write burnin.1 and burnin-SUBCOMMAND.1 into this directory instead.
+        #[arg(long, value_name = "DIR")]
+        out_dir: Option<PathBuf>,
+    },
     /// Write a commented starter burnin.toml and plan.toml.
+    #[command(after_help = "Examples:\n  burnin init\n  burnin init -c site/burnin.toml --force")]
     Init {
         /// Overwrite an existing file.
         #[arg(long)]
@@ -362,6 +470,9 @@ pub enum ProbeKind {
     /// An AIStor/S3 endpoint: GET latency and throughput over a concurrency sweep, a
     /// dataloader's wait per step, checkpoint save/restore. Exit 0: every request succeeded;
     /// 1: some failed (partial results printed); 2: could not run; 130: interrupted.
+    #[command(
+        after_help = "Examples:\n  burnin probe s3 --endpoint https://aistor.site:9000 --bucket burnin --prefix shards/\n  burnin probe s3 --endpoint http://127.0.0.1:9000 --bucket b --json"
+    )]
     S3(Box<S3ProbeArgs>),
 }
 
@@ -372,6 +483,9 @@ pub use crate::probes::s3::cli::S3ProbeArgs;
 #[derive(Debug, Subcommand)]
 pub enum BaselineAction {
     /// Save the figures of a run's passed (or warned) phases.
+    #[command(
+        after_help = "Examples:\n  burnin baseline save burnin-runs/2026-12-05T0930Z-ab12 --to site/baseline.json"
+    )]
     Save {
         /// The run directory (burnin-runs/RUN_ID).
         run_dir: PathBuf,
@@ -386,6 +500,9 @@ pub enum BaselineAction {
 pub enum BenchKind {
     /// Size and CPU cost of the run record's telemetry: a simulated cluster under full load
     /// written through the real recorder for HOURS of simulated time, then scaled to 24 h.
+    #[command(
+        after_help = "Examples:\n  burnin bench record --hours 1 --nodes 12\n  burnin bench record --hours 0.5 --keep /tmp/bench-run"
+    )]
     Record {
         /// Simulated hours to write (above 0, at most 720).
         #[arg(long, default_value_t = 1.0, value_parser = bench_hours)]
@@ -406,6 +523,7 @@ pub enum BenchKind {
     },
     /// GPU-samples per second the console decodes and stores on one thread: agent lines of a
     /// simulated cluster, into a fresh store, then warm rounds into the same store.
+    #[command(after_help = "Examples:\n  burnin bench ingest --nodes 96 --gpus 8")]
     Ingest {
         /// Nodes (1 to 4096).
         #[arg(long, default_value_t = 12, value_parser = count::<1, 4096>)]
@@ -423,6 +541,7 @@ pub enum BenchKind {
     /// The agent's CPU per GPU-sample on this node's NVML, as `burnin agent --stats` gives it,
     /// with SLOTS GPU slots read round robin from the GPUs here: a one-GPU machine makes the
     /// calls of an eight-GPU node (the GPUs behind the slots repeat; the report says so).
+    #[command(after_help = "Examples:\n  burnin bench agent --slots 8 --interval 1s --frames 60")]
     Agent {
         /// GPU slots (at least the GPUs present; at most 64).
         #[arg(long, default_value_t = 8, value_parser = crate::config::inventory::gpu_count)]
@@ -443,8 +562,10 @@ pub enum BenchKind {
 #[derive(Debug, Subcommand)]
 pub enum WorkloadAction {
     /// List the shipped workloads.
+    #[command(after_help = "Examples:\n  burnin workload list")]
     List,
     /// Print one to stdout (e.g. `burnin workload print gemm > gemm.py`).
+    #[command(after_help = "Examples:\n  burnin workload print gemm > gemm.py")]
     Print {
         /// gemm, allreduce or train_synthetic.
         name: String,

@@ -5,6 +5,7 @@ pub mod cli;
 pub mod demo;
 pub mod deploy;
 pub mod init;
+pub mod man;
 pub mod parse;
 pub mod run;
 pub mod status;
@@ -13,6 +14,7 @@ pub mod watch;
 
 use std::path::PathBuf;
 
+use clap::CommandFactory;
 use color_eyre::eyre::{Result, WrapErr, eyre};
 
 use crate::commands::cli::{BaselineAction, Cli, Command, LookArgs, ProbeKind};
@@ -191,6 +193,13 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
         }
         Some(Command::Workload { action }) => init::workload(action),
         Some(Command::Init { force }) => init::init(&config, force),
+        Some(Command::Completions { shell }) => {
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "burnin", &mut out);
+            emit(&String::from_utf8_lossy(&out))?;
+            Ok(0)
+        }
+        Some(Command::Man { out_dir }) => man::man(out_dir.as_deref()),
     }
 }
 

@@ -1,0 +1,202 @@
+//! The command line as a site engineer meets it, through the built binary: an error is one
+//! clean line (no source location, no backtrace notice, no colour codes into a file), shell
+//! completions work in a real bash, and the manual page renders in a real groff.
+
+// A test (or bench) fails loudly on what it did not expect: expect and unwrap are its asserts.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use std::process::{Command, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_burnin");
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("burnin-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+/// Run burnin with `args` in `dir` (stderr a pipe, as in a script or a CI log).
+fn burnin(dir: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .current_dir(dir)
+        .env_remove("RUST_BACKTRACE")
+        .env_remove("RUST_LIB_BACKTRACE")
+        .env("BURNIN_LOG", dir.join("burnin.log"))
+        .stdin(Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run burnin")
+}
+
+fn tool(name: &str) -> bool {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {name}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found && std::env::var("BURNIN_REQUIRE_REAL").as_deref() == Ok("1") {
+        panic!("{name} is required (BURNIN_REQUIRE_REAL=1): scripts/test.sh installs it");
+    }
+    found
+}
+
+#[test]
+fn an_error_is_one_clean_line_a_site_engineer_can_act_on() {
+    let dir = scratch("errors");
+    std::fs::write(dir.join("bad.toml"), "[[node]]\nhost = \"gpu01;reboot\"\n").unwrap();
+    std::fs::write(dir.join("empty.toml"), "").unwrap();
+    for args in [
+        &["run", "-c", "bad.toml"][..],
+        &["run", "-c", "missing.toml"],
+        &["watch", "-c", "empty.toml"],
+        &["status", "-c", "bad.toml"],
+        &["deploy", "-c", "bad.toml"],
+        &["replay", "no-such-run"],
+        &["report", "no-such-run"],
+        &["parse", "no-such-file.log"],
+        &["baseline", "save", "no-such-run", "--to", "b.json"],
+    ] {
+        let out = burnin(&dir, args, &[]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let code = out.status.code();
+        assert!(
+            matches!(code, Some(1..=3)),
+            "{args:?}: exit {code:?} (not a panic's 101): {stderr}"
+        );
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{args:?}: one line:\n{stderr}");
+        assert!(lines[0].starts_with("burnin"), "{args:?}: {stderr}");
+        for noise in ["Location:", "Backtrace", "RUST_BACKTRACE", "src/", "\x1b"] {
+            assert!(!stderr.contains(noise), "{args:?} says {noise:?}: {stderr}");
+        }
+    }
+    // Who asks for a backtrace gets the whole report.
+    let out = burnin(&dir, &["run", "-c", "bad.toml"], &[("RUST_BACKTRACE", "1")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("Location:"), "{stderr}");
+    assert!(!stderr.contains('\x1b'), "no colour into a pipe: {stderr}");
+}
+
+#[test]
+fn bash_completes_subcommands_and_options() {
+    if !tool("bash") {
+        return;
+    }
+    let dir = scratch("bash");
+    let out = burnin(&dir, &["completions", "bash"], &[]);
+    assert!(out.status.success());
+    let script = dir.join("burnin.bash");
+    std::fs::write(&script, &out.stdout).unwrap();
+    // The completion function, called as bash calls it on <Tab>.
+    let complete = |words: &str| -> Vec<String> {
+        let probe = format!(
+            "source {}; COMP_WORDS=({words}); COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1)); \
+             COMP_LINE=\"${{COMP_WORDS[*]}}\"; COMP_POINT=${{#COMP_LINE}}; \
+             _burnin burnin \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"; \
+             printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            script.display()
+        );
+        let out = Command::new("bash")
+            .args(["--norc", "--noprofile", "-c", &probe])
+            .output()
+            .expect("bash");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect()
+    };
+    let subcommands = complete("burnin ''");
+    for want in [
+        "demo",
+        "watch",
+        "run",
+        "report",
+        "replay",
+        "completions",
+        "man",
+    ] {
+        assert!(
+            subcommands.iter().any(|w| w == want),
+            "{want}: {subcommands:?}"
+        );
+    }
+    let run = complete("burnin run --o");
+    assert!(run.iter().any(|w| w == "--only"), "{run:?}");
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        let out = burnin(&dir, &["completions", shell], &[]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && text.contains("burnin") && text.contains("only"),
+            "{shell}"
+        );
+    }
+}
+
+#[test]
+fn the_manual_renders_in_groff_with_every_subcommand() {
+    if !tool("groff") {
+        return;
+    }
+    let dir = scratch("man");
+    let render = |page: &[u8]| -> (bool, String, String) {
+        let mut child = Command::new("groff")
+            // -k: preconv, as man-db reads a page; -ww: every warning.
+            .args(["-k", "-man", "-Tutf8", "-ww"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("groff");
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(page).unwrap();
+        let out = child.wait_with_output().expect("groff output");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let out = burnin(&dir, &["man"], &[]);
+    assert!(out.status.success());
+    let (ok, text, warnings) = render(&out.stdout);
+    assert!(ok && warnings.is_empty(), "groff: {warnings}");
+    // groff's terminal output overstrikes bold text: read it plain.
+    let plain: String = {
+        let mut s = String::new();
+        for c in text.chars() {
+            if c == '\u{8}' {
+                s.pop();
+            } else {
+                s.push(c);
+            }
+        }
+        s
+    };
+    for sub in [
+        "demo", "watch", "run", "report", "replay", "parse", "deploy", "init",
+    ] {
+        assert!(plain.contains(sub), "{sub} in the manual");
+    }
+    assert!(plain.contains("Examples:"), "{plain}");
+    let pages = dir.join("man1");
+    let out = burnin(&dir, &["man", "--out-dir", pages.to_str().unwrap()], &[]);
+    assert!(out.status.success());
+    let files: Vec<_> = std::fs::read_dir(&pages)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(files.len() > 15, "{files:?}");
+    for f in files {
+        let (ok, _, warnings) = render(&std::fs::read(&f).unwrap());
+        assert!(ok && warnings.is_empty(), "{}: {warnings}", f.display());
+    }
+    assert!(pages.join("burnin-run.1").exists());
+}
