@@ -151,6 +151,62 @@ pub fn more_rows(above: usize, below: usize, width: usize) -> String {
     }
 }
 
+/// The bar a gate is drawn at: three quarters of the height, so what stays under the gate
+/// reads as under it and what crosses it has room to show by how much.
+pub const GATE_BAR: char = '▆';
+
+/// A sparkline judged against a gate where higher is worse (a latency, a wait): scaled so the
+/// gate sits at [`GATE_BAR`] (or the highest value at the top, when one is above that scale),
+/// bars over the gate in `over`, the rest in `under`. Returns the spans and the scale's top,
+/// for the legend. A sparkline scaled to its own maximum would draw 36 ms full height against
+/// a 200 ms gate.
+pub fn gated_sparkline(
+    history: &History,
+    width: usize,
+    gate: f64,
+    under: Style,
+    over: Style,
+) -> (Vec<Span<'static>>, f64) {
+    let highest = history
+        .tail(width)
+        .flatten()
+        .filter(|v| v.is_finite())
+        .fold(0.0_f64, f64::max);
+    let gate = if gate.is_finite() && gate > 0.0 {
+        gate
+    } else {
+        0.0
+    };
+    let top = (gate / 0.75).max(highest);
+    let text = sparkline(history, width, Some(top));
+    let mut spans: Vec<Span<'static>> = Vec::new();
+    let values: Vec<Option<f64>> = history.tail(width).collect();
+    let pad = text.chars().count().saturating_sub(values.len());
+    let mut run = String::new();
+    let mut run_over = false;
+    for (i, c) in text.chars().enumerate() {
+        let is_over = i >= pad
+            && gate > 0.0
+            && values
+                .get(i - pad)
+                .copied()
+                .flatten()
+                .is_some_and(|v| v > gate);
+        if is_over != run_over && !run.is_empty() {
+            spans.push(Span::styled(
+                std::mem::take(&mut run),
+                if run_over { over } else { under },
+            ));
+        }
+        run_over = is_over;
+        run.push(c);
+    }
+    if !run.is_empty() {
+        spans.push(Span::styled(run, if run_over { over } else { under }));
+    }
+    (spans, top)
+}
+
 /// `HH:MM:SS` UTC of an instant.
 pub fn clock(ms: UnixMillis) -> String {
     let s = ms / 1000 % 86_400;
@@ -284,6 +340,34 @@ mod tests {
         h.push(0, Some(1.0));
         h.push(2000, Some(8.0));
         assert_eq!(sparkline(&h, 5, None), "  ▁ █");
+    }
+
+    #[test]
+    fn a_sparkline_under_its_gate_draws_low_and_one_over_it_says_so() {
+        let (ok, crit) = (Style::new().green(), Style::new().red());
+        let mut h = History::new(crate::model::units::Period::SECOND, 10);
+        for (i, v) in [34.0, 36.0, 35.0].into_iter().enumerate() {
+            h.push(i as u64 * 1000, Some(v));
+        }
+        // 36 ms against a 200 ms gate: a quarter of the gate's bar, never full height.
+        let (spans, top) = gated_sparkline(&h, 3, 200.0, ok, crit);
+        let text: String = spans.iter().map(|s| s.content.as_ref()).collect();
+        assert_eq!(text, "▂▂▂");
+        assert!((top - 266.7).abs() < 0.1, "{top}");
+        assert!(spans.iter().all(|s| s.style == ok));
+        // Over the gate: drawn in the over style, and the scale grows to hold it.
+        h.push(3000, Some(400.0));
+        let (spans, top) = gated_sparkline(&h, 4, 200.0, ok, crit);
+        assert_eq!(top, 400.0);
+        let last = spans.last().expect("spans");
+        assert_eq!((last.content.as_ref(), last.style), ("█", crit));
+        let text: String = spans.iter().map(|s| s.content.as_ref()).collect();
+        assert_eq!(text.chars().count(), 4);
+        // The gate value itself draws at the gate's bar.
+        let mut g = History::new(crate::model::units::Period::SECOND, 10);
+        g.push(0, Some(200.0));
+        let (spans, _) = gated_sparkline(&g, 1, 200.0, ok, crit);
+        assert_eq!(spans[0].content.as_ref(), GATE_BAR.to_string());
     }
 
     #[test]

@@ -131,7 +131,13 @@ impl Widget for &FabricPane<'_> {
                     Span::styled(format!("{rate:<6}"), theme.text),
                 ];
                 if spark_w >= 4 {
-                    spans.push(Span::styled(sparkline(&p.tx, spark_w, None), theme.bar));
+                    // Against the port's trained rate, not its own busiest second: an idle
+                    // port must not draw full bars.
+                    let line_rate = l.rate_gbps.map(|r| f64::from(r) * 1e9 / 8.0);
+                    spans.push(Span::styled(
+                        sparkline(&p.tx, spark_w, line_rate),
+                        theme.bar,
+                    ));
                     spans.push(Span::raw(" "));
                 }
                 let r = |v: Option<f64>| v.map_or("n/a".into(), format_rate);

@@ -7,7 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
 use crate::model::format_rate;
-use crate::ui::{Ctx, fit, pane_block, sparkline};
+use crate::ui::{Ctx, GATE_BAR, fit, gated_sparkline, pane_block, sparkline};
 
 /// The AIStor pane.
 pub struct StoragePane<'a> {
@@ -80,6 +80,9 @@ impl Widget for &StoragePane<'_> {
             theme.muted
         };
         let spark_w = width.saturating_sub(16).clamp(4, 90);
+        let (ttfb_spark, ttfb_top) =
+            gated_sparkline(&s.ttfb_p99_ms, spark_w, gate_ms, theme.ok, theme.crit);
+        let throughput_top = s.throughput.tail(spark_w).flatten().fold(0.0_f64, f64::max);
         let lines = vec![
             Line::from(vec![
                 Span::styled("TTFB p50 ", theme.muted),
@@ -103,17 +106,23 @@ impl Widget for &StoragePane<'_> {
                     err_style,
                 ),
             ]),
-            Line::from(vec![
-                Span::styled(format!("{:<14}", "p99 TTFB"), theme.muted),
-                Span::styled(sparkline(&s.ttfb_p99_ms, spark_w, None), p99_style),
-            ]),
+            Line::from(
+                [Span::styled(format!("{:<14}", "p99 TTFB"), theme.muted)]
+                    .into_iter()
+                    .chain(ttfb_spark)
+                    .collect::<Vec<_>>(),
+            ),
             Line::from(vec![
                 Span::styled(format!("{:<14}", "throughput"), theme.muted),
                 Span::styled(sparkline(&s.throughput, spark_w, None), theme.bar),
             ]),
             Line::styled(
                 fit(
-                    &format!("p99 TTFB gate {gate_ms:.0} ms · client-side timing"),
+                    &format!(
+                        "p99 TTFB gate {gate_ms:.0} ms at {GATE_BAR}, top {} · throughput top {} · client-side timing",
+                        ms(ttfb_top),
+                        format_rate(throughput_top)
+                    ),
                     width,
                 ),
                 theme.muted,
@@ -155,6 +164,10 @@ impl Widget for &LoaderPane<'_> {
             theme.ok
         };
         let spark_w = width.saturating_sub(16).clamp(4, 90);
+        // The gate is a share of the step's time; in the wait's own unit, of the latest step.
+        let gate_wait_ms = gate_pct / 100.0 * l.step_ms.latest().unwrap_or(0.0);
+        let (wait_spark, _) =
+            gated_sparkline(&l.wait_ms, spark_w, gate_wait_ms, theme.ok, theme.crit);
         let lines = vec![
             Line::from(vec![
                 Span::styled(format!("step {step}  "), theme.text),
@@ -173,14 +186,18 @@ impl Widget for &LoaderPane<'_> {
                 Span::styled("waiting ", theme.muted),
                 Span::styled(format!("{:.1} %", share * 100.0), share_style),
                 Span::styled(
-                    format!(" of step time (last 20 steps, gate {:.0} %)", gate_pct),
+                    format!(
+                        " of step time (last 20 steps, gate {gate_pct:.0} % = {gate_wait_ms:.0} ms at {GATE_BAR})"
+                    ),
                     theme.muted,
                 ),
             ]),
-            Line::from(vec![
-                Span::styled(format!("{:<14}", "wait/step"), theme.muted),
-                Span::styled(sparkline(&l.wait_ms, spark_w, None), share_style),
-            ]),
+            Line::from(
+                [Span::styled(format!("{:<14}", "wait/step"), theme.muted)]
+                    .into_iter()
+                    .chain(wait_spark)
+                    .collect::<Vec<_>>(),
+            ),
             Line::from(vec![
                 Span::styled("first batch ", theme.muted),
                 Span::styled(
