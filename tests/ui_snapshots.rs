@@ -311,13 +311,26 @@ fn storage_pane_follows_the_probe_of_a_plan_phase() {
     }
     // The store stopped answering: no GET completed in the last window.
     state.update(window(6, "node01", f64::NAN, 0, 16));
-    let term = pane_alone(&state, PaneKind::Storage, (100, 10));
+    let term = pane_alone(&state, PaneKind::Storage, (100, 11));
     let text = term.backend().to_string();
     assert!(text.contains("from node01 · 16 GETs in flight"), "{text}");
     assert!(text.contains("TTFB p50 —"), "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    let followed = lines[..7].join("\n");
     assert!(
-        !text.contains("777") && !text.contains("3108"),
-        "node02's figures must not mix in: {text}"
+        !followed.contains("777") && !followed.contains("3108"),
+        "node02's figures must not mix into node01's: {text}"
+    );
+    // Below: every node's probe, worst first. node01's last window completed no GET (the
+    // store stopped answering it), so it leads; node02 fails GETs at 3108 ms p99.
+    let table = lines[7..].join("\n");
+    assert!(
+        table.find("node01").expect("node01 row") < table.find("node02").expect("node02 row"),
+        "{text}"
+    );
+    assert!(
+        table.contains("3108 ms") && table.contains("3 · 15 of 20"),
+        "{text}"
     );
     assert_snapshot!(term.backend());
 }
@@ -750,4 +763,48 @@ fn the_light_theme_brings_its_own_background() {
         .filter(|c| matches!(c.bg, ratatui::style::Color::Reset))
         .count();
     assert_eq!(bare, 0, "every cell has the light theme's background");
+}
+
+#[test]
+fn the_storage_layout_names_the_node_slow_on_aistor() {
+    use burnin::model::phase::PhaseCommand;
+    use burnin::sim::{Fault, FaultKind, SIM_EPOCH_MS, SimCluster, SimConfig};
+    let mut config = SimConfig::demo(1);
+    config.autorun = false;
+    config.faults = vec![Fault::scheduled(FaultKind::SlowStorage)];
+    let mut sim = SimCluster::new(config);
+    let mut state = common::empty_state(common::DEMO_LABEL, (160, 48));
+    let feed = |state: &mut burnin::app::state::State, events: Vec<burnin::model::SourceEvent>| {
+        for e in events {
+            state.update(Event::Source(e));
+        }
+    };
+    for s in 0..=2 {
+        let events = sim.advance_to(SIM_EPOCH_MS + s * 1000);
+        feed(&mut state, events);
+    }
+    let started = sim.command(PhaseCommand::Start("S2".into()));
+    feed(&mut state, started);
+    for s in 3..=40 {
+        let events = sim.advance_to(SIM_EPOCH_MS + s * 1000);
+        feed(&mut state, events);
+    }
+    key(&mut state, KeyCode::Char('4'));
+    assert_eq!(state.layout().name, "storage");
+    let term = screen(&state);
+    let text = term.backend().to_string();
+    let rows: Vec<&str> = text.lines().filter(|l| l.contains("GB/s")).collect();
+    let first_node_row = rows
+        .iter()
+        .find(|l| l.contains("node"))
+        .expect("per-node rows");
+    assert!(first_node_row.contains("node12"), "worst first: {text}");
+    let (_, findings) = state.shown();
+    assert!(
+        findings
+            .iter()
+            .any(|f| f.rule == "aistor-latency" && f.node.as_deref() == Some("node12")),
+        "{findings:?}"
+    );
+    assert_snapshot!("storage_layout_160x48_slow_node_in_s2", term.backend());
 }

@@ -74,8 +74,8 @@ pub struct SimArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Inject only these faults (repeatable): stall, thermal, xid79, nvlink-crc, aistor-p99,
-    /// loader-wait, port-200g, symbol-errors, hang, ecc, pcie-replay, slow-clock. Default: the
-    /// first eight, on the demo timeline.
+    /// loader-wait, port-200g, symbol-errors, hang, ecc, pcie-replay, slow-clock, slow-storage.
+    /// Default: the first eight, on the demo timeline.
     #[arg(long = "fault", value_name = "NAME")]
     pub faults: Vec<String>,
     /// Inject no faults: every phase should pass.

@@ -12,7 +12,7 @@
 //! figures of the simulated cluster in health. So the demo cannot drift from the gates a site
 //! runs: change a gate in the plan and the demo's verdicts follow.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -75,6 +75,8 @@ const NCCL_NODE_PEAK_BUSBW: f64 = 810.0;
 /// all_reduce busbw across nodes: about 92 % of eight 400G rails (50 GB/s each).
 const NCCL_NET_PEAK_BUSBW: f64 = 370.0;
 const GAP_BETWEEN_PHASES_S: u64 = 2;
+/// S2's GET throughput per node at the sweep's top: about 90 % of a 100G storage NIC.
+const S3_NODE_GB_PER_S: f64 = 11.2;
 const STEP_TOKENS: f64 = 8.0 * 8192.0 * 4.0;
 
 /// Simulated duration of each phase on the compressed clock, in seconds.
@@ -114,11 +116,14 @@ pub enum FaultKind {
     PcieReplay,
     /// A GPU's application clocks are held low: it runs loaded at half its clock, no throttle bit.
     SlowClock,
+    /// One node's GETs from AIStor go through a degraded path (a storage NIC that trained
+    /// low, a bad cable): a third of its peers' throughput, p99 TTFB several times theirs.
+    SlowStorage,
 }
 
 impl FaultKind {
     /// Every fault, in the order `--fault` help lists them.
-    pub const ALL: [FaultKind; 12] = [
+    pub const ALL: [FaultKind; 13] = [
         FaultKind::Stall,
         FaultKind::Thermal,
         FaultKind::Xid79,
@@ -131,6 +136,7 @@ impl FaultKind {
         FaultKind::Ecc,
         FaultKind::PcieReplay,
         FaultKind::SlowClock,
+        FaultKind::SlowStorage,
     ];
 
     /// The faults the demo plays when none are named (the first eight): one story per phase,
@@ -152,6 +158,7 @@ impl FaultKind {
             FaultKind::Ecc => "ecc",
             FaultKind::PcieReplay => "pcie-replay",
             FaultKind::SlowClock => "slow-clock",
+            FaultKind::SlowStorage => "slow-storage",
         }
     }
 
@@ -188,7 +195,8 @@ impl Fault {
     /// loader wait rises in T8; node05's second NIC port trained at 200G from the start, and
     /// node09's first port counts symbol errors from 40 s. Outside the demo's set: node04 GPU2
     /// hangs in T5's collective, node06 GPU6 hits an uncorrectable ECC error in T4, node08 GPU4's
-    /// PCIe replays climb from 30 s, node10 GPU7 runs with its clocks held low from the start.
+    /// PCIe replays climb from 30 s, node10 GPU7 runs with its clocks held low from the start,
+    /// node12's GETs from AIStor are slow from the start (seen when S2 runs).
     pub fn scheduled(kind: FaultKind) -> Fault {
         let (node, gpu, from_s, until_s) = match kind {
             FaultKind::Thermal => (2, 5, 20, None),
@@ -204,6 +212,7 @@ impl Fault {
             FaultKind::Ecc => (5, 6, 90, None),
             FaultKind::PcieReplay => (7, 4, 30, None),
             FaultKind::SlowClock => (9, 7, 0, None),
+            FaultKind::SlowStorage => (11, 0, 0, None),
         };
         Fault {
             kind,
@@ -337,8 +346,11 @@ struct Running {
     lines: Vec<String>,
 }
 
-/// The phases the simulator knows how to play.
+/// The ladder the simulator plays by itself, in order.
 pub const SIMULATED_PHASES: [&str; 8] = ["T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8"];
+
+/// Phases the simulator plays only when the operator starts them.
+pub const ON_REQUEST_PHASES: [&str; 1] = ["S2"];
 
 /// The simulated cluster, stepped one simulated second at a time.
 #[derive(Debug, Clone)]
@@ -359,6 +371,8 @@ pub struct SimCluster {
     /// The telemetry beside the phases, as a real run watches it (made when the first second
     /// is stepped: the agent's use of the simulator never steps, and needs none).
     watch: Option<Arc<TelemetryLog>>,
+    /// S2 so far, per node: best GB/s and failed GETs.
+    s3_best: BTreeMap<String, (f64, u64)>,
 }
 
 impl SimCluster {
@@ -371,8 +385,8 @@ impl SimCluster {
             config,
             next_s: 0,
             running: None,
-            // The simulator plays the T1–T8 ladder; other phases of the plan (storage steps)
-            // are shown but not simulated.
+            // The simulator plays the T1–T8 ladder; S2 (the S3 probe on every node) plays when
+            // started; the other phases of the plan are shown but not simulated.
             pending: default_plan()
                 .phases
                 .iter()
@@ -386,6 +400,7 @@ impl SimCluster {
             nic_counters: vec![[0; 3]; ports],
             hellos_sent: false,
             watch: None,
+            s3_best: BTreeMap::new(),
         }
     }
 
@@ -424,12 +439,12 @@ impl SimCluster {
                 if self.running.is_some() {
                     return out;
                 }
-                let Some(spec) = default_plan()
-                    .find(&id)
-                    .filter(|p| SIMULATED_PHASES.contains(&p.id.as_str()))
-                else {
+                let Some(spec) = default_plan().find(&id).filter(|p| {
+                    SIMULATED_PHASES.contains(&p.id.as_str())
+                        || ON_REQUEST_PHASES.contains(&p.id.as_str())
+                }) else {
                     out.push(SourceEvent::Notice {
-                        text: format!("{id} is not simulated: the demo plays T1-T8"),
+                        text: format!("{id} is not simulated: the demo plays T1-T8 and S2"),
                     });
                     return out;
                 };
@@ -655,7 +670,11 @@ impl SimCluster {
         if let Some(id) = phase_id {
             self.phase_output(&id, s, out);
         }
-        out.push(SourceEvent::Probe(self.probe_window(s)));
+        // The console's own probe of the store; while S2 probes from every node, the pane
+        // follows S2's windows and this one would mix into them.
+        if self.running.as_ref().is_none_or(|r| r.id != "S2") {
+            out.push(SourceEvent::Probe(self.probe_window(s)));
+        }
     }
 }
 

@@ -54,6 +54,7 @@ impl SimCluster {
             }
             "T4" | "T7" => self.nccl_output(id, s, t, out),
             "T5" | "T6" | "T8" => self.training_output(Tick { id, s, t, at_ms }, started_s, out),
+            "S2" => self.s3_probe_output(Tick { id, s, t, at_ms }, out),
             _ => {}
         }
     }
@@ -296,6 +297,81 @@ impl SimCluster {
         }
     }
 
+    /// S2's output: the S3 probe on every node at once, a window a second per node over a
+    /// concurrency sweep (8, 16, 32, 64), then each node's best GB/s and failed GETs, as
+    /// `burnin probe s3 --json-lines` reports them.
+    fn s3_probe_output(&mut self, tick: Tick<'_>, out: &mut Vec<SourceEvent>) {
+        let Tick { id, s, t, at_ms } = tick;
+        let seed = self.config.seed;
+        let duration = phase_duration_s(id);
+        let levels = [8usize, 16, 32, 64];
+        let level = levels[((t * levels.len() as u64) / duration).min(3) as usize];
+        let spike = self
+            .fault(FaultKind::AistorP99)
+            .is_some_and(|f| f.active_at(s));
+        for n in 0..self.config.nodes {
+            let node = self.config.node_name(n);
+            let r = |salt| noise(seed, 0x53_0000 + n as u64, s, salt);
+            let slow = self.node_faulty(FaultKind::SlowStorage, n, s).is_some();
+            // A node's GETs share a 100G storage NIC: about 11 GB/s at the sweep's top.
+            let mut gb_per_s =
+                S3_NODE_GB_PER_S * (level as f64 / 64.0).powf(0.35) * (1.0 + r(1) * 0.03);
+            let mut p99 = 46.0 + r(2) * 8.0 + level as f64 * 0.4;
+            let mut errors = 0;
+            if slow {
+                gb_per_s *= 0.3;
+                p99 *= 5.5;
+                errors = u64::from(r(3) > 0.6);
+            }
+            if spike {
+                p99 = 640.0 + r(4) * 80.0;
+            }
+            let requests = (gb_per_s * 1e9 / (64.0 * 1048576.0)).round() as u64;
+            let window = ProbeWindow {
+                at_ms,
+                endpoint: "aistor.sim:9000 (simulated)".into(),
+                ttfb_p50_ms: 11.0 + r(5) * 1.5 + if slow { 30.0 } else { 0.0 },
+                ttfb_p99_ms: p99,
+                total_p99_ms: p99 + 60.0 + r(6) * 10.0,
+                throughput_bytes_per_sec: gb_per_s * 1e9,
+                requests,
+                errors,
+                concurrency: Some(level),
+            };
+            let best = self.s3_best.entry(node.clone()).or_insert((0.0, 0));
+            best.0 = f64::max(best.0, gb_per_s);
+            best.1 += errors;
+            out.push(Self::metric(
+                id,
+                at_ms,
+                PhaseMetric::Storage { node, window },
+            ));
+        }
+        if t + 2 == duration {
+            for n in 0..self.config.nodes {
+                let node = self.config.node_name(n);
+                let (best, failed) = self.s3_best.get(&node).copied().unwrap_or((0.0, 0));
+                for (name, value) in [("s3_gb_per_s", best), ("s3_errors", failed as f64)] {
+                    out.push(Self::metric(
+                        id,
+                        at_ms,
+                        PhaseMetric::Figure {
+                            node: node.clone(),
+                            name: name.into(),
+                            value,
+                        },
+                    ));
+                }
+                out.push(Self::line(
+                    id,
+                    at_ms,
+                    format!("{node}: best {best:.2} GB/s, {failed} failed GET(s)"),
+                ));
+            }
+            self.s3_best.clear();
+        }
+    }
+
     fn nccl_output(&mut self, id: &str, s: u64, t: u64, out: &mut Vec<SourceEvent>) {
         let at_ms = SIM_EPOCH_MS + s * SIM_PERIOD_MS;
         let seed = self.config.seed;
@@ -464,7 +540,7 @@ impl SimCluster {
 pub fn nominal_baseline(config: &SimConfig) -> Baseline {
     let gpus = f64::from(config.gpus_per_node) * config.nodes as f64;
     let training = |step_ms: f64| STEP_TOKENS * gpus / (step_ms / 1000.0);
-    let figures: [(&str, &str, f64); 8] = [
+    let figures: [(&str, &str, f64); 9] = [
         ("T2", "tflops_bf16", BF16_TFLOPS_NOMINAL),
         ("T2", "tflops_fp8", FP8_TFLOPS_NOMINAL),
         ("T3", "pair_gb_per_s", NVLINK_PAIR_GB_PER_S),
@@ -473,6 +549,7 @@ pub fn nominal_baseline(config: &SimConfig) -> Baseline {
         ("T6", "tokens_per_sec", training(T6_STEP_MS)),
         ("T7", "busbw_all_reduce", NCCL_NET_PEAK_BUSBW),
         ("T8", "tokens_per_sec", training(T5_STEP_MS)),
+        ("S2", "s3_gb_per_s", S3_NODE_GB_PER_S),
     ];
     let mut baseline = Baseline {
         schema: 1,

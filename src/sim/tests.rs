@@ -143,3 +143,44 @@ fn fault_names_round_trip() {
     }
     assert!(FaultKind::parse("meltdown").unwrap_err().contains("stall"));
 }
+
+/// S2 on the simulated cluster with `faults`, started by the operator at 2 s: its verdict
+/// and reason, and the store after it.
+fn s2_with(faults: Vec<FaultKind>) -> (Verdict, String, crate::store::ClusterStore) {
+    let mut config = SimConfig::demo(1);
+    config.autorun = false;
+    config.faults = faults.into_iter().map(Fault::scheduled).collect();
+    let mut sim = SimCluster::new(config);
+    let mut store = crate::store::ClusterStore::new();
+    let mut events = run_to(&mut sim, 2);
+    events.extend(sim.command(PhaseCommand::Start("S2".into())));
+    events.extend(run_to(&mut sim, 70));
+    let mut finished = None;
+    for e in events {
+        if let SourceEvent::Phase(PhaseEvent::Finished {
+            phase,
+            verdict,
+            reason,
+            ..
+        }) = &e
+            && phase == "S2"
+        {
+            finished = Some((*verdict, reason.clone()));
+        }
+        store.ingest(e);
+    }
+    let (verdict, reason) = finished.expect("S2 finished");
+    (verdict, reason, store)
+}
+
+#[test]
+fn s2_probes_every_node_and_names_the_slow_one() {
+    let (verdict, reason, _) = s2_with(Vec::new());
+    assert_eq!(verdict, Verdict::Pass, "{reason}");
+    let (verdict, reason, store) = s2_with(vec![FaultKind::SlowStorage]);
+    assert_eq!(verdict, Verdict::Fail, "{reason}");
+    assert!(reason.contains("node12"), "{reason}");
+    assert_eq!(store.storage.nodes.len(), 12);
+    let worst = store.storage.nodes_worst_first(200.0);
+    assert_eq!(worst[0].0, "node12");
+}

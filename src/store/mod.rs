@@ -17,7 +17,7 @@ pub use phases::{
     median,
 };
 use phases::{fresh_views, phase_views};
-pub use storage::{LOADER_WINDOW_STEPS, LoaderView, StorageView};
+pub use storage::{LOADER_WINDOW_STEPS, LoaderView, MAX_STORAGE_NODES, NodeStorage, StorageView};
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -104,6 +104,7 @@ impl ClusterStore {
                 errors_total: 0,
                 phase: None,
                 node: None,
+                nodes: BTreeMap::new(),
             },
             loader: LoaderView {
                 phase: None,
@@ -374,7 +375,9 @@ impl ClusterStore {
                 if s.phase.as_deref() != Some(phase.as_str()) {
                     s.phase = Some(phase);
                     s.node = Some(node.clone());
+                    s.nodes.clear();
                 }
+                s.ingest_node(node.clone(), &window);
                 if s.node.as_deref() == Some(node.as_str()) {
                     s.ingest(window);
                 }

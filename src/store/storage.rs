@@ -21,9 +21,76 @@ pub struct StorageView {
     pub phase: Option<String>,
     /// Node whose probe the view follows.
     pub node: Option<String>,
+    /// Every node's probe in the followed phase (a plan phase runs it on each node), so the
+    /// slow one can be named. At most [`MAX_STORAGE_NODES`].
+    pub nodes: BTreeMap<String, NodeStorage>,
+}
+
+/// Most nodes whose probes the storage view keeps (the inventory's limit).
+pub const MAX_STORAGE_NODES: usize = crate::config::inventory::MAX_NODES;
+
+/// One node's storage probe in the followed phase.
+#[derive(Debug, Clone)]
+pub struct NodeStorage {
+    /// Its newest window.
+    pub latest: ProbeWindow,
+    /// GETs completed since the phase started.
+    pub requests_total: u64,
+    /// GETs failed since the phase started.
+    pub failed_total: u64,
+}
+
+impl NodeStorage {
+    /// Whether its newest window is over `gate_ms` at p99 TTFB, or failed GETs.
+    pub fn in_trouble(&self, gate_ms: f64) -> bool {
+        self.latest.ttfb_p99_ms > gate_ms || self.latest.errors > 0
+    }
 }
 
 impl StorageView {
+    /// The phase's nodes, worst first: over the p99 gate (highest first), then with failed
+    /// GETs (most first), then the slowest throughput. A window with no completed GET (NaN
+    /// latencies) is worst of all: the store stopped answering that node.
+    pub fn nodes_worst_first(&self, gate_ms: f64) -> Vec<(&str, &NodeStorage)> {
+        let mut rows: Vec<(&str, &NodeStorage)> =
+            self.nodes.iter().map(|(n, s)| (n.as_str(), s)).collect();
+        let badness = |s: &NodeStorage| {
+            let p99 = s.latest.ttfb_p99_ms;
+            let over = if p99.is_nan() {
+                f64::INFINITY
+            } else if p99 > gate_ms {
+                p99
+            } else {
+                0.0
+            };
+            (over, s.latest.errors, -s.latest.throughput_bytes_per_sec)
+        };
+        rows.sort_by(|a, b| {
+            let (ao, ae, at) = badness(a.1);
+            let (bo, be, bt) = badness(b.1);
+            bo.total_cmp(&ao)
+                .then(be.cmp(&ae))
+                .then(bt.total_cmp(&at))
+                .then(a.0.cmp(b.0))
+        });
+        rows
+    }
+
+    /// A node's window of the followed phase.
+    pub(super) fn ingest_node(&mut self, node: String, window: &ProbeWindow) {
+        if !self.nodes.contains_key(&node) && self.nodes.len() >= MAX_STORAGE_NODES {
+            return;
+        }
+        let entry = self.nodes.entry(node).or_insert_with(|| NodeStorage {
+            latest: window.clone(),
+            requests_total: 0,
+            failed_total: 0,
+        });
+        entry.requests_total = entry.requests_total.saturating_add(window.requests);
+        entry.failed_total = entry.failed_total.saturating_add(window.errors);
+        entry.latest = window.clone();
+    }
+
     /// Takes one window.
     pub fn ingest(&mut self, window: ProbeWindow) {
         self.ttfb_p50_ms

@@ -354,6 +354,90 @@ mod tests {
         assert!(f.why.contains("over 100 ms"), "{}", f.why);
     }
 
+    /// S2 as a plan runs it: the probe on each node at once, one window a second each.
+    fn s2_windows(store: &mut ClusterStore, seconds: std::ops::RangeInclusive<u64>, slow: &str) {
+        use crate::model::phase::{PhaseEvent, PhaseMetric};
+        for s in seconds {
+            for node in ["gpu01", "gpu02", "gpu03"] {
+                let (p99, errors) = if node == slow { (640.0, 2) } else { (48.0, 0) };
+                store.ingest(SourceEvent::Phase(PhaseEvent::Metric {
+                    phase: "S2".into(),
+                    at_ms: s * 1000,
+                    metric: PhaseMetric::Storage {
+                        node: node.into(),
+                        window: crate::model::probe::ProbeWindow {
+                            at_ms: s * 1000,
+                            endpoint: "http://aistor:9000".into(),
+                            ttfb_p50_ms: 12.0,
+                            ttfb_p99_ms: p99,
+                            total_p99_ms: p99 + 200.0,
+                            throughput_bytes_per_sec: if node == slow { 0.4e9 } else { 4.1e9 },
+                            requests: 160,
+                            errors,
+                            concurrency: Some(16),
+                        },
+                    },
+                }));
+            }
+            store.ingest(SourceEvent::Clock { at_ms: s * 1000 });
+        }
+    }
+
+    #[test]
+    fn a_node_slow_on_storage_is_named_and_its_peers_are_not() {
+        use crate::model::phase::PhaseEvent;
+        let mut store = ClusterStore::with_period(
+            crate::model::units::Period::from_millis(1000).expect("period"),
+        );
+        store.ingest(SourceEvent::Phase(PhaseEvent::Started {
+            phase: "S2".into(),
+            at_ms: 1000,
+        }));
+        s2_windows(&mut store, 1..=5, "gpu03");
+        let mut triage = Triage::new();
+        let findings = triage.evaluate(&store);
+        let latency: Vec<_> = findings
+            .iter()
+            .filter(|f| f.rule == "aistor-latency")
+            .collect();
+        assert_eq!(latency.len(), 1, "{findings:?}");
+        assert_eq!(latency[0].node.as_deref(), Some("gpu03"));
+        assert!(latency[0].why.contains("640 ms"), "{}", latency[0].why);
+        let errors: Vec<_> = findings
+            .iter()
+            .filter(|f| f.rule == "aistor-errors")
+            .collect();
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].node.as_deref(), Some("gpu03"));
+        assert!(
+            errors[0].why.contains("10 since the phase started"),
+            "{}",
+            errors[0].why
+        );
+        // The pane's order: the slow node first, then by throughput.
+        let order: Vec<&str> = store
+            .storage
+            .nodes_worst_first(200.0)
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        assert_eq!(order[0], "gpu03");
+        // The phase's probes end: their windows age out, and so do the findings.
+        store.ingest(SourceEvent::Clock { at_ms: 30_000 });
+        let later = triage.evaluate(&store);
+        let later = triage
+            .evaluate(&store)
+            .into_iter()
+            .chain(later)
+            .collect::<Vec<_>>();
+        assert!(
+            !later
+                .iter()
+                .any(|f| f.rule.starts_with("aistor") && f.is_firing(store.now_ms)),
+            "{later:?}"
+        );
+    }
+
     #[test]
     fn every_xid_the_site_meets_has_its_own_playbook() {
         for code in [

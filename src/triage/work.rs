@@ -12,9 +12,62 @@ use crate::store::{ClusterStore, PhaseState, PhaseView, median};
 /// Message sizes from which a collective is bandwidth-bound, so nodes compare fairly.
 pub const BUSBW_COMPARED_FROM_BYTES: u64 = 64 << 20;
 
+/// How old a probe's window may be and still be judged: a probe that ended (its phase done, a
+/// node's stream stalled) does not keep a finding alive.
+const STORAGE_FRESH_MS: u64 = 10_000;
+
 pub(super) fn service_rules(store: &ClusterStore, ctx: &Ctx, out: &mut Vec<Raw>) {
     let t = &ctx.thresholds;
-    if let Some(w) = &store.storage.latest {
+    // A phase that runs the probe on each node: the finding names the node that is slow or
+    // failing, not "AIStor".
+    let fresh = |at_ms: u64| at_ms.saturating_add(STORAGE_FRESH_MS) >= store.now_ms;
+    let per_node: Vec<_> = store
+        .storage
+        .nodes
+        .iter()
+        .filter(|(_, n)| fresh(n.latest.at_ms))
+        .collect();
+    for &(node, n) in &per_node {
+        let w = &n.latest;
+        let gate = if ctx.was("aistor-latency", node, None) {
+            RELEASE_SHARE * t.aistor_p99_ttfb_ms
+        } else {
+            t.aistor_p99_ttfb_ms
+        };
+        if w.ttfb_p99_ms > gate {
+            out.push(raw(
+                Severity::Warn,
+                "aistor-latency",
+                Some(node.clone()),
+                None,
+                format!(
+                    "GET TTFB p99 {:.0} ms (p50 {:.0} ms) over {:.0} ms from this node to {}",
+                    w.ttfb_p99_ms, w.ttfb_p50_ms, t.aistor_p99_ttfb_ms, w.endpoint
+                ),
+                "compare with the other nodes' probes: one slow node points at its own NIC, \
+                 cable or route to the store; all slow at AIStor itself",
+            ));
+        }
+        if w.errors > 0 {
+            out.push(raw(
+                Severity::Warn,
+                "aistor-errors",
+                Some(node.clone()),
+                None,
+                format!(
+                    "{} of {} GETs from this node failed in the last window ({} since the phase started)",
+                    w.errors,
+                    w.requests + w.errors,
+                    n.failed_total
+                ),
+                "look at the probe's error classes on this node and the AIStor server log",
+            ));
+        }
+    }
+    // The followed node's windows are in `latest` too: judged above, once.
+    if per_node.is_empty()
+        && let Some(w) = store.storage.latest.as_ref().filter(|w| fresh(w.at_ms))
+    {
         // Level hysteresis: once over, the finding holds until p99 is well under the gate.
         let gate = if ctx.was_cluster("aistor-latency") {
             RELEASE_SHARE * t.aistor_p99_ttfb_ms

@@ -133,8 +133,8 @@ pub fn sparkline(history: &History, width: usize, max: Option<f64>) -> String {
 }
 
 /// The last row of a list longer than its pane: how many rows are out of sight below and
-/// above, so nothing is cut off without a word.
-pub fn more_rows(above: usize, below: usize, width: usize) -> String {
+/// above, so nothing is cut off without a word; `scrolls` when the keys bring them into sight.
+pub fn more_rows(above: usize, below: usize, width: usize, scrolls: bool) -> String {
     let mut parts = Vec::new();
     if below > 0 {
         parts.push(format!("+{below} more below"));
@@ -144,7 +144,7 @@ pub fn more_rows(above: usize, below: usize, width: usize) -> String {
     }
     let text = format!(" … {}", parts.join(" · "));
     let hint = format!("{text} (↑↓ scroll)");
-    if hint.chars().count() <= width {
+    if scrolls && hint.chars().count() <= width {
         hint
     } else {
         fit(&text, width)

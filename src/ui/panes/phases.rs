@@ -115,7 +115,7 @@ impl Widget for &PhasesPane<'_> {
         }
         if overflow {
             let below = count.saturating_sub(first + rows_room);
-            Line::styled(more_rows(first, below, width), theme.muted).render(
+            Line::styled(more_rows(first, below, width, true), theme.muted).render(
                 Rect::new(inner.x, inner.y + rows_room as u16, inner.width, 1),
                 buf,
             );

@@ -7,7 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
 use crate::model::format_rate;
-use crate::ui::{Ctx, GATE_BAR, fit, gated_sparkline, pane_block, sparkline};
+use crate::ui::{Ctx, GATE_BAR, fit, gated_sparkline, more_rows, pane_block, sparkline};
 
 /// The AIStor pane.
 pub struct StoragePane<'a> {
@@ -98,7 +98,7 @@ impl Widget for &StoragePane<'_> {
                 Span::styled(format!("  {} GET/s", w.requests), theme.text),
                 Span::styled(
                     format!(
-                        "  errors {} ({} of {} GETs so far)",
+                        "  failed {} this window · {} of {} GETs failed so far",
                         w.errors,
                         s.errors_total,
                         s.requests_total + s.errors_total
@@ -128,7 +128,76 @@ impl Widget for &StoragePane<'_> {
                 theme.muted,
             ),
         ];
+        let mut lines = lines;
+        per_node_rows(ctx, gate_ms, inner, &mut lines);
         put(lines, inner, buf);
+    }
+}
+
+/// Under the followed probe: every node's probe of the phase, worst first, so the slow node
+/// is named (a phase runs the probe on each node at once).
+fn per_node_rows<'a>(ctx: &Ctx, gate_ms: f64, inner: Rect, lines: &mut Vec<Line<'a>>) {
+    let theme = ctx.theme;
+    let s = &ctx.store.storage;
+    let room = (inner.height as usize).saturating_sub(lines.len() + 1);
+    if s.nodes.len() < 2 || room < 2 {
+        return;
+    }
+    let width = inner.width as usize;
+    let name_w = s
+        .nodes
+        .keys()
+        .map(|n| ctx.short_name(n).chars().count())
+        .max()
+        .unwrap_or(4)
+        .clamp(4, 16);
+    lines.push(Line::styled(
+        fit(
+            &format!(
+                "{:<name_w$} {:>10} {:>9} {:>9}  failed GETs (window · since start)",
+                "node", "throughput", "p50 TTFB", "p99 TTFB"
+            ),
+            width,
+        ),
+        theme.muted,
+    ));
+    let rows = s.nodes_worst_first(gate_ms);
+    let shown = if rows.len() > room {
+        room - 1
+    } else {
+        rows.len()
+    };
+    for (node, n) in rows.iter().take(shown) {
+        let w = &n.latest;
+        let style = if w.ttfb_p99_ms.is_nan() || w.ttfb_p99_ms > gate_ms {
+            theme.crit
+        } else if w.errors > 0 || n.failed_total > 0 {
+            theme.warn
+        } else {
+            theme.text
+        };
+        lines.push(Line::styled(
+            fit(
+                &format!(
+                    "{:<name_w$} {:>10} {:>9} {:>9}  {} · {} of {}",
+                    fit(ctx.short_name(node), name_w),
+                    format_rate(w.throughput_bytes_per_sec),
+                    ms(w.ttfb_p50_ms),
+                    ms(w.ttfb_p99_ms),
+                    w.errors,
+                    n.failed_total,
+                    n.requests_total.saturating_add(n.failed_total)
+                ),
+                width,
+            ),
+            style,
+        ));
+    }
+    if shown < rows.len() {
+        lines.push(Line::styled(
+            more_rows(0, rows.len() - shown, width, false),
+            theme.muted,
+        ));
     }
 }
 

@@ -132,7 +132,7 @@ impl Widget for &TriagePane<'_> {
         }
         if overflow {
             let below = shown.len().saturating_sub(first + list_rows);
-            Line::styled(more_rows(first, below, width), theme.muted).render(
+            Line::styled(more_rows(first, below, width, true), theme.muted).render(
                 Rect::new(inner.x, inner.y + list_rows as u16, inner.width, 1),
                 buf,
             );
