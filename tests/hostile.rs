@@ -394,11 +394,10 @@ fn demo_record(dir: &TempDir) -> PathBuf {
         .expect("a run directory")
 }
 
-/// The binary with `args`, and the peak resident memory of that process (from `wait4`), kB.
-// The child is reaped by wait4 (for its peak RSS), which clippy cannot see.
-#[allow(clippy::zombie_processes)]
+/// The binary with `args`, and the peak resident memory of that process alone, kB.
 fn burnin_peak_rss(dir: &Path, args: &[&str]) -> (i32, String, i64) {
-    let mut child = Command::new(BIN)
+    let rss_file = dir.join(format!("peak-rss-{}", std::process::id()));
+    let mut child = common::under_gnu_time(BIN, &rss_file)
         .args(args)
         .current_dir(dir)
         .env("HOME", dir)
@@ -412,7 +411,10 @@ fn burnin_peak_rss(dir: &Path, args: &[&str]) -> (i32, String, i64) {
         let _ = std::io::Read::read_to_string(&mut stderr, &mut s);
         s
     });
-    let (code, peak_kb) = common::wait_peak_rss(&child);
+    let status = child.wait().expect("wait");
+    let code = status.code().unwrap_or(-1);
+    let peak_kb = common::gnu_time_peak_kb(&rss_file);
+    let _ = std::fs::remove_file(&rss_file);
     (code, reader.join().expect("stderr"), peak_kb)
 }
 

@@ -38,6 +38,17 @@ fn demo_record(name: &str) -> (PathBuf, PathBuf) {
     (root, dir)
 }
 
+/// The baseline a record names, as `burnin replay` reads it.
+fn recorded_baseline(
+    dir: &std::path::Path,
+) -> Option<std::sync::Arc<burnin::plan::gates::Baseline>> {
+    let summary = burnin::record::read_summary(dir).expect("summary");
+    let path = summary.baseline.expect("run --demo names its baseline");
+    Some(std::sync::Arc::new(
+        burnin::record::session::read_baseline(std::path::Path::new(&path)).expect("baseline"),
+    ))
+}
+
 #[test]
 fn replay_shows_what_the_live_console_showed_at_the_same_instant() {
     let (root, dir) = demo_record("same");
@@ -45,6 +56,8 @@ fn replay_shows_what_the_live_console_showed_at_the_same_instant() {
     assert!(timeline.damage.is_empty(), "{:?}", timeline.damage);
     for at in [30, 125, 175, 340] {
         let mut replayed = empty_state(DEMO_LABEL, (160, 48));
+        // As `burnin replay` does: the gate lines of the baseline the record names.
+        replayed.store.set_baseline(recorded_baseline(&dir));
         for ev in timeline.until(at) {
             replayed.update(Event::Source(ev.clone()));
         }
@@ -138,6 +151,7 @@ fn seeking_back_shows_what_the_live_console_showed_then() {
     // Play to 340 s, then go back to 125 s as the source does: a rewind, then the record
     // from its start up to the new instant.
     let mut replayed = empty_state(DEMO_LABEL, (160, 48));
+    replayed.store.set_baseline(recorded_baseline(&dir));
     for ev in timeline.until(340) {
         replayed.update(Event::Source(ev.clone()));
     }

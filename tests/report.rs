@@ -139,6 +139,21 @@ fn the_demo_run_reports_like_the_golden_file() {
     ] {
         assert!(html.contains(&format!("<h2>{heading}</h2>")), "{heading}");
     }
+    // Every gate as judged: T4's baseline gate missed on node07's stall, and the figures
+    // table says which gates read each figure.
+    assert!(html.contains("<h2>Gates, as judged</h2>"), "gates table");
+    let md_gates = md
+        .lines()
+        .find(|l| l.starts_with("| T4 | busbw_all_reduce >= 90 % of baseline |"))
+        .unwrap_or_else(|| panic!("T4's baseline gate row: {md}"));
+    assert!(md_gates.contains("missed"), "{md_gates}");
+    assert!(
+        md.lines()
+            .any(|l| l.starts_with("| T4 | busbw_all_reduce |")
+                && l.contains("✓ >= 100 (met)")
+                && l.contains("✗ >= 90 % of baseline (missed)")),
+        "{md}"
+    );
     assert!(!html.contains("<script") && !html.contains(" src=") && !html.contains("<link"));
     let external = html
         .match_indices("http")
@@ -357,7 +372,7 @@ fn a_real_h200_record_reports() {
     report(&dir, &root);
     let md = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
     assert!(md.contains("**Verdict: WARN**"), "{md}");
-    assert!(md.contains("| T2 | tflops_bf16 | 659 |"), "{md}");
+    assert!(md.contains("| T2 | tflops_bf16 | TFLOP/s | 659 |"), "{md}");
     assert!(
         md.contains("driver 580.159.04, CUDA 13.0, 1 × NVIDIA H200, kernel 6.18.44-fc-v973-gpu, Ubuntu 24.04.3 LTS, fabric manager not installed, NCCL 2.28.3 (/usr/lib/x86_64-linux-gnu)"),
         "{md}"

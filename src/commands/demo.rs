@@ -15,7 +15,7 @@ use crate::model::phase::{PhaseEvent, PhaseMetric, Verdict};
 use crate::phases::runner::PhaseOutcome;
 use crate::plan::default_plan;
 use crate::record::recording::TelemetryRecording;
-use crate::record::session::{RunSession, new_run_id, severity};
+use crate::record::session::{RunSession, severity};
 use crate::sim::{
     SIM_EPOCH_MS, SIM_PERIOD_MS, SIMULATED_PHASES, SimCluster, SimConfig, nominal_baseline,
 };
@@ -53,7 +53,9 @@ fn demo_inventory(config: &SimConfig) -> Result<Inventory> {
 pub async fn run(args: DemoRunArgs) -> Result<i32> {
     let inventory = demo_inventory(&args.config)?;
     let plan = default_plan();
-    let mut session = RunSession::create(&args.runs_dir, &new_run_id(), &inventory, plan, None)
+    // Its id from the simulated clock the record's dates come from, not the wall clock.
+    let run_id = crate::record::session::run_id_at(SIM_EPOCH_MS);
+    let mut session = RunSession::create(&args.runs_dir, &run_id, &inventory, plan, None)
         .map_err(|e| eyre!("run record: {e}"))?;
     // The simulator's phases are judged against its nominal figures: the record keeps that
     // baseline beside itself and names it, so the report says what "of baseline" meant.

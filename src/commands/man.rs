@@ -28,7 +28,7 @@ pub fn man(out_dir: Option<&Path>) -> Result<i32> {
         let path = dir.join(file);
         std::fs::write(&path, text).wrap_err_with(|| format!("{}", path.display()))?;
     }
-    eprintln!("burnin man: {} pages in {}", pages.len(), dir.display());
+    crate::eprintln_safe!("burnin man: {} pages in {}", pages.len(), dir.display());
     Ok(0)
 }
 

@@ -999,6 +999,7 @@ fn metric_kind(m: &PhaseMetric) -> &'static str {
         PhaseMetric::Together { .. } => "together comparisons",
         PhaseMetric::Drill { .. } => "drill outcomes",
         PhaseMetric::Problem { .. } => "failure lines",
+        PhaseMetric::Gate { .. } => "gate outcomes",
     }
 }
 

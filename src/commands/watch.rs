@@ -41,6 +41,7 @@ pub(super) async fn watch(
     };
     state.store.set_plan(&plan);
     let (baseline_path, baseline) = crate::commands::run::baseline_for(config, None)?;
+    state.store.set_baseline(baseline.clone());
     let ssh = crate::transport::ssh::settings(ssh_config.clone(), &inventory);
     let mut driver = crate::console::driver::PhaseDriver::new(
         crate::phases::runner::RunContext {
@@ -105,9 +106,16 @@ pub(super) async fn replay(run_dir: &std::path::Path, at: u64, args: &PlayArgs) 
             return Ok(2);
         }
     };
-    // The console shows the phases of the plan the run used (the record keeps a copy).
-    let plan = crate::record::read_summary(run_dir)
-        .map(|summary| crate::record::recorded_plan(run_dir, &summary));
+    // The console shows the phases of the plan the run used (the record keeps a copy), and
+    // the gate lines of the baseline it names, where that still reads as one.
+    let summary = crate::record::read_summary(run_dir);
+    let baseline = summary
+        .as_ref()
+        .ok()
+        .and_then(|s| s.baseline.as_deref())
+        .and_then(|p| crate::record::session::read_baseline(std::path::Path::new(p)).ok())
+        .map(std::sync::Arc::new);
+    let plan = summary.map(|summary| crate::record::recorded_plan(run_dir, &summary));
     let playback = crate::app::state::Playback {
         start_ms: timeline.start_ms,
         end_ms: timeline.end_ms,
@@ -125,6 +133,7 @@ pub(super) async fn replay(run_dir: &std::path::Path, at: u64, args: &PlayArgs) 
             keys,
             plan: plan.ok(),
         }),
+        baseline,
     )
     .await
 }
@@ -144,6 +153,7 @@ async fn play(
     args: &PlayArgs,
     label: String,
     replay: Option<Replay>,
+    baseline: Option<std::sync::Arc<crate::plan::gates::Baseline>>,
 ) -> Result<i32> {
     let headless = args.headless;
     let label = if args.speed != 1.0 && replay.is_none() {
@@ -154,6 +164,7 @@ async fn play(
     let mut state = console_state(&args.look, label);
     // A simulated cluster or a record: nothing runs on any node, so nothing to leave running.
     state.phases_on_nodes = false;
+    state.store.set_baseline(baseline);
     let playback = replay.map(|r| {
         state.playback = Some(r.playback);
         if let Some((plan, note)) = r.plan {
@@ -223,8 +234,9 @@ pub(super) async fn demo(sim: &SimArgs, args: &PlayArgs) -> Result<i32> {
         "demo: simulated {}×{} B300, seed {}",
         config.nodes, config.gpus_per_node, config.seed
     );
+    let baseline = std::sync::Arc::new(crate::sim::nominal_baseline(&config));
     let source = Box::new(SimSource::new(SimCluster::new(config), args.speed));
-    play(source, args, label, None).await
+    play(source, args, label, None, Some(baseline)).await
 }
 
 #[cfg(test)]

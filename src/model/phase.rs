@@ -80,6 +80,17 @@ pub enum PhaseMetric {
         /// GB/s.
         gb_per_s: f64,
     },
+    /// How one of the phase's gates judged it (sent as the phase ends, before its verdict),
+    /// so the console and the report say which gates held, which did not, and which could not
+    /// be judged and why.
+    Gate {
+        /// The gate in words (`busbw_all_reduce >= 100`).
+        gate: String,
+        /// What it found.
+        status: GateStatus,
+        /// Its words with the numbers, or why it was not judged.
+        words: String,
+    },
     /// A latency distribution as points of its CDF (the S3 probe's GET TTFB per concurrency
     /// level), for the report's plot.
     LatencyCdf {
@@ -249,6 +260,55 @@ pub enum PhaseMetric {
         /// The line that said so.
         text: String,
     },
+}
+
+/// How one of a phase's gates came out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GateOutcome {
+    /// The gate in words (`busbw_all_reduce >= 100`).
+    pub gate: String,
+    /// What it found.
+    pub status: GateStatus,
+    /// Its words with the numbers, or why it was not judged (empty: met, nothing to add).
+    #[serde(default)]
+    pub words: String,
+}
+
+/// How one gate judged a phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GateStatus {
+    /// Met.
+    Met,
+    /// Met with a caveat, or the figure sits in the warning band.
+    Warned,
+    /// Not met: the phase fails on it.
+    Missed,
+    /// Could not be judged (no baseline, no peers, no telemetry, not in this output): said,
+    /// never counted as met.
+    NotJudged,
+}
+
+impl GateStatus {
+    /// A one-character mark for lists (`✓ ! ✗ –`).
+    pub fn mark(self) -> char {
+        match self {
+            GateStatus::Met => '✓',
+            GateStatus::Warned => '!',
+            GateStatus::Missed => '✗',
+            GateStatus::NotJudged => '–',
+        }
+    }
+
+    /// The word for tables.
+    pub fn label(self) -> &'static str {
+        match self {
+            GateStatus::Met => "met",
+            GateStatus::Warned => "warned",
+            GateStatus::Missed => "missed",
+            GateStatus::NotJudged => "not judged",
+        }
+    }
 }
 
 /// The outcome of one sanity check.

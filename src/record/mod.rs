@@ -75,6 +75,9 @@ pub struct RecordPhase {
     /// A drill: how each watched series came through each step.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub drill: Vec<crate::plan::drill::SeriesOutcome>,
+    /// How each of its gates came out (records before gate outcomes were kept have none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gates: Vec<crate::model::phase::GateOutcome>,
 }
 
 /// `summary.json`.

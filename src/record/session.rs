@@ -48,9 +48,15 @@ fn locked(record: &SharedRecord) -> Result<std::sync::MutexGuard<'_, RunRecord>,
 
 /// A new run id: UTC time, then 4 hex digits of the process id (two consoles, two ids).
 pub fn new_run_id() -> String {
+    run_id_at(now_ms())
+}
+
+/// A run id for a run that starts at `at_ms` on its own clock (the simulator's runs start at
+/// its epoch, so the id agrees with the dates in their record and report).
+pub fn run_id_at(at_ms: u64) -> String {
     format!(
         "{}-{:04x}",
-        utc_stamp(now_ms() / 1000),
+        utc_stamp(at_ms / 1000),
         std::process::id() & 0xffff
     )
 }
@@ -216,9 +222,18 @@ impl RunSession {
         }
         self.verdicts.insert(spec.id.clone(), outcome.verdict);
         // A group's comparisons and a drill's steps are kept whole beside the figures.
-        let (mut together, mut drill) = (Vec::new(), Vec::new());
+        let (mut together, mut drill, mut gate_outcomes) = (Vec::new(), Vec::new(), Vec::new());
         for m in &outcome.metrics {
             match m {
+                crate::model::phase::PhaseMetric::Gate {
+                    gate,
+                    status,
+                    words,
+                } => gate_outcomes.push(crate::model::phase::GateOutcome {
+                    gate: gate.clone(),
+                    status: *status,
+                    words: words.clone(),
+                }),
                 crate::model::phase::PhaseMetric::Together { change } => {
                     together.push(change.clone())
                 }
@@ -239,6 +254,7 @@ impl RunSession {
             findings: outcome.findings.clone(),
             together,
             drill,
+            gates: gate_outcomes,
         });
         self.summary.verdict = Some(self.worst());
         let mut record = locked(&self.record)?;

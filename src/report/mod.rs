@@ -71,6 +71,10 @@ pub struct ReportFiles {
 /// Most points a line of a chart keeps (a 72-hour run stays a small file).
 const MAX_POINTS: usize = 400;
 
+/// Colours of the GPUs a critical finding named, on the power plot (dark, to stand out of
+/// the thin lines of the rest).
+const FLAGGED: &[&str] = &["#000000", "#8c1c13", "#3a0ca3", "#006d2c", "#7a4b00"];
+
 /// Gather the report's content from `run_dir`.
 pub fn gather(run_dir: &Path) -> Result<ReportData, RecordError> {
     let summary = read_summary(run_dir)?;
@@ -148,12 +152,21 @@ pub fn gather(run_dir: &Path) -> Result<ReportData, RecordError> {
     }
     let mut missing = Vec::new();
     let mut charts = Vec::new();
+    let findings = finding_rows(&events);
     charts.push((
         "power".to_string(),
-        power_chart(&summary, power, &mut missing),
+        power_chart(&summary, power, &findings, &mut missing),
     ));
     let (plan, plan_note) = crate::record::recorded_plan(run_dir, &summary);
     missing.extend(plan_note);
+    // Phases in the plan's order (T0 first), not in the order they ended.
+    let mut summary = summary;
+    summary.phases.sort_by_key(|p| {
+        plan.phases
+            .iter()
+            .position(|x| x.id == p.id)
+            .unwrap_or(usize::MAX)
+    });
     let runs = last_run_metrics(&events);
     for (id, chart) in busbw_charts(&plan, &runs, baseline.as_ref()) {
         charts.push((format!("busbw-{id}"), chart));
@@ -185,7 +198,7 @@ pub fn gather(run_dir: &Path) -> Result<ReportData, RecordError> {
         .collect();
     Ok(ReportData {
         together_limits,
-        findings: finding_rows(&events),
+        findings,
         unfinished: started,
         baseline,
         baseline_note,
@@ -283,8 +296,18 @@ fn finding_rows(events: &[Recorded]) -> Vec<FindingRow> {
 fn power_chart(
     summary: &Summary,
     per_gpu: BTreeMap<(String, u32), Vec<(f64, f64)>>,
+    findings: &[FindingRow],
     missing: &mut Vec<String>,
 ) -> Chart {
+    // The GPUs a critical finding named are drawn bold and named in the legend (with what
+    // was found); the rest are thin lines.
+    let mut flagged: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    for f in findings.iter().filter(|f| f.severity == "crit") {
+        let rules = flagged.entry(f.subject.clone()).or_default();
+        if !rules.contains(&f.rule.as_str()) {
+            rules.push(&f.rule);
+        }
+    }
     if per_gpu.is_empty() {
         missing.push("power per GPU: the record has no telemetry (run with telemetry on)".into());
     }
@@ -300,15 +323,31 @@ fn power_chart(
         .values()
         .filter_map(|v| v.last().map(|p| p.0))
         .fold(0.0, f64::max);
+    let mut bold = 0;
     let mut series: Vec<Series> = per_gpu
         .into_iter()
         .enumerate()
-        .map(|(i, ((node, gpu), pts))| Series {
-            label: format!("{node} GPU{gpu}"),
-            points: plots::thin_out(&pts, MAX_POINTS),
-            color: PALETTE[i % PALETTE.len()],
-            dashed: false,
-            thin: true,
+        .map(|(i, ((node, gpu), pts))| {
+            let name = format!("{node} GPU{gpu}");
+            match flagged.get(&name) {
+                Some(rules) => {
+                    bold += 1;
+                    Series {
+                        label: format!("{name}: {}", rules.join(", ")),
+                        points: plots::thin_out(&pts, MAX_POINTS),
+                        color: FLAGGED[(bold - 1) % FLAGGED.len()],
+                        dashed: false,
+                        thin: false,
+                    }
+                }
+                None => Series {
+                    label: name,
+                    points: plots::thin_out(&pts, MAX_POINTS),
+                    color: PALETTE[i % PALETTE.len()],
+                    dashed: false,
+                    thin: true,
+                },
+            }
         })
         .collect();
     if let Some(limit) = crate::store::median(limits.into_iter()) {
@@ -326,7 +365,11 @@ fn power_chart(
         x_label: "time since the run started".into(),
         y_label: "W".into(),
         series,
-        legend_note: Some(format!("{gpus} GPUs, one line each")),
+        legend_note: Some(if bold > 0 {
+            format!("{gpus} GPUs, one thin line each; bold: the {bold} a critical finding named")
+        } else {
+            format!("{gpus} GPUs, one line each")
+        }),
     }
 }
 
@@ -457,7 +500,35 @@ fn busbw_charts(
                 _ => {}
             }
         }
-        let many = rows.len() > PALETTE.len();
+        // The legend holds twelve entries, gate lines first: with more nodes than that beside
+        // the gates, every node is a thin line and the slowest and the fastest are named.
+        let gate_lines = series.len() - rows.len();
+        let many = rows.len() + gate_lines > plots::LEGEND_ENTRIES;
+        if many {
+            let peak = |r: &BTreeMap<u64, f64>| r.values().copied().fold(0.0_f64, f64::max);
+            let by_peak: Vec<(usize, f64)> = rows
+                .values()
+                .enumerate()
+                .map(|(i, r)| (i, peak(r)))
+                .collect();
+            let slowest = by_peak.iter().min_by(|a, b| a.1.total_cmp(&b.1)).copied();
+            let fastest = by_peak.iter().max_by(|a, b| a.1.total_cmp(&b.1)).copied();
+            for (i, s) in series.iter_mut().enumerate().take(rows.len()) {
+                s.thin = true;
+                s.color = "#9e9e9e";
+                let (mark, color) = if slowest.is_some_and(|(j, _)| j == i) {
+                    ("slowest", "#d62728")
+                } else if fastest.is_some_and(|(j, _)| j == i) {
+                    ("fastest", "#2ca02c")
+                } else {
+                    continue;
+                };
+                let top = by_peak[i].1;
+                s.label = format!("{mark}: {} (peak {top:.0} GB/s)", s.label);
+                s.thin = false;
+                s.color = color;
+            }
+        }
         out.push((
             phase.clone(),
             Chart {
@@ -468,7 +539,7 @@ fn busbw_charts(
                 x_label: "message size".into(),
                 y_label: "GB/s".into(),
                 series,
-                legend_note: many.then(|| format!("{} nodes, one line each", rows.len())),
+                legend_note: many.then(|| format!("{} nodes, one grey line each", rows.len())),
             },
         ));
     }

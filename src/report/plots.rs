@@ -123,6 +123,50 @@ fn ticks(lo: f64, hi: f64, axis: Axis) -> Vec<f64> {
     out
 }
 
+/// Height of a legend row below the first.
+const LEGEND_ROW: f64 = 14.0;
+
+/// Legend entries, at most: more lines than this become thin, and a note says how many.
+pub const LEGEND_ENTRIES: usize = 24;
+
+/// The legend's entries laid out in rows under the plot: (x, label, colour, dashed). Gate and
+/// limit lines come first, so they are never the entries left out; none is dropped for want
+/// of width.
+fn legend_rows(chart: &Chart) -> Vec<Vec<(f64, String, &'static str, bool)>> {
+    let mut entries: Vec<(String, &'static str, bool)> = match &chart.legend_note {
+        Some(note) => {
+            let mut v: Vec<(String, &'static str, bool)> = chart
+                .series
+                .iter()
+                .filter(|s| !s.thin)
+                .map(|s| (s.label.clone(), s.color, s.dashed))
+                .collect();
+            v.insert(0, (note.clone(), "#777", false));
+            v
+        }
+        None => chart
+            .series
+            .iter()
+            .map(|s| (s.label.clone(), s.color, s.dashed))
+            .collect(),
+    };
+    entries.sort_by_key(|e| !e.2);
+    let mut rows: Vec<Vec<(f64, String, &'static str, bool)>> = vec![Vec::new()];
+    let mut lx = LEFT;
+    for (label, color, dashed) in entries.into_iter().take(LEGEND_ENTRIES) {
+        let w = 28.0 + 6.5 * label.chars().count() as f64;
+        if lx + w > W - RIGHT && rows.last().is_some_and(|r| !r.is_empty()) {
+            rows.push(Vec::new());
+            lx = LEFT;
+        }
+        if let Some(row) = rows.last_mut() {
+            row.push((lx, label, color, dashed));
+        }
+        lx += w;
+    }
+    rows
+}
+
 /// The chart as an `<svg>` element.
 pub fn svg(chart: &Chart) -> String {
     let pts = chart.series.iter().flat_map(|s| s.points.iter());
@@ -134,10 +178,12 @@ pub fn svg(chart: &Chart) -> String {
             y1 = y1.max(*y);
         }
     }
+    let legend_lines = legend_rows(chart).len().max(1);
+    let height = H + (legend_lines - 1) as f64 * LEGEND_ROW;
     let mut out = String::new();
     let _ = write!(
         out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" font-family="sans-serif" font-size="11"><title>{t}</title><text x="{LEFT}" y="18" font-size="13" font-weight="bold">{t}</text>"#,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {height}" width="{W}" height="{height}" role="img" font-family="sans-serif" font-size="11"><title>{t}</title><text x="{LEFT}" y="18" font-size="13" font-weight="bold">{t}</text>"#,
         t = esc(&chart.title)
     );
     if !x0.is_finite() {
@@ -224,47 +270,24 @@ pub fn svg(chart: &Chart) -> String {
             }
         );
     }
-    // Legend under the plot.
-    let mut lx = LEFT;
-    let ly = H - 10.0;
-    let entries: Vec<(&str, &str, bool)> = match &chart.legend_note {
-        Some(note) => {
-            let mut v: Vec<(&str, &str, bool)> = chart
-                .series
-                .iter()
-                .filter(|s| !s.thin)
-                .map(|s| (s.label.as_str(), s.color, s.dashed))
-                .collect();
-            v.insert(0, (note.as_str(), "#777", false));
-            v
-        }
-        None => chart
-            .series
-            .iter()
-            .map(|s| (s.label.as_str(), s.color, s.dashed))
-            .collect(),
-    };
-    // Gate and limit lines first: they must not be the entries that fall off the end.
-    let mut entries = entries;
-    entries.sort_by_key(|e| !e.2);
-    for (label, color, dashed) in entries.into_iter().take(12) {
-        let _ = write!(
-            out,
-            r#"<line x1="{lx:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="{color}" stroke-width="2"{}/><text x="{:.1}" y="{ly:.1}">{}</text>"#,
-            lx + 16.0,
-            ly - 4.0,
-            ly - 4.0,
-            if dashed {
-                r#" stroke-dasharray="4 3""#
-            } else {
-                ""
-            },
-            lx + 20.0,
-            esc(label)
-        );
-        lx += 28.0 + 6.5 * label.chars().count() as f64;
-        if lx > W - 80.0 {
-            break;
+    // Legend under the plot, wrapped onto as many rows as its entries need.
+    for (row, line) in legend_rows(chart).iter().enumerate() {
+        let ly = H - 10.0 + row as f64 * LEGEND_ROW;
+        for (lx, label, color, dashed) in line {
+            let _ = write!(
+                out,
+                r#"<line x1="{lx:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="{color}" stroke-width="2"{}/><text x="{:.1}" y="{ly:.1}">{}</text>"#,
+                lx + 16.0,
+                ly - 4.0,
+                ly - 4.0,
+                if *dashed {
+                    r#" stroke-dasharray="4 3""#
+                } else {
+                    ""
+                },
+                lx + 20.0,
+                esc(label)
+            );
         }
     }
     out.push_str("</svg>");

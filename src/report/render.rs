@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use super::ReportData;
 use super::plots::{self, esc};
-use crate::model::phase::Verdict;
+use crate::model::phase::{GateOutcome, GateStatus, Verdict};
 use crate::plan::gates::{Sample, fmt_value};
 use crate::record::{RecordPhase, Summary, utc_stamp};
 
@@ -43,10 +43,35 @@ fn headline(d: &ReportData) -> String {
         );
     }
     let v = s.verdict.map_or("no verdict", Verdict::label);
-    if s.interrupted {
+    let v = if s.interrupted {
         format!("{v} (interrupted by the operator)")
     } else {
         v.to_string()
+    };
+    format!("{v}{}", simulated(s))
+}
+
+/// What the banner says of simulated nodes: a run on the simulator must not pass for one on
+/// hardware, wherever the report is read from. Nodes say what agent they ran.
+fn simulated(s: &Summary) -> String {
+    let sim = s
+        .nodes
+        .iter()
+        .filter(|n| {
+            n.hello
+                .as_ref()
+                .is_some_and(|h| h.agent_version.starts_with("burnin-sim"))
+        })
+        .count();
+    match sim {
+        0 => String::new(),
+        n if n == s.nodes.len() => {
+            " — SIMULATED: every node was burnin's simulator; no hardware was tested".into()
+        }
+        n => format!(
+            " — PARTLY SIMULATED: {n} of {} nodes were burnin's simulator",
+            s.nodes.len()
+        ),
     }
 }
 
@@ -293,11 +318,13 @@ fn document(d: &ReportData) -> Vec<Block<'_>> {
             header: &[
                 "phase",
                 "figure",
+                "unit",
                 "median",
                 "min",
                 "max",
                 "n",
                 "baseline median",
+                "gates on it",
             ],
             rows: figures
                 .iter()
@@ -305,11 +332,13 @@ fn document(d: &ReportData) -> Vec<Block<'_>> {
                     vec![
                         Cell::plain(&r.phase),
                         Cell::plain(&r.name),
+                        Cell::plain(crate::model::figures::unit_of(&r.name)),
                         Cell::plain(fmt_value(r.median)),
                         Cell::plain(fmt_value(r.min)),
                         Cell::plain(fmt_value(r.max)),
                         Cell::plain(r.n.to_string()),
                         Cell::plain(r.baseline.map_or_else(|| "—".into(), fmt_value)),
+                        gates_on(d, &r.phase, &r.name),
                     ]
                 })
                 .collect(),
@@ -321,6 +350,29 @@ fn document(d: &ReportData) -> Vec<Block<'_>> {
                 .collect(),
         ));
     }
+
+    // Every gate of every phase as it was judged: met, missed, or not judged and why.
+    let gate_rows: Vec<Vec<Cell>> = s
+        .phases
+        .iter()
+        .flat_map(|p| p.gates.iter().map(move |g| (p, g)))
+        .map(|(p, g)| {
+            vec![
+                Cell::plain(&p.id),
+                Cell::plain(&g.gate),
+                Cell {
+                    text: g.status.label().to_string(),
+                    strong: g.status != GateStatus::Met,
+                    badge: Some(gate_class(g.status)),
+                },
+                Cell::plain(if g.words.is_empty() {
+                    "—".to_string()
+                } else {
+                    g.words.clone()
+                }),
+            ]
+        })
+        .collect();
 
     let together: Vec<Vec<Cell>> = s
         .phases
@@ -426,6 +478,14 @@ fn document(d: &ReportData) -> Vec<Block<'_>> {
     }
     doc.push(Block::NotPlotted(&d.missing));
 
+    // Long (every gate of every phase): after the plots, which a reader looks at first.
+    if !gate_rows.is_empty() {
+        doc.push(Block::Heading("Gates, as judged"));
+        doc.push(Block::Table {
+            header: &["phase", "gate", "outcome", "what it read"],
+            rows: gate_rows,
+        });
+    }
     doc.push(Block::Heading("Findings"));
     if d.findings.is_empty() {
         doc.push(Block::Empty("No triage finding was raised during the run."));
@@ -570,6 +630,58 @@ pub fn markdown(d: &ReportData) -> String {
     }
     let _ = writeln!(o, "Report made by burnin {}.", env!("CARGO_PKG_VERSION"));
     o
+}
+
+/// The colour of a gate's outcome.
+fn gate_class(s: GateStatus) -> &'static str {
+    match s {
+        GateStatus::Met => "pass",
+        GateStatus::Warned | GateStatus::NotJudged => "warn",
+        GateStatus::Missed => "fail",
+    }
+}
+
+/// The gates of `phase` that read `figure`, each with its outcome's mark (`✓ >= 100 · ✗ >= 90
+/// % of baseline`); "—" when the record kept none.
+fn gates_on(d: &ReportData, phase: &str, figure: &str) -> Cell {
+    let prefix = format!("{figure} ");
+    let gates: Vec<&GateOutcome> = d
+        .summary
+        .phases
+        .iter()
+        .filter(|p| p.id == phase)
+        .flat_map(|p| &p.gates)
+        .filter(|g| g.gate.starts_with(&prefix))
+        .collect();
+    if gates.is_empty() {
+        return Cell::plain("—");
+    }
+    let worst = gates
+        .iter()
+        .map(|g| g.status)
+        .max_by_key(|s| match s {
+            GateStatus::Met => 0,
+            GateStatus::NotJudged => 1,
+            GateStatus::Warned => 2,
+            GateStatus::Missed => 3,
+        })
+        .unwrap_or(GateStatus::Met);
+    Cell {
+        text: gates
+            .iter()
+            .map(|g| {
+                format!(
+                    "{} {} ({})",
+                    g.status.mark(),
+                    &g.gate[prefix.len()..],
+                    g.status.label()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" · "),
+        strong: worst == GateStatus::Missed,
+        badge: Some(gate_class(worst)),
+    }
 }
 
 fn verdict_class(v: &str) -> &'static str {

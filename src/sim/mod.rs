@@ -636,12 +636,19 @@ impl SimCluster {
             && s >= r.started_s + phase_duration_s(&r.id)
             && let Some(r) = self.running.take()
         {
-            let (verdict, reason) = self.judge(&r, s);
+            let judgement = self.judge(&r, s);
+            for metric in judgement.gate_metrics() {
+                out.push(SourceEvent::Phase(PhaseEvent::Metric {
+                    phase: r.id.clone(),
+                    at_ms,
+                    metric,
+                }));
+            }
             out.push(SourceEvent::Phase(PhaseEvent::Finished {
                 phase: r.id,
                 at_ms,
-                verdict,
-                reason,
+                verdict: judgement.verdict,
+                reason: judgement.reason,
             }));
             self.idle_until_s = s + GAP_BETWEEN_PHASES_S;
         }

@@ -475,10 +475,14 @@ impl SimCluster {
 
     /// The phase's verdict: the plan's own gates over what the simulation produced, as the
     /// runner would observe it (exit status per node, the lines, the telemetry beside it).
-    pub(super) fn judge(&self, r: &Running, s: u64) -> (Verdict, String) {
+    pub(super) fn judge(&self, r: &Running, s: u64) -> gates::Judgement {
         let plan = default_plan();
         let Some(spec) = plan.find(&r.id) else {
-            return (Verdict::Skipped, format!("{} is not in the plan", r.id));
+            return gates::Judgement {
+                verdict: Verdict::Skipped,
+                reason: format!("{} is not in the plan", r.id),
+                gates: Vec::new(),
+            };
         };
         let nodes: Vec<String> = (0..self.config.nodes)
             .map(|n| self.config.node_name(n))
@@ -525,7 +529,7 @@ impl SimCluster {
             .watch
             .as_ref()
             .map(|w| w.window(&nodes, from_ms, to_ms));
-        gates::judge(
+        gates::judge_gates(
             spec,
             &r.metrics,
             &observed,

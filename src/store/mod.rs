@@ -59,6 +59,9 @@ pub struct ClusterStore {
     pub storage: StorageView,
     /// The dataloader.
     pub loader: LoaderView,
+    /// The baseline the phases are judged against, where the console knows it: panes draw
+    /// its gate lines (the verdicts come from the judging side, not from this).
+    pub baseline: Option<std::sync::Arc<crate::plan::gates::Baseline>>,
 }
 
 impl Default for ClusterStore {
@@ -77,8 +80,22 @@ impl ClusterStore {
     /// a replay seeking backwards plays the record again from its start.
     pub fn rewind(&mut self) {
         let phases = fresh_views(self.phases.iter().map(|p| &p.spec));
+        let baseline = self.baseline.take();
         *self = Self::with_period(self.period);
         self.phases = phases;
+        self.baseline = baseline;
+    }
+
+    /// The gates' baseline, for the panes' gate lines.
+    pub fn set_baseline(&mut self, baseline: Option<std::sync::Arc<crate::plan::gates::Baseline>>) {
+        self.baseline = baseline;
+    }
+
+    /// A `baseline` gate's line for `figure` of `phase`: `pct` % of the baseline's median
+    /// (`None`: no baseline, or none for this figure).
+    pub fn baseline_line(&self, phase: &str, figure: &str, pct: f64) -> Option<f64> {
+        let samples = self.baseline.as_ref()?.phases.get(phase)?.get(figure)?;
+        median(samples.iter().map(|s| s.value)).map(|m| m * pct / 100.0)
     }
 
     /// An empty store over the default plan, sampled every second.
@@ -116,6 +133,7 @@ impl ClusterStore {
                 loss: None,
                 node: None,
             },
+            baseline: None,
         }
     }
 
@@ -230,6 +248,7 @@ impl ClusterStore {
                 view.together.clear();
                 view.drill.clear();
                 view.prompt = None;
+                view.gates.clear();
                 view.metrics_version += 1;
                 if !view.log.is_empty() {
                     view.log.push_back(String::from("── restarted ──"));
@@ -380,6 +399,19 @@ impl ClusterStore {
                 s.ingest_node(node.clone(), &window);
                 if s.node.as_deref() == Some(node.as_str()) {
                     s.ingest(window);
+                }
+            }
+            PhaseMetric::Gate {
+                gate,
+                status,
+                words,
+            } => {
+                if view.gates.len() < phases::GATES_KEPT {
+                    view.gates.push(crate::model::phase::GateOutcome {
+                        gate,
+                        status,
+                        words,
+                    });
                 }
             }
             PhaseMetric::Tflops { .. }

@@ -87,7 +87,13 @@ pub struct PhaseView {
     pub drill: Vec<crate::plan::drill::SeriesOutcome>,
     /// What a drill asks the operator now.
     pub prompt: Option<String>,
+    /// How each gate judged the last run (gate in words, outcome, its words); empty until
+    /// the phase ends.
+    pub gates: Vec<crate::model::phase::GateOutcome>,
 }
+
+/// Gate outcomes a phase view keeps (a plan entry has a handful).
+pub const GATES_KEPT: usize = 64;
 
 /// One check of one node, as the phase's checklist shows it.
 #[derive(Debug, Clone, PartialEq)]
@@ -177,6 +183,7 @@ pub(super) fn fresh_views<'a>(
             together: Vec::new(),
             drill: Vec::new(),
             prompt: None,
+            gates: Vec::new(),
         })
         .collect()
 }

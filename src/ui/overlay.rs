@@ -11,6 +11,7 @@ use super::panes::log::LogPane;
 use super::{Ctx, fit, human_secs, pane_block, sparkline};
 use crate::app::keymap::BINDINGS;
 use crate::app::state::{Confirm, Overlay};
+use crate::model::phase::GateStatus;
 use crate::store::PhaseState;
 
 /// Draw `overlay` over `area`.
@@ -547,6 +548,50 @@ fn drill_table(ctx: &Ctx, p: &crate::store::PhaseView, lines: &mut Vec<Line<'sta
     }
 }
 
+/// Each gate of the phase: before it ends, what will be judged; after, how each came out,
+/// with its numbers or why it could not be judged.
+fn gate_list(ctx: &Ctx, p: &crate::store::PhaseView, lines: &mut Vec<Line<'static>>) {
+    let t = ctx.theme;
+    if p.spec.gates.is_empty() {
+        return;
+    }
+    if p.gates.is_empty() {
+        lines.push(Line::styled(
+            " gates   judged when the phase ends:".to_string(),
+            t.muted,
+        ));
+        for g in &p.spec.gates {
+            lines.push(Line::styled(format!("   · {}", g.describe()), t.text));
+        }
+        return;
+    }
+    lines.push(Line::styled(" gates".to_string(), t.muted));
+    for crate::model::phase::GateOutcome {
+        gate,
+        status,
+        words,
+    } in &p.gates
+    {
+        let style = match status {
+            GateStatus::Met => t.ok,
+            GateStatus::Warned | GateStatus::NotJudged => t.warn,
+            GateStatus::Missed => t.crit,
+        };
+        let tail = if words.is_empty() {
+            String::new()
+        } else {
+            format!(": {words}")
+        };
+        lines.push(Line::styled(
+            fit(
+                &format!("   {} {gate} — {}{tail}", status.mark(), status.label()),
+                98,
+            ),
+            style,
+        ));
+    }
+}
+
 fn phase_details(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
     let t = ctx.theme;
     let Some(p) = ctx.store.phases.get(ctx.state.ui.phase) else {
@@ -580,6 +625,7 @@ fn phase_details(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
         ),
         t.muted,
     ));
+    gate_list(ctx, p, &mut lines);
     checklist(ctx, p, &mut lines);
     together_table(ctx, p, &mut lines);
     drill_table(ctx, p, &mut lines);

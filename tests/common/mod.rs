@@ -35,6 +35,12 @@ pub fn demo_state(at_s: u64, size: (u16, u16)) -> State {
 /// Same with a chosen simulator configuration.
 pub fn demo_state_with(config: SimConfig, at_s: u64, size: (u16, u16)) -> State {
     let mut state = empty_state(DEMO_LABEL, size);
+    // As `burnin demo` does: the gate lines drawn from the simulator's nominal figures.
+    state
+        .store
+        .set_baseline(Some(std::sync::Arc::new(burnin::sim::nominal_baseline(
+            &config,
+        ))));
     let mut sim = SimCluster::new(config);
     // Second by second, as the live loop would see it, so triage history matches.
     for s in 0..=at_s {
@@ -124,6 +130,30 @@ pub fn without_tests(text: &str) -> String {
         code.push('\n');
     }
     code
+}
+
+/// `program` to run under GNU time, which writes that process's own peak resident memory (kB)
+/// into `out`. wait4 on a child of the test process over-counts: std spawns with vfork, and
+/// the exec takes the test process's own high-water mark (hundreds of MB when another test in
+/// it ran big) into the child's account. GNU time forks its child from its own small memory.
+pub fn under_gnu_time(program: &str, out: &std::path::Path) -> std::process::Command {
+    assert!(
+        std::path::Path::new("/usr/bin/time").exists(),
+        "GNU time is needed to measure a process's peak memory (Debian: apt-get install time; \
+         scripts/test.sh installs it)"
+    );
+    let mut cmd = std::process::Command::new("/usr/bin/time");
+    cmd.args(["-f", "%M", "-o"]).arg(out).arg(program);
+    cmd
+}
+
+/// The peak resident memory GNU time wrote into `out`, kB.
+pub fn gnu_time_peak_kb(out: &std::path::Path) -> i64 {
+    let text = std::fs::read_to_string(out).expect("GNU time's output");
+    text.lines()
+        .rev()
+        .find_map(|l| l.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no peak RSS in GNU time's output: {text}"))
 }
 
 /// Wait for `child` and return its exit code (minus the signal that ended it) and its peak

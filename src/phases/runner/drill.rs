@@ -242,7 +242,7 @@ pub(super) async fn drive_drill(
         .map(|t| t.window(&ran.watched, started_ms, now_ms()));
     let found = found_in(&ran.observed);
     ran.metrics = metrics;
-    let (verdict, reason) = verdict_of(ctx, spec, &ran);
+    let (verdict, reason, _) = verdict_of(ctx, spec, &ran);
     // Every step in numbers, and what the load printed about errors and retries meanwhile.
     let mut told: Vec<String> = Vec::new();
     for o in outcomes.iter().filter(|o| !o.failed()) {

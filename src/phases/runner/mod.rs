@@ -244,7 +244,18 @@ async fn drive_phase(
         .as_ref()
         .map(|t| t.window(&ran.watched, started_ms, now_ms()));
     let found = found_in(&ran.observed);
-    let (verdict, reason) = verdict_of(ctx, &spec, &ran);
+    let (verdict, reason, gate_metrics) = verdict_of(ctx, &spec, &ran);
+    for metric in gate_metrics {
+        let _ = events
+            .send(PhaseEvent::Metric {
+                phase: spec.id.clone(),
+                at_ms: now_ms(),
+                metric: metric.clone(),
+            })
+            .await;
+        // Kept with the phase's figures, so the record says how each gate came out.
+        ran.metrics.push(metric);
+    }
     let mut outcome = finish(verdict, format!("{reason} ({secs} s)"), ran.metrics).await;
     outcome.findings = found;
     outcome
@@ -267,16 +278,22 @@ fn found_in(observed: &Observed) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// The gates' verdict on what ran; nodes that could not run it fail it.
-fn verdict_of(ctx: &RunContext, spec: &PhaseSpec, ran: &Executed) -> (Verdict, String) {
-    let (verdict, reason) =
-        gates::judge(spec, &ran.metrics, &ran.observed, ctx.baseline.as_deref());
+/// The gates' verdict on what ran, and each gate's outcome to send; nodes that could not run
+/// it fail it.
+fn verdict_of(
+    ctx: &RunContext,
+    spec: &PhaseSpec,
+    ran: &Executed,
+) -> (Verdict, String, Vec<PhaseMetric>) {
+    let judged = gates::judge_gates(spec, &ran.metrics, &ran.observed, ctx.baseline.as_deref());
+    let gate_metrics = judged.gate_metrics();
     if ran.failures.is_empty() {
-        (verdict, reason)
+        (judged.verdict, judged.reason, gate_metrics)
     } else {
         (
             Verdict::Fail,
-            format!("{}; {reason}", ran.failures.join("; ")),
+            format!("{}; {}", ran.failures.join("; "), judged.reason),
+            gate_metrics,
         )
     }
 }

@@ -132,7 +132,7 @@ pub(super) async fn drive_together(
     for (m, ran) in members.iter().zip(runs.iter_mut()) {
         let Some(ran) = ran else { continue };
         ran.observed.telemetry = window.clone();
-        let (verdict, reason) = verdict_of(ctx, m, ran);
+        let (verdict, reason, _) = verdict_of(ctx, m, ran);
         observed.members.push((m.id.clone(), verdict, reason));
         if let Some(alone) = ctx.earlier.get(&m.id) {
             let together = gates::figures(&ran.metrics);
@@ -157,6 +157,16 @@ pub(super) async fn drive_together(
         metrics.push(metric);
     }
     let found = found_in(&observed);
-    let (verdict, reason) = gates::judge(spec, &metrics, &observed, ctx.baseline.as_deref());
-    (verdict, reason, metrics, found)
+    let judged = gates::judge_gates(spec, &metrics, &observed, ctx.baseline.as_deref());
+    for metric in judged.gate_metrics() {
+        let _ = events
+            .send(PhaseEvent::Metric {
+                phase: spec.id.clone(),
+                at_ms: now_ms(),
+                metric: metric.clone(),
+            })
+            .await;
+        metrics.push(metric);
+    }
+    (judged.verdict, judged.reason, metrics, found)
 }

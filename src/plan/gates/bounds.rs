@@ -114,7 +114,9 @@ pub(super) fn judge_peers(figure: &String, pct: &f64, j: &Judging<'_>, said: &mu
             "{figure} slowest {} at {share:.0} % of peers",
             s.subject
         )),
-        None => said.summary.push(format!("{figure}: no peers to compare")),
+        None => said
+            .summary
+            .push(format!("{figure}: no peers to compare, not judged")),
     }
 }
 

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::{Gate, PhaseSpec};
-use crate::model::phase::{CheckStatus, PhaseMetric, Verdict};
+use crate::model::phase::{CheckStatus, GateOutcome, GateStatus, PhaseMetric, Verdict};
 
 /// One value of a figure: whose it is, which peers it is compared with, and the number.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -128,6 +128,62 @@ pub fn judge(
     observed: &Observed,
     baseline: Option<&Baseline>,
 ) -> (Verdict, String) {
+    let j = judge_gates(spec, metrics, observed, baseline);
+    (j.verdict, j.reason)
+}
+
+/// A phase's judgement: the verdict, why in one line, and how each of its gates judged it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judgement {
+    /// The verdict.
+    pub verdict: Verdict,
+    /// Why, in one line with the numbers.
+    pub reason: String,
+    /// Each gate of the plan's entry, in its order: the gate in words, its outcome, and its
+    /// own words (the numbers, or why it could not be judged).
+    pub gates: Vec<GateOutcome>,
+}
+
+impl Judgement {
+    /// The gates' outcomes as phase metrics, to send before the verdict.
+    pub fn gate_metrics(&self) -> Vec<PhaseMetric> {
+        self.gates
+            .iter()
+            .map(|g| PhaseMetric::Gate {
+                gate: g.gate.clone(),
+                status: g.status,
+                words: g.words.clone(),
+            })
+            .collect()
+    }
+}
+
+/// How one gate came out, from what it said: a failure misses it; words that all say "not
+/// judged" (every gate says so in those words when it could not judge) leave it unjudged; a
+/// warning (a partly judged gate says "not judged there") warns; nothing against it meets it.
+fn gate_status(findings: &[(Level, String)], summary: &[String]) -> GateStatus {
+    let fully_unjudged = |w: &str| w.contains("not judged") && !w.contains("not judged there");
+    if findings.iter().any(|f| f.0 == Level::Fail) {
+        GateStatus::Missed
+    } else if (!findings.is_empty() || !summary.is_empty())
+        && findings.iter().all(|f| fully_unjudged(&f.1))
+        && summary.iter().all(|w| fully_unjudged(w))
+    {
+        GateStatus::NotJudged
+    } else if findings.iter().any(|f| f.0 == Level::Warn) {
+        GateStatus::Warned
+    } else {
+        GateStatus::Met
+    }
+}
+
+/// [`judge`], with each gate's outcome.
+pub fn judge_gates(
+    spec: &PhaseSpec,
+    metrics: &[PhaseMetric],
+    observed: &Observed,
+    baseline: Option<&Baseline>,
+) -> Judgement {
     let mut findings: Vec<(Level, String)> = Vec::new();
     for (node, code) in &observed.exit {
         match code {
@@ -225,7 +281,9 @@ pub fn judge(
         figs: &figs,
         checked_ok,
     };
+    let mut outcomes = Vec::with_capacity(spec.gates.len());
     for gate in &spec.gates {
+        let (f0, s0) = (said.findings.len(), said.summary.len());
         match gate {
             Gate::Checks => judge_checks(metrics, &mut said),
             Gate::ZeroWrong => judge_zero_wrong(metrics, &mut said),
@@ -245,6 +303,18 @@ pub fn judge(
             Gate::Peers { figure, pct } => judge_peers(figure, pct, &j, &mut said),
             Gate::Baseline { figure, pct } => judge_baseline(figure, pct, &j, &mut said),
         }
+        let (found, summed) = (&said.findings[f0..], &said.summary[s0..]);
+        let status = gate_status(found, summed);
+        let words: Vec<&str> = found
+            .iter()
+            .map(|f| f.1.as_str())
+            .chain(summed.iter().map(String::as_str))
+            .collect();
+        outcomes.push(GateOutcome {
+            gate: gate.describe(),
+            status,
+            words: words.join("; "),
+        });
     }
     let Said {
         mut findings,
@@ -261,10 +331,17 @@ pub fn judge(
         let mut v: Vec<f64> = samples.iter().map(|s| s.value).collect();
         let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
         if let Some(med) = median(&mut v) {
+            // Every figure with its unit: "tokens_per_sec 31092424" says nothing on paper.
+            let unit = crate::model::figures::unit_of(name);
+            let unit = if unit.is_empty() {
+                String::new()
+            } else {
+                format!(", {unit}")
+            };
             summary.insert(
                 0,
                 format!(
-                    "{name} median {} min {} (n={})",
+                    "{name} median {} min {} (n={}{unit})",
                     fmt_value(med),
                     fmt_value(lo),
                     samples.len()
@@ -287,7 +364,11 @@ pub fn judge(
     if parts.is_empty() {
         parts.push("exit 0 everywhere, no failure lines".into());
     }
-    (verdict, parts.join("; "))
+    Judgement {
+        verdict,
+        reason: parts.join("; "),
+        gates: outcomes,
+    }
 }
 
 /// What one judgement says so far: findings (a level and words) and summary lines.

@@ -613,3 +613,51 @@ fn a_together_phase_is_judged_by_how_much_worse_each_figure_got() {
     assert!(errors.worse_pct().is_infinite() && errors.change_pct().is_none());
     assert_eq!(errors.describe(), "0.00 -> 3.00 (from 0)");
 }
+
+#[test]
+fn each_gate_says_whether_it_was_met_missed_or_not_judged() {
+    use crate::model::phase::GateStatus;
+    let t2 = default_plan().find("T2").unwrap();
+    let outcome = |m: &[PhaseMetric], nodes: &[&str], base: Option<&Baseline>| {
+        judge_gates(t2, m, &observed(nodes), base)
+            .gates
+            .into_iter()
+            .map(|g| (g.gate, g.status))
+            .collect::<BTreeMap<String, GateStatus>>()
+    };
+    // One node of eight even GPUs, no baseline: the floor holds, the peers hold (eight GPUs
+    // are peers), the baseline is not judged, and says so.
+    let mut m: Vec<PhaseMetric> = (0..8).map(|g| tflops("n1", g, 700.0)).collect();
+    fp8_too(&mut m);
+    let gates = outcome(&m, &["n1"], None);
+    assert_eq!(
+        gates.get("tflops_bf16 >= 90 % of baseline"),
+        Some(&GateStatus::NotJudged),
+        "{gates:?}"
+    );
+    assert_eq!(gates.get("no Xid during the phase"), Some(&GateStatus::Met));
+    assert_eq!(
+        gates.get("tflops_bf16 >= 90 % of peer median"),
+        Some(&GateStatus::Met)
+    );
+    // A straggler misses the peers gate, and only that one.
+    m.push(tflops("n2", 0, 560.0));
+    let gates = outcome(&m, &["n1", "n2"], None);
+    assert_eq!(
+        gates.get("tflops_bf16 >= 90 % of peer median"),
+        Some(&GateStatus::Missed),
+        "{gates:?}"
+    );
+    assert_eq!(gates.get("no Xid during the phase"), Some(&GateStatus::Met));
+    // The verdict and reason stay what `judge` says.
+    let j = judge_gates(t2, &m, &observed(&["n1", "n2"]), None);
+    assert_eq!(
+        (j.verdict, j.reason),
+        judge(t2, &m, &observed(&["n1", "n2"]), None)
+    );
+    // Every gate of the entry has its outcome, in the plan's order.
+    let j = judge_gates(t2, &m, &observed(&["n1", "n2"]), None);
+    let described: Vec<String> = t2.gates.iter().map(Gate::describe).collect();
+    let judged: Vec<String> = j.gates.iter().map(|g| g.gate.clone()).collect();
+    assert_eq!(described, judged);
+}

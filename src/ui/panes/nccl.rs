@@ -8,7 +8,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
 use crate::model::format_size;
-use crate::store::PhaseState;
+use crate::model::phase::GateStatus;
+use crate::plan::Gate;
+use crate::store::{PhaseState, PhaseView};
 use crate::ui::{Ctx, fit, pane_block};
 
 /// The NCCL pane.
@@ -53,15 +55,24 @@ impl Widget for &NcclPane<'_> {
             return;
         }
         let width = inner.width as usize;
+        let gates = BusbwGates::of(ctx, phase);
+        // The scale holds the gate lines too, so a floor above every bar still shows.
         let max = phase
             .busbw
             .values()
             .filter_map(|r| r.median())
+            .chain(gates.lines.iter().map(|(_, v)| *v))
             .fold(0.0_f64, f64::max)
             .max(1.0);
-        let rows_room = (inner.height as usize).saturating_sub(2);
+        // Two lines under the rows: nccl-tests' average, and the gates.
+        let rows_room = (inner.height as usize).saturating_sub(3);
         let right = 34;
         let bar_w = width.saturating_sub(6 + right).max(4);
+        let gate_cols: Vec<usize> = gates
+            .lines
+            .iter()
+            .map(|(_, v)| (((v / max) * bar_w as f64).round() as usize).clamp(1, bar_w) - 1)
+            .collect();
         let mut lines = vec![Line::styled(
             fit(
                 &format!(
@@ -75,13 +86,16 @@ impl Widget for &NcclPane<'_> {
         let skip = phase.busbw.len().saturating_sub(rows_room);
         for (size, row) in phase.busbw.iter().skip(skip) {
             let med = row.median().unwrap_or(0.0);
-            let filled = ((med / max) * bar_w as f64).round() as usize;
-            let slowest = row
-                .slowest()
-                .filter(|_| row.per_node.len() > 1)
-                .map_or(String::new(), |(n, v)| {
-                    format!("{} {v:.0}", ctx.short_name(n))
-                });
+            let filled = (((med / max) * bar_w as f64).round() as usize).min(bar_w);
+            let slowest = row.slowest().filter(|_| row.per_node.len() > 1);
+            // The peers gate, per size: a slowest node under its share of the median is red.
+            let slow_style = match (slowest, gates.peers_pct) {
+                (Some((_, v)), Some(pct)) if med > 0.0 && v < med * pct / 100.0 => theme.crit,
+                _ => theme.muted,
+            };
+            let slowest = slowest.map_or(String::new(), |(n, v)| {
+                format!("{} {v:.0}", ctx.short_name(n))
+            });
             let (wrong_text, wrong_style) = if row.unvalidated {
                 ("N/A".to_string(), theme.warn)
             } else if row.wrong > 0 {
@@ -89,14 +103,40 @@ impl Widget for &NcclPane<'_> {
             } else {
                 ("0".to_string(), theme.ok)
             };
-            lines.push(Line::from(vec![
-                Span::styled(format!("{:>5} ", format_size(*size)), theme.text),
-                Span::styled("█".repeat(filled.min(bar_w)), theme.bar),
-                Span::raw(" ".repeat(bar_w - filled.min(bar_w))),
+            let mut spans = vec![Span::styled(
+                format!("{:>5} ", format_size(*size)),
+                theme.text,
+            )];
+            // The bar, with a mark where each gate line crosses it.
+            let mut run = String::new();
+            let mut run_is_mark = false;
+            for col in 0..bar_w {
+                let is_mark = gate_cols.contains(&col);
+                let c = match (is_mark, col < filled) {
+                    (true, true) => '╋',
+                    (true, false) => '┊',
+                    (false, true) => '█',
+                    (false, false) => ' ',
+                };
+                if is_mark != run_is_mark && !run.is_empty() {
+                    let style = if run_is_mark { theme.warn } else { theme.bar };
+                    spans.push(Span::styled(std::mem::take(&mut run), style));
+                }
+                run_is_mark = is_mark;
+                run.push(c);
+            }
+            if !run.is_empty() {
+                spans.push(Span::styled(
+                    run,
+                    if run_is_mark { theme.warn } else { theme.bar },
+                ));
+            }
+            spans.extend([
                 Span::styled(format!(" {med:>9.1}"), theme.accent),
-                Span::styled(format!(" {:>16}", fit(&slowest, 16)), theme.muted),
+                Span::styled(format!(" {:>16}", fit(&slowest, 16)), slow_style),
                 Span::styled(format!(" {wrong_text:>6}"), wrong_style),
-            ]));
+            ]);
+            lines.push(Line::from(spans));
         }
         let medians: Vec<f64> = phase.busbw.values().filter_map(|r| r.median()).collect();
         let avg = if medians.is_empty() {
@@ -120,8 +160,110 @@ impl Widget for &NcclPane<'_> {
             ),
             if wrong > 0 { theme.crit } else { theme.text },
         ));
+        lines.push(gates.summary(ctx, phase, width));
         for (i, line) in lines.into_iter().enumerate().take(inner.height as usize) {
             line.render(Rect::new(inner.x, inner.y + i as u16, inner.width, 1), buf);
         }
+    }
+}
+
+/// The plan's gates on a collective phase's busbw, as the pane draws them: the lines it can
+/// place on the bars (an absolute floor, a share of the baseline), the peers share for the
+/// slowest node of each size, and the words for the rest.
+struct BusbwGates {
+    /// (what, GB/s) of each line drawn on the bars.
+    lines: Vec<(String, f64)>,
+    /// The `peers` gate's share, %.
+    peers_pct: Option<f64>,
+    /// Gates that cannot be drawn, in words (a baseline gate without a baseline).
+    unplaced: Vec<String>,
+}
+
+impl BusbwGates {
+    fn of(ctx: &Ctx, phase: &PhaseView) -> Self {
+        let figure = format!(
+            "busbw_{}",
+            phase.collective.as_deref().unwrap_or("all_reduce")
+        );
+        let mut out = BusbwGates {
+            lines: Vec::new(),
+            peers_pct: None,
+            unplaced: Vec::new(),
+        };
+        for gate in &phase.spec.gates {
+            match gate {
+                Gate::Min { figure: f, value } if *f == figure => {
+                    out.lines.push((format!("floor {value:.0}"), *value));
+                }
+                Gate::Baseline { figure: f, pct } if *f == figure => {
+                    match ctx.store.baseline_line(&phase.spec.id, f, *pct) {
+                        Some(v) => out
+                            .lines
+                            .push((format!("{pct:.0} % of baseline {v:.0}"), v)),
+                        None => out
+                            .unplaced
+                            .push(format!("{pct:.0} % of baseline: no baseline here")),
+                    }
+                }
+                Gate::Peers { figure: f, pct } if *f == figure => out.peers_pct = Some(*pct),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// One line: before the phase ends, what will be judged (the lines as `┊`); after, how
+    /// each busbw gate (and #wrong) came out.
+    fn summary(&self, ctx: &Ctx, phase: &PhaseView, width: usize) -> Line<'static> {
+        let theme = ctx.theme;
+        let figure = format!(
+            "busbw_{} ",
+            phase.collective.as_deref().unwrap_or("all_reduce")
+        );
+        // The pane is about this figure: its gates read without its name.
+        let short = |g: &str| g.strip_prefix(figure.as_str()).unwrap_or(g).to_string();
+        let busbw_gate = |g: &str| g.starts_with("busbw_") || g == "#wrong = 0";
+        let judged: Vec<_> = phase.gates.iter().filter(|g| busbw_gate(&g.gate)).collect();
+        if !judged.is_empty() {
+            let worst = judged.iter().map(|g| g.status).max_by_key(|s| match s {
+                GateStatus::Met => 0,
+                GateStatus::NotJudged => 1,
+                GateStatus::Warned => 2,
+                GateStatus::Missed => 3,
+            });
+            let text = judged
+                .iter()
+                .map(|g| match g.status {
+                    GateStatus::Met => format!("{} {}", g.status.mark(), short(&g.gate)),
+                    s => format!("{} {}: {}", s.mark(), short(&g.gate), g.words),
+                })
+                .collect::<Vec<_>>()
+                .join(" · ");
+            let style = match worst {
+                Some(GateStatus::Missed) => theme.crit,
+                Some(GateStatus::Warned | GateStatus::NotJudged) => theme.warn,
+                _ => theme.ok,
+            };
+            return Line::styled(fit(&format!("gates: {text}"), width), style);
+        }
+        let mut parts: Vec<String> = self
+            .lines
+            .iter()
+            .map(|(what, _)| format!("┊ {what}"))
+            .collect();
+        if let Some(pct) = self.peers_pct {
+            parts.push(format!("slowest red under {pct:.0} % of the median"));
+        }
+        parts.extend(self.unplaced.iter().cloned());
+        let text = if parts.is_empty() {
+            "no busbw gate in the plan for this phase".to_string()
+        } else {
+            format!(
+                "gates, judged when {} ends: {}",
+                phase.spec.id,
+                parts.join(" · ")
+            )
+        };
+        Line::styled(fit(&text, width), theme.muted)
     }
 }
