@@ -397,6 +397,16 @@ fn status_and_deploy_through_the_binary() {
     let (code, out) = run(&["deploy"]);
     assert_eq!(code, Some(0), "{out}");
     assert_eq!(out.matches("copied to").count(), 2, "{out}");
+    // What travels is stripped of debug info and compressed; what lands is the stripped
+    // copy, which then runs as the node's agent below.
+    assert!(
+        out.contains("stripped of debug info") && out.contains(", gzip in"),
+        "{out}"
+    );
+    assert!(out.contains("[2/2]"), "progress, node by node: {out}");
+    let built = std::fs::metadata(BIN).expect("binary").len();
+    let landed = std::fs::metadata(&agent_path).expect("deployed").len();
+    assert!(landed < built / 2, "{landed} of {built} bytes");
     let (_, out) = run(&["deploy"]);
     assert_eq!(out.matches("up to date").count(), 2, "{out}");
     // Now every node answers with its GPUs.

@@ -300,12 +300,16 @@ pub enum Command {
     Agent(crate::agent::AgentArgs),
     /// Copy this binary to the nodes over SSH (air-gapped: no downloads).
     #[command(
-        after_help = "Examples:\n  burnin deploy --dry-run\n  burnin deploy -c site/burnin.toml"
+        after_help = "Examples:\n  burnin deploy --dry-run\n  burnin deploy -c site/burnin.toml\n  burnin deploy --agent-binary target/aarch64-unknown-linux-gnu/release/burnin --agent-binary target/release/burnin"
     )]
     Deploy {
         /// Only say what would be copied.
         #[arg(long)]
         dry_run: bool,
+        /// Send this build instead of this binary (repeatable: each node gets the one built
+        /// for its architecture, e.g. an aarch64 build for Grace nodes).
+        #[arg(long = "agent-binary", value_name = "PATH")]
+        agent_binaries: Vec<PathBuf>,
     },
     /// Headless: run the plan, print progress, write the run record; exit code = verdict.
     #[command(

@@ -69,7 +69,10 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
             // The agent is a plain blocking loop; keep it off the async runtime's threads.
             Ok(tokio::task::spawn_blocking(move || crate::agent::main(&args)).await?)
         }
-        Some(Command::Deploy { dry_run }) => deploy::deploy(&config, ssh_config, dry_run).await,
+        Some(Command::Deploy {
+            dry_run,
+            agent_binaries,
+        }) => deploy::deploy(&config, ssh_config, dry_run, &agent_binaries).await,
         Some(Command::Run {
             demo: true,
             json,

@@ -728,6 +728,20 @@ pub fn format_rate(bytes_per_sec: f64) -> String {
     }
 }
 
+/// A file's size for people: `9.1 MB`, `331 MB`, `812 kB` (decimal, as `ls -lh --si` says it).
+pub fn format_bytes(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b >= 1e9 {
+        format!("{:.1} GB", b / 1e9)
+    } else if b >= 1e6 {
+        format!("{:.1} MB", b / 1e6)
+    } else if b >= 1e3 {
+        format!("{:.0} kB", b / 1e3)
+    } else {
+        format!("{bytes} B")
+    }
+}
+
 /// Format a message size the way nccl-tests users say it (binary units).
 pub fn format_size(bytes: u64) -> String {
     const K: u64 = 1024;
