@@ -791,6 +791,15 @@ fn the_storage_layout_names_the_node_slow_on_aistor() {
     }
     key(&mut state, KeyCode::Char('4'));
     assert_eq!(state.layout().name, "storage");
+    // At 80×24 too: the slow node leads the list, the rest say how many.
+    let mut small = state.clone();
+    small.update(Event::Resize(80, 24));
+    let small_text = screen(&small).backend().to_string();
+    assert!(small_text.contains("node12"), "{small_text}");
+    assert_snapshot!(
+        "storage_layout_80x24_slow_node_in_s2",
+        screen(&small).backend()
+    );
     let term = screen(&state);
     let text = term.backend().to_string();
     let rows: Vec<&str> = text.lines().filter(|l| l.contains("GB/s")).collect();
@@ -807,4 +816,14 @@ fn the_storage_layout_names_the_node_slow_on_aistor() {
         "{findings:?}"
     );
     assert_snapshot!("storage_layout_160x48_slow_node_in_s2", term.backend());
+}
+
+#[test]
+fn the_nccl_layout_draws_its_gates_at_80x24() {
+    let mut state = demo_state(125, (80, 24));
+    key(&mut state, KeyCode::Char('3'));
+    assert_eq!(state.layout().name, "nccl");
+    let text = screen(&state).backend().to_string();
+    assert!(text.contains('┊'), "the gate lines on the bars: {text}");
+    assert_snapshot!("layout_nccl_80x24", screen(&state).backend());
 }
