@@ -1,3 +1,6 @@
+//! `burnin bench console` ([`console`]): the console's resident memory over a simulated
+//! day, hour by hour (issue 29: flat after the first hour, at most 150 MB for 96 GPUs).
+//!
 //! `burnin bench ingest`: what the console pays per GPU-sample to decode agent lines and store
 //! them, on the machine it runs on (issue 3's goal: ≥ 1 M GPU-samples/s on one core); and
 //! `burnin bench record` ([`record`]): what the run record pays per frame and per day.
@@ -303,9 +306,79 @@ pub fn record(
     Ok(())
 }
 
+/// This process's resident and peak resident memory, kB (`VmRSS`, `VmHWM`), where the kernel
+/// says.
+pub fn memory_kb() -> (Option<u64>, Option<u64>) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// Feed the simulated cluster (`nodes` × `gpus`, the demo's faults) into a console's state at
+/// 1 Hz for `hours` simulated, and say after each simulated hour how much memory the process
+/// holds. What a console adds on top (drawing, the terminal) is not in it; the sources'
+/// decoding is `bench ingest`'s.
+pub fn console(hours: f64, nodes: usize, gpus: u32, mut say: impl FnMut(String)) {
+    use crate::app::state::{Event, State};
+    let mut config = SimConfig::demo(1);
+    config.nodes = nodes;
+    config.gpus_per_node = gpus;
+    let mut sim = SimCluster::new(config);
+    let mut state = State::new(Vec::new(), Vec::new(), "bench console", (160, 48));
+    let total_s = (hours * 3600.0).round() as u64;
+    let (cpu0, wall0) = (thread_cpu(), Instant::now());
+    let (rss0, _) = memory_kb();
+    say(format!(
+        "burnin bench console: {nodes} nodes × {gpus} GPUs at 1 Hz for {hours} simulated hour(s), \
+         the demo's faults; resident memory before: {} kB",
+        rss0.map_or("n/a".into(), |v| v.to_string())
+    ));
+    say("sim hour   RSS kB   peak kB   findings   CPU s so far".into());
+    for s in 0..=total_s {
+        for e in sim.advance_to(SIM_EPOCH_MS + s * 1000) {
+            state.update(Event::Source(e));
+        }
+        if s % 3600 == 0 || s == total_s {
+            let (rss, hwm) = memory_kb();
+            let show = |v: Option<u64>| v.map_or("n/a".into(), |v| v.to_string());
+            say(format!(
+                "{:>8.2} {:>8} {:>9} {:>10} {:>14.1}",
+                s as f64 / 3600.0,
+                show(rss),
+                show(hwm),
+                state.shown().1.len(),
+                (thread_cpu() - cpu0).as_secs_f64()
+            ));
+        }
+    }
+    let cpu = (thread_cpu() - cpu0).as_secs_f64();
+    say(format!(
+        "{total_s} simulated seconds in {:.1} s wall, {cpu:.1} s CPU: {:.0} µs of CPU per simulated second ({} GPU-samples)",
+        wall0.elapsed().as_secs_f64(),
+        cpu * 1e6 / total_s.max(1) as f64,
+        total_s * nodes as u64 * u64::from(gpus)
+    ));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_console_bench_reports_each_simulated_hour_and_the_cost() {
+        let mut lines = Vec::new();
+        console(0.02, 2, 2, |l| lines.push(l));
+        assert!(lines[0].starts_with("burnin bench console: 2 nodes × 2 GPUs"), "{lines:?}");
+        // The start and the end (72 simulated seconds), then the cost line.
+        assert_eq!(lines.len(), 5, "{lines:?}");
+        assert!(lines[4].contains("72 simulated seconds"), "{lines:?}");
+        assert!(lines[4].contains("288 GPU-samples"), "{lines:?}");
+    }
 
     #[test]
     fn every_line_is_decoded_and_stored() {

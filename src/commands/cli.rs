@@ -525,6 +525,23 @@ pub enum BenchKind {
         #[arg(long, value_name = "DIR")]
         keep: Option<PathBuf>,
     },
+    /// The console's memory over a long burn-in: the simulated cluster fed into the console's
+    /// state (store, triage, findings) at 1 Hz for HOURS of simulated time on a compressed
+    /// clock, its resident memory printed each simulated hour. Nothing is drawn.
+    #[command(
+        after_help = "Examples:\n  burnin bench console --hours 24\n  burnin bench console --hours 2 --nodes 128 --gpus 8"
+    )]
+    Console {
+        /// Simulated hours (above 0, at most 720).
+        #[arg(long, default_value_t = 24.0, value_parser = bench_hours)]
+        hours: f64,
+        /// Nodes (1 to 4096).
+        #[arg(long, default_value_t = 12, value_parser = count::<1, 4096>)]
+        nodes: usize,
+        /// GPUs per node (1 to 64).
+        #[arg(long, default_value_t = 8, value_parser = crate::config::inventory::gpu_count)]
+        gpus: u32,
+    },
     /// GPU-samples per second the console decodes and stores on one thread: agent lines of a
     /// simulated cluster, into a fresh store, then warm rounds into the same store.
     #[command(after_help = "Examples:\n  burnin bench ingest --nodes 96 --gpus 8")]

@@ -137,6 +137,12 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
             .map(|_| 0)
             .map_err(|e| eyre!("burnin bench record: {e}")),
         Some(Command::Bench {
+            what: cli::BenchKind::Console { hours, nodes, gpus },
+        }) => {
+            bench::console(hours, nodes, gpus, |line| crate::println_safe!("{line}"));
+            Ok(0)
+        }
+        Some(Command::Bench {
             what:
                 cli::BenchKind::Ingest {
                     nodes,
