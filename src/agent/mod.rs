@@ -5,6 +5,7 @@
 pub mod cpu;
 pub mod exporter;
 pub mod fabric;
+pub mod gpm_cadence;
 pub mod nvml;
 pub mod system;
 pub mod topology;

@@ -16,12 +16,16 @@ use nvml_wrapper::enums::gpm::GpmMetricId;
 use nvml_wrapper::sys_exports::field_id;
 use nvml_wrapper::{Device, GpmSample, Nvml};
 
+use crate::agent::gpm_cadence::{self, GpmCadence, GpmRead};
+
 use crate::model::{GpuInfo, GpuSample, NodeFrame, NodeHello, UnixMillis, XidEvent};
 
 /// NVML's "all links" scope for NVLink field values.
 const SCOPE_ALL_LINKS: u32 = u32::MAX;
 /// How often the background thread refreshes the slow readings.
 const SLOW_PERIOD: Duration = Duration::from_secs(2);
+/// The moment between the two GPM samples of a GPU that turned suspect after a long gap.
+const GPM_PRIME_GAP: Duration = Duration::from_millis(20);
 /// Every how many slow rounds (30 s) the PCIe replay counter is read: one read costs ~190 µs
 /// of CPU back to back and ~740 µs after the thread slept (`--probe-costs`, "cold", on the
 /// H200 VM), and a cumulative error counter needs no finer grain on a burn-in.
@@ -82,6 +86,42 @@ struct SlowReadings {
     ecc: (Option<u64>, Option<u64>),
     nvlink_errors: [Option<u64>; 3],
     nvlink_link_errors: Vec<crate::model::NvlinkLinkErrors>,
+}
+
+/// A GPU's GPM readings, carried between the rounds that read them.
+#[derive(Debug, Clone, Copy, Default)]
+struct GpmReadings {
+    sm_active_pct: Option<f32>,
+    tensor_active_pct: Option<f32>,
+    dram_active_pct: Option<f32>,
+    pcie_tx_bytes_per_sec: Option<f64>,
+    pcie_rx_bytes_per_sec: Option<f64>,
+    nvlink_tx_bytes_per_sec: Option<f64>,
+    nvlink_rx_bytes_per_sec: Option<f64>,
+}
+
+impl GpmReadings {
+    fn of(r: &SlowReadings) -> Self {
+        Self {
+            sm_active_pct: r.sm_active_pct,
+            tensor_active_pct: r.tensor_active_pct,
+            dram_active_pct: r.dram_active_pct,
+            pcie_tx_bytes_per_sec: r.pcie_tx_bytes_per_sec,
+            pcie_rx_bytes_per_sec: r.pcie_rx_bytes_per_sec,
+            nvlink_tx_bytes_per_sec: r.gpm_nvlink_tx_bytes_per_sec,
+            nvlink_rx_bytes_per_sec: r.gpm_nvlink_rx_bytes_per_sec,
+        }
+    }
+
+    fn put(&self, r: &mut SlowReadings) {
+        r.sm_active_pct = self.sm_active_pct;
+        r.tensor_active_pct = self.tensor_active_pct;
+        r.dram_active_pct = self.dram_active_pct;
+        r.pcie_tx_bytes_per_sec = self.pcie_tx_bytes_per_sec;
+        r.pcie_rx_bytes_per_sec = self.pcie_rx_bytes_per_sec;
+        r.gpm_nvlink_tx_bytes_per_sec = self.nvlink_tx_bytes_per_sec;
+        r.gpm_nvlink_rx_bytes_per_sec = self.nvlink_rx_bytes_per_sec;
+    }
 }
 
 struct Shared {
@@ -854,6 +894,11 @@ struct SlowReader {
     has_links: Vec<bool>,
     gpm_ok: Vec<bool>,
     gpm_prev: Vec<Option<GpmSample<'static>>>,
+    /// When each GPU's GPM is read (`gpm_cadence`), and its last readings, carried between.
+    gpm_cadence: Vec<GpmCadence>,
+    gpm_last: Vec<GpmReadings>,
+    /// The cadence's clock.
+    started: Instant,
     pcie_replay: Vec<Option<u64>>,
     link_source: Vec<LinkErrorSource>,
     /// Where [`compute_pids`] reads the process list into, kept between rounds.
@@ -877,6 +922,9 @@ impl SlowReader {
                 .map(|d| d.as_ref().is_some_and(|d| d.gpm_support().unwrap_or(false)))
                 .collect(),
             gpm_prev: (0..n).map(|_| None).collect(),
+            gpm_cadence: vec![GpmCadence::default(); n],
+            gpm_last: vec![GpmReadings::default(); n],
+            started: Instant::now(),
             pcie_replay: vec![None; n],
             link_source: vec![LinkErrorSource::Untried; n],
             process_buf: Vec::new(),
@@ -888,19 +936,40 @@ impl SlowReader {
         let renumbered = self.renumbered;
         let has_links = self.has_links.get(i).copied().unwrap_or(false);
         let mut r = SlowReadings::default();
-        if self.gpm_ok.get(i).copied().unwrap_or(false)
-            && let Ok(sample) = d.gpm_sample()
-        {
-            if let Some(prev) = &self.gpm_prev[i] {
-                // NVLink GPM rates are asked only of GPUs that have links.
-                let metrics: &[GpmMetricId] = if has_links {
-                    &GPM_METRICS
-                } else {
-                    &GPM_METRICS[..GPM_METRICS_WITHOUT_NVLINK]
-                };
-                read_gpm(self.nvml, prev, &sample, metrics, &mut r);
+        if self.gpm_ok.get(i).copied().unwrap_or(false) {
+            // Whether this GPU is a busy-idle suspect, from the cheap readings (~1 µs each).
+            let suspect = gpm_cadence::is_suspect(
+                d.utilization_rates().ok().map(|u| f64::from(u.gpu)),
+                d.power_usage().ok().map(|mw| f64::from(mw) / 1000.0),
+                d.enforced_power_limit()
+                    .ok()
+                    .map(|mw| f64::from(mw) / 1000.0),
+                self.gpm_last[i].sm_active_pct.map(f64::from),
+            );
+            let decision = self.gpm_cadence[i].decide(self.started.elapsed(), suspect, SLOW_PERIOD);
+            if decision == GpmRead::Prime {
+                // The previous sample is seconds old: a fresh one, and the reading over the
+                // next moment only.
+                self.gpm_prev[i] = d.gpm_sample().ok();
+                std::thread::sleep(GPM_PRIME_GAP);
             }
-            self.gpm_prev[i] = Some(sample);
+            if decision != GpmRead::Carry
+                && let Ok(sample) = d.gpm_sample()
+            {
+                if let Some(prev) = &self.gpm_prev[i] {
+                    // NVLink GPM rates are asked only of GPUs that have links.
+                    let metrics: &[GpmMetricId] = if has_links {
+                        &GPM_METRICS
+                    } else {
+                        &GPM_METRICS[..GPM_METRICS_WITHOUT_NVLINK]
+                    };
+                    read_gpm(self.nvml, prev, &sample, metrics, &mut r);
+                    self.gpm_last[i] = GpmReadings::of(&r);
+                }
+                self.gpm_prev[i] = Some(sample);
+            } else {
+                self.gpm_last[i].put(&mut r);
+            }
         }
         if round.is_multiple_of(PCIE_REPLAY_EVERY) {
             let fields = raw_field_values(

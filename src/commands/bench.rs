@@ -373,7 +373,10 @@ mod tests {
     fn the_console_bench_reports_each_simulated_hour_and_the_cost() {
         let mut lines = Vec::new();
         console(0.02, 2, 2, |l| lines.push(l));
-        assert!(lines[0].starts_with("burnin bench console: 2 nodes × 2 GPUs"), "{lines:?}");
+        assert!(
+            lines[0].starts_with("burnin bench console: 2 nodes × 2 GPUs"),
+            "{lines:?}"
+        );
         // The start and the end (72 simulated seconds), then the cost line.
         assert_eq!(lines.len(), 5, "{lines:?}");
         assert!(lines[4].contains("72 simulated seconds"), "{lines:?}");
