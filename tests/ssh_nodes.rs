@@ -6,6 +6,8 @@
 
 mod common;
 
+use std::os::unix::process::CommandExt;
+
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -664,10 +666,8 @@ fn what_a_node_says_reaches_the_terminal_without_escape_sequences() {
 
 /// A stand-in agent whose every frame names 20 000 new GPUs and 500 new ports, over the real
 /// sshd: `triage` holds at most a node's worth, says so in a finding, ends at its `--for`, and
-/// stays small (peak RSS from wait4).
+/// stays small (its own peak RSS, from GNU time).
 #[test]
-// The child is reaped by wait4 (for its peak RSS), which clippy cannot see.
-#[allow(clippy::zombie_processes)]
 fn a_flood_of_new_gpus_and_ports_is_capped_over_real_ssh() {
     let Some(cluster) = Cluster::start(1) else {
         return;
@@ -697,7 +697,11 @@ fn a_flood_of_new_gpus_and_ports_is_capped_over_real_ssh() {
     .expect("inventory");
     let runtime = PathBuf::from(format!("/tmp/brf{}", std::process::id()));
     std::fs::create_dir_all(&runtime).expect("runtime dir");
-    let mut child = std::process::Command::new(BIN)
+    // Under GNU time, which reports this process's own peak memory (wait4 on a child of the
+    // test process would count the test process's high-water mark too); in its own process
+    // group, so the hang guard stops time and burnin together.
+    let rss_file = cluster.dir.join("triage-peak-rss");
+    let mut child = common::under_gnu_time(BIN, &rss_file)
         .args(["triage", "--json", "--for", "8s", "-c"])
         .arg(&inv)
         .arg("--ssh-config")
@@ -706,6 +710,7 @@ fn a_flood_of_new_gpus_and_ports_is_capped_over_real_ssh() {
         .env("BURNIN_LOG", cluster.dir.join("burnin.log"))
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
+        .process_group(0)
         .spawn()
         .expect("burnin triage");
     let mut stdout = child.stdout.take().expect("stdout");
@@ -715,8 +720,8 @@ fn a_flood_of_new_gpus_and_ports_is_capped_over_real_ssh() {
         s
     });
     // A hang guard, not a timing claim: before the fix a flooded triage never ended. Killed
-    // after 60 s (7.5× its --for), it would end by SIGKILL, which the exit code tells.
-    let pid = child.id();
+    // after 60 s (7.5× its --for), it would end by SIGKILL, which the exit status tells.
+    let pgid = child.id();
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let reaped = std::sync::Arc::clone(&done);
     std::thread::spawn(move || {
@@ -727,13 +732,14 @@ fn a_flood_of_new_gpus_and_ports_is_capped_over_real_ssh() {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        // Still not reaped, so the pid is still the child's.
+        // Still not reaped, so the group is still the child's.
         let _ = std::process::Command::new("kill")
-            .args(["-KILL", &pid.to_string()])
+            .args(["-KILL", "--", &format!("-{pgid}")])
             .status();
     });
-    let (code, peak_kb) = common::wait_peak_rss(&child);
+    let status = child.wait().expect("wait");
     done.store(true, std::sync::atomic::Ordering::SeqCst);
+    let peak_kb = common::gnu_time_peak_kb(&rss_file);
     let _ = std::fs::remove_dir_all(&runtime);
     let text = reader.join().expect("stdout");
     let doc: serde_json::Value = serde_json::from_str(&text).expect("triage --json");
@@ -754,5 +760,9 @@ fn a_flood_of_new_gpus_and_ports_is_capped_over_real_ssh() {
         doc["findings"]
     );
     assert!(peak_kb < 300_000, "peak RSS {peak_kb} kB");
-    assert_ne!(code, -libc::SIGKILL, "triage ended by itself, at its --for");
+    let time_said = std::fs::read_to_string(&rss_file).unwrap_or_default();
+    assert!(
+        status.code().is_some() && !time_said.contains("terminated by signal"),
+        "triage ended by itself, at its --for: {status:?} {time_said}"
+    );
 }

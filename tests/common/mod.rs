@@ -155,22 +155,3 @@ pub fn gnu_time_peak_kb(out: &std::path::Path) -> i64 {
         .find_map(|l| l.trim().parse().ok())
         .unwrap_or_else(|| panic!("no peak RSS in GNU time's output: {text}"))
 }
-
-/// Wait for `child` and return its exit code (minus the signal that ended it) and its peak
-/// resident memory in kB, from `wait4`: the kernel's own account, taken as it is reaped.
-pub fn wait_peak_rss(child: &std::process::Child) -> (i32, i64) {
-    let pid = child.id() as libc::pid_t;
-    let mut status = 0;
-    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: wait4 on our own child, with valid out-pointers; it fills `usage` on success.
-    let waited = unsafe { libc::wait4(pid, &mut status, 0, usage.as_mut_ptr()) };
-    assert_eq!(waited, pid, "wait4");
-    // SAFETY: zeroed is a valid rusage, and wait4 returned the pid, so it was filled.
-    let usage = unsafe { usage.assume_init() };
-    let code = if libc::WIFEXITED(status) {
-        libc::WEXITSTATUS(status)
-    } else {
-        -libc::WTERMSIG(status)
-    };
-    (code, usage.ru_maxrss)
-}
