@@ -245,17 +245,7 @@ async fn drive_phase(
         .map(|t| t.window(&ran.watched, started_ms, now_ms()));
     let found = found_in(&ran.observed);
     let (verdict, reason, gate_metrics) = verdict_of(ctx, &spec, &ran);
-    for metric in gate_metrics {
-        let _ = events
-            .send(PhaseEvent::Metric {
-                phase: spec.id.clone(),
-                at_ms: now_ms(),
-                metric: metric.clone(),
-            })
-            .await;
-        // Kept with the phase's figures, so the record says how each gate came out.
-        ran.metrics.push(metric);
-    }
+    send_gate_outcomes(&events, &spec.id, gate_metrics, &mut ran.metrics).await;
     let mut outcome = finish(verdict, format!("{reason} ({secs} s)"), ran.metrics).await;
     outcome.findings = found;
     outcome
@@ -276,6 +266,26 @@ fn found_in(observed: &Observed) -> Vec<String> {
         .as_ref()
         .map(|t| t.findings.iter().map(|f| f.text.clone()).collect())
         .unwrap_or_default()
+}
+
+/// Send each gate's outcome ahead of the verdict, and keep it with the phase's metrics, so
+/// the record says how each gate came out.
+pub(super) async fn send_gate_outcomes(
+    events: &mpsc::Sender<PhaseEvent>,
+    phase: &str,
+    gate_metrics: Vec<PhaseMetric>,
+    metrics: &mut Vec<PhaseMetric>,
+) {
+    for metric in gate_metrics {
+        let _ = events
+            .send(PhaseEvent::Metric {
+                phase: phase.to_string(),
+                at_ms: now_ms(),
+                metric: metric.clone(),
+            })
+            .await;
+        metrics.push(metric);
+    }
 }
 
 /// The gates' verdict on what ran, and each gate's outcome to send; nodes that could not run

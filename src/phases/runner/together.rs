@@ -158,15 +158,6 @@ pub(super) async fn drive_together(
     }
     let found = found_in(&observed);
     let judged = gates::judge_gates(spec, &metrics, &observed, ctx.baseline.as_deref());
-    for metric in judged.gate_metrics() {
-        let _ = events
-            .send(PhaseEvent::Metric {
-                phase: spec.id.clone(),
-                at_ms: now_ms(),
-                metric: metric.clone(),
-            })
-            .await;
-        metrics.push(metric);
-    }
+    send_gate_outcomes(events, &spec.id, judged.gate_metrics(), &mut metrics).await;
     (judged.verdict, judged.reason, metrics, found)
 }
