@@ -1,7 +1,7 @@
 //! Bounded history of one metric, one slot per sample period. A missing sample (a node that
 //! stalled, a reading that was `None`) leaves a gap that stays a gap: sparklines draw it blank
 //! and statistics skip it, so a dropped link never looks like a zero reading. Values are kept as
-//! `f32` with NaN for a gap (4 bytes a slot: a GPU's 11 series × 600 slots are 26.4 KB, 27 MB at
+//! `f32` with NaN for a gap (4 bytes a slot: a GPU's 7 series × 600 slots are 16.8 KB, 17 MB at
 //! 1024 GPUs; 600 slots are 10 minutes at a 1 s period).
 
 use std::collections::VecDeque;

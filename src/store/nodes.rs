@@ -31,14 +31,8 @@ pub struct GpuView {
     pub nvlink_tx: History,
     /// NVLink receive, bytes/s.
     pub nvlink_rx: History,
-    /// NVLink CRC error counter (cumulative, as read).
-    pub nvlink_crc: History,
-    /// NVLink replay error counter (cumulative).
-    pub nvlink_replay: History,
-    /// NVLink recovery error counter (cumulative).
-    pub nvlink_recovery: History,
-    /// PCIe replay counter (cumulative).
-    pub pcie_replay: History,
+    /// NVLink and PCIe error counters (cumulative, as read), over the counter window.
+    pub error_counts: ChangeWindow<ErrorCounts>,
     /// GPM SM activity, percent (Hopper and later; gaps elsewhere).
     pub sm_active_pct: History,
     /// Xid events seen, newest last.
@@ -98,8 +92,8 @@ impl GpuView {
             .collect()
     }
 
-    pub(super) fn new(index: u32, period: Period) -> Self {
-        let h = || History::new(period, HISTORY_SLOTS);
+    pub(super) fn new(index: u32, period: Period, slots: usize) -> Self {
+        let h = || History::new(period, slots);
         Self {
             index,
             gpm_implausible: None,
@@ -111,10 +105,7 @@ impl GpuView {
             sm_clock_mhz: h(),
             nvlink_tx: h(),
             nvlink_rx: h(),
-            nvlink_crc: h(),
-            nvlink_replay: h(),
-            nvlink_recovery: h(),
-            pcie_replay: h(),
+            error_counts: ChangeWindow::default(),
             sm_active_pct: h(),
             xids: VecDeque::new(),
             link_errors: VecDeque::new(),
@@ -164,14 +155,15 @@ impl GpuView {
             .push(at_ms, sample.sm_clock_mhz.map(f64::from));
         self.nvlink_tx.push(at_ms, sample.nvlink_tx_bytes_per_sec);
         self.nvlink_rx.push(at_ms, sample.nvlink_rx_bytes_per_sec);
-        let count = |c: Option<u64>| c.map(|c| c as f64);
-        self.nvlink_crc.push(at_ms, count(sample.nvlink_crc_errors));
-        self.nvlink_replay
-            .push(at_ms, count(sample.nvlink_replay_errors));
-        self.nvlink_recovery
-            .push(at_ms, count(sample.nvlink_recovery_errors));
-        self.pcie_replay
-            .push(at_ms, count(sample.pcie_replay_count));
+        self.error_counts.push(
+            at_ms,
+            ErrorCounts {
+                nvlink_crc: sample.nvlink_crc_errors,
+                nvlink_replay: sample.nvlink_replay_errors,
+                nvlink_recovery: sample.nvlink_recovery_errors,
+                pcie_replay: sample.pcie_replay_count,
+            },
+        );
         self.sm_active_pct.push(at_ms, f(sample.sm_active_pct));
         if self.link_errors.back().map(|(_, v)| v) != Some(&sample.nvlink_link_errors) {
             if self.link_errors.len() == LINK_ERROR_SNAPSHOTS {
@@ -209,14 +201,85 @@ fn implausible_gpm(s: &GpuSample, limit: Option<f32>) -> Option<String> {
     })
 }
 
-/// Samples of a port's cumulative counters kept for "did it rise lately" questions.
-const NIC_COUNTER_SNAPSHOTS: usize = 64;
+/// Change points a [`ChangeWindow`] holds at most (a value that changes every sample at a
+/// 100 ms period still fits a 10 s window).
+const WINDOW_CHANGES: usize = 128;
 
-/// Recent snapshots of a port's cumulative counters, for "did it rise lately" questions.
-#[derive(Debug, Clone, Default)]
-pub struct CounterWindow {
-    snapshots: VecDeque<(UnixMillis, PortCounters)>,
+/// Recent values of cumulative counters, for "did it rise lately" questions over windows up
+/// to [`COUNTER_WINDOW_MS`](crate::model::thresholds::COUNTER_WINDOW_MS), exact in `u64`.
+///
+/// Only changes are kept, and only as far back as that window needs: a sample equal to the
+/// last one moves the clock on without a copy. Keeping every port's sample of the last minute
+/// cost 48 MB at 128 nodes (the largest share of the console's heap, measured with heaptrack);
+/// most counters of a healthy port never move. A counter kept in an `f32` history loses its
+/// rises past 2^24 (16.7 million), which a long-lived link's CRC counter can pass.
+#[derive(Debug, Clone)]
+pub struct ChangeWindow<T> {
+    /// (first seen at, value) for each change, oldest first.
+    changes: VecDeque<(UnixMillis, T)>,
+    /// When the newest sample came.
+    newest_at: UnixMillis,
 }
+
+impl<T> Default for ChangeWindow<T> {
+    fn default() -> Self {
+        Self {
+            changes: VecDeque::new(),
+            newest_at: 0,
+        }
+    }
+}
+
+impl<T: PartialEq> ChangeWindow<T> {
+    /// Take the sample read at `at_ms`; one older than the newest is dropped (a late frame must
+    /// not rewrite the window).
+    pub fn push(&mut self, at_ms: UnixMillis, value: T) {
+        if at_ms < self.newest_at {
+            return;
+        }
+        self.newest_at = at_ms;
+        if self.changes.back().is_some_and(|(_, c)| *c == value) {
+            return;
+        }
+        if self.changes.len() == WINDOW_CHANGES {
+            self.changes.pop_front();
+        }
+        self.changes.push_back((at_ms, value));
+        // The oldest change is needed only while it is the value at the window's start.
+        let start = self
+            .newest_at
+            .saturating_sub(crate::model::thresholds::COUNTER_WINDOW_MS);
+        while self.changes.get(1).is_some_and(|(at, _)| *at <= start) {
+            self.changes.pop_front();
+        }
+    }
+
+    /// The newest value.
+    pub fn newest(&self) -> Option<&T> {
+        self.changes.back().map(|(_, c)| c)
+    }
+
+    /// How much the counter that `read` picks rose over the last `window_ms`: its newest value
+    /// against its value at the window's start (its oldest known when the window reaches
+    /// further back than it was seen). 0 when it did not rise, or was reset.
+    pub fn rise(&self, window_ms: u64, read: impl Fn(&T) -> Option<u64>) -> u64 {
+        let start = self.newest_at.saturating_sub(window_ms);
+        let from = self
+            .changes
+            .iter()
+            .rposition(|(at, _)| *at <= start)
+            .unwrap_or(0);
+        let mut seen = self.changes.iter().skip(from).filter_map(|(_, v)| read(v));
+        let first = seen.next();
+        match (first, seen.last()) {
+            (Some(then), Some(now)) if now > then => now - then,
+            _ => 0,
+        }
+    }
+}
+
+/// Recent snapshots of a port's cumulative counters.
+pub type CounterWindow = ChangeWindow<PortCounters>;
 
 impl CounterWindow {
     /// `name +N` for each of `names` that rose over the last `window_ms`, in `names` order.
@@ -224,39 +287,29 @@ impl CounterWindow {
         names
             .iter()
             .filter_map(|c| {
-                let r = self.rise(c, window_ms);
+                let r = self.rise_of(c, window_ms);
                 (r > 0).then(|| format!("{c} +{r}"))
             })
             .collect()
     }
 
-    fn push(&mut self, at_ms: UnixMillis, counters: PortCounters) {
-        if self.snapshots.len() == NIC_COUNTER_SNAPSHOTS {
-            self.snapshots.pop_front();
-        }
-        self.snapshots.push_back((at_ms, counters));
+    /// How much the counter named `counter` rose over the last `window_ms`.
+    pub fn rise_of(&self, counter: &str, window_ms: u64) -> u64 {
+        self.rise(window_ms, |c| c.get(counter))
     }
+}
 
-    /// The newest counters.
-    pub fn newest(&self) -> Option<&PortCounters> {
-        self.snapshots.back().map(|(_, c)| c)
-    }
-
-    /// How much `counter` rose over the last `window_ms` (0 when it did not, or was reset).
-    pub fn rise(&self, counter: &str, window_ms: u64) -> u64 {
-        let Some((newest_at, newest)) = self.snapshots.back() else {
-            return 0;
-        };
-        let then = self
-            .snapshots
-            .iter()
-            .find(|(at, _)| newest_at.saturating_sub(*at) <= window_ms)
-            .and_then(|(_, c)| c.get(counter));
-        match (newest.get(counter), then) {
-            (Some(now), Some(t)) if now > t => now - t,
-            _ => 0,
-        }
-    }
+/// A GPU's cumulative error counters, exact (see [`ChangeWindow`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ErrorCounts {
+    /// NVLink CRC errors, all links.
+    pub nvlink_crc: Option<u64>,
+    /// NVLink replay errors, all links.
+    pub nvlink_replay: Option<u64>,
+    /// NVLink recovery errors, all links.
+    pub nvlink_recovery: Option<u64>,
+    /// PCIe replays.
+    pub pcie_replay: Option<u64>,
 }
 
 /// One Ethernet interface as the console sees it.
@@ -282,11 +335,11 @@ pub struct NicView {
 }
 
 impl NicView {
-    fn new(period: Period) -> Self {
+    fn new(period: Period, slots: usize) -> Self {
         Self {
             latest: NicSample::default(),
-            tx: History::new(period, HISTORY_SLOTS),
-            rx: History::new(period, HISTORY_SLOTS),
+            tx: History::new(period, slots),
+            rx: History::new(period, slots),
             counters: CounterWindow::default(),
         }
     }
@@ -308,7 +361,7 @@ impl NicView {
 
     /// How much `counter` rose over the last `window_ms` (0 when it did not, or was reset).
     pub fn rise(&self, counter: &str, window_ms: u64) -> u64 {
-        self.counters.rise(counter, window_ms)
+        self.counters.rise_of(counter, window_ms)
     }
 
     /// `name +N` for each of `names` that rose over the last `window_ms`.
@@ -354,6 +407,8 @@ pub struct NodeView {
     pub netdevs: Vec<NetView>,
     /// Sample period of its histories.
     period: Period,
+    /// Slots of each history.
+    history_slots: usize,
     /// Lines of the node's stream that could not be decoded.
     pub garbled_lines: u64,
     /// The newest thing the node's agent said about itself.
@@ -375,20 +430,21 @@ pub const MAX_PORTS_PER_NODE: usize = 64;
 pub const PORT_NAME_CHARS: usize = 64;
 
 impl NodeView {
-    pub(super) fn new(name: String, period: Period) -> Self {
+    pub(super) fn new(name: String, period: Period, history_slots: usize) -> Self {
         Self {
             name,
             link: NodeLink::Connecting,
             hello: None,
             last_frame_ms: None,
             gpus: Vec::new(),
-            nvlink_tx: History::new(period, HISTORY_SLOTS),
-            nvlink_rx: History::new(period, HISTORY_SLOTS),
+            nvlink_tx: History::new(period, history_slots),
+            nvlink_rx: History::new(period, history_slots),
             nics: Vec::new(),
             expected_gpus: None,
             expected_nic_rate_gbps: None,
             netdevs: Vec::new(),
             period,
+            history_slots,
             garbled_lines: 0,
             note: None,
             over_limit: None,
@@ -410,7 +466,8 @@ impl NodeView {
                     return None;
                 }
                 Err(pos) => {
-                    self.gpus.insert(pos, GpuView::new(index, self.period));
+                    self.gpus
+                        .insert(pos, GpuView::new(index, self.period, self.history_slots));
                     pos
                 }
             };
@@ -497,7 +554,7 @@ impl NodeView {
                     });
                 }
                 Err(i) => {
-                    let mut view = NicView::new(self.period);
+                    let mut view = NicView::new(self.period, self.history_slots);
                     view.ingest(at, nic);
                     self.nics.insert(i, view);
                 }
@@ -505,5 +562,79 @@ impl NodeView {
         }
         self.last_frame_ms = Some(self.last_frame_ms.map_or(at, |t| t.max(at)));
         self.link = NodeLink::Streaming;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::thresholds::COUNTER_WINDOW_MS;
+
+    fn counters(symbol_error: u64, xmit_wait: u64) -> PortCounters {
+        PortCounters {
+            symbol_error: Some(symbol_error),
+            port_xmit_wait: Some(xmit_wait),
+            ..PortCounters::default()
+        }
+    }
+
+    #[test]
+    fn a_rise_is_counted_for_the_window_after_it_and_not_after() {
+        let mut w = CounterWindow::default();
+        for s in 0..30u64 {
+            // symbol_error rises by 5 at second 20.
+            let errors = if s >= 20 { 5 } else { 0 };
+            w.push(s * 1000, counters(errors, 0));
+            let rise = w.rise_of("symbol_error", COUNTER_WINDOW_MS);
+            if (20..30).contains(&s) {
+                assert_eq!(rise, 5, "second {s}");
+            } else {
+                assert_eq!(rise, 0, "second {s}");
+            }
+        }
+        w.push(30_000, counters(5, 0));
+        assert_eq!(
+            w.rise_of("symbol_error", COUNTER_WINDOW_MS),
+            0,
+            "10 s after"
+        );
+        assert_eq!(w.rises(&["symbol_error"], 11_000), vec!["symbol_error +5"]);
+        assert_eq!(w.newest().and_then(|c| c.symbol_error), Some(5));
+    }
+
+    #[test]
+    fn a_port_seen_for_less_than_the_window_is_judged_from_its_first_sample() {
+        let mut w = CounterWindow::default();
+        w.push(1000, counters(7, 0));
+        w.push(2000, counters(9, 0));
+        assert_eq!(w.rise_of("symbol_error", COUNTER_WINDOW_MS), 2);
+        // A reset (the port came back) is no rise.
+        w.push(3000, counters(1, 0));
+        assert_eq!(w.rise_of("symbol_error", 500), 0);
+    }
+
+    #[test]
+    fn the_window_holds_changes_only_and_only_as_far_back_as_it_needs() {
+        let mut w = CounterWindow::default();
+        for s in 0..10_000u64 {
+            w.push(s * 1000, counters(3, 0));
+        }
+        assert_eq!(w.changes.len(), 1, "a quiet port keeps one copy");
+        // port_xmit_wait moves every second under traffic: the last 10 s and one before.
+        for s in 10_000..20_000u64 {
+            w.push(s * 1000, counters(3, s));
+        }
+        let per_second = (COUNTER_WINDOW_MS / 1000) as usize;
+        assert!(w.changes.len() <= per_second + 1, "{}", w.changes.len());
+        assert_eq!(
+            w.rise_of("port_xmit_wait", COUNTER_WINDOW_MS),
+            10,
+            "one a second for 10 s"
+        );
+        // Every 10 ms (faster than any period), the cap holds.
+        for ms in 0..50_000u64 {
+            w.push(20_000_000 + ms * 10, counters(3, ms));
+        }
+        assert!(w.changes.len() <= WINDOW_CHANGES);
     }
 }

@@ -128,7 +128,7 @@ fn gpu_rules(node: &NodeView, gpu: &GpuView, ctx: &Ctx, out: &mut Vec<Raw>) {
 
     throttle_rules(node, gpu, ctx, out);
     memory_rules(node, gpu, out);
-    link_counter_rules(node, gpu, ctx, out);
+    link_counter_rules(node, gpu, out);
 }
 
 /// One clock-event reason bit that means trouble: how bad, and what to do about it.
@@ -319,23 +319,23 @@ fn fmt_count(v: Option<u32>) -> String {
 /// evidence of a bad link.
 const NVLINK_ERRORS_PER_S_MAX: f64 = 1e12;
 
-fn link_counter_rules(node: &NodeView, gpu: &GpuView, ctx: &Ctx, out: &mut Vec<Raw>) {
-    let n = ctx.counter_samples;
-    let secs = super::COUNTER_WINDOW_MS / 1000;
+fn link_counter_rules(node: &NodeView, gpu: &GpuView, out: &mut Vec<Raw>) {
+    let window_ms = super::COUNTER_WINDOW_MS;
+    let secs = window_ms / 1000;
+    let counts = &gpu.error_counts;
     let mut impossible = Vec::new();
     let rises: Vec<String> = [
-        ("CRC", &gpu.nvlink_crc),
-        ("replay", &gpu.nvlink_replay),
-        ("recovery", &gpu.nvlink_recovery),
+        ("CRC", counts.rise(window_ms, |c| c.nvlink_crc)),
+        ("replay", counts.rise(window_ms, |c| c.nvlink_replay)),
+        ("recovery", counts.rise(window_ms, |c| c.nvlink_recovery)),
     ]
     .into_iter()
-    .filter_map(|(what, h)| {
-        let r = counter_rise(h, n);
-        if r > NVLINK_ERRORS_PER_S_MAX * secs as f64 {
-            impossible.push(format!("{what} +{r:.0}"));
+    .filter_map(|(what, r)| {
+        if r as f64 > NVLINK_ERRORS_PER_S_MAX * secs as f64 {
+            impossible.push(format!("{what} +{r}"));
             return None;
         }
-        (r > 0.0).then(|| format!("{what} +{r:.0}"))
+        (r > 0).then(|| format!("{what} +{r}"))
     })
     .collect();
     if !impossible.is_empty() {
@@ -383,14 +383,14 @@ fn link_counter_rules(node: &NodeView, gpu: &GpuView, ctx: &Ctx, out: &mut Vec<R
             "nvidia-smi nvlink -e on the node; reseat or replace the link's tray/cable",
         ));
     }
-    let replays = counter_rise(&gpu.pcie_replay, n);
-    if replays > 0.0 {
+    let replays = counts.rise(window_ms, |c| c.pcie_replay);
+    if replays > 0 {
         out.push(raw(
             Severity::Warn,
             "pcie-replay",
             Some(node.name.clone()),
             Some(gpu.index),
-            format!("PCIe replay counter +{replays:.0} in the last {secs} s"),
+            format!("PCIe replay counter +{replays} in the last {secs} s"),
             "check the GPU's PCIe seating and riser (lspci -vv link status); rising replays often precede Xid 79",
         ));
     }
@@ -420,15 +420,6 @@ fn link_counter_rules(node: &NodeView, gpu: &GpuView, ctx: &Ctx, out: &mut Vec<R
                 "nvidia-smi nvlink -s; check the fabric manager log; reset the GPU or reseat the tray",
             ));
         }
-    }
-}
-
-/// Rise of a cumulative counter over the newest `n` samples (0 when it did not rise or reset).
-fn counter_rise(h: &History, n: usize) -> f64 {
-    let vals: Vec<f64> = h.tail(n + 1).flatten().collect();
-    match (vals.first(), vals.last()) {
-        (Some(first), Some(last)) if last > first => last - first,
-        _ => 0.0,
     }
 }
 
@@ -852,6 +843,27 @@ mod tests {
             Some("PCIe replay counter +5 in the last 10 s")
         );
         assert_eq!(above_info(&f).len(), 2, "{f:?}");
+    }
+
+    /// Past 2^24 an `f32` cannot tell n from n + 1: a long-lived link's counter is kept in
+    /// `u64`, so one more CRC error is still seen.
+    #[test]
+    fn one_more_error_on_a_counter_past_sixteen_million_is_seen() {
+        let f = judge(4, |t, s| {
+            on_gpu1(s, |s| {
+                s.nvlink_crc_errors = Some(30_000_000 + u64::from(t >= 3));
+                s.pcie_replay_count = Some(16_777_217 + u64::from(t >= 4));
+            })
+        });
+        let why = |rule: &str| f.iter().find(|x| x.rule == rule).map(|x| x.why.clone());
+        assert_eq!(
+            why("nvlink-errors").as_deref(),
+            Some("NVLink CRC +1 in the last 10 s")
+        );
+        assert_eq!(
+            why("pcie-replay").as_deref(),
+            Some("PCIe replay counter +1 in the last 10 s")
+        );
     }
 
     #[test]

@@ -124,8 +124,6 @@ pub(crate) struct Ctx<'a> {
     thresholds: Thresholds,
     /// Samples in the stall window at the store's period.
     stall_samples: usize,
-    /// Samples in the counter window.
-    counter_samples: usize,
     /// Findings held from earlier evaluations.
     held: &'a HashMap<Key, Finding>,
     /// When the previous evaluation ran.
@@ -187,6 +185,15 @@ impl Triage {
         &self.thresholds
     }
 
+    /// History slots a store needs for these rules to judge it at `period`: the stall
+    /// window and one more (at most the panes' ten minutes, which is all any store keeps).
+    /// Counters are judged from their change windows, which every store keeps whole.
+    pub fn history_slots(&self, period: crate::model::units::Period) -> usize {
+        samples_in(self.thresholds.stall_window_ms, period.millis())
+            .saturating_add(1)
+            .min(crate::store::HISTORY_SLOTS)
+    }
+
     /// Run every rule over `store`; findings sorted worst first, then by subject. Findings
     /// whose rule stopped firing less than `clear_after_ms` ago are still listed.
     pub fn evaluate(&mut self, store: &ClusterStore) -> Vec<Finding> {
@@ -197,7 +204,6 @@ impl Triage {
             let ctx = Ctx {
                 thresholds: t,
                 stall_samples: samples_in(t.stall_window_ms, store.period.millis()),
-                counter_samples: samples_in(COUNTER_WINDOW_MS, store.period.millis()),
                 held: &self.held,
                 previous_ms: self.previous_ms,
                 period_ms: store.period.millis(),
@@ -742,6 +748,27 @@ mod tests {
         assert_eq!(slow.len(), crate::sim::NICS_PER_NODE, "{slow:?}");
         assert!(slow.iter().all(|x| x.node.as_deref() == Some("node02")));
         assert!(slow[0].why.ends_with("the inventory expects 800 Gb/s"));
+    }
+
+    #[test]
+    fn a_store_for_triage_alone_keeps_its_longest_window_and_one_more() {
+        let second = crate::model::units::Period::SECOND;
+        assert_eq!(Triage::default().history_slots(second), 11);
+        let long = Thresholds {
+            stall_window_ms: 20_000,
+            ..Thresholds::default()
+        };
+        assert_eq!(Triage::with_thresholds(long).history_slots(second), 21);
+        let hour = Thresholds {
+            stall_window_ms: 3_600_000,
+            ..Thresholds::default()
+        };
+        let slots = Triage::with_thresholds(hour).history_slots(second);
+        assert_eq!(
+            slots,
+            crate::store::HISTORY_SLOTS,
+            "never more than any store keeps"
+        );
     }
 
     #[test]

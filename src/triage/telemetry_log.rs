@@ -1,7 +1,8 @@
 //! What the telemetry saw while a phase ran, for its verdict and its record: Xid events per GPU,
 //! the triage findings that came up (a stalled GPU, throttling, a NIC going down), and which
 //! nodes sent no telemetry at all (so a clean Xid count is never claimed for a node that was
-//! not watched). Fed by the same events the console gets; keeps its own small store and triage.
+//! not watched). Fed by the same events the console gets; keeps its own store, as deep as its
+//! triage's windows, and its own triage.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
@@ -39,10 +40,12 @@ impl TelemetryLog {
 
     /// A log judged by `thresholds` (burnin.toml's `[triage]`).
     pub fn with_thresholds(period: Period, thresholds: crate::triage::Thresholds) -> Self {
+        let triage = Triage::with_thresholds(thresholds);
         Self {
             inner: Mutex::new(Inner {
-                store: ClusterStore::with_period(period),
-                triage: Triage::with_thresholds(thresholds),
+                // Only triage reads this store: its windows, not the panes' ten minutes.
+                store: ClusterStore::with_history(period, triage.history_slots(period)),
+                triage,
                 xids: Vec::new(),
                 frames: HashMap::new(),
                 findings: Vec::new(),
