@@ -57,6 +57,7 @@ pub const KINDS: &[(&str, Kind)] = &[
     ("driver-version", Kind::T0Section("driver")),
     ("kernel-log", Kind::T0Section("xid")),
     ("lspci", Kind::T0Section("acs")),
+    ("gdscheck", Kind::T0Section("gdscheck")),
     (
         "fabricmanager-version",
         Kind::T0Section("fabricmanager-version"),
@@ -98,6 +99,15 @@ fn t0_checks_of(section: &str) -> &'static [&'static str] {
             "fabric-manager-version",
             "fabric-manager-active",
         ],
+        "gdscheck" => &[
+            "gds-platform",
+            "gds-nvidia-fs",
+            "gds-backend",
+            "gds-compat-mode",
+            "gds-rdma",
+            "gds-iommu",
+            "gds-gpus",
+        ],
         _ => &[],
     }
 }
@@ -126,6 +136,16 @@ pub fn detect(text: &str) -> Option<Kind> {
         return Some(Kind::Tool(ParserKind::Workload));
     }
     let section = |name: &str| any(&|l: &str| l == format!("== {name}"));
+    // `gdscheck -p` alone (T0 prints it under `== gdscheck`, read with the rest of T0).
+    if !section("gdscheck")
+        && any(&|l: &str| {
+            l.starts_with("GDS release version")
+                || l.starts_with("Platform verification")
+                || l.eq_ignore_ascii_case("cufile configuration:")
+        })
+    {
+        return Some(Kind::T0Section("gdscheck"));
+    }
     if ["os", "numa", "acs", "packages", "kernel"]
         .iter()
         .any(|s| section(s))
@@ -1194,6 +1214,24 @@ mod tests {
             baseline: None,
             gpus: 8,
             smi_fields: None,
+        }
+    }
+
+    #[test]
+    fn the_help_names_every_kind() {
+        use clap::CommandFactory;
+        let mut cli = crate::commands::cli::Cli::command();
+        let help = cli
+            .find_subcommand_mut("parse")
+            .expect("parse")
+            .render_long_help()
+            .to_string();
+        let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        for (name, _) in KINDS {
+            assert!(
+                help.contains(&format!(" {name},")) || help.contains(&format!(" {name};")),
+                "{name}"
+            );
         }
     }
 

@@ -5,6 +5,7 @@
 #[cfg(test)]
 pub(crate) mod fixtures;
 
+pub mod gds;
 pub mod launcher;
 pub mod nccl_tests;
 pub mod nvbandwidth;

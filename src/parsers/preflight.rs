@@ -10,7 +10,9 @@
 //! `services` (`systemctl is-active` of the fabric manager, persistenced and NVLSM),
 //! `packages` (`manager dpkg|rpm|none`, then installed `ii NAME VERSION` lines), `rdma-tools`,
 //! `numa` (`nodes N`, then `BDF numa_node` per GPU), `acs` (`lspci -vvv` bridge lines and their
-//! `ACSCtl`), `xid` (as T1).
+//! `ACSCtl`), `xid` (as T1); with `gds = "true"` in the plan, `gds-module` (nvidia_fs's version
+//! file and lsmod line), `gds-backend` (the plan's `gds_backend`) and `gdscheck` (`gdscheck -p`,
+//! judged by `parsers::gds`).
 
 use super::sanity::{Sections, fabric_manager_checks, version_in, xid_check};
 use crate::model::phase::{CheckStatus, PhaseMetric};
@@ -356,6 +358,16 @@ impl PreflightParser {
         out.push(self.numa_check(node));
         out.push(self.acs_check(node));
         out.push(xid_check(node, self.sections.get("xid")));
+        // GPUDirect Storage, only where the plan asked for it (`gds = "true"`).
+        if let Some(lines) = self.sections.get("gdscheck") {
+            let wanted = self.first("gds-backend").unwrap_or("");
+            let report = super::gds::GdsCheck::read(lines);
+            for (name, status, detail) in
+                super::gds::judge(self.sections.get("gds-module"), &report, wanted)
+            {
+                out.push(check(name, status, detail));
+            }
+        }
         out
     }
 

@@ -1120,11 +1120,12 @@ mod tests {
             .find(|p| p.id == "T0")
             .expect("T0 in the shipped plan");
         assert_eq!(t0.parser, ParserKind::Preflight);
-        let rendered = render(&t0.command, &BTreeMap::new()).expect("render");
+        let rendered = render(&t0.command, &default_plan().vars).expect("render");
         assert_eq!(
             rendered.trim(),
             crate::parsers::fixtures::tool_output("preflight/t0-command.sh").trim(),
-            "the fixtures in tests/fixtures/preflight/ come from this command"
+            "the fixtures in tests/fixtures/preflight/ come from this command (its GPUDirect \
+             Storage block came later: with gds = \"false\", as shipped, it prints nothing)"
         );
         // And it is plain POSIX sh.
         let out = std::process::Command::new("sh")
@@ -1136,6 +1137,84 @@ mod tests {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
+    }
+
+    /// With `gds = "true"`, T0's GPUDirect Storage block runs in a real `sh` against stand-in
+    /// `gdscheck` and `lsmod` (a real 1.14 printout from the corpus, and nvidia_fs loaded), and
+    /// the preflight parser judges what it printed; without it, the block prints nothing.
+    #[test]
+    fn t0_checks_gds_only_where_the_plan_asks() {
+        let dir = std::env::temp_dir().join(format!("burnin-t0-gds-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let corpus = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/corpus/gdscheck/gds-1.14.0.30-asus-esc8000a-4x-rtx6000ada-nvme-supported-compat-false.txt"
+        );
+        for (name, body) in [
+            (
+                "gdscheck",
+                format!("#!/bin/sh\n[ \"$1\" = -p ] && cat '{corpus}'\n"),
+            ),
+            (
+                "lsmod",
+                "#!/bin/sh\necho 'Module Size Used by'\necho 'nvidia_fs 262144 0'\n".to_string(),
+            ),
+        ] {
+            let path = dir.join(name);
+            std::fs::write(&path, body).expect("tool");
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        }
+        let run = |vars: &str| {
+            let text = DEFAULT_PLAN_TEXT
+                .replace("gds = \"false\"", vars)
+                .replace("gds_backend = \"\"", "gds_backend = \"NVMe\"");
+            let plan = Plan::parse("plan.toml", &text).expect("plan");
+            let t0 = plan.find("T0").expect("T0");
+            let cmd = render(&t0.command, &plan.vars).expect("render");
+            let path = format!(
+                "{}:{}",
+                dir.display(),
+                std::env::var("PATH").unwrap_or_default()
+            );
+            let out = std::process::Command::new("sh")
+                .args(["-c", &cmd])
+                .env("PATH", path)
+                .output()
+                .expect("sh");
+            let mut p = crate::parsers::preflight::PreflightParser::new();
+            for line in String::from_utf8_lossy(&out.stdout).lines() {
+                p.push(line);
+            }
+            p.finish("n1", 8)
+                .into_iter()
+                .filter_map(|m| match m {
+                    crate::model::phase::PhaseMetric::Check { name, status, .. }
+                        if name.starts_with("gds-") =>
+                    {
+                        Some((name, status))
+                    }
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        };
+        let on = run("gds = \"true\"");
+        let _ = std::fs::remove_dir_all(&dir);
+        use crate::model::phase::CheckStatus;
+        let names: Vec<&str> = on.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "gds-platform",
+                "gds-nvidia-fs",
+                "gds-backend",
+                "gds-compat-mode",
+                "gds-iommu",
+                "gds-gpus"
+            ]
+        );
+        assert!(on.iter().all(|(_, s)| *s == CheckStatus::Ok), "{on:?}");
+        assert!(run("gds = \"false\"").is_empty(), "off: no GDS check");
     }
 
     #[test]
