@@ -54,6 +54,7 @@ pub const KINDS: &[(&str, Kind)] = &[
     ("sanity", Kind::Tool(ParserKind::Sanity)),
     ("preflight", Kind::Tool(ParserKind::Preflight)),
     ("s3-probe", Kind::Tool(ParserKind::S3Probe)),
+    ("gdsio", Kind::Tool(ParserKind::Gdsio)),
     ("driver-version", Kind::T0Section("driver")),
     ("kernel-log", Kind::T0Section("xid")),
     ("lspci", Kind::T0Section("acs")),
@@ -136,6 +137,11 @@ pub fn detect(text: &str) -> Option<Kind> {
         return Some(Kind::Tool(ParserKind::Workload));
     }
     let section = |name: &str| any(&|l: &str| l == format!("== {name}"));
+    if any(&|l: &str| {
+        crate::parsers::gds::gdsio_row(l).is_some() || crate::parsers::gds::gdsio_failure(l)
+    }) {
+        return Some(Kind::Tool(ParserKind::Gdsio));
+    }
     // `gdscheck -p` alone (T0 prints it under `== gdscheck`, read with the rest of T0).
     if !section("gdscheck")
         && any(&|l: &str| {

@@ -42,6 +42,11 @@ pub const FIGURES: &[(&str, Better, &str)] = &[
     ("checkpoint_restore_gb_per_s", Better::Higher, "GB/s"),
     ("checkpoint_save_s", Better::Lower, "s"),
     ("checkpoint_restore_s", Better::Lower, "s"),
+    // gdsio: + transfer type and IO type, e.g. `gdsio_gib_per_s_gpud_read`.
+    ("gdsio_gib_per_s_", Better::Higher, "GiB/s"),
+    ("gdsio_avg_latency_us_", Better::Lower, "µs"),
+    // + IO type: GPU-direct's GiB/s as a share of CPU→GPU's at the same size and threads.
+    ("gdsio_direct_pct_of_cpu_gpu_", Better::Higher, "%"),
 ];
 
 /// The unit of a figure as reports print it (`GB/s`, `ms`, …); a suffixed variant

@@ -232,10 +232,14 @@ pub enum PhaseMetric {
         /// The window.
         window: crate::model::probe::ProbeWindow,
     },
-    /// A named figure a tool computed itself (the storage probe's report): gated as is.
+    /// A named figure a tool computed itself (the storage probe's report, gdsio's runs):
+    /// gated as is.
     Figure {
         /// Node it was measured on.
         node: String,
+        /// The GPU it belongs to, when it is one GPU's (gdsio's `-d`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        gpu: Option<u32>,
         /// Figure name, e.g. `s3_ttfb_p99_ms_c16`.
         name: String,
         /// Value.

@@ -70,6 +70,8 @@ pub enum ParserKind {
     Preflight,
     /// `burnin probe s3 --json-lines` (windows for the storage pane, figures for the gates).
     S3Probe,
+    /// NVIDIA `gdsio` result lines (GPUDirect Storage against the CPU paths).
+    Gdsio,
     /// Nothing to parse: the exit status alone decides.
     None,
 }
@@ -256,6 +258,7 @@ enum Inner {
     Sanity(sanity::SanityParser),
     Preflight(preflight::PreflightParser),
     S3Probe,
+    Gdsio(gds::GdsioParser),
     None,
 }
 
@@ -273,6 +276,7 @@ impl Inner {
             ParserKind::Sanity => Inner::Sanity(sanity::SanityParser::new()),
             ParserKind::Preflight => Inner::Preflight(preflight::PreflightParser::new()),
             ParserKind::S3Probe => Inner::S3Probe,
+            ParserKind::Gdsio => Inner::Gdsio(gds::GdsioParser::new()),
             ParserKind::None => Inner::None,
         }
     }
@@ -549,6 +553,12 @@ impl OutputParser {
             }
             Inner::Sanity(p) => p.push(body),
             Inner::Preflight(p) => p.push(body),
+            Inner::Gdsio(p) => {
+                if gds::gdsio_failure(body) {
+                    out.push(problem(body));
+                }
+                p.push(body);
+            }
             Inner::S3Probe => match s3_probe::parse_line(line_no, body)? {
                 Some(s3_probe::Record::S3Window(window)) => {
                     out.push(PhaseMetric::Storage { node, window })
@@ -567,6 +577,7 @@ impl OutputParser {
                     for (name, value) in report.figures() {
                         out.push(PhaseMetric::Figure {
                             node: node.clone(),
+                            gpu: None,
                             name,
                             value,
                         });
@@ -609,6 +620,24 @@ impl OutputParser {
                 }
                 Inner::Sanity(p) => out.extend(p.finish(&node, expected_gpus)),
                 Inner::Preflight(p) => out.extend(p.finish(&node, expected_gpus)),
+                Inner::Gdsio(p) => {
+                    out.extend(p.figures().into_iter().map(|(gpu, name, value)| {
+                        PhaseMetric::Figure {
+                            node: node.clone(),
+                            gpu,
+                            name,
+                            value,
+                        }
+                    }));
+                    out.extend(p.checks().into_iter().map(|(name, status, detail)| {
+                        PhaseMetric::Check {
+                            node: node.clone(),
+                            name: name.to_string(),
+                            status,
+                            detail,
+                        }
+                    }));
+                }
                 _ => {}
             }
         }

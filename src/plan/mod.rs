@@ -1045,8 +1045,8 @@ mod tests {
         assert_eq!(
             ids,
             [
-                "T0", "T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8", "S1", "S2", "S3", "C1", "D1",
-                "D2"
+                "T0", "T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8", "S1", "S2", "S3", "S4", "C1",
+                "D1", "D2"
             ]
         );
         assert!(
@@ -1215,6 +1215,109 @@ mod tests {
         );
         assert!(on.iter().all(|(_, s)| *s == CheckStatus::Ok), "{on:?}");
         assert!(run("gds = \"false\"").is_empty(), "off: no GDS check");
+    }
+
+    /// S4 as shipped runs in a real `sh` against a stand-in `gdsio` (GPU-direct 6.8 GiB/s,
+    /// CPU→GPU 3.1, CPU only 3.2) and `nvidia-smi`: each GPU's runs come back as that GPU's
+    /// figures, GPU-direct is set against CPU→GPU, and the NUMA node this machine cannot tell
+    /// for a GPU it does not have is a WARN, not a pass.
+    #[test]
+    fn s4_runs_gdsio_per_gpu_and_judges_each() {
+        use crate::model::phase::{CheckStatus, PhaseMetric, Verdict};
+        let dir = std::env::temp_dir().join(format!("burnin-s4-{}", std::process::id()));
+        let bin = dir.join("bin");
+        std::fs::create_dir_all(&bin).expect("dir");
+        let gdsio = r#"#!/bin/sh
+x=; io=; while [ $# -gt 0 ]; do case "$1" in -x) x=$2; shift;; -I) io=$2; shift;; esac; shift; done
+case $x in 0) t=GPUD; r=6.816723;; 2) t=CPU_GPU; r=3.108443;; *) t=CPUONLY; r=3.244410;; esac
+[ "$io" = 0 ] && k=READ || k=WRITE
+echo "IoType: $k XferType: $t Threads: 8 DataSetSize: 8363008/8388608(KiB) IOSize: 1024(KiB) Throughput: $r GiB/sec, Avg_Latency: 1138.933194 usecs ops: 8167 total_time 10.170003 secs"
+"#;
+        for (name, body) in [
+            ("gdsio", gdsio.to_string()),
+            (
+                "nvidia-smi",
+                "#!/bin/sh\necho 00000000:C8:00.0\n".to_string(),
+            ),
+        ] {
+            let path = bin.join(name);
+            std::fs::write(&path, body).expect("tool");
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        }
+        let plan = default_plan();
+        let s4 = plan.find("S4").expect("S4");
+        assert_eq!(
+            s4.requires,
+            ["gds_dir"],
+            "skipped unless the site names its mount"
+        );
+        let mut values = plan.vars.clone();
+        values.insert("gds_dir".into(), dir.display().to_string());
+        values.insert("gpus".into(), "2".into());
+        let cmd = render(&s4.command, &values).expect("render");
+        let path = format!(
+            "{}:{}",
+            bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let out = std::process::Command::new("sh")
+            .args(["-c", &cmd])
+            .env("PATH", path)
+            .output()
+            .expect("sh");
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut p = crate::parsers::OutputParser::new(
+            ParserKind::Gdsio,
+            crate::parsers::ParseContext {
+                node: "n1".into(),
+                expected_gpus: 2,
+            },
+        );
+        let mut metrics = Vec::new();
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            metrics.extend(p.push(line).expect("line"));
+        }
+        metrics.extend(p.finish());
+        let direct: Vec<(Option<u32>, f64)> = metrics
+            .iter()
+            .filter_map(|m| match m {
+                PhaseMetric::Figure {
+                    gpu, name, value, ..
+                } if name == "gdsio_gib_per_s_gpud_read" => Some((*gpu, *value)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(direct, [(Some(0), 6.816723), (Some(1), 6.816723)]);
+        let checks: Vec<(&str, CheckStatus)> = metrics
+            .iter()
+            .filter_map(|m| match m {
+                PhaseMetric::Check { name, status, .. } => Some((name.as_str(), *status)),
+                _ => None,
+            })
+            .collect();
+        assert!(
+            checks.contains(&("gds-direct", CheckStatus::Ok)),
+            "{checks:?}"
+        );
+        assert!(
+            checks
+                .iter()
+                .filter(|c| c.0 == "gds-numa")
+                .all(|c| c.1 != CheckStatus::Ok)
+        );
+        let observed = gates::Observed {
+            nodes: vec!["n1".into()],
+            offline: true,
+            ..gates::Observed::default()
+        };
+        let (verdict, why) = gates::judge(s4, &metrics, &observed, None);
+        assert_eq!(verdict, Verdict::Warn, "{why}");
     }
 
     #[test]

@@ -174,6 +174,9 @@ pub fn gather(run_dir: &Path) -> Result<ReportData, RecordError> {
     for (id, chart) in data_wait_charts(&plan, &runs) {
         charts.push((format!("data-wait-{id}"), chart));
     }
+    for (id, chart) in gds_charts(&runs) {
+        charts.push((format!("gds-{id}"), chart));
+    }
     let cdfs = latency_charts(&runs);
     if cdfs.is_empty() {
         missing.push(
@@ -370,6 +373,7 @@ fn power_chart(
         } else {
             format!("{gpus} GPUs, one line each")
         }),
+        categories: Vec::new(),
     }
 }
 
@@ -540,6 +544,7 @@ fn busbw_charts(
                 y_label: "GB/s".into(),
                 series,
                 legend_note: many.then(|| format!("{} nodes, one grey line each", rows.len())),
+                categories: Vec::new(),
             },
         ));
     }
@@ -628,6 +633,7 @@ fn data_wait_charts(
                     },
                 ],
                 legend_note: None,
+                categories: Vec::new(),
             },
         ));
     }
@@ -635,6 +641,87 @@ fn data_wait_charts(
 }
 
 /// Per phase with probe latencies: the GET TTFB CDF of every node and concurrency level.
+/// The transfer types S4 compares, in the order the bars stand: GPU-direct, then through the
+/// CPU into the GPU, then the CPU alone.
+const GDS_PATHS: [(&str, &str, &str); 3] = [
+    ("gpud", "GPU-direct (-x 0)", "#2ca02c"),
+    ("cpu_gpu", "CPU→GPU (-x 2)", "#ff7f0e"),
+    ("cpuonly", "CPU only (-x 1)", "#7f7f7f"),
+];
+
+/// Most GPUs one GDS chart has bars for (a chart per phase; 12 nodes × 8 GPUs is 96).
+const GDS_CHART_GPUS: usize = 128;
+
+/// Per phase that ran gdsio: read GiB/s per GPU and path, grouped by GPU (`node/gpuN`).
+fn gds_charts(runs: &BTreeMap<String, Vec<PhaseMetric>>) -> Vec<(String, Chart)> {
+    let mut out = Vec::new();
+    for (phase, metrics) in runs {
+        let mut subjects: Vec<String> = Vec::new();
+        let mut values: Vec<(usize, usize, f64)> = Vec::new();
+        for m in metrics {
+            let PhaseMetric::Figure {
+                node,
+                gpu,
+                name,
+                value,
+            } = m
+            else {
+                continue;
+            };
+            let Some(path) = GDS_PATHS
+                .iter()
+                .position(|(x, _, _)| name == &format!("gdsio_gib_per_s_{x}_read"))
+            else {
+                continue;
+            };
+            let subject = match gpu {
+                Some(g) => format!("{node}/gpu{g}"),
+                None => node.clone(),
+            };
+            let at = match subjects.iter().position(|s| *s == subject) {
+                Some(i) => i,
+                None if subjects.len() < GDS_CHART_GPUS => {
+                    subjects.push(subject);
+                    subjects.len() - 1
+                }
+                None => continue,
+            };
+            values.push((path, at, *value));
+        }
+        if values.is_empty() {
+            continue;
+        }
+        let series = GDS_PATHS
+            .iter()
+            .enumerate()
+            .map(|(k, (_, label, color))| Series {
+                label: (*label).into(),
+                points: values
+                    .iter()
+                    .filter(|(p, _, _)| *p == k)
+                    .map(|(_, at, v)| (*at as f64, *v))
+                    .collect(),
+                color,
+                dashed: false,
+                thin: false,
+            })
+            .collect();
+        out.push((
+            phase.clone(),
+            Chart {
+                title: format!("{phase}: read GiB/s per GPU, GPU-direct against the CPU paths"),
+                x: Axis::Plain,
+                x_label: "GPU".into(),
+                y_label: "GiB/s".into(),
+                series,
+                legend_note: None,
+                categories: subjects,
+            },
+        ));
+    }
+    out
+}
+
 fn latency_charts(runs: &BTreeMap<String, Vec<PhaseMetric>>) -> Vec<(String, Chart)> {
     let mut out = Vec::new();
     for (phase, metrics) in runs {
@@ -673,8 +760,67 @@ fn latency_charts(runs: &BTreeMap<String, Vec<PhaseMetric>>) -> Vec<(String, Cha
                 y_label: "% of requests".into(),
                 series,
                 legend_note: None,
+                categories: Vec::new(),
             },
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figure(gpu: u32, name: &str, value: f64) -> PhaseMetric {
+        PhaseMetric::Figure {
+            node: "n1".into(),
+            gpu: Some(gpu),
+            name: name.into(),
+            value,
+        }
+    }
+
+    /// S4's read figures become one bar per GPU and path, each bar as tall as its figure; the
+    /// write figures and other phases' figures draw nothing here.
+    #[test]
+    fn s4_draws_a_bar_per_gpu_and_path() {
+        let mut runs = BTreeMap::new();
+        runs.insert(
+            "S4".to_string(),
+            vec![
+                figure(0, "gdsio_gib_per_s_gpud_read", 12.5),
+                figure(0, "gdsio_gib_per_s_cpu_gpu_read", 6.25),
+                figure(0, "gdsio_gib_per_s_cpuonly_read", 7.0),
+                figure(1, "gdsio_gib_per_s_gpud_read", 3.0),
+                figure(1, "gdsio_gib_per_s_gpud_write", 99.0),
+            ],
+        );
+        runs.insert("S2".to_string(), vec![figure(0, "s3_gb_per_s", 5.0)]);
+        let charts = gds_charts(&runs);
+        assert_eq!(charts.len(), 1);
+        let (id, chart) = &charts[0];
+        assert_eq!(id, "S4");
+        assert_eq!(chart.categories, ["n1/gpu0", "n1/gpu1"]);
+        let points: Vec<Vec<(f64, f64)>> = chart.series.iter().map(|s| s.points.clone()).collect();
+        assert_eq!(
+            points,
+            [
+                vec![(0.0, 12.5), (1.0, 3.0)],
+                vec![(0.0, 6.25)],
+                vec![(0.0, 7.0)]
+            ]
+        );
+        let svg = plots::svg(chart);
+        assert_eq!(
+            svg.matches("<rect x=").count(),
+            4 + 3 + 1,
+            "bars, legend keys, frame"
+        );
+        assert!(
+            svg.contains("<title>GPU-direct (-x 0): 12.5</title>"),
+            "{svg}"
+        );
+        assert!(svg.contains("<title>CPU→GPU (-x 2): 6.25</title>"), "{svg}");
+        assert!(!svg.contains(": 99"), "write figures are not drawn");
+    }
 }

@@ -1,4 +1,5 @@
-//! Small SVG line charts for the report: no external assets, no scripts, readable when printed.
+//! Small SVG charts for the report (lines, and grouped bars where `categories` is set): no
+//! external assets, no scripts, readable when printed.
 
 use std::fmt::Write;
 
@@ -43,6 +44,9 @@ pub struct Chart {
     pub series: Vec<Series>,
     /// Legend line shown instead of one entry per series (when there are many).
     pub legend_note: Option<String>,
+    /// A bar chart's groups along x (empty: a line chart). Each series is one bar per group:
+    /// its point `(i, v)` is the bar of group `i`; a group it has no point for has no bar.
+    pub categories: Vec<String>,
 }
 
 /// Colours for node lines, in order.
@@ -167,8 +171,97 @@ fn legend_rows(chart: &Chart) -> Vec<Vec<(f64, String, &'static str, bool)>> {
     rows
 }
 
+/// A grouped bar chart as an `<svg>` element: one group per category, one bar per series.
+fn bar_svg(chart: &Chart) -> String {
+    let y1 = chart
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, f64::max);
+    let legend_lines = legend_rows(chart).len().max(1);
+    let height = H + (legend_lines - 1) as f64 * LEGEND_ROW;
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {height}" width="{W}" height="{height}" role="img" font-family="sans-serif" font-size="11"><title>{t}</title><text x="{LEFT}" y="18" font-size="13" font-weight="bold">{t}</text>"#,
+        t = esc(&chart.title)
+    );
+    let y1 = if y1 <= 0.0 { 1.0 } else { y1 * 1.08 };
+    let (pw, ph) = (W - LEFT - RIGHT, H - TOP - BOTTOM);
+    let sy = |y: f64| TOP + ph - y / y1 * ph;
+    for t in ticks(0.0, y1, Axis::Plain) {
+        let y = sy(t);
+        let _ = write!(
+            out,
+            r##"<line x1="{LEFT}" x2="{}" y1="{y:.1}" y2="{y:.1}" stroke="#e4e4e4"/><text x="{}" y="{:.1}" text-anchor="end">{}</text>"##,
+            W - RIGHT,
+            LEFT - 6.0,
+            y + 4.0,
+            tick_label(Axis::Plain, t)
+        );
+    }
+    let groups = chart.categories.len().max(1) as f64;
+    let group_w = pw / groups;
+    let bars = chart.series.len().max(1) as f64;
+    let bar_w = (group_w * 0.8 / bars).max(1.0);
+    for (i, name) in chart.categories.iter().enumerate() {
+        let x = LEFT + group_w * (i as f64 + 0.5);
+        let _ = write!(
+            out,
+            r#"<text x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            TOP + ph + 14.0,
+            esc(name)
+        );
+    }
+    for (k, s) in chart.series.iter().enumerate() {
+        for (i, v) in &s.points {
+            if !(v.is_finite() && i.is_finite() && *i >= 0.0 && *i < groups) {
+                continue;
+            }
+            let x = LEFT + group_w * (i.floor() + 0.1) + bar_w * k as f64;
+            let y = sy(v.max(0.0));
+            let _ = write!(
+                out,
+                r#"<rect x="{x:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{}"><title>{}: {}</title></rect>"#,
+                (bar_w - 1.0).max(0.5),
+                TOP + ph - y,
+                s.color,
+                esc(&s.label),
+                crate::model::figures::fmt_value(*v)
+            );
+        }
+    }
+    let _ = write!(
+        out,
+        r##"<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" stroke="#999"/><text x="{}" y="{}" text-anchor="middle">{}</text><text transform="translate(14 {}) rotate(-90)" text-anchor="middle">{}</text>"##,
+        LEFT + pw / 2.0,
+        TOP + ph + 30.0,
+        esc(&chart.x_label),
+        TOP + ph / 2.0,
+        esc(&chart.y_label)
+    );
+    for (row, line) in legend_rows(chart).iter().enumerate() {
+        let ly = H - 10.0 + row as f64 * LEGEND_ROW;
+        for (lx, label, color, _) in line {
+            let _ = write!(
+                out,
+                r#"<rect x="{lx:.1}" y="{:.1}" width="14" height="8" fill="{color}"/><text x="{:.1}" y="{ly:.1}">{}</text>"#,
+                ly - 8.0,
+                lx + 20.0,
+                esc(label)
+            );
+        }
+    }
+    out.push_str("</svg>");
+    out
+}
+
 /// The chart as an `<svg>` element.
 pub fn svg(chart: &Chart) -> String {
+    if !chart.categories.is_empty() {
+        return bar_svg(chart);
+    }
     let pts = chart.series.iter().flat_map(|s| s.points.iter());
     let (mut x0, mut x1, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY);
     for (x, y) in pts {
@@ -325,6 +418,7 @@ mod tests {
             y_label: "y".into(),
             series: vec![],
             legend_note: None,
+            categories: Vec::new(),
         });
         assert!(s.contains("no data recorded") && s.ends_with("</svg>"));
     }
@@ -358,6 +452,7 @@ mod tests {
                 thin: false,
             }],
             legend_note: None,
+            categories: Vec::new(),
         });
         assert!(s.contains("&lt;b&gt;&amp;") && s.contains("a&lt;b") && !s.contains("<b>"));
     }

@@ -357,6 +357,7 @@ impl SimCluster {
                         at_ms,
                         PhaseMetric::Figure {
                             node: node.clone(),
+                            gpu: None,
                             name: name.into(),
                             value,
                         },

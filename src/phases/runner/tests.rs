@@ -4,6 +4,7 @@ use super::*;
 fn figure(i: u64) -> PhaseMetric {
     PhaseMetric::Figure {
         node: "n".into(),
+        gpu: None,
         name: "tflops_bf16".into(),
         value: i as f64,
     }

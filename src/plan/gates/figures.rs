@@ -234,8 +234,17 @@ pub fn figures(metrics: &[PhaseMetric]) -> Figures {
                 *ms,
                 Keep::Last,
             ),
-            PhaseMetric::Figure { node, name, value } => {
-                put(&mut f, name.clone(), node.clone(), "", *value, Keep::Last)
+            PhaseMetric::Figure {
+                node,
+                gpu,
+                name,
+                value,
+            } => {
+                let subject = match gpu {
+                    Some(g) => format!("{node}/gpu{g}"),
+                    None => node.clone(),
+                };
+                put(&mut f, name.clone(), subject, "", *value, Keep::Last)
             }
             _ => {}
         }
