@@ -11,3 +11,9 @@ pub fn tool_output(rel: &str) -> String {
         _ => text,
     }
 }
+
+/// The text of `tests/corpus/REL` (real outputs of others, kept byte for byte).
+pub fn corpus_text(rel: &str) -> String {
+    let path = format!("{}/tests/corpus/{rel}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}

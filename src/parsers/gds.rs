@@ -415,6 +415,7 @@ pub fn gdsio_row(line: &str) -> Option<GdsioRow> {
 pub fn gdsio_failure(line: &str) -> bool {
     let l = line.trim_start();
     l.starts_with("Error: IO failed")
+        || l.starts_with("gdsio exited")
         || l.starts_with("io failed")
         || l.starts_with("file register error")
         || l.starts_with("Error: file register")
@@ -429,7 +430,8 @@ pub fn gdsio_failure(line: &str) -> bool {
 pub struct GdsioParser {
     gpu: Option<u32>,
     rows: Vec<(Option<u32>, GdsioRow)>,
-    numa: Vec<(u32, Option<i64>, Option<i64>, String)>,
+    /// (GPU, its NUMA node, the NUMA nodes of the file's devices, the device).
+    numa: Vec<(u32, Option<i64>, Vec<i64>, String)>,
     /// nvidia_fs's `Reads` line before and after each GPU's GPU-direct read.
     nvfs: Vec<(Option<u32>, NvfsReads, Option<NvfsReads>)>,
 }
@@ -464,8 +466,12 @@ impl NvfsReads {
                 .find_map(|w| w.strip_prefix(key))
                 .and_then(|v| v.parse::<u64>().ok())
         };
-        match (field("n="), field("readMiB=")) {
-            (Some(n), Some(mib)) => NvfsReads::Counted { n, mib },
+        // `readMiB=` (nvfs-stat.c today), `readmb=` in 1.0's module.
+        match (field("n="), field("readMiB=").or_else(|| field("readmb="))) {
+            (Some(n), mib) => NvfsReads::Counted {
+                n,
+                mib: mib.unwrap_or(0),
+            },
             _ => NvfsReads::StatsOff,
         }
     }
@@ -521,19 +527,28 @@ impl GdsioParser {
         }
     }
 
-    /// `IDX GPU_NODE file FILE_NODE DEV` (`3 0 file 1 nvme2n1`); a node the machine could
-    /// not tell is `?` or `-1`.
+    /// `IDX GPU_NODE file FILE_NODES DEV` (`3 0 file 0,1 md0`): the file's device may be an
+    /// array whose members sit on several nodes; a node the machine could not tell is `?`, and
+    /// `-1` is a machine of one NUMA domain.
     fn read_numa(&mut self, rest: &str) {
         let w: Vec<&str> = rest.split_whitespace().collect();
         let (Some(gpu), Some(&"file")) = (w.first().and_then(|g| g.parse::<u32>().ok()), w.get(2))
         else {
             return;
         };
-        let node = |v: Option<&&str>| v.and_then(|n| n.parse::<i64>().ok()).filter(|n| *n >= 0);
+        let gpu_node = w.get(1).and_then(|n| n.parse::<i64>().ok());
+        let file_nodes: Vec<i64> = w
+            .get(3)
+            .map(|l| {
+                l.split(',')
+                    .filter_map(|n| n.trim().parse::<i64>().ok())
+                    .take(MAX_GPUS)
+                    .collect()
+            })
+            .unwrap_or_default();
         let dev = w.get(4..).map(|d| d.join(" ")).unwrap_or_default();
         if self.numa.len() < MAX_GPUS {
-            self.numa
-                .push((gpu, node(w.get(1)), node(w.get(3)), cut(&dev)));
+            self.numa.push((gpu, gpu_node, file_nodes, cut(&dev)));
         }
     }
 
@@ -623,17 +638,29 @@ impl GdsioParser {
                 "no CPU→GPU run beside a GPU-direct one of the same IO type, size and threads: GPU-direct is not set against the CPU path".to_string(),
             ));
         }
-        for (gpu, g, f, dev) in &self.numa {
-            out.push(match (g, f) {
-                (Some(g), Some(f)) if g == f => (
+        for (gpu, g, files, dev) in &self.numa {
+            let list = files
+                .iter()
+                .map(i64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ");
+            out.push(match g {
+                Some(-1) if !files.is_empty() && files.iter().all(|f| *f == -1) => (
+                    "gds-numa",
+                    CheckStatus::Ok,
+                    format!("GPU{gpu} and {dev}: one NUMA domain"),
+                ),
+                Some(g) if *g >= 0 && files.contains(g) => (
                     "gds-numa",
                     CheckStatus::Ok,
                     format!("GPU{gpu} and {dev} on NUMA node {g}"),
                 ),
-                (Some(g), Some(f)) => (
+                // A WARN, not a FAIL: one gds_dir per node puts one socket's GPUs across the
+                // interconnect from it by layout, not by fault.
+                Some(g) if *g >= 0 && !files.is_empty() && files.iter().all(|f| *f >= 0) => (
                     "gds-numa",
-                    CheckStatus::Failed,
-                    format!("GPU{gpu} on NUMA node {g} reads {dev} on NUMA node {f}: every transfer crosses the CPU interconnect"),
+                    CheckStatus::Warn,
+                    format!("GPU{gpu} on NUMA node {g} reads {dev} on NUMA node {list}: every transfer crosses the CPU interconnect (a device on each GPU's node, with its own gds_dir, measures the local path)"),
                 ),
                 _ => (
                     "gds-numa",
@@ -641,10 +668,27 @@ impl GdsioParser {
                     format!(
                         "GPU{gpu}: NUMA node of the GPU ({}) or of {dev} ({}) not known (a network file system, or no sysfs node)",
                         g.map_or("?".into(), |v| v.to_string()),
-                        f.map_or("?".into(), |v| v.to_string())
+                        if list.is_empty() { "?".to_string() } else { list.clone() }
                     ),
                 ),
             });
+        }
+        // Every GPU the command named must have a GPU-direct read.
+        let mut named: Vec<u32> = self.rows.iter().filter_map(|(g, _)| *g).collect();
+        named.extend(self.numa.iter().map(|n| n.0));
+        named.sort_unstable();
+        named.dedup();
+        for g in named {
+            let read = self.rows.iter().any(|(gpu, r)| {
+                *gpu == Some(g) && r.xfer == "GPUD" && r.io == "READ" && r.gib_per_s.is_some()
+            });
+            if !read {
+                out.push((
+                    "gds-gpu-read",
+                    CheckStatus::Failed,
+                    format!("GPU{g}: no GPU-direct read result (gdsio failed or printed none)"),
+                ));
+            }
         }
         if self.nvfs.is_empty() {
             out.push((
@@ -699,11 +743,13 @@ fn judge_nvfs(gpu: Option<u32>, before: NvfsReads, after: Option<NvfsReads>) -> 
                 ),
             )
         }
+        // Not a FAIL: P2PDMA, dma-buf and C2C paths are direct without nvidia_fs counting them
+        // (T0's gdscheck rows say whether the node has one).
         (NvfsReads::Counted { n: n0, .. }, Some(NvfsReads::Counted { n: n1, .. })) => (
             "gds-path",
-            CheckStatus::Failed,
+            CheckStatus::Warn,
             format!(
-                "{who}'s GPU-direct read moved nothing through nvidia_fs (reads {n0} before, {n1} after): it went through a CPU bounce buffer (compat mode)"
+                "{who}'s GPU-direct read moved nothing through nvidia_fs (reads {n0} before, {n1} after): a CPU bounce buffer (compat mode), unless the node reads direct through P2PDMA, dma-buf or C2C (T0's gds-backend names the modes)"
             ),
         ),
         (NvfsReads::StatsOff, _) | (_, Some(NvfsReads::StatsOff)) => (
@@ -831,52 +877,67 @@ pub fn judge(module: Option<&[String]>, check: &GdsCheck, wanted: &str) -> Vec<G
 }
 
 fn judge_module(module: Option<&[String]>, check: &GdsCheck) -> GdsCheckLine {
-    let said_not_loaded = module.is_some_and(|ls| {
-        ls.iter()
-            .any(|l| l.to_ascii_lowercase().contains("not loaded"))
-    });
+    let said = |what: &str| {
+        module.is_some_and(|ls| ls.iter().any(|l| l.trim().eq_ignore_ascii_case(what)))
+    };
+    let said_not_loaded = said("nvidia_fs: not loaded");
+    let said_loaded = said("nvidia_fs: loaded")
+        || module.is_some_and(|ls| ls.iter().any(|l| l.starts_with("nvidia_fs ")));
     let module_version = module.and_then(|ls| {
         ls.iter()
             .find(|l| l.to_ascii_lowercase().starts_with("version"))
             .and_then(|l| l.split_once(':'))
             .and_then(|(_, v)| super::sanity::version_in(v))
     });
-    let lsmod_line = module.and_then(|ls| ls.iter().find(|l| l.starts_with("nvidia_fs ")));
+    // A version read from the module or from gdscheck beats a "not loaded" from a node
+    // whose lsmod is missing (a container).
     let version = check.nvidia_fs.clone().or(module_version);
-    let p2pdma = check.backends.iter().any(|b| {
-        b.direct()
-            && (b.name.to_ascii_lowercase().contains("p2pdma")
-                || b.value.to_ascii_lowercase().contains("p2pdma"))
-    });
-    match (version, said_not_loaded) {
-        (None, false) if lsmod_line.is_some() => (
-            "gds-nvidia-fs",
-            CheckStatus::Ok,
-            format!("nvidia_fs loaded (lsmod: {})", lsmod_line.map(String::as_str).unwrap_or("")),
-        ),
-        (Some(v), false) => (
+    // Direct modes that do not go through nvidia_fs: the kernel's PCI P2PDMA (NVMe), dma-buf,
+    // Grace's C2C.
+    let other_direct: Vec<String> = check
+        .backends
+        .iter()
+        .filter(|b| b.direct())
+        .filter_map(|b| {
+            let v = b.value.to_ascii_lowercase();
+            let modes: Vec<&str> = ["p2pdma", "dmabuf", "c2c"]
+                .into_iter()
+                .filter(|m| v.contains(m) || b.name.to_ascii_lowercase().contains(m))
+                .collect();
+            (!modes.is_empty()).then(|| format!("{} ({})", b.name, modes.join(", ")))
+        })
+        .collect();
+    match (version, said_loaded, said_not_loaded) {
+        (Some(v), _, _) => (
             "gds-nvidia-fs",
             CheckStatus::Ok,
             format!("nvidia_fs {v} loaded"),
         ),
-        (_, true) | (None, false) if p2pdma => (
+        (None, true, _) => (
+            "gds-nvidia-fs",
+            CheckStatus::Ok,
+            "nvidia_fs loaded (its version not said)".to_string(),
+        ),
+        (None, false, _) if !other_direct.is_empty() => (
             "gds-nvidia-fs",
             CheckStatus::Warn,
-            "nvidia_fs is not loaded: the direct path is the kernel's PCI P2PDMA (NVMe only)"
-                .to_string(),
+            format!(
+                "nvidia_fs is not loaded: direct only where cuFile does without it: {}",
+                other_direct.join(", ")
+            ),
         ),
-        (_, true) => (
+        (None, false, true) => (
             "gds-nvidia-fs",
             CheckStatus::Failed,
-            "nvidia_fs is not loaded and no P2PDMA path: every cuFile read goes through a CPU bounce buffer (modprobe nvidia_fs)".to_string(),
+            "nvidia_fs is not loaded and no P2PDMA, dma-buf or C2C path: every cuFile read goes through a CPU bounce buffer (modprobe nvidia_fs)".to_string(),
         ),
-        (None, false) if module.is_none() && check.not_installed => (
+        (None, false, false) if module.is_none() && check.not_installed => (
             "gds-nvidia-fs",
             CheckStatus::Unknown,
             "neither the module nor gdscheck answered".to_string(),
         ),
         // gdscheck names the loaded module on its version line: no such line, no answer.
-        (None, false)
+        (None, false, false)
             if module.is_none()
                 && check.libcufile.is_none()
                 && check.nvidia_fs_minimum.is_none() =>
@@ -888,10 +949,10 @@ fn judge_module(module: Option<&[String]>, check: &GdsCheck) -> GdsCheckLine {
                     .to_string(),
             )
         }
-        (None, false) => (
+        (None, false, false) => (
             "gds-nvidia-fs",
             CheckStatus::Failed,
-            "no nvidia_fs version: the module is not loaded (gdscheck names none) and no P2PDMA path, so the path cannot be direct".to_string(),
+            "no nvidia_fs version: the module is not loaded (gdscheck names none) and no P2PDMA, dma-buf or C2C path, so the path cannot be direct".to_string(),
         ),
     }
 }
@@ -933,10 +994,20 @@ fn judge_backends(check: &GdsCheck, wanted: &str) -> GdsCheckLine {
     let mut not_direct = Vec::new();
     let mut direct = Vec::new();
     for w in &wanted {
-        match check.backends.iter().find(|b| same_name(&b.name, w)) {
-            None => missing.push(w.clone()),
-            Some(b) if b.direct() => direct.push(show(b)),
-            Some(b) => not_direct.push(show(b)),
+        // Up to 1.15 an NVMe read direct through the kernel's P2PDMA has its own row.
+        let p2pdma = check
+            .backends
+            .iter()
+            .find(|b| same_name(&b.name, &format!("{w} P2PDMA")))
+            .filter(|b| b.direct());
+        match (
+            check.backends.iter().find(|b| same_name(&b.name, w)),
+            p2pdma,
+        ) {
+            (Some(b), _) if b.direct() => direct.push(show(b)),
+            (_, Some(p)) => direct.push(show(p)),
+            (Some(b), None) => not_direct.push(show(b)),
+            (None, None) => missing.push(w.clone()),
         }
     }
     if !not_direct.is_empty() {
@@ -1115,6 +1186,40 @@ mod tests {
         assert_eq!(status(&checks, "gds-compat-mode"), Some(CheckStatus::Warn));
     }
 
+    /// Two healthy nodes a first version failed: a container without lsmod (the module's own
+    /// version file says it is loaded), and a 1.15 VM whose NVMe is direct through P2PDMA
+    /// (`NVMe : Unsupported` beside `NVMe P2PDMA : Supported`) with the site naming "NVMe".
+    #[test]
+    fn a_container_without_lsmod_and_an_nvme_read_through_p2pdma_pass() {
+        let l4 = crate::parsers::fixtures::corpus_text(
+            "gdscheck/nvidia-troubleshooting-guide-gds-1.16.0.49-l4-nvfs-compat-dmabuf-sample-spaces-collapsed.txt",
+        );
+        let c = GdsCheck::read(&l4.lines().collect::<Vec<_>>());
+        let module = [
+            "version: 2.27".to_string(),
+            "nvidia_fs: not loaded".to_string(),
+        ];
+        assert_eq!(
+            status(&judge(Some(&module), &c, "NVMe"), "gds-nvidia-fs"),
+            Some(CheckStatus::Ok)
+        );
+        let vm = crate::parsers::fixtures::corpus_text(
+            "gdscheck/gds-1.15.0.42-l40s-vm-p2pdma-no-nvidia-fs-nvme-p2pdma-supported.txt",
+        );
+        let c = GdsCheck::read(&vm.lines().collect::<Vec<_>>());
+        let checks = judge(None, &c, "NVMe");
+        assert_eq!(
+            status(&checks, "gds-backend"),
+            Some(CheckStatus::Ok),
+            "{checks:?}"
+        );
+        assert_eq!(
+            status(&checks, "gds-nvidia-fs"),
+            Some(CheckStatus::Warn),
+            "{checks:?}"
+        );
+    }
+
     #[test]
     fn gdscheck_missing_is_unknown_never_a_pass() {
         let c = GdsCheck::read(&["gdscheck: not installed"]);
@@ -1160,6 +1265,7 @@ mod tests {
         let mut p = GdsioParser::new();
         p.push("== gpu 3");
         p.push("numa: gpu 3 3 file 1 nvme2n1");
+        p.push("numa: gpu 4 0 file 0,1 md0");
         for l in [
             "IoType: READ XferType: GPUD Threads: 8 DataSetSize: 1/1(KiB) IOSize: 1024(KiB) Throughput: 6.816723 GiB/sec, Avg_Latency: 1 usecs ops: 1 total_time 1 secs",
             "IoType: READ XferType: CPUONLY Threads: 8 DataSetSize: 1/1(KiB) IOSize: 1024(KiB) Throughput: 6.844410 GiB/sec, Avg_Latency: 1 usecs ops: 1 total_time 1 secs",
@@ -1176,7 +1282,20 @@ mod tests {
         assert_eq!(pct.0, Some(3));
         assert!((pct.2 - 100.12).abs() < 0.01, "{pct:?}");
         let checks = p.checks();
-        assert_eq!(checks[0].1, CheckStatus::Failed, "{checks:?}");
+        assert_eq!(checks[0].1, CheckStatus::Warn, "{checks:?}");
+        assert_eq!(
+            checks[1].1,
+            CheckStatus::Ok,
+            "a member of md0 on node 0: {checks:?}"
+        );
+        assert!(
+            checks.contains(&(
+                "gds-gpu-read",
+                CheckStatus::Failed,
+                "GPU4: no GPU-direct read result (gdsio failed or printed none)".to_string()
+            )),
+            "{checks:?}"
+        );
         assert!(
             checks[0]
                 .2
@@ -1232,7 +1351,11 @@ mod tests {
             "{direct:?}"
         );
         let compat = run(on, on);
-        assert_eq!(compat.1, CheckStatus::Failed);
+        assert_eq!(
+            compat.1,
+            CheckStatus::Warn,
+            "P2PDMA, dma-buf and C2C are not counted"
+        );
         assert!(compat.2.contains("CPU bounce buffer"), "{compat:?}");
         assert_eq!(
             run(

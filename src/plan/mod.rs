@@ -1139,9 +1139,10 @@ mod tests {
         );
     }
 
-    /// With `gds = "true"`, T0's GPUDirect Storage block runs in a real `sh` against stand-in
-    /// `gdscheck` and `lsmod` (a real 1.14 printout from the corpus, and nvidia_fs loaded), and
-    /// the preflight parser judges what it printed; without it, the block prints nothing.
+    /// With `gds = "true"`, T0's GPUDirect Storage block runs in a real `sh` against a
+    /// stand-in `gdscheck` (a real 1.14 printout from the corpus, which names nvidia_fs 2.24:
+    /// that beats this machine's "not loaded"), and the preflight parser judges what it
+    /// printed; without it, the block prints nothing.
     #[test]
     fn t0_checks_gds_only_where_the_plan_asks() {
         let dir = std::env::temp_dir().join(format!("burnin-t0-gds-{}", std::process::id()));
@@ -1150,21 +1151,11 @@ mod tests {
             env!("CARGO_MANIFEST_DIR"),
             "/tests/corpus/gdscheck/gds-1.14.0.30-asus-esc8000a-4x-rtx6000ada-nvme-supported-compat-false.txt"
         );
-        for (name, body) in [
-            (
-                "gdscheck",
-                format!("#!/bin/sh\n[ \"$1\" = -p ] && cat '{corpus}'\n"),
-            ),
-            (
-                "lsmod",
-                "#!/bin/sh\necho 'Module Size Used by'\necho 'nvidia_fs 262144 0'\n".to_string(),
-            ),
-        ] {
-            let path = dir.join(name);
-            std::fs::write(&path, body).expect("tool");
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-        }
+        let path = dir.join("gdscheck");
+        let body = format!("#!/bin/sh\n[ \"$1\" = -p ] && cat '{corpus}'\n");
+        std::fs::write(&path, body).expect("tool");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
         let run = |vars: &str| {
             let text = DEFAULT_PLAN_TEXT
                 .replace("gds = \"false\"", vars)
@@ -1228,7 +1219,8 @@ mod tests {
         let bin = dir.join("bin");
         std::fs::create_dir_all(&bin).expect("dir");
         let gdsio = r#"#!/bin/sh
-x=; io=; while [ $# -gt 0 ]; do case "$1" in -x) x=$2; shift;; -I) io=$2; shift;; esac; shift; done
+x=; io=; d=; while [ $# -gt 0 ]; do case "$1" in -x) x=$2; shift;; -I) io=$2; shift;; -d) d=$2; shift;; esac; shift; done
+if [ -n "$FAIL_GPU" ] && [ "$d" = "$FAIL_GPU" ]; then echo "cuFileDriverOpen error"; exit 3; fi
 case $x in 0) t=GPUD; r=6.816723;; 2) t=CPU_GPU; r=3.108443;; *) t=CPUONLY; r=3.244410;; esac
 [ "$io" = 0 ] && k=READ || k=WRITE
 echo "IoType: $k XferType: $t Threads: 8 DataSetSize: 8363008/8388608(KiB) IOSize: 1024(KiB) Throughput: $r GiB/sec, Avg_Latency: 1138.933194 usecs ops: 8167 total_time 10.170003 secs"
@@ -1255,35 +1247,37 @@ echo "IoType: $k XferType: $t Threads: 8 DataSetSize: 8363008/8388608(KiB) IOSiz
         let mut values = plan.vars.clone();
         values.insert("gds_dir".into(), dir.display().to_string());
         values.insert("gpus".into(), "2".into());
+        values.insert("node".into(), "n1".into());
         let cmd = render(&s4.command, &values).expect("render");
-        let path = format!(
-            "{}:{}",
-            bin.display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        let out = std::process::Command::new("sh")
-            .args(["-c", &cmd])
-            .env("PATH", path)
-            .output()
-            .expect("sh");
-        let _ = std::fs::remove_dir_all(&dir);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let mut p = crate::parsers::OutputParser::new(
-            ParserKind::Gdsio,
-            crate::parsers::ParseContext {
-                node: "n1".into(),
-                expected_gpus: 2,
-            },
-        );
-        let mut metrics = Vec::new();
-        for line in String::from_utf8_lossy(&out.stdout).lines() {
-            metrics.extend(p.push(line).expect("line"));
-        }
-        metrics.extend(p.finish());
+        let run = |fail_gpu: &str| {
+            let path = format!(
+                "{}:{}",
+                bin.display(),
+                std::env::var("PATH").unwrap_or_default()
+            );
+            let out = std::process::Command::new("sh")
+                .args(["-c", &cmd])
+                .env("PATH", path)
+                .env("FAIL_GPU", fail_gpu)
+                .output()
+                .expect("sh");
+            let mut p = crate::parsers::OutputParser::new(
+                ParserKind::Gdsio,
+                crate::parsers::ParseContext {
+                    node: "n1".into(),
+                    expected_gpus: 2,
+                },
+            );
+            let mut metrics = Vec::new();
+            for line in String::from_utf8_lossy(&out.stdout).lines() {
+                metrics.extend(p.push(line).expect("line"));
+            }
+            metrics.extend(p.finish());
+            (out.status.code(), metrics)
+        };
+        let (code, metrics) = run("");
+        assert_eq!(code, Some(0));
+        assert!(!dir.join("burnin-s4/n1").exists(), "its files are removed");
         let direct: Vec<(Option<u32>, f64)> = metrics
             .iter()
             .filter_map(|m| match m {
@@ -1305,6 +1299,15 @@ echo "IoType: $k XferType: $t Threads: 8 DataSetSize: 8363008/8388608(KiB) IOSiz
             checks.contains(&("gds-direct", CheckStatus::Ok)),
             "{checks:?}"
         );
+        // No nvidia_fs here: the path is not proven, and says so per GPU.
+        assert_eq!(
+            checks
+                .iter()
+                .filter(|c| *c == &("gds-path", CheckStatus::Unknown))
+                .count(),
+            2,
+            "{checks:?}"
+        );
         assert!(
             checks
                 .iter()
@@ -1318,6 +1321,13 @@ echo "IoType: $k XferType: $t Threads: 8 DataSetSize: 8363008/8388608(KiB) IOSiz
         };
         let (verdict, why) = gates::judge(s4, &metrics, &observed, None);
         assert_eq!(verdict, Verdict::Warn, "{why}");
+        // One GPU whose gdsio fails: the command exits 1 and the phase FAILs naming it.
+        let (code, metrics) = run("1");
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(code, Some(1));
+        let (verdict, why) = gates::judge(s4, &metrics, &observed, None);
+        assert_eq!(verdict, Verdict::Fail, "{why}");
+        assert!(why.contains("gdsio exited 3 (gpu 1 -x 0 -I 1)"), "{why}");
     }
 
     #[test]
