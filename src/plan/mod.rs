@@ -1330,6 +1330,119 @@ echo "IoType: $k XferType: $t Threads: 8 DataSetSize: 8363008/8388608(KiB) IOSiz
         assert!(why.contains("gdsio exited 3 (gpu 1 -x 0 -I 1)"), "{why}");
     }
 
+    /// S4's walk from the GDS mount to the NUMA nodes of its devices, in a real `sh` over a
+    /// stand-in sysfs laid out as Linux lays it out: an md array whose members are a partition
+    /// (no `device` link of its own: its disk's) and a whole NVMe disk on the other socket, and
+    /// GPUs found by their PCI address. GPU0 (node 0) and GPU1 (node 1) are both local.
+    #[test]
+    fn s4_finds_the_numa_nodes_behind_an_md_array_of_a_partition_and_a_disk() {
+        let dir = std::env::temp_dir().join(format!("burnin-s4-sysfs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let sys = dir.join("sys");
+        let bin = dir.join("bin");
+        let mk = |p: &std::path::Path| std::fs::create_dir_all(p).expect("dir");
+        let put = |p: std::path::PathBuf, text: &str| {
+            mk(p.parent().expect("parent"));
+            std::fs::write(p, text).expect("write");
+        };
+        let link = |target: &str, at: std::path::PathBuf| {
+            mk(at.parent().expect("parent"));
+            std::os::unix::fs::symlink(target, at).expect("symlink");
+        };
+        // /sys/devices: nvme0n1 (node 0) with its partition p1; nvme1n1 (node 1); md0.
+        let disk0 = sys.join("devices/pci0/nvme/nvme0/nvme0n1");
+        put(disk0.join("device/numa_node"), "0\n");
+        put(disk0.join("nvme0n1p1/partition"), "1\n");
+        put(
+            sys.join("devices/pci1/nvme/nvme1/nvme1n1/device/numa_node"),
+            "1\n",
+        );
+        mk(&sys.join("devices/virtual/block/md0/slaves"));
+        link(
+            "../../devices/pci0/nvme/nvme0/nvme0n1/nvme0n1p1",
+            sys.join("class/block/nvme0n1p1"),
+        );
+        link(
+            "../../devices/pci1/nvme/nvme1/nvme1n1",
+            sys.join("class/block/nvme1n1"),
+        );
+        link(
+            "../../devices/virtual/block/md0",
+            sys.join("class/block/md0"),
+        );
+        link(
+            "../../../../pci0/nvme/nvme0/nvme0n1/nvme0n1p1",
+            sys.join("devices/virtual/block/md0/slaves/nvme0n1p1"),
+        );
+        link(
+            "../../../../pci1/nvme/nvme1/nvme1n1",
+            sys.join("devices/virtual/block/md0/slaves/nvme1n1"),
+        );
+        put(sys.join("bus/pci/devices/0000:18:00.0/numa_node"), "0\n");
+        put(sys.join("bus/pci/devices/0000:c8:00.0/numa_node"), "1\n");
+        let tools = [
+            ("df", "#!/bin/sh\necho Filesystem\necho /dev/md0\n"),
+            (
+                "nvidia-smi",
+                "#!/bin/sh\n[ \"$2\" = 0 ] && echo 00000000:18:00.0 || echo 00000000:C8:00.0\n",
+            ),
+            (
+                "gdsio",
+                "#!/bin/sh\necho 'IoType: READ XferType: GPUD Threads: 8 DataSetSize: 1/1(KiB) IOSize: 1024(KiB) Throughput: 6.8 GiB/sec, Avg_Latency: 1 usecs ops: 1 total_time 1 secs'\n",
+            ),
+        ];
+        for (name, body) in tools {
+            let path = bin.join(name);
+            put(path.clone(), body);
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        }
+        let plan = default_plan();
+        let s4 = plan.find("S4").expect("S4");
+        let mut values = plan.vars.clone();
+        values.insert("gds_dir".into(), dir.join("mnt").display().to_string());
+        values.insert("gpus".into(), "2".into());
+        values.insert("node".into(), "n1".into());
+        let cmd = render(&s4.command, &values).expect("render");
+        let out = std::process::Command::new("sh")
+            .args(["-c", &cmd])
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}",
+                    bin.display(),
+                    std::env::var("PATH").unwrap_or_default()
+                ),
+            )
+            .env("BURNIN_SYSFS", &sys)
+            .output()
+            .expect("sh");
+        let _ = std::fs::remove_dir_all(&dir);
+        let text = String::from_utf8_lossy(&out.stdout);
+        let numa: Vec<&str> = text.lines().filter(|l| l.starts_with("numa: ")).collect();
+        assert_eq!(
+            numa,
+            ["numa: gpu 0 0 file 0,1 md0", "numa: gpu 1 1 file 0,1 md0"],
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut p = crate::parsers::gds::GdsioParser::new();
+        for l in text.lines() {
+            p.push(l);
+        }
+        let numa_checks: Vec<_> = p
+            .checks()
+            .into_iter()
+            .filter(|c| c.0 == "gds-numa")
+            .collect();
+        assert!(
+            numa_checks
+                .iter()
+                .all(|c| c.1 == crate::model::phase::CheckStatus::Ok),
+            "{numa_checks:?}"
+        );
+    }
+
     #[test]
     fn placeholders_and_literal_braces() {
         assert_eq!(
