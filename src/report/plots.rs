@@ -171,14 +171,8 @@ fn legend_rows(chart: &Chart) -> Vec<Vec<(f64, String, &'static str, bool)>> {
     rows
 }
 
-/// A grouped bar chart as an `<svg>` element: one group per category, one bar per series.
-fn bar_svg(chart: &Chart) -> String {
-    let y1 = chart
-        .series
-        .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.1))
-        .filter(|v| v.is_finite())
-        .fold(0.0f64, f64::max);
+/// The `<svg>` opening and the title, tall enough for the legend's rows.
+fn open_svg(chart: &Chart) -> String {
     let legend_lines = legend_rows(chart).len().max(1);
     let height = H + (legend_lines - 1) as f64 * LEGEND_ROW;
     let mut out = String::new();
@@ -187,10 +181,12 @@ fn bar_svg(chart: &Chart) -> String {
         r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {height}" width="{W}" height="{height}" role="img" font-family="sans-serif" font-size="11"><title>{t}</title><text x="{LEFT}" y="18" font-size="13" font-weight="bold">{t}</text>"#,
         t = esc(&chart.title)
     );
-    let y1 = if y1 <= 0.0 { 1.0 } else { y1 * 1.08 };
-    let (pw, ph) = (W - LEFT - RIGHT, H - TOP - BOTTOM);
-    let sy = |y: f64| TOP + ph - y / y1 * ph;
-    for t in ticks(0.0, y1, Axis::Plain) {
+    out
+}
+
+/// Horizontal grid lines with their labels from `y0` to `y1`, placed by `sy`.
+fn y_grid(out: &mut String, y0: f64, y1: f64, sy: impl Fn(f64) -> f64) {
+    for t in ticks(y0, y1, Axis::Plain) {
         let y = sy(t);
         let _ = write!(
             out,
@@ -201,6 +197,34 @@ fn bar_svg(chart: &Chart) -> String {
             tick_label(Axis::Plain, t)
         );
     }
+}
+
+/// The plot's frame and the two axis captions.
+fn frame(out: &mut String, chart: &Chart, pw: f64, ph: f64) {
+    let _ = write!(
+        out,
+        r##"<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" stroke="#999"/><text x="{}" y="{}" text-anchor="middle">{}</text><text transform="translate(14 {}) rotate(-90)" text-anchor="middle">{}</text>"##,
+        LEFT + pw / 2.0,
+        TOP + ph + 30.0,
+        esc(&chart.x_label),
+        TOP + ph / 2.0,
+        esc(&chart.y_label)
+    );
+}
+
+/// A grouped bar chart as an `<svg>` element: one group per category, one bar per series.
+fn bar_svg(chart: &Chart) -> String {
+    let y1 = chart
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, f64::max);
+    let mut out = open_svg(chart);
+    let y1 = if y1 <= 0.0 { 1.0 } else { y1 * 1.08 };
+    let (pw, ph) = (W - LEFT - RIGHT, H - TOP - BOTTOM);
+    let sy = |y: f64| TOP + ph - y / y1 * ph;
+    y_grid(&mut out, 0.0, y1, sy);
     let groups = chart.categories.len().max(1) as f64;
     let group_w = pw / groups;
     let bars = chart.series.len().max(1) as f64;
@@ -232,15 +256,7 @@ fn bar_svg(chart: &Chart) -> String {
             );
         }
     }
-    let _ = write!(
-        out,
-        r##"<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" stroke="#999"/><text x="{}" y="{}" text-anchor="middle">{}</text><text transform="translate(14 {}) rotate(-90)" text-anchor="middle">{}</text>"##,
-        LEFT + pw / 2.0,
-        TOP + ph + 30.0,
-        esc(&chart.x_label),
-        TOP + ph / 2.0,
-        esc(&chart.y_label)
-    );
+    frame(&mut out, chart, pw, ph);
     for (row, line) in legend_rows(chart).iter().enumerate() {
         let ly = H - 10.0 + row as f64 * LEGEND_ROW;
         for (lx, label, color, _) in line {
@@ -271,14 +287,7 @@ pub fn svg(chart: &Chart) -> String {
             y1 = y1.max(*y);
         }
     }
-    let legend_lines = legend_rows(chart).len().max(1);
-    let height = H + (legend_lines - 1) as f64 * LEGEND_ROW;
-    let mut out = String::new();
-    let _ = write!(
-        out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {height}" width="{W}" height="{height}" role="img" font-family="sans-serif" font-size="11"><title>{t}</title><text x="{LEFT}" y="18" font-size="13" font-weight="bold">{t}</text>"#,
-        t = esc(&chart.title)
-    );
+    let mut out = open_svg(chart);
     if !x0.is_finite() {
         let _ = write!(
             out,
@@ -297,17 +306,7 @@ pub fn svg(chart: &Chart) -> String {
     let sx = |x: f64| LEFT + (x - x0) / (x1 - x0) * pw;
     let sy = |y: f64| TOP + ph - (y - y0) / (y1 - y0) * ph;
     // Grid and ticks.
-    for t in ticks(y0, y1, Axis::Plain) {
-        let y = sy(t);
-        let _ = write!(
-            out,
-            r##"<line x1="{LEFT}" x2="{}" y1="{y:.1}" y2="{y:.1}" stroke="#e4e4e4"/><text x="{}" y="{:.1}" text-anchor="end">{}</text>"##,
-            W - RIGHT,
-            LEFT - 6.0,
-            y + 4.0,
-            tick_label(Axis::Plain, t)
-        );
-    }
+    y_grid(&mut out, y0, y1, sy);
     for t in ticks(x0, x1, chart.x) {
         let x = sx(t);
         let _ = write!(
@@ -318,15 +317,7 @@ pub fn svg(chart: &Chart) -> String {
             tick_label(chart.x, t)
         );
     }
-    let _ = write!(
-        out,
-        r##"<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" stroke="#999"/><text x="{}" y="{}" text-anchor="middle">{}</text><text transform="translate(14 {}) rotate(-90)" text-anchor="middle">{}</text>"##,
-        LEFT + pw / 2.0,
-        TOP + ph + 30.0,
-        esc(&chart.x_label),
-        TOP + ph / 2.0,
-        esc(&chart.y_label)
-    );
+    frame(&mut out, chart, pw, ph);
     for s in &chart.series {
         if s.points.is_empty() {
             continue;
