@@ -337,13 +337,20 @@ pub struct GdsioRow {
     pub io_depth: Option<u32>,
     /// IO size in KiB (`None` for a variable size `4-32-1(KiB)` or the old `(KB)`).
     pub io_size_kib: Option<u64>,
-    /// Throughput in GiB/s (`None` when printed in the oldest release's `GB/sec`).
+    /// Throughput in GiB/s (`None` when printed in the oldest release's `GB/sec`, or when it
+    /// cannot be physically true: see `not_a_rate`).
     pub gib_per_s: Option<f64>,
+    /// A GiB/s figure printed above [`MAX_GIB_PER_S`]: not a reading (n/a), kept for the why.
+    pub not_a_rate: Option<f64>,
     /// Average latency, µs.
     pub avg_latency_us: Option<f64>,
     /// Operations done.
     pub ops: Option<u64>,
 }
+
+/// More than any path into one GPU carries (NVLink-C2C moves 450 GB/s a direction, PCIe 6
+/// x16 about 128 GB/s): a gdsio rate above it was not measured right, and judges nothing.
+pub const MAX_GIB_PER_S: f64 = 1024.0;
 
 /// Characters of an `IoType`/`XferType` name kept (the longest gdsio prints is 16).
 const XFER_CHARS: usize = 24;
@@ -381,9 +388,13 @@ pub fn gdsio_row(line: &str) -> Option<GdsioRow> {
         .and_then(type_word)?;
     let throughput_at = words.iter().position(|w| *w == "Throughput:")?;
     let value = words.get(throughput_at + 1).and_then(|v| finite(v));
-    let gib_per_s = match words.get(throughput_at + 2).copied() {
+    let gib = match words.get(throughput_at + 2).copied() {
         Some("GiB/sec") => value,
         _ => None,
+    };
+    let (gib_per_s, not_a_rate) = match gib {
+        Some(v) if v > MAX_GIB_PER_S => (None, Some(v)),
+        v => (v, None),
     };
     let avg_latency_us = match words
         .iter()
@@ -406,6 +417,7 @@ pub fn gdsio_row(line: &str) -> Option<GdsioRow> {
         io_depth: after("IoDepth:").and_then(|v| v.parse().ok()),
         io_size_kib,
         gib_per_s,
+        not_a_rate,
         avg_latency_us,
         ops: after("ops:").and_then(|v| v.parse().ok()),
     })
@@ -591,9 +603,11 @@ impl GdsioParser {
         for (gpu, d) in self.rows.iter().filter(|(_, r)| r.xfer == "GPUD") {
             let Some(direct) = d.gib_per_s else { continue };
             let cpu = self.rows.iter().find(|(g, c)| {
+                // A variable size (`4-32-1(KiB)`) has no size to match: not compared.
                 g == gpu
                     && c.xfer == "CPU_GPU"
                     && c.io == d.io
+                    && d.io_size_kib.is_some()
                     && c.io_size_kib == d.io_size_kib
                     && c.threads == d.threads
             });
@@ -678,17 +692,28 @@ impl GdsioParser {
         named.extend(self.numa.iter().map(|n| n.0));
         named.sort_unstable();
         named.dedup();
+        named.truncate(MAX_GPUS);
         for g in named {
-            let read = self.rows.iter().any(|(gpu, r)| {
-                *gpu == Some(g) && r.xfer == "GPUD" && r.io == "READ" && r.gib_per_s.is_some()
-            });
-            if !read {
-                out.push((
+            let reads = || {
+                self.rows
+                    .iter()
+                    .filter(move |(gpu, r)| *gpu == Some(g) && r.xfer == "GPUD" && r.io == "READ")
+            };
+            if reads().any(|(_, r)| r.gib_per_s.is_some()) {
+                continue;
+            }
+            out.push(match reads().find_map(|(_, r)| r.not_a_rate) {
+                Some(v) => (
+                    "gds-gpu-read",
+                    CheckStatus::Unknown,
+                    format!("GPU{g}: gdsio printed {v} GiB/s for its GPU-direct read, more than any path into one GPU carries ({MAX_GIB_PER_S} GiB/s): not a reading (n/a)"),
+                ),
+                None => (
                     "gds-gpu-read",
                     CheckStatus::Failed,
                     format!("GPU{g}: no GPU-direct read result (gdsio failed or printed none)"),
-                ));
-            }
+                ),
+            });
         }
         if self.nvfs.is_empty() {
             out.push((
@@ -1254,6 +1279,39 @@ mod tests {
         let batch = gdsio_row("WRITE XferType: GPU_BATCH Threads: 1 IoDepth: 8 DataSetSize: 524206080/8388608(KiB) IOSize: 16384(KiB) Throughput: 1.664916 GiB/sec, Avg_Latency: 9383.000000 usecs ops: 31995 total_time 300.268538 secs").expect("batch");
         assert_eq!((batch.io.as_str(), batch.io_depth), ("WRITE", Some(8)));
         assert!(gdsio_row("IoType: READ XferType: $(rm) Throughput: 1 GiB/sec").is_none());
+        let absurd = gdsio_row("IoType: READ XferType: GPUD Threads: 8 IOSize: 1024(KiB) Throughput: 90000.5 GiB/sec, Avg_Latency: 1 usecs").expect("row");
+        assert_eq!(
+            (absurd.gib_per_s, absurd.not_a_rate),
+            (None, Some(90000.5)),
+            "no GPU reads 90 TB/s"
+        );
+        let mut p = GdsioParser::new();
+        p.push("== gpu 0");
+        p.push("IoType: READ XferType: GPUD Threads: 8 IOSize: 1024(KiB) Throughput: 90000.5 GiB/sec, Avg_Latency: 1 usecs");
+        let read = p
+            .checks()
+            .into_iter()
+            .find(|c| c.0 == "gds-gpu-read")
+            .expect("gds-gpu-read");
+        assert_eq!(read.1, CheckStatus::Unknown, "n/a, not evidence: {read:?}");
+        assert!(
+            p.figures()
+                .iter()
+                .all(|f| f.1 != "gdsio_gib_per_s_gpud_read")
+        );
+        let mut v = GdsioParser::new();
+        for l in [
+            "IoType: WRITE XferType: GPUD Threads: 4 IOSize: 4-32-1(KiB) Throughput: 0.04 GiB/sec, Avg_Latency: 996 usecs",
+            "IoType: WRITE XferType: CPU_GPU Threads: 4 IOSize: 16384-32768-4096(KiB) Throughput: 6.1 GiB/sec, Avg_Latency: 60200 usecs",
+        ] {
+            v.push(l);
+        }
+        assert!(
+            v.figures()
+                .iter()
+                .all(|f| !f.1.starts_with("gdsio_direct_pct")),
+            "variable sizes are not compared"
+        );
         assert!(
             gdsio_row("IoType: READ XferType: GPUD Throughput: NaN GiB/sec")
                 .is_some_and(|r| r.gib_per_s.is_none())
