@@ -80,10 +80,12 @@ mode = "sim"
 gpus = $gpus
 EOF
 
+# tmux runs its command through a shell: every path goes in quoted.
+q() { printf '%q' "$1"; }
 tmux new-session -d -s "$session-a" -x "$cols" -y "$rows" \
-  "exec $all_smi view -i 1 --hostfile $work/hosts.csv 2>$work/all-smi.err"
+  "exec $(q "$all_smi") view -i 1 --hostfile $(q "$work/hosts.csv") 2>$(q "$work/all-smi.err")"
 tmux new-session -d -s "$session-b" -x "$cols" -y "$rows" \
-  "cd $work && exec $burnin watch -c $work/burnin.toml --log-file $work/burnin.log"
+  "cd $(q "$work") && exec $(q "$burnin") watch -c $(q "$work/burnin.toml") --log-file $(q "$work/burnin.log")"
 sleep 2
 pid_of() { tmux list-panes -t "$1" -F '#{pane_pid}'; }
 a=$(pid_of "$session-a")

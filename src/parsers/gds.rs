@@ -804,13 +804,19 @@ pub type GdsCheckLine = (&'static str, CheckStatus, String);
 
 /// The names of the site's back ends in `gds_backend` (`NVMe`, `NVMe, NFS`), as gdscheck prints
 /// them (case and spacing aside).
+/// The line comes back from the node (T0 echoes the plan's value): stripped, cut, and at most
+/// [`MAX_WANTED`] names.
 fn wanted_backends(wanted: &str) -> Vec<String> {
     wanted
         .split(',')
-        .map(|w| w.split_whitespace().collect::<Vec<_>>().join(" "))
+        .map(|w| cut(&w.split_whitespace().collect::<Vec<_>>().join(" ")))
         .filter(|w| !w.is_empty())
+        .take(MAX_WANTED)
         .collect()
 }
+
+/// Back ends a site may name in `gds_backend`.
+const MAX_WANTED: usize = 16;
 
 fn same_name(a: &str, b: &str) -> bool {
     let norm = |s: &str| {
@@ -1424,6 +1430,19 @@ mod tests {
             CheckStatus::Unknown
         );
         assert_eq!(run("", "").1, CheckStatus::Unknown);
+    }
+
+    #[test]
+    fn a_hostile_backend_line_is_stripped_and_bounded() {
+        let c = GdsCheck::read(&lines(HEALTHY_114));
+        let wanted = format!("NVMe\u{1b}[2J{}", ",x".repeat(100_000));
+        let checks = judge(None, &c, &wanted);
+        let backend = checks
+            .iter()
+            .find(|c| c.0 == "gds-backend")
+            .expect("gds-backend");
+        assert!(!backend.2.contains('\u{1b}'), "{backend:?}");
+        assert!(backend.2.len() < 2_000, "{}", backend.2.len());
     }
 
     proptest::proptest! {
