@@ -138,7 +138,10 @@ pub fn detect(text: &str) -> Option<Kind> {
     }
     let section = |name: &str| any(&|l: &str| l == format!("== {name}"));
     if any(&|l: &str| {
-        crate::parsers::gds::gdsio_row(l).is_some() || crate::parsers::gds::gdsio_failure(l)
+        crate::parsers::gdsio::gdsio_row(l).is_some()
+            || crate::parsers::gdsio::gdsio_failure(l)
+            // gds_stats' per-GPU count: the path a GPU-direct read took.
+            || crate::parsers::gdsio::CufileReads::gds_stats_line(l).is_some()
     }) {
         return Some(Kind::Tool(ParserKind::Gdsio));
     }

@@ -6,6 +6,7 @@
 pub(crate) mod fixtures;
 
 pub mod gds;
+pub mod gdsio;
 pub mod launcher;
 pub mod nccl_tests;
 pub mod nvbandwidth;
@@ -258,7 +259,7 @@ enum Inner {
     Sanity(sanity::SanityParser),
     Preflight(preflight::PreflightParser),
     S3Probe,
-    Gdsio(gds::GdsioParser),
+    Gdsio(gdsio::GdsioParser),
     None,
 }
 
@@ -276,7 +277,7 @@ impl Inner {
             ParserKind::Sanity => Inner::Sanity(sanity::SanityParser::new()),
             ParserKind::Preflight => Inner::Preflight(preflight::PreflightParser::new()),
             ParserKind::S3Probe => Inner::S3Probe,
-            ParserKind::Gdsio => Inner::Gdsio(gds::GdsioParser::new()),
+            ParserKind::Gdsio => Inner::Gdsio(gdsio::GdsioParser::new()),
             ParserKind::None => Inner::None,
         }
     }
@@ -554,7 +555,7 @@ impl OutputParser {
             Inner::Sanity(p) => p.push(body),
             Inner::Preflight(p) => p.push(body),
             Inner::Gdsio(p) => {
-                if gds::gdsio_failure(body) {
+                if gdsio::gdsio_failure(body) {
                     out.push(problem(body));
                 }
                 p.push(body);

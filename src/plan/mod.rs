@@ -1248,8 +1248,10 @@ echo "IoType: $k XferType: $t Threads: 8 DataSetSize: 8363008/8388608(KiB) IOSiz
         values.insert("gds_dir".into(), dir.display().to_string());
         values.insert("gpus".into(), "2".into());
         values.insert("node".into(), "n1".into());
+        // Each GPU-direct read is sampled halfway through: a second here.
+        values.insert("gds_seconds".into(), "2".into());
         let cmd = render(&s4.command, &values).expect("render");
-        let run = |fail_gpu: &str| {
+        let run_with = |fail_gpu: &str, bin: &std::path::Path, env: &[(&str, String)]| {
             let path = format!(
                 "{}:{}",
                 bin.display(),
@@ -1259,6 +1261,7 @@ echo "IoType: $k XferType: $t Threads: 8 DataSetSize: 8363008/8388608(KiB) IOSiz
                 .args(["-c", &cmd])
                 .env("PATH", path)
                 .env("FAIL_GPU", fail_gpu)
+                .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
                 .output()
                 .expect("sh");
             let mut p = crate::parsers::OutputParser::new(
@@ -1275,6 +1278,7 @@ echo "IoType: $k XferType: $t Threads: 8 DataSetSize: 8363008/8388608(KiB) IOSiz
             metrics.extend(p.finish());
             (out.status.code(), metrics)
         };
+        let run = |fail_gpu: &str| run_with(fail_gpu, &bin, &[]);
         let (code, metrics) = run("");
         assert_eq!(code, Some(0));
         assert!(!dir.join("burnin-s4/n1").exists(), "its files are removed");
@@ -1323,17 +1327,93 @@ echo "IoType: $k XferType: $t Threads: 8 DataSetSize: 8363008/8388608(KiB) IOSiz
         assert_eq!(verdict, Verdict::Warn, "{why}");
         // One GPU whose gdsio fails: the command exits 1 and the phase FAILs naming it.
         let (code, metrics) = run("1");
-        let _ = std::fs::remove_dir_all(&dir);
         assert_eq!(code, Some(1));
         let (verdict, why) = gates::judge(s4, &metrics, &observed, None);
         assert_eq!(verdict, Verdict::Fail, "{why}");
         assert!(why.contains("gdsio exited 3 (gpu 1 -x 0 -I 1)"), "{why}");
+        // With gds_stats on the node: S4 turns cuFile's stats on in a copy of cufile.json for
+        // the GPU-direct read only, samples the running gdsio, and cuFile's own count decides
+        // the path. The stand-in gdsio counts only when it was handed the copy with stats on.
+        let with_stats = dir.join("bin-stats");
+        std::fs::create_dir_all(&with_stats).expect("dir");
+        let counted = dir.join("counted");
+        let tools = [
+            (
+                "gdsio",
+                format!(
+                    "#!/bin/sh\ncase \"$*\" in *'-x 0 -I 0'*) grep -q '\"cufile_stats\": 3' \"$CUFILE_ENV_PATH_JSON\" && touch '{}'; sleep 2;; esac\nexec '{}' \"$@\"\n",
+                    counted.display(),
+                    bin.join("gdsio").display()
+                ),
+            ),
+            (
+                "gds_stats",
+                format!(
+                    "#!/bin/sh\n[ -e '{}' ] || exit 1\necho 'cuFile STATS VERSION : 4'\n[ -n \"$COMPAT\" ] && p=8167 || p=0\nfor g in 0 1; do echo \"GPU $g Read: bw=6.8 util(%)=99 n=8167 posix=$p unalign=0 dr=0 r_sparse=0 r_inline=0 err=0 MiB=8167 Write: bw=0 util(%)=0 n=0 posix=0 unalign=0 dr=0 err=0 MiB=0 BufRegister: n=8 err=0 free=0 MiB=8\"; done\n",
+                    counted.display()
+                ),
+            ),
+        ];
+        for (name, body) in tools {
+            let path = with_stats.join(name);
+            std::fs::write(&path, body).expect("tool");
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        }
+        let cufile_json = dir.join("cufile.json");
+        std::fs::write(
+            &cufile_json,
+            "{ \"profile\": {\n  // cufile stats level(0-3)\n  \"cufile_stats\": 0\n} }\n",
+        )
+        .expect("cufile.json");
+        let paths = |metrics: &[PhaseMetric]| -> Vec<(CheckStatus, String)> {
+            metrics
+                .iter()
+                .filter_map(|m| match m {
+                    PhaseMetric::Check {
+                        name,
+                        status,
+                        detail,
+                        ..
+                    } if name == "gds-path" => Some((*status, detail.clone())),
+                    _ => None,
+                })
+                .collect()
+        };
+        let env = |compat: &str| {
+            vec![
+                ("CUFILE_ENV_PATH_JSON", cufile_json.display().to_string()),
+                ("COMPAT", compat.to_string()),
+            ]
+        };
+        let (code, metrics) = run_with("", &with_stats, &env(""));
+        assert_eq!(code, Some(0));
+        let direct = paths(&metrics);
+        assert_eq!(direct.len(), 2, "{direct:?}");
+        assert!(
+            direct
+                .iter()
+                .all(|(s, d)| *s == CheckStatus::Ok && d.contains("cuFile counted 8167 reads")),
+            "{direct:?}"
+        );
+        let (code, metrics) = run_with("", &with_stats, &env("1"));
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(code, Some(0), "compat mode runs: only the count tells");
+        assert!(
+            paths(&metrics)
+                .iter()
+                .all(|(s, d)| *s == CheckStatus::Failed && d.contains("compat mode")),
+            "{metrics:?}"
+        );
+        let (verdict, why) = gates::judge(s4, &metrics, &observed, None);
+        assert_eq!(verdict, Verdict::Fail, "{why}");
     }
 
     /// S4's walk from the GDS mount to the NUMA nodes of its devices, in a real `sh` over a
     /// stand-in sysfs laid out as Linux lays it out: an md array whose members are a partition
     /// (no `device` link of its own: its disk's) and a whole NVMe disk on the other socket, and
-    /// GPUs found by their PCI address. GPU0 (node 0) and GPU1 (node 1) are both local.
+    /// GPUs found by their PCI address. GPU0 (node 0) and GPU1 (node 1) are both local. With
+    /// a directory per NUMA node in `gds_dir`, each GPU reads the device on its own node.
     #[test]
     fn s4_finds_the_numa_nodes_behind_an_md_array_of_a_partition_and_a_disk() {
         let dir = std::env::temp_dir().join(format!("burnin-s4-sysfs-{}", std::process::id()));
@@ -1381,7 +1461,10 @@ echo "IoType: $k XferType: $t Threads: 8 DataSetSize: 8363008/8388608(KiB) IOSiz
         put(sys.join("bus/pci/devices/0000:18:00.0/numa_node"), "0\n");
         put(sys.join("bus/pci/devices/0000:c8:00.0/numa_node"), "1\n");
         let tools = [
-            ("df", "#!/bin/sh\necho Filesystem\necho /dev/md0\n"),
+            (
+                "df",
+                "#!/bin/sh\necho Filesystem\ncase \"$2\" in *mnt0) echo /dev/nvme0n1p1;; *mnt1) echo /dev/nvme1n1;; *) echo /dev/md0;; esac\n",
+            ),
             (
                 "nvidia-smi",
                 "#!/bin/sh\n[ \"$2\" = 0 ] && echo 00000000:18:00.0 || echo 00000000:C8:00.0\n",
@@ -1399,34 +1482,58 @@ echo "IoType: $k XferType: $t Threads: 8 DataSetSize: 8363008/8388608(KiB) IOSiz
         }
         let plan = default_plan();
         let s4 = plan.find("S4").expect("S4");
-        let mut values = plan.vars.clone();
-        values.insert("gds_dir".into(), dir.join("mnt").display().to_string());
-        values.insert("gpus".into(), "2".into());
-        values.insert("node".into(), "n1".into());
-        let cmd = render(&s4.command, &values).expect("render");
-        let out = std::process::Command::new("sh")
-            .args(["-c", &cmd])
-            .env(
-                "PATH",
-                format!(
-                    "{}:{}",
-                    bin.display(),
-                    std::env::var("PATH").unwrap_or_default()
-                ),
+        let run = |gds_dir: String| {
+            let mut values = plan.vars.clone();
+            values.insert("gds_dir".into(), gds_dir);
+            values.insert("gpus".into(), "2".into());
+            values.insert("node".into(), "n1".into());
+            let cmd = render(&s4.command, &values).expect("render");
+            let out = std::process::Command::new("sh")
+                .args(["-c", &cmd])
+                .env(
+                    "PATH",
+                    format!(
+                        "{}:{}",
+                        bin.display(),
+                        std::env::var("PATH").unwrap_or_default()
+                    ),
+                )
+                .env("BURNIN_SYSFS", &sys)
+                .output()
+                .expect("sh");
+            (
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
             )
-            .env("BURNIN_SYSFS", &sys)
-            .output()
-            .expect("sh");
+        };
+        // A directory per NUMA node: each GPU reads the device on its own node.
+        let (own, err) = run(format!(
+            "0={} 1={}",
+            dir.join("mnt0").display(),
+            dir.join("mnt1").display()
+        ));
+        let numa: Vec<&str> = own.lines().filter(|l| l.starts_with("numa: ")).collect();
+        assert_eq!(
+            numa,
+            [
+                "numa: gpu 0 0 file 0 nvme0n1p1",
+                "numa: gpu 1 1 file 1 nvme1n1"
+            ],
+            "{own}{err}"
+        );
+        assert!(
+            !dir.join("mnt0/burnin-s4/n1").exists() && dir.join("mnt1/burnin-s4").exists(),
+            "each GPU's files are removed after its runs"
+        );
+        let (text, err) = run(dir.join("mnt").display().to_string());
         let _ = std::fs::remove_dir_all(&dir);
-        let text = String::from_utf8_lossy(&out.stdout);
         let numa: Vec<&str> = text.lines().filter(|l| l.starts_with("numa: ")).collect();
         assert_eq!(
             numa,
             ["numa: gpu 0 0 file 0,1 md0", "numa: gpu 1 1 file 0,1 md0"],
-            "{text}{}",
-            String::from_utf8_lossy(&out.stderr)
+            "{text}{err}"
         );
-        let mut p = crate::parsers::gds::GdsioParser::new();
+        let mut p = crate::parsers::gdsio::GdsioParser::new();
         for l in text.lines() {
             p.push(l);
         }
