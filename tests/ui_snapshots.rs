@@ -827,3 +827,50 @@ fn the_nccl_layout_draws_its_gates_at_80x24() {
     assert!(text.contains('┊'), "the gate lines on the bars: {text}");
     assert_snapshot!("layout_nccl_80x24", screen(&state).backend());
 }
+
+#[test]
+fn the_storage_layout_shows_s4_live_and_names_the_node_in_compat_mode() {
+    use burnin::model::phase::PhaseCommand;
+    use burnin::sim::{Fault, FaultKind, SIM_EPOCH_MS, SimCluster, SimConfig};
+    let mut config = SimConfig::demo(1);
+    config.autorun = false;
+    config.faults = vec![Fault::scheduled(FaultKind::GdsCompat)];
+    let mut sim = SimCluster::new(config);
+    let mut state = common::empty_state(common::DEMO_LABEL, (160, 48));
+    let feed = |state: &mut burnin::app::state::State, events: Vec<burnin::model::SourceEvent>| {
+        for e in events {
+            state.update(Event::Source(e));
+        }
+    };
+    for s in 0..=2 {
+        let events = sim.advance_to(SIM_EPOCH_MS + s * 1000);
+        feed(&mut state, events);
+    }
+    let started = sim.command(PhaseCommand::Start("S4".into()));
+    feed(&mut state, started);
+    // Two GPUs of every node done, the third halfway through its runs.
+    for s in 3..=17 {
+        let events = sim.advance_to(SIM_EPOCH_MS + s * 1000);
+        feed(&mut state, events);
+    }
+    key(&mut state, KeyCode::Char('4'));
+    assert_eq!(state.layout().name, "storage");
+    let term = screen(&state);
+    let text = term.backend().to_string();
+    assert!(text.contains("GPUDirect Storage · S4"), "{text}");
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("/gpu") && !l.contains("last run"))
+        .collect();
+    assert!(
+        rows.first().is_some_and(|r| r.contains("node06/gpu")),
+        "compat mode leads: {text}"
+    );
+    assert_snapshot!("storage_layout_160x48_s4_compat_node", term.backend());
+    let mut small = state.clone();
+    small.update(Event::Resize(80, 24));
+    assert_snapshot!(
+        "storage_layout_80x24_s4_compat_node",
+        screen(&small).backend()
+    );
+}

@@ -245,6 +245,31 @@ pub enum PhaseMetric {
         /// Value.
         value: f64,
     },
+    /// One gdsio run as it finishes (S4), for the live storage pane; the figures the gates
+    /// judge come at the end of the output, per GPU ([`PhaseMetric::Figure`]).
+    GdsRun {
+        /// Node it ran on.
+        node: String,
+        /// The GPU (`-d`), when the output named it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        gpu: Option<u32>,
+        /// gdsio's transfer type as printed (`GPUD`, `CPU_GPU`, `CPUONLY`, …).
+        xfer: String,
+        /// gdsio's IO type as printed (`READ`, `WRITE`, …).
+        io: String,
+        /// IO size, KiB (`None`: a variable size).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        io_size_kib: Option<u64>,
+        /// Threads.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        threads: Option<u32>,
+        /// GiB/s (`None`: not printed in GiB/s, or not a physical reading).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        gib_per_s: Option<f64>,
+        /// Average latency, µs.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        avg_latency_us: Option<f64>,
+    },
     /// A `together` phase's figure beside the same member's run alone (sent as the phase ends).
     Together {
         /// The comparison.

@@ -276,34 +276,35 @@ impl GdsioParser {
         Self::default()
     }
 
-    /// Read one line.
-    pub fn push(&mut self, line: &str) {
+    /// Read one line: the gdsio run it finished, with its GPU, if it was one (kept: at most
+    /// [`MAX_ROWS`]).
+    pub fn push(&mut self, line: &str) -> Option<(Option<u32>, &GdsioRow)> {
         let t = line.trim();
         if let Some(rest) = t.strip_prefix("== gpu ") {
             self.gpu = rest.trim().parse().ok();
-            return;
+            return None;
         }
         if let Some(rest) = t.strip_prefix("numa: gpu ") {
             self.read_numa(rest);
-            return;
+            return None;
         }
         if let Some(rest) = t.strip_prefix("nvfs before:") {
             if self.nvfs.len() < MAX_GPUS {
                 self.nvfs.push((self.gpu, NvfsReads::parse(rest), None));
             }
-            return;
+            return None;
         }
         if let Some(rest) = t.strip_prefix("cufile stats:") {
             if self.cufile.len() < MAX_GPUS {
                 self.cufile.push((self.gpu, CufileReads::parse(rest)));
             }
-            return;
+            return None;
         }
         if let Some((gpu, reads)) = CufileReads::gds_stats_line(t) {
             if self.cufile.len() < MAX_GPUS {
                 self.cufile.push((Some(gpu), reads));
             }
-            return;
+            return None;
         }
         if let Some(rest) = t.strip_prefix("nvfs after:") {
             if let Some(last) = self
@@ -313,13 +314,11 @@ impl GdsioParser {
             {
                 last.2 = Some(NvfsReads::parse(rest));
             }
-            return;
+            return None;
         }
-        if let Some(row) = gdsio_row(t)
-            && self.rows.len() < MAX_ROWS
-        {
-            self.rows.push((self.gpu, row));
-        }
+        let row = gdsio_row(t).filter(|_| self.rows.len() < MAX_ROWS)?;
+        self.rows.push((self.gpu, row));
+        self.rows.last().map(|(g, r)| (*g, r))
     }
 
     /// `IDX GPU_NODE file FILE_NODES DEV` (`3 0 file 0,1 md0`): the file's device may be an

@@ -558,7 +558,9 @@ impl OutputParser {
                 if gdsio::gdsio_failure(body) {
                     out.push(problem(body));
                 }
-                p.push(body);
+                if let Some((gpu, r)) = p.push(body) {
+                    out.push(gds_run(&node, gpu, r));
+                }
             }
             Inner::S3Probe => match s3_probe::parse_line(line_no, body)? {
                 Some(s3_probe::Record::S3Window(window)) => {
@@ -643,6 +645,20 @@ impl OutputParser {
             }
         }
         out
+    }
+}
+
+/// One gdsio run as the live pane takes it ([`PhaseMetric::GdsRun`]).
+pub fn gds_run(node: &str, gpu: Option<u32>, r: &gdsio::GdsioRow) -> PhaseMetric {
+    PhaseMetric::GdsRun {
+        node: node.to_string(),
+        gpu,
+        xfer: r.xfer.clone(),
+        io: r.io.clone(),
+        io_size_kib: r.io_size_kib,
+        threads: r.threads,
+        gib_per_s: r.gib_per_s,
+        avg_latency_us: r.avg_latency_us,
     }
 }
 

@@ -77,6 +77,13 @@ const NCCL_NET_PEAK_BUSBW: f64 = 370.0;
 const GAP_BETWEEN_PHASES_S: u64 = 2;
 /// S2's GET throughput per node at the sweep's top: about 90 % of a 100G storage NIC.
 const S3_NODE_GB_PER_S: f64 = 11.2;
+/// S4's gdsio rates per GPU, GiB/s, 1 MiB x 8 threads from a Gen5 NVMe array on the GPU's own
+/// socket: (transfer type, `-x`, read, write). Through the CPU is slower than GPU-direct.
+const GDS_GIB_PER_S: [(&str, u32, f64, f64); 3] = [
+    ("GPUD", 0, 21.5, 17.8),
+    ("CPU_GPU", 2, 12.9, 11.2),
+    ("CPUONLY", 1, 14.6, 12.5),
+];
 const STEP_TOKENS: f64 = 8.0 * 8192.0 * 4.0;
 
 /// Simulated duration of each phase on the compressed clock, in seconds.
@@ -119,11 +126,14 @@ pub enum FaultKind {
     /// One node's GETs from AIStor go through a degraded path (a storage NIC that trained
     /// low, a bad cable): a third of its peers' throughput, p99 TTFB several times theirs.
     SlowStorage,
+    /// One node's GPUDirect Storage runs in compat mode: cuFile reads through a CPU bounce
+    /// buffer, GPU-direct measures what CPU→GPU does and cuFile counts every read as POSIX.
+    GdsCompat,
 }
 
 impl FaultKind {
     /// Every fault, in the order `--fault` help lists them.
-    pub const ALL: [FaultKind; 13] = [
+    pub const ALL: [FaultKind; 14] = [
         FaultKind::Stall,
         FaultKind::Thermal,
         FaultKind::Xid79,
@@ -137,6 +147,7 @@ impl FaultKind {
         FaultKind::PcieReplay,
         FaultKind::SlowClock,
         FaultKind::SlowStorage,
+        FaultKind::GdsCompat,
     ];
 
     /// The faults the demo plays when none are named (the first eight): one story per phase,
@@ -159,6 +170,7 @@ impl FaultKind {
             FaultKind::PcieReplay => "pcie-replay",
             FaultKind::SlowClock => "slow-clock",
             FaultKind::SlowStorage => "slow-storage",
+            FaultKind::GdsCompat => "gds-compat",
         }
     }
 
@@ -196,7 +208,8 @@ impl Fault {
     /// node09's first port counts symbol errors from 40 s. Outside the demo's set: node04 GPU2
     /// hangs in T5's collective, node06 GPU6 hits an uncorrectable ECC error in T4, node08 GPU4's
     /// PCIe replays climb from 30 s, node10 GPU7 runs with its clocks held low from the start,
-    /// node12's GETs from AIStor are slow from the start (seen when S2 runs).
+    /// node12's GETs from AIStor are slow from the start (seen when S2 runs), node06 reads GDS
+    /// in compat mode from the start (seen when S4 runs).
     pub fn scheduled(kind: FaultKind) -> Fault {
         let (node, gpu, from_s, until_s) = match kind {
             FaultKind::Thermal => (2, 5, 20, None),
@@ -213,6 +226,7 @@ impl Fault {
             FaultKind::PcieReplay => (7, 4, 30, None),
             FaultKind::SlowClock => (9, 7, 0, None),
             FaultKind::SlowStorage => (11, 0, 0, None),
+            FaultKind::GdsCompat => (5, 0, 0, None),
         };
         Fault {
             kind,
@@ -350,7 +364,7 @@ struct Running {
 pub const SIMULATED_PHASES: [&str; 8] = ["T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8"];
 
 /// Phases the simulator plays only when the operator starts them.
-pub const ON_REQUEST_PHASES: [&str; 1] = ["S2"];
+pub const ON_REQUEST_PHASES: [&str; 2] = ["S2", "S4"];
 
 /// The simulated cluster, stepped one simulated second at a time.
 #[derive(Debug, Clone)]
@@ -373,6 +387,8 @@ pub struct SimCluster {
     watch: Option<Arc<TelemetryLog>>,
     /// S2 so far, per node: best GB/s and failed GETs.
     s3_best: BTreeMap<String, (f64, u64)>,
+    /// S4 so far, per node: the lines its command printed (read by the real parser at the end).
+    gds_lines: BTreeMap<String, Vec<String>>,
 }
 
 impl SimCluster {
@@ -401,6 +417,7 @@ impl SimCluster {
             hellos_sent: false,
             watch: None,
             s3_best: BTreeMap::new(),
+            gds_lines: BTreeMap::new(),
         }
     }
 
@@ -444,7 +461,7 @@ impl SimCluster {
                         || ON_REQUEST_PHASES.contains(&p.id.as_str())
                 }) else {
                     out.push(SourceEvent::Notice {
-                        text: format!("{id} is not simulated: the demo plays T1-T8 and S2"),
+                        text: format!("{id} is not simulated: the demo plays T1-T8, S2 and S4"),
                     });
                     return out;
                 };

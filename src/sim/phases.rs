@@ -55,6 +55,7 @@ impl SimCluster {
             "T4" | "T7" => self.nccl_output(id, s, t, out),
             "T5" | "T6" | "T8" => self.training_output(Tick { id, s, t, at_ms }, started_s, out),
             "S2" => self.s3_probe_output(Tick { id, s, t, at_ms }, out),
+            "S4" => self.gds_output(Tick { id, s, t, at_ms }, out),
             _ => {}
         }
     }
@@ -370,6 +371,92 @@ impl SimCluster {
                 ));
             }
             self.s3_best.clear();
+        }
+    }
+
+    /// S4's output: on every node at once, S4's command as the plan ships it would print it,
+    /// one gdsio run a second (each GPU's write and read at `-x 0`, `2`, `1`), the NUMA line and
+    /// cuFile's and nvidia_fs's counts around the GPU-direct read. Each run goes to the pane as
+    /// it finishes; at the end the real gdsio parser reads each node's lines into the figures
+    /// and checks the gates judge.
+    fn gds_output(&mut self, tick: Tick<'_>, out: &mut Vec<SourceEvent>) {
+        let Tick { id, s, t, at_ms } = tick;
+        let (seed, nodes, gpus) = self.shape();
+        let runs = u64::from(gpus) * 6;
+        if (1..=runs).contains(&t) {
+            let k = t - 1;
+            let (gpu, j) = ((k / 6) as u32, (k % 6) as usize);
+            let (xfer, x, read, write) = GDS_GIB_PER_S[j / 2];
+            let io = if j % 2 == 0 { "WRITE" } else { "READ" };
+            for n in 0..nodes {
+                let node = self.config.node_name(n);
+                let compat = self.node_faulty(FaultKind::GdsCompat, n, s).is_some();
+                let r = |salt| noise(seed, 0x54_0000 + n as u64, u64::from(gpu), salt);
+                // In compat mode GPU-direct goes through a bounce buffer: CPU→GPU's rate.
+                let (_, _, cpu_read, cpu_write) = GDS_GIB_PER_S[1];
+                let nominal = match (compat && x == 0, io) {
+                    (true, "READ") => cpu_read,
+                    (true, _) => cpu_write,
+                    (false, "READ") => read,
+                    (false, _) => write,
+                };
+                let gib = nominal * (1.0 + r(j as u64) * 0.015);
+                let numa = u32::from(gpu >= gpus / 2);
+                let mut lines = Vec::new();
+                if j == 0 {
+                    lines.push(format!("== gpu {gpu}"));
+                    lines.push(format!("numa: gpu {gpu} {numa} file {numa} nvme{numa}n1"));
+                }
+                // -x 0 -I 0: the GPU-direct read, with the counts around it.
+                let direct_read = x == 0 && io == "READ";
+                let ops = (gib * 10.0 * 1024.0) as u64;
+                if direct_read {
+                    lines.push("nvfs before: Reads : err=0 io_state_err=0".into());
+                    let posix = if compat { ops } else { 0 };
+                    lines.push(format!(
+                        "cufile stats: GPU {gpu} Read: bw={:.4} util(%)=99 n={ops} posix={posix} unalign=0 dr=0 r_sparse=0 r_inline=0 err=0 MiB={ops} Write: bw=0 util(%)=0 n=0 posix=0 unalign=0 dr=0 err=0 MiB=0 BufRegister: n=8 err=0 free=0 MiB=8",
+                        gib / 2.0
+                    ));
+                }
+                let result = format!(
+                    "IoType: {io} XferType: {xfer} Threads: 8 DataSetSize: {}/8388608(KiB) IOSize: 1024(KiB) Throughput: {gib:.6} GiB/sec, Avg_Latency: {:.6} usecs ops: {ops} total_time 10.000000 secs",
+                    ops * 1024,
+                    8.0 * 1e6 / (gib * 1024.0)
+                );
+                if direct_read {
+                    lines.push(result.clone());
+                    lines.push("nvfs after: Reads : err=0 io_state_err=0".into());
+                } else {
+                    lines.push(result.clone());
+                }
+                if let Some(row) = crate::parsers::gdsio::gdsio_row(&result) {
+                    out.push(Self::metric(
+                        id,
+                        at_ms,
+                        crate::parsers::gds_run(&node, Some(gpu), &row),
+                    ));
+                }
+                out.push(Self::line(id, at_ms, format!("{node}: {result}")));
+                self.gds_lines.entry(node).or_default().extend(lines);
+            }
+        }
+        if t == runs + 1 {
+            for (node, lines) in std::mem::take(&mut self.gds_lines) {
+                let mut parser = crate::parsers::OutputParser::new(
+                    crate::parsers::ParserKind::Gdsio,
+                    crate::parsers::ParseContext {
+                        node: node.clone(),
+                        expected_gpus: gpus,
+                    },
+                );
+                for l in &lines {
+                    // The runs went to the pane as they finished.
+                    let _ = parser.push(l);
+                }
+                for m in parser.finish() {
+                    out.push(Self::metric(id, at_ms, m));
+                }
+            }
         }
     }
 

@@ -147,13 +147,22 @@ fn fault_names_round_trip() {
 /// S2 on the simulated cluster with `faults`, started by the operator at 2 s: its verdict
 /// and reason, and the store after it.
 fn s2_with(faults: Vec<FaultKind>) -> (Verdict, String, crate::store::ClusterStore) {
+    on_request_with("S2", faults)
+}
+
+/// A phase the operator starts at 2 s on the simulated cluster with `faults`: its verdict and
+/// reason, and the store after it.
+fn on_request_with(
+    id: &str,
+    faults: Vec<FaultKind>,
+) -> (Verdict, String, crate::store::ClusterStore) {
     let mut config = SimConfig::demo(1);
     config.autorun = false;
     config.faults = faults.into_iter().map(Fault::scheduled).collect();
     let mut sim = SimCluster::new(config);
     let mut store = crate::store::ClusterStore::new();
     let mut events = run_to(&mut sim, 2);
-    events.extend(sim.command(PhaseCommand::Start("S2".into())));
+    events.extend(sim.command(PhaseCommand::Start(id.into())));
     events.extend(run_to(&mut sim, 70));
     let mut finished = None;
     for e in events {
@@ -163,13 +172,13 @@ fn s2_with(faults: Vec<FaultKind>) -> (Verdict, String, crate::store::ClusterSto
             reason,
             ..
         }) = &e
-            && phase == "S2"
+            && phase == id
         {
             finished = Some((*verdict, reason.clone()));
         }
         store.ingest(e);
     }
-    let (verdict, reason) = finished.expect("S2 finished");
+    let (verdict, reason) = finished.expect("the phase finished");
     (verdict, reason, store)
 }
 
@@ -183,4 +192,24 @@ fn s2_probes_every_node_and_names_the_slow_one() {
     assert_eq!(store.storage.nodes.len(), 12);
     let worst = store.storage.nodes_worst_first(200.0);
     assert_eq!(worst[0].0, "node12");
+}
+
+/// S4 on the simulated cluster: every GPU's runs reach the storage pane as they finish, the
+/// real gdsio parser reads each node's output at the end, and the plan's gates judge it. A
+/// node in compat mode FAILs on cuFile's own count, and leads the pane.
+#[test]
+fn s4_runs_on_every_gpu_and_names_the_node_in_compat_mode() {
+    let (verdict, reason, store) = on_request_with("S4", Vec::new());
+    assert_eq!(verdict, Verdict::Pass, "{reason}");
+    assert_eq!(store.storage.gds.gpus.len(), 96);
+    let (verdict, reason, store) = on_request_with("S4", vec![FaultKind::GdsCompat]);
+    assert_eq!(verdict, Verdict::Fail, "{reason}");
+    assert!(
+        reason.contains("node06") && reason.contains("compat mode"),
+        "{reason}"
+    );
+    let worst = store.storage.gds.worst_first();
+    assert_eq!(worst[0].0.0, "node06");
+    let pct = worst[0].1.direct_pct().expect("paired");
+    assert!((95.0..105.0).contains(&pct), "{pct}");
 }

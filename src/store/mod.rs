@@ -17,7 +17,10 @@ pub use phases::{
     median,
 };
 use phases::{fresh_views, phase_views};
-pub use storage::{LOADER_WINDOW_STEPS, LoaderView, MAX_STORAGE_NODES, NodeStorage, StorageView};
+pub use storage::{
+    GdsGpu, GdsRun, GdsView, LOADER_WINDOW_STEPS, LoaderView, MAX_GDS_GPUS, MAX_GDS_PATHS,
+    MAX_STORAGE_NODES, NodeStorage, StorageView,
+};
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -132,6 +135,7 @@ impl ClusterStore {
                 phase: None,
                 node: None,
                 nodes: BTreeMap::new(),
+                gds: GdsView::default(),
             },
             loader: LoaderView {
                 phase: None,
@@ -415,6 +419,30 @@ impl ClusterStore {
                     s.ingest(window);
                 }
             }
+            PhaseMetric::GdsRun {
+                node,
+                gpu,
+                xfer,
+                io,
+                io_size_kib,
+                threads,
+                gib_per_s,
+                avg_latency_us,
+            } => {
+                self.storage.gds.ingest(
+                    phase,
+                    node,
+                    gpu,
+                    GdsRun {
+                        xfer,
+                        io,
+                        io_size_kib,
+                        threads,
+                        gib_per_s,
+                        avg_latency_us,
+                    },
+                );
+            }
             PhaseMetric::Gate {
                 gate,
                 status,
@@ -441,6 +469,21 @@ impl ClusterStore {
             | PhaseMetric::Drill { .. }
             | PhaseMetric::LatencyCdf { .. } => {}
         }
+    }
+
+    /// Whether the storage pane shows GPUDirect Storage runs rather than the S3 probe: while
+    /// the phase making them runs, or when no probe window ever came.
+    pub fn storage_shows_gds(&self) -> bool {
+        let g = &self.storage.gds;
+        if g.gpus.is_empty() {
+            return false;
+        }
+        let running = g.phase.as_deref().is_some_and(|id| {
+            self.phases
+                .iter()
+                .any(|p| p.spec.id == id && p.state == PhaseState::Running)
+        });
+        running || self.storage.latest.is_none()
     }
 
     /// The drill asking the operator something now: (phase, words).

@@ -24,6 +24,123 @@ pub struct StorageView {
     /// Every node's probe in the followed phase (a plan phase runs it on each node), so the
     /// slow one can be named. At most [`MAX_STORAGE_NODES`].
     pub nodes: BTreeMap<String, NodeStorage>,
+    /// S4's gdsio runs, per GPU, as they finish.
+    pub gds: GdsView,
+}
+
+/// S4's gdsio runs as they finish: each GPU's newest rate per path, and the run just done.
+#[derive(Debug, Clone, Default)]
+pub struct GdsView {
+    /// The phase the runs came from (a new phase starts afresh).
+    pub phase: Option<String>,
+    /// Each GPU's runs, keyed by (node, GPU). At most [`MAX_GDS_GPUS`].
+    pub gpus: BTreeMap<(String, Option<u32>), GdsGpu>,
+    /// GPUs past the cap, not kept.
+    pub dropped: u64,
+    /// The newest run: (node, GPU, the run).
+    pub latest: Option<(String, Option<u32>, GdsRun)>,
+}
+
+/// One GPU's gdsio runs: the newest of each transfer and IO type.
+#[derive(Debug, Clone, Default)]
+pub struct GdsGpu {
+    /// At most [`MAX_GDS_PATHS`] kinds of run.
+    pub runs: Vec<GdsRun>,
+}
+
+/// One gdsio run, as the pane reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GdsRun {
+    /// Transfer type as printed (`GPUD`, `CPU_GPU`, `CPUONLY`).
+    pub xfer: String,
+    /// IO type as printed (`READ`, `WRITE`).
+    pub io: String,
+    /// IO size, KiB.
+    pub io_size_kib: Option<u64>,
+    /// Threads.
+    pub threads: Option<u32>,
+    /// GiB/s (`None`: n/a).
+    pub gib_per_s: Option<f64>,
+    /// Average latency, µs.
+    pub avg_latency_us: Option<f64>,
+}
+
+/// GPUs whose runs the view keeps (96 on a 12 × 8 cluster; a node can name at most 64).
+pub const MAX_GDS_GPUS: usize = 1024;
+/// Kinds of run kept per GPU (S4 makes six).
+pub const MAX_GDS_PATHS: usize = 16;
+
+impl GdsGpu {
+    /// The newest run of this transfer and IO type.
+    pub fn run(&self, xfer: &str, io: &str) -> Option<&GdsRun> {
+        self.runs.iter().find(|r| r.xfer == xfer && r.io == io)
+    }
+
+    /// GPU-direct read as a percentage of CPU→GPU read, where both were measured at the same
+    /// size and threads (what S4's `gds-direct` check sets side by side).
+    pub fn direct_pct(&self) -> Option<f64> {
+        let d = self.run("GPUD", "READ")?;
+        let c = self.run("CPU_GPU", "READ")?;
+        if d.io_size_kib.is_none() || d.io_size_kib != c.io_size_kib || d.threads != c.threads {
+            return None;
+        }
+        let (d, c) = (d.gib_per_s?, c.gib_per_s?);
+        (c > 0.0).then(|| 100.0 * d / c)
+    }
+}
+
+impl GdsView {
+    /// Takes one finished run of `phase`. Its names may come from a record on disk: they are
+    /// stripped and cut here, and a rate that is not a finite reading is none.
+    pub fn ingest(&mut self, phase: String, node: String, gpu: Option<u32>, mut run: GdsRun) {
+        let clean = |s: &str| crate::model::excerpt_chars(&crate::model::strip_controls(s), 24);
+        run.xfer = clean(&run.xfer);
+        run.io = clean(&run.io);
+        run.gib_per_s = run.gib_per_s.filter(|v| v.is_finite() && *v >= 0.0);
+        run.avg_latency_us = run.avg_latency_us.filter(|v| v.is_finite() && *v >= 0.0);
+        if self.phase.as_deref() != Some(phase.as_str()) {
+            *self = GdsView {
+                phase: Some(phase),
+                ..GdsView::default()
+            };
+        }
+        let key = (node.clone(), gpu);
+        if !self.gpus.contains_key(&key) && self.gpus.len() >= MAX_GDS_GPUS {
+            self.dropped = self.dropped.saturating_add(1);
+        } else {
+            let g = self.gpus.entry(key).or_default();
+            match g
+                .runs
+                .iter()
+                .position(|r| r.xfer == run.xfer && r.io == run.io)
+            {
+                Some(at) => g.runs[at] = run.clone(),
+                None if g.runs.len() < MAX_GDS_PATHS => g.runs.push(run.clone()),
+                None => {}
+            }
+        }
+        self.latest = Some((node, gpu, run));
+    }
+
+    /// The GPUs, worst first: GPU-direct read nearest to (or below) CPU→GPU first, then the
+    /// slowest GPU-direct read; GPUs without both after.
+    pub fn worst_first(&self) -> Vec<(&(String, Option<u32>), &GdsGpu)> {
+        let mut rows: Vec<_> = self.gpus.iter().collect();
+        let key = |g: &GdsGpu| {
+            (
+                g.direct_pct().unwrap_or(f64::INFINITY),
+                g.run("GPUD", "READ")
+                    .and_then(|r| r.gib_per_s)
+                    .unwrap_or(f64::INFINITY),
+            )
+        };
+        rows.sort_by(|a, b| {
+            let (ap, ar) = key(a.1);
+            let (bp, br) = key(b.1);
+            ap.total_cmp(&bp).then(ar.total_cmp(&br)).then(a.0.cmp(b.0))
+        });
+        rows
+    }
 }
 
 /// Most nodes whose probes the storage view keeps (the inventory's limit).
@@ -146,5 +263,67 @@ impl LoaderView {
         let wait: f64 = self.wait_ms.tail(LOADER_WINDOW_STEPS).flatten().sum();
         let step: f64 = self.step_ms.tail(LOADER_WINDOW_STEPS).flatten().sum();
         (step > 0.0).then(|| wait / step)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(xfer: &str, io: &str, gib: f64) -> GdsRun {
+        GdsRun {
+            xfer: xfer.into(),
+            io: io.into(),
+            io_size_kib: Some(1024),
+            threads: Some(8),
+            gib_per_s: Some(gib),
+            avg_latency_us: Some(360.0),
+        }
+    }
+
+    /// A record on disk may carry anything: names are stripped and cut, impossible rates are
+    /// none, the GPUs and paths kept are bounded, and a new phase starts afresh.
+    #[test]
+    fn gds_runs_from_anywhere_are_bounded_and_clean() {
+        let mut v = GdsView::default();
+        v.ingest(
+            "S4".into(),
+            "n1".into(),
+            Some(0),
+            run(
+                &format!("GPUD\u{1b}[2J{}", "X".repeat(500)),
+                "READ",
+                f64::NAN,
+            ),
+        );
+        let (_, _, last) = v.latest.clone().expect("latest");
+        assert!(!last.xfer.contains('\u{1b}') && last.xfer.chars().count() <= 24);
+        assert_eq!(last.gib_per_s, None);
+        for i in 0..40 {
+            v.ingest(
+                "S4".into(),
+                "n1".into(),
+                Some(0),
+                run(&format!("X{i}"), "READ", 1.0),
+            );
+        }
+        assert_eq!(
+            v.gpus.values().next().map(|g| g.runs.len()),
+            Some(MAX_GDS_PATHS)
+        );
+        for g in 0..(MAX_GDS_GPUS as u32 + 10) {
+            v.ingest("S4".into(), "n2".into(), Some(g), run("GPUD", "READ", 1.0));
+        }
+        assert_eq!(v.gpus.len(), MAX_GDS_GPUS);
+        assert_eq!(v.dropped, 11);
+        v.ingest("S4b".into(), "n1".into(), Some(0), run("GPUD", "READ", 1.0));
+        assert_eq!(v.gpus.len(), 1);
+        // Direct against CPU→GPU only at the same size and threads.
+        let mut g = GdsGpu::default();
+        g.runs.push(run("GPUD", "READ", 21.5));
+        g.runs.push(run("CPU_GPU", "READ", 12.9));
+        assert_eq!(g.direct_pct().map(|p| p.round()), Some(167.0));
+        g.runs[1].threads = Some(4);
+        assert_eq!(g.direct_pct(), None);
     }
 }

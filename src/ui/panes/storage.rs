@@ -45,6 +45,10 @@ impl Widget for &StoragePane<'_> {
         let ctx = self.ctx;
         let theme = ctx.theme;
         let s = &ctx.store.storage;
+        if ctx.store.storage_shows_gds() {
+            gds(self, area, buf);
+            return;
+        }
         let title = match (&s.latest, &s.node) {
             (Some(w), Some(node)) => format!(
                 " AIStor {} · S3 over HTTP · from {}{} ",
@@ -199,6 +203,132 @@ fn per_node_rows<'a>(ctx: &Ctx, gate_ms: f64, inner: Rect, lines: &mut Vec<Line<
             theme.muted,
         ));
     }
+}
+
+/// GPU-direct within this share of CPU→GPU cannot tell a direct path from a bounce buffer
+/// (S4's `gds-direct` check).
+const SAME_PATH_PCT: f64 = 5.0;
+
+/// `6.82`, or `—` where the run is not in yet (or was no reading).
+fn gib(run: Option<&crate::store::GdsRun>) -> String {
+    run.and_then(|r| r.gib_per_s)
+        .map_or("—".into(), |v| format!("{v:.2}"))
+}
+
+/// S4 while it runs: the run just done, then each GPU's read rate per path, worst first
+/// (GPU-direct nearest to CPU→GPU leads: compat mode in disguise, or a device that limits both).
+fn gds(pane: &StoragePane<'_>, area: Rect, buf: &mut Buffer) {
+    let ctx = pane.ctx;
+    let theme = ctx.theme;
+    let g = &ctx.store.storage.gds;
+    let title = format!(
+        " GPUDirect Storage · {} · gdsio per GPU ",
+        g.phase.as_deref().unwrap_or("S4")
+    );
+    let block = pane_block(&title, area, pane.focused, theme);
+    let inner = block.inner(area);
+    block.render(area, buf);
+    let width = inner.width as usize;
+    let who = |node: &str, gpu: Option<u32>| match gpu {
+        Some(i) => format!("{}/gpu{i}", ctx.short_name(node)),
+        None => ctx.short_name(node).to_string(),
+    };
+    let mut lines = Vec::new();
+    if let Some((node, gpu, r)) = &g.latest {
+        let size = r.io_size_kib.map_or("variable size".into(), |k| {
+            if k >= 1024 && k % 1024 == 0 {
+                format!("{} MiB", k / 1024)
+            } else {
+                format!("{k} KiB")
+            }
+        });
+        lines.push(Line::from(vec![
+            Span::styled("last run ", theme.muted),
+            Span::styled(fit(&who(node, *gpu), 24), theme.text),
+            Span::styled(
+                format!(
+                    "  {} {} {size} x{}  ",
+                    r.io,
+                    r.xfer,
+                    r.threads.map_or("?".into(), |t| t.to_string())
+                ),
+                theme.muted,
+            ),
+            Span::styled(
+                r.gib_per_s
+                    .map_or("n/a".into(), |v| format!("{v:.2} GiB/s")),
+                theme.accent,
+            ),
+            Span::styled(
+                r.avg_latency_us
+                    .map_or(String::new(), |v| format!("  avg {v:.0} µs")),
+                theme.text,
+            ),
+        ]));
+    }
+    let rows = g.worst_first();
+    let name_w = rows
+        .iter()
+        .map(|((n, gpu), _)| who(n, *gpu).chars().count())
+        .max()
+        .unwrap_or(4)
+        .clamp(4, 24);
+    lines.push(Line::styled(
+        fit(
+            &format!(
+                "{:<name_w$} {:>8} {:>8} {:>8} {:>10} {:>8}   GiB/s, read unless said",
+                "GPU", "direct", "CPU→GPU", "CPU only", "direct/CPU", "dir. wr"
+            ),
+            width,
+        ),
+        theme.muted,
+    ));
+    let room = (inner.height as usize).saturating_sub(lines.len() + 1);
+    let shown = if rows.len() > room {
+        room.saturating_sub(1)
+    } else {
+        rows.len()
+    };
+    for ((node, gpu), runs) in rows.iter().take(shown) {
+        let pct = runs.direct_pct();
+        let style = match pct {
+            Some(p) if p < 100.0 + SAME_PATH_PCT => theme.warn,
+            _ => theme.text,
+        };
+        lines.push(Line::styled(
+            fit(
+                &format!(
+                    "{:<name_w$} {:>8} {:>8} {:>8} {:>10} {:>8}",
+                    fit(&who(node, *gpu), name_w),
+                    gib(runs.run("GPUD", "READ")),
+                    gib(runs.run("CPU_GPU", "READ")),
+                    gib(runs.run("CPUONLY", "READ")),
+                    pct.map_or("—".into(), |p| format!("{p:.0} %")),
+                    gib(runs.run("GPUD", "WRITE")),
+                ),
+                width,
+            ),
+            style,
+        ));
+    }
+    let hidden = rows.len() - shown + usize::try_from(g.dropped).unwrap_or(usize::MAX);
+    if hidden > 0 {
+        lines.push(Line::styled(
+            more_rows(0, hidden, width, false),
+            theme.muted,
+        ));
+    }
+    lines.push(Line::styled(
+        fit(
+            &format!(
+                "direct/CPU under {:.0} %: compat mode (a CPU bounce buffer) or a device that limits both paths; which path it took comes at the end (cuFile's and nvidia_fs's counts)",
+                100.0 + SAME_PATH_PCT
+            ),
+            width,
+        ),
+        theme.muted,
+    ));
+    put(lines, inner, buf);
 }
 
 impl Widget for &LoaderPane<'_> {
