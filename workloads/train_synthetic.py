@@ -5,6 +5,9 @@ A small GPT-style transformer trained on token shards with torch.distributed (NC
 torchrun (or alone on one GPU). Data comes from --data: a local directory of *.bin / *.npy
 files of uint16 tokens, s3://bucket/prefix (boto3, with AWS_* variables or ~/.aws), or
 "synthetic" (random tokens made on the GPU: no storage in the loop, the baseline for T8).
+With --reader gds the loader reads a local directory through cuFile (GPUDirect Storage)
+straight into GPU memory: PyTorch's own torch.cuda.gds where PyTorch was built with cuFile,
+else kvikio; where neither can read, it says so in one line and exits 0 (T8 runs as before).
 
 Rank 0 prints one JSON line per step:
   {"burnin":"step","step":N,"step_time_ms":..,"data_wait_ms":..,"tokens_per_sec":..,"loss":..}
@@ -54,6 +57,95 @@ def shard_source(spec, rank, world):
                     yield fh.read()
 
 
+# cuFile reads with O_DIRECT: offsets and sizes in whole 4 KiB blocks (a shard's last partial
+# block, under 2048 tokens, is not read). Chunks of 8 MiB.
+GDS_BLOCK = 4096
+GDS_CHUNK = 8 << 20
+
+
+def gds_reader():
+    """The cuFile reader this node has: ("torch.cuda.gds", open_shard) or ("kvikio",
+    open_shard), where open_shard(path) gives an object whose read(offset, tensor) fills a CUDA
+    uint8 tensor from the file and close() lets it go; or (None, why)."""
+    import torch
+
+    why = []
+    if hasattr(torch._C, "_gds_register_buffer"):
+        import torch.cuda.gds as gds
+
+        class TorchShard:
+            def __init__(self, path):
+                self.f = gds.GdsFile(path, os.O_RDONLY)  # it adds O_DIRECT
+
+            def read(self, offset, t):
+                self.f.load_storage(t.untyped_storage(), offset)
+
+            def close(self):
+                self.f = None  # GdsFile's __del__ deregisters the handle and closes the file
+
+        return "torch.cuda.gds", TorchShard
+    why.append("PyTorch was built without cuFile")
+    try:
+        import kvikio
+
+        class KvikioShard:
+            def __init__(self, path):
+                self.f = kvikio.CuFile(path, "r")
+
+            def read(self, offset, t):
+                n = self.f.read(t, t.numel(), offset)
+                if n != t.numel():
+                    raise OSError(f"kvikio read {n} of {t.numel()} bytes at {offset}")
+
+            def close(self):
+                self.f.close()
+
+        return "kvikio", KvikioShard
+    except ImportError:
+        why.append("kvikio is not installed")
+    return None, " and ".join(why)
+
+
+def nvidia_fs_loaded():
+    return os.path.isdir("/sys/module/nvidia_fs")
+
+
+def gds_loader(spec, rank, world, batch, seq, vocab, out_q, stop, dev, open_shard):
+    """The loader through cuFile: shard bytes land in GPU memory, tokens are cut there."""
+    import torch
+
+    torch.cuda.set_device(dev)
+    stream = torch.cuda.Stream(dev)
+    files = sorted(
+        os.path.join(spec, f) for f in os.listdir(spec) if f.endswith((".bin", ".npy"))
+    )
+    mine = files[rank::world] or files
+    need = batch * (seq + 1)
+    buf = torch.zeros(0, dtype=torch.int64, device=dev)
+    while not stop.is_set():
+        for path in mine:
+            size = os.path.getsize(path) // GDS_BLOCK * GDS_BLOCK
+            shard = open_shard(path)
+            try:
+                for offset in range(0, size, GDS_CHUNK):
+                    if stop.is_set():
+                        return
+                    raw = torch.empty(min(GDS_CHUNK, size - offset), dtype=torch.uint8, device=dev)
+                    shard.read(offset, raw)
+                    with torch.cuda.stream(stream):
+                        tokens = (raw.view(torch.int16).to(torch.int64) & 0xFFFF) % vocab
+                        buf = torch.cat([buf, tokens])
+                        batches = []
+                        while buf.numel() >= need:
+                            batches.append(buf[:need].reshape(batch, seq + 1))
+                            buf = buf[need:]
+                    stream.synchronize()
+                    for b in batches:
+                        out_q.put(b)
+            finally:
+                shard.close()
+
+
 def loader(spec, rank, world, batch, seq, vocab, out_q, stop):
     import numpy as np
 
@@ -90,6 +182,8 @@ def main():
     p.add_argument("--checkpoint-every", type=int, default=0,
                    help="save the checkpoint every N steps (0: never)")
     # Not "--numa": torchrun would take it for an abbreviation of its own --numa-binding.
+    p.add_argument("--reader", choices=["posix", "gds"], default="posix",
+                   help="gds: read --data (a local directory) through cuFile into GPU memory")
     p.add_argument("--pin-loader", choices=["off", "gpu"], default=None,
                    help="gpu: pin this rank (and its loader) to the CPUs of its GPU's NUMA node; "
                         "off: say that it is not pinned (for a comparison of the two)")
@@ -157,7 +251,49 @@ def main():
 
     stop = threading.Event()
     q = None
-    if args.data != "synthetic":
+    if args.reader == "gds":
+        # Which reader, and whether it can read here at all: one probe read of the first
+        # shard. A node that cannot is said so, and the GDS column is left out (not a failure).
+        name, open_shard = gds_reader()
+        why = None if name else open_shard
+        if name and (args.data == "synthetic" or args.data.startswith("s3://")):
+            why = "--reader gds reads a local directory on the GDS mount, not " + args.data
+        elif name:
+            try:
+                shards = sorted(
+                    f for f in os.listdir(args.data) if f.endswith((".bin", ".npy"))
+                )
+                first = os.path.join(args.data, shards[0]) if shards else None
+                if first is None or os.path.getsize(first) < GDS_BLOCK:
+                    why = f"no shard of 4 KiB or more in {args.data}"
+                else:
+                    shard = open_shard(first)
+                    try:
+                        shard.read(0, torch.empty(GDS_BLOCK, dtype=torch.uint8, device=dev))
+                    finally:
+                        shard.close()
+            except Exception as e:  # cuFile's and the reader's own errors, whatever their type
+                why = f"{name} could not read {args.data}: {e}"[:300]
+        if world > 1:
+            # Every rank goes on, or none: a rank alone in its collectives would hang.
+            flag = torch.tensor([1.0 if why is None else 0.0], device=dev)
+            dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+            if why is None and flag.item() == 0:
+                why = "another rank could not read through cuFile"
+        if rank == 0:
+            emit(burnin="gds_reader", reader=name if why is None else None,
+                 nvidia_fs=nvidia_fs_loaded(), why=why)
+        if why is not None:
+            if world > 1:
+                dist.destroy_process_group()
+            return 0
+        q = queue.Queue(maxsize=args.prefetch)
+        threading.Thread(
+            target=gds_loader,
+            args=(args.data, rank, world, args.batch, args.seq, args.vocab, q, stop, dev, open_shard),
+            daemon=True,
+        ).start()
+    elif args.data != "synthetic":
         q = queue.Queue(maxsize=args.prefetch)
         threading.Thread(
             target=loader,
@@ -194,6 +330,8 @@ def main():
         t_step = time.perf_counter()
         if q is None:
             tokens = fixed[step % len(fixed)]
+        elif args.reader == "gds":
+            tokens = q.get()
         else:
             tokens = torch.from_numpy(q.get()).to(dev, non_blocking=True)
         t_data = time.perf_counter()
@@ -223,6 +361,7 @@ def main():
                 loss=round(float(loss_value), 4),
                 world=world,
                 **({"numa": args.pin_loader} if args.pin_loader else {}),
+                **({"reader": "gds"} if args.reader == "gds" else {}),
             )
         if ck and args.checkpoint_every > 0 and (step + 1) % args.checkpoint_every == 0 and rank == 0:
             # Written whole, then renamed: a job killed mid-save restores the previous one.

@@ -60,9 +60,12 @@ pub fn unit_of(figure: &str) -> &'static str {
         .map_or("", |(_, _, unit)| unit)
 }
 
-/// A figure without the suffix a variant of it carries (`_numa_off`, `_2gpu`).
+/// A figure without the suffix a variant of it carries (`_numa_off`, `_gds`, `_2gpu`).
 fn strip_variant(figure: &str) -> &str {
-    if let Some(base) = figure.strip_suffix("_numa_off") {
+    if let Some(base) = figure
+        .strip_suffix("_numa_off")
+        .or_else(|| figure.strip_suffix("_gds"))
+    {
         return base;
     }
     if let Some(rest) = figure.strip_suffix("gpu")

@@ -143,7 +143,8 @@ pub enum PhaseMetric {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         world: Option<u32>,
         /// The job's variant where it ran more than one way (`numa_off`: loader not pinned to
-        /// the GPU's NUMA node); its figures are kept beside the main ones with this suffix.
+        /// the GPU's NUMA node; `gds`: loader read through cuFile into GPU memory); its figures
+        /// are kept beside the main ones with this suffix.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         variant: Option<String>,
     },

@@ -525,6 +525,7 @@ impl OutputParser {
                         loss,
                         world,
                         numa,
+                        reader,
                     }) => out.push(PhaseMetric::Step {
                         node: Some(node),
                         step,
@@ -534,9 +535,24 @@ impl OutputParser {
                         tokens_per_sec_per_gpu: None,
                         loss: Some(loss),
                         world,
-                        // Pinned (or unsaid) is the main job; unpinned is the comparison.
-                        variant: (numa.as_deref() == Some("off")).then(|| "numa_off".to_string()),
+                        // Pinned (or unsaid) is the main job; unpinned and the loader through
+                        // cuFile are the comparisons.
+                        variant: if reader.as_deref() == Some("gds") {
+                            Some("gds".to_string())
+                        } else {
+                            (numa.as_deref() == Some("off")).then(|| "numa_off".to_string())
+                        },
                     }),
+                    Some(workload::Record::GdsReader {
+                        reader,
+                        nvidia_fs,
+                        why,
+                    }) => out.push(workload::gds_reader_check(
+                        &node,
+                        reader.as_deref(),
+                        nvidia_fs,
+                        why.as_deref(),
+                    )),
                     Some(workload::Record::FirstBatch { ms }) => {
                         out.push(PhaseMetric::FirstBatch { ms })
                     }

@@ -37,6 +37,22 @@ pub enum Record {
         /// NUMA pinning of the job: `off` or `gpu` (older workloads do not say).
         #[serde(default)]
         numa: Option<String>,
+        /// How the loader read: `gds` (through cuFile into GPU memory); absent: the usual way.
+        #[serde(default)]
+        reader: Option<String>,
+    },
+    /// Whether `--reader gds` can read through cuFile here, before its run: the reader
+    /// (`torch.cuda.gds`, `kvikio`), or none and why; and whether nvidia_fs is loaded.
+    GdsReader {
+        /// The reader, `None` where none could read.
+        #[serde(default)]
+        reader: Option<String>,
+        /// Whether nvidia_fs is loaded on the node.
+        #[serde(default)]
+        nvidia_fs: bool,
+        /// Why no reader could read.
+        #[serde(default)]
+        why: Option<String>,
     },
     /// Time from start to the first batch on the GPU.
     FirstBatch {
@@ -53,6 +69,48 @@ pub enum Record {
     Other,
 }
 
+/// T8's `gds-loader` check from the workload's `gds_reader` line: which cuFile reader the GDS
+/// column used, and what nvidia_fs being loaded or not says of its path. Never a FAIL: the
+/// column is a comparison, and S4 is where the path is proven.
+pub fn gds_reader_check(
+    node: &str,
+    reader: Option<&str>,
+    nvidia_fs: bool,
+    why: Option<&str>,
+) -> crate::model::phase::PhaseMetric {
+    use crate::model::phase::CheckStatus;
+    let clean = |s: &str| crate::model::excerpt(&crate::model::strip_controls(s));
+    let (status, detail) = match reader {
+        Some(r) if nvidia_fs => (
+            CheckStatus::Ok,
+            format!(
+                "the GDS column's loader read through cuFile ({}), nvidia_fs loaded (S4 proves which path the reads take)",
+                clean(r)
+            ),
+        ),
+        Some(r) => (
+            CheckStatus::Warn,
+            format!(
+                "the GDS column's loader read through cuFile ({}) without nvidia_fs: a CPU bounce buffer (compat mode) unless the node reads through P2PDMA, so the column is not GPU-direct",
+                clean(r)
+            ),
+        ),
+        None => (
+            CheckStatus::Unknown,
+            format!(
+                "no GDS column: {}",
+                why.map_or_else(|| "the workload said no reader and no reason".into(), clean)
+            ),
+        ),
+    };
+    crate::model::phase::PhaseMetric::Check {
+        node: node.to_string(),
+        name: "gds-loader".into(),
+        status,
+        detail,
+    }
+}
+
 /// Read one line: `Ok(None)` for lines that are not ours.
 pub fn parse_line(line_no: usize, line: &str) -> Result<Option<Record>, LineError> {
     super::tagged_json_line(line_no, line, "workload record", |r| *r != Record::Other)
@@ -62,6 +120,72 @@ pub fn parse_line(line_no: usize, line: &str) -> Result<Option<Record>, LineErro
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// T8's GDS run as `train_synthetic.py --reader gds` prints it (`json.dumps` of its
+    /// `emit` calls; written from the script, not captured: no node with a cuFile reader was at
+    /// hand): the reader line makes the `gds-loader` check, its steps the `gds` variant.
+    #[test]
+    fn the_gds_column_is_a_variant_and_says_its_reader() {
+        use crate::model::phase::{CheckStatus, PhaseMetric};
+        use crate::parsers::{OutputParser, ParseContext, ParserKind};
+        let run = |lines: &[&str]| {
+            let mut p = OutputParser::new(
+                ParserKind::Workload,
+                ParseContext {
+                    node: "n1".into(),
+                    expected_gpus: 8,
+                },
+            );
+            let mut out = Vec::new();
+            for l in lines {
+                out.extend(p.push(l).expect("line"));
+            }
+            out
+        };
+        let check = |out: &[PhaseMetric]| {
+            out.iter()
+                .find_map(|m| match m {
+                    PhaseMetric::Check {
+                        name,
+                        status,
+                        detail,
+                        ..
+                    } if name == "gds-loader" => Some((*status, detail.clone())),
+                    _ => None,
+                })
+                .expect("gds-loader")
+        };
+        let out = run(&[
+            r#"{"burnin": "gds_reader", "reader": "torch.cuda.gds", "nvidia_fs": true, "why": null}"#,
+            r#"{"burnin": "first_batch", "ms": 5123.4}"#,
+            r#"{"burnin": "step", "step": 0, "step_time_ms": 812.5, "data_wait_ms": 3.2, "tokens_per_sec": 645000.1, "loss": 10.41, "world": 8, "numa": "gpu", "reader": "gds"}"#,
+        ]);
+        assert_eq!(check(&out).0, CheckStatus::Ok);
+        assert!(out.iter().any(|m| matches!(
+            m,
+            PhaseMetric::Step { variant: Some(v), .. } if v == "gds"
+        )));
+        let compat = run(&[
+            r#"{"burnin": "gds_reader", "reader": "kvikio", "nvidia_fs": false, "why": null}"#,
+        ]);
+        let (status, detail) = check(&compat);
+        assert_eq!(status, CheckStatus::Warn);
+        assert!(detail.contains("compat mode"), "{detail}");
+        let none = run(&[
+            "{\"burnin\": \"gds_reader\", \"reader\": null, \"nvidia_fs\": false, \"why\": \"PyTorch was built without cuFile and kvikio is not installed\\u001b[2J\"}",
+        ]);
+        let (status, detail) = check(&none);
+        assert_eq!(status, CheckStatus::Unknown);
+        assert!(
+            detail.contains("kvikio is not installed") && !detail.contains('\u{1b}'),
+            "{detail}"
+        );
+        // The plan's own line where no data_gds is set.
+        let unset = run(&[
+            r#"{"burnin":"gds_reader","why":"the plan names no data_gds (the shards on the GDS mount)"}"#,
+        ]);
+        assert_eq!(check(&unset).0, CheckStatus::Unknown);
+    }
 
     #[test]
     fn records_and_foreign_lines() {

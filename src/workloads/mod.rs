@@ -77,4 +77,38 @@ mod tests {
                 .is_some_and(|w| w.text.contains("\"burnin\"") || w.text.contains("burnin="))
         );
     }
+
+    /// Every shipped workload is Python that compiles (they run only on a node with a GPU:
+    /// a mistake would otherwise wait for one).
+    #[test]
+    fn every_workload_compiles() {
+        for w in ALL {
+            let out = std::process::Command::new("python3")
+                .args([
+                    "-c",
+                    "import sys; compile(sys.stdin.read(), sys.argv[1], 'exec')",
+                    w.name,
+                ])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .and_then(|mut child| {
+                    use std::io::Write;
+                    child
+                        .stdin
+                        .take()
+                        .map(|mut stdin| stdin.write_all(w.text.as_bytes()))
+                        .transpose()?;
+                    child.wait_with_output()
+                })
+                .expect("python3 (the tests need it)");
+            assert!(
+                out.status.success(),
+                "{}: {}",
+                w.name,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
 }

@@ -159,6 +159,16 @@ fn the_unpinned_loader_run_is_kept_beside_the_pinned_one() {
     let t8 = default_plan().find("T8").unwrap();
     let (_, why) = judge(t8, &m, &observed(&["n1"]), None);
     assert!(why.contains("data_wait_pct_numa_off median 12.0"), "{why}");
+    // The GDS column: kept beside, never judged by T8's gates (its wait over 5 % fails
+    // nothing).
+    m.extend((0..10).map(|i| step(i, 40.0, Some("gds"))));
+    let f = figures(&m);
+    assert_eq!(f["data_wait_pct_gds"][0].value, 40.0);
+    assert_eq!(f["data_wait_pct"][0].value, 3.0);
+    assert_eq!(crate::model::figures::unit_of("data_wait_pct_gds"), "%");
+    let (verdict, why) = judge(t8, &m, &observed(&["n1"]), None);
+    assert_ne!(verdict, Verdict::Fail, "{why}");
+    assert!(why.contains("data_wait_pct_gds median 40.0"), "{why}");
 }
 
 #[test]
