@@ -144,6 +144,9 @@ pub struct GdsioParser {
     nvfs: Vec<(Option<u32>, NvfsReads, Option<NvfsReads>)>,
     /// cuFile's own count of each GPU's GPU-direct read.
     cufile: Vec<(Option<u32>, CufileReads)>,
+    /// The plan named a directory per NUMA node (`gds_dir: per-numa-node`): a GPU reading a
+    /// remote device is then a fault, not the layout.
+    per_numa_dirs: bool,
 }
 
 /// cuFile's own count of one GPU's reads, from libcufile's stats (`profile.cufile_stats` in
@@ -282,6 +285,10 @@ impl GdsioParser {
         let t = line.trim();
         if let Some(rest) = t.strip_prefix("== gpu ") {
             self.gpu = rest.trim().parse().ok();
+            return None;
+        }
+        if t == "gds_dir: per-numa-node" {
+            self.per_numa_dirs = true;
             return None;
         }
         if let Some(rest) = t.strip_prefix("numa: gpu ") {
@@ -451,6 +458,20 @@ impl GdsioParser {
                     CheckStatus::Ok,
                     format!("GPU{gpu} and {dev} on NUMA node {g}"),
                 ),
+                // With a directory per NUMA node, the site said each socket has its own
+                // device: a GPU across the interconnect from its file is a fault.
+                Some(g)
+                    if self.per_numa_dirs
+                        && *g >= 0
+                        && !files.is_empty()
+                        && files.iter().all(|f| *f >= 0) =>
+                {
+                    (
+                        "gds-numa",
+                        CheckStatus::Failed,
+                        format!("GPU{gpu} on NUMA node {g} reads {dev} on NUMA node {list}, though gds_dir names a directory per NUMA node: node {g} has no directory in gds_dir, or its directory's device sits on the other socket"),
+                    )
+                }
                 // A WARN, not a FAIL: one gds_dir per node puts one socket's GPUs across the
                 // interconnect from it by layout, not by fault.
                 Some(g) if *g >= 0 && !files.is_empty() && files.iter().all(|f| *f >= 0) => (
@@ -502,6 +523,14 @@ impl GdsioParser {
             let who = gpu.map(|g| format!("GPU{g} ")).unwrap_or_default();
             out.push(if pct >= 100.0 + SAME_PATH_PCT {
                 ("gds-direct", CheckStatus::Ok, format!("{who}{words} ({pct:.0} %)"))
+            } else if pct > 100.0 - SAME_PATH_PCT && self.cufile_direct(gpu) {
+                // cuFile counted no read through POSIX: the path is direct, and the same
+                // rate is the device's limit (a single NVMe limits both paths alike).
+                (
+                    "gds-direct",
+                    CheckStatus::Ok,
+                    format!("{who}{words} ({pct:.0} %): the same rate either way, with every read direct by cuFile's count: the device limits both paths"),
+                )
             } else if pct > 100.0 - SAME_PATH_PCT {
                 (
                     "gds-direct",
@@ -521,6 +550,15 @@ impl GdsioParser {
 }
 
 impl GdsioParser {
+    /// Whether cuFile counted this GPU's GPU-direct reads, none of them through POSIX.
+    fn cufile_direct(&self, gpu: Option<u32>) -> bool {
+        self.cufile
+            .iter()
+            .rev()
+            .find(|c| c.0 == gpu)
+            .is_some_and(|c| matches!(c.1, CufileReads::Counted { n, posix: 0, .. } if n > 0))
+    }
+
     /// Which path each GPU's GPU-direct read took: cuFile's own count where S4 could read it
     /// (it says compat mode outright, whatever the back end), else nvidia_fs's.
     fn path_checks(&self) -> Vec<GdsCheckLine> {
@@ -934,6 +972,59 @@ mod tests {
             !hostile.2.contains('\u{1b}') && hostile.2.len() < 1_000,
             "{hostile:?}"
         );
+    }
+
+    /// A GPU across the interconnect from its file is the layout with one `gds_dir`, a fault
+    /// where the plan names a directory per NUMA node; the same rate either way is the
+    /// device's limit, not compat mode, where cuFile counted every read direct.
+    #[test]
+    fn numa_pairing_and_the_same_rate_are_judged_by_what_the_site_said_and_counted() {
+        let numa = |lines: &[&str]| {
+            let mut p = GdsioParser::new();
+            for l in lines {
+                p.push(l);
+            }
+            p.checks()
+                .into_iter()
+                .find(|c| c.0 == "gds-numa")
+                .expect("gds-numa")
+        };
+        let one_dir = numa(&["== gpu 5", "numa: gpu 5 1 file 0 nvme0n1"]);
+        assert_eq!(one_dir.1, CheckStatus::Warn, "{one_dir:?}");
+        let per_node = numa(&[
+            "gds_dir: per-numa-node",
+            "== gpu 5",
+            "numa: gpu 5 1 file 0 nvme0n1",
+        ]);
+        assert_eq!(per_node.1, CheckStatus::Failed, "{per_node:?}");
+        assert!(
+            per_node.2.contains("node 1 has no directory"),
+            "{per_node:?}"
+        );
+        // The real 1.15 figures of one NVMe (6.82 GPU-direct, 6.81 CPU→GPU).
+        let direct = |count: Option<&str>| {
+            let mut p = GdsioParser::new();
+            p.push("== gpu 0");
+            if let Some(c) = count {
+                p.push(c);
+            }
+            p.push("IoType: READ XferType: GPUD Threads: 8 DataSetSize: 8363008/8388608(KiB) IOSize: 1024(KiB) Throughput: 6.816723 GiB/sec, Avg_Latency: 1138.933194 usecs ops: 8167 total_time 1.170003 secs");
+            p.push("IoType: READ XferType: CPU_GPU Threads: 8 DataSetSize: 8356864/8388608(KiB) IOSize: 1024(KiB) Throughput: 6.808226 GiB/sec, Avg_Latency: 1140.353180 usecs ops: 8161 total_time 1.170630 secs");
+            p.checks()
+                .into_iter()
+                .find(|c| c.0 == "gds-direct")
+                .expect("gds-direct")
+        };
+        assert_eq!(direct(None).1, CheckStatus::Warn);
+        let counted = direct(Some(
+            "cufile stats: GPU 0 Read: bw=6.8 util(%)=99 n=8167 posix=0 unalign=0 MiB=8167",
+        ));
+        assert_eq!(counted.1, CheckStatus::Ok, "{counted:?}");
+        assert!(counted.2.contains("device limits both"), "{counted:?}");
+        let compat = direct(Some(
+            "cufile stats: GPU 0 Read: bw=6.8 util(%)=99 n=8167 posix=8167 unalign=0 MiB=8167",
+        ));
+        assert_eq!(compat.1, CheckStatus::Warn, "{compat:?}");
     }
 
     proptest::proptest! {

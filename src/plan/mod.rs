@@ -1521,6 +1521,13 @@ echo "IoType: $k XferType: $t Threads: 8 DataSetSize: 8363008/8388608(KiB) IOSiz
             ],
             "{own}{err}"
         );
+        assert_eq!(
+            own.lines()
+                .filter(|l| *l == "gds_dir: per-numa-node")
+                .count(),
+            1,
+            "said once, so a remote pairing is a fault: {own}"
+        );
         assert!(
             !dir.join("mnt0/burnin-s4/n1").exists() && dir.join("mnt1/burnin-s4").exists(),
             "each GPU's files are removed after its runs"

@@ -403,6 +403,10 @@ impl SimCluster {
                 let gib = nominal * (1.0 + r(j as u64) * 0.015);
                 let numa = u32::from(gpu >= gpus / 2);
                 let mut lines = Vec::new();
+                // The simulated nodes have a GDS array per socket, one gds_dir each.
+                if k == 0 {
+                    lines.push("gds_dir: per-numa-node".into());
+                }
                 if j == 0 {
                     lines.push(format!("== gpu {gpu}"));
                     lines.push(format!("numa: gpu {gpu} {numa} file {numa} nvme{numa}n1"));
