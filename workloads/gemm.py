@@ -10,8 +10,13 @@ of printing a number that was not measured.
 import argparse
 import json
 import multiprocessing as mp
+import os
 import sys
 import time
+
+# "gpu": N must be the GPU nvidia-smi and NVML call N (the console's GPU N, its telemetry and
+# triage): CUDA's own order is fastest first, which differs on a node of mixed GPUs.
+os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
 
 
 def emit(**kw):
