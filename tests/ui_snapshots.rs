@@ -970,5 +970,8 @@ fn hostile_words_never_reach_the_terminal_as_control_characters() {
         .iter()
         .map(|t| t.backend().to_string())
         .collect::<String>();
-    assert!(shown.contains("evil"), "the words are shown, stripped: {shown}");
+    assert!(
+        shown.contains("evil"),
+        "the words are shown, stripped: {shown}"
+    );
 }

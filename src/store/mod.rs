@@ -471,6 +471,24 @@ impl ClusterStore {
         }
     }
 
+    /// The data-wait line the loader is held to, in % of step time: the followed phase's own
+    /// `max data_wait_pct` gate where its plan has one (what will judge it), else `triage_pct`
+    /// (burnin.toml's `[triage] loader_wait_pct`). With whose line it is, for the words.
+    pub fn loader_gate_pct(&self, triage_pct: f64) -> (f64, String) {
+        let own = self.loader.phase.as_deref().and_then(|id| {
+            let view = self.phase(id)?;
+            view.spec.gates.iter().find_map(|g| match g {
+                crate::plan::Gate::Max { figure, value }
+                    if figure == "data_wait_pct" && value.is_finite() =>
+                {
+                    Some((*value, format!("{id}'s gate")))
+                }
+                _ => None,
+            })
+        });
+        own.unwrap_or((triage_pct, "triage".into()))
+    }
+
     /// Whether the storage pane shows GPUDirect Storage runs rather than the S3 probe: while
     /// the phase making them runs, or when no probe window ever came.
     pub fn storage_shows_gds(&self) -> bool {

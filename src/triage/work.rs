@@ -108,10 +108,13 @@ pub(super) fn service_rules(store: &ClusterStore, ctx: &Ctx, out: &mut Vec<Raw>)
         .as_deref()
         .and_then(|p| store.phase(p))
         .is_some_and(|p| p.state == PhaseState::Running);
+    // The phase's own gate where its plan has one (T8: 5 %), so the finding and the verdict
+    // agree; else the triage line.
+    let (line, whose) = store.loader_gate_pct(t.loader_wait_pct);
     let gate = if ctx.was_cluster("dataloader-wait") {
-        RELEASE_SHARE * t.loader_wait_pct
+        RELEASE_SHARE * line
     } else {
-        t.loader_wait_pct
+        line
     };
     if loader_live
         && let Some(share) = loader.wait_share()
@@ -123,10 +126,9 @@ pub(super) fn service_rules(store: &ClusterStore, ctx: &Ctx, out: &mut Vec<Raw>)
             None,
             None,
             format!(
-                "{} waits for data {:.0} % of step time (gate {:.0} %)",
+                "{} waits for data {:.0} % of step time ({whose} {line:.0} %)",
                 loader.phase.as_deref().unwrap_or("training"),
                 share * 100.0,
-                t.loader_wait_pct
             ),
             "raise loader workers/prefetch; compare with a local-NVMe run; check AIStor p99",
         ));

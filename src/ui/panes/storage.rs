@@ -356,7 +356,9 @@ impl Widget for &LoaderPane<'_> {
             return;
         };
         let share = l.wait_share().unwrap_or(0.0);
-        let gate_pct = ctx.state.thresholds().loader_wait_pct;
+        let (gate_pct, whose) = ctx
+            .store
+            .loader_gate_pct(ctx.state.thresholds().loader_wait_pct);
         let share_style = if share * 100.0 > gate_pct {
             theme.crit
         } else {
@@ -386,7 +388,7 @@ impl Widget for &LoaderPane<'_> {
                 Span::styled(format!("{:.1} %", share * 100.0), share_style),
                 Span::styled(
                     format!(
-                        " of step time (last 20 steps, gate {gate_pct:.0} % = {gate_wait_ms:.0} ms at {GATE_BAR})"
+                        " of step time (last 20 steps, {whose} {gate_pct:.0} % = {gate_wait_ms:.0} ms at {GATE_BAR})"
                     ),
                     theme.muted,
                 ),
