@@ -324,6 +324,8 @@ pub struct PhaseVerdict {
     pub verdict: Verdict,
     /// Why, with the numbers.
     pub reason: String,
+    /// How each of the phase's gates judged the file, in the plan's order.
+    pub gates: Vec<crate::model::phase::GateOutcome>,
 }
 
 /// A triage finding over a telemetry file's samples.
@@ -583,12 +585,13 @@ fn read_tool(r: &mut Reading, text: &str, kind: ParserKind, opts: &Options) {
             ));
             continue;
         }
-        let (verdict, reason) = gates::judge(spec, &r.metrics, &observed, opts.baseline.as_ref());
+        let j = gates::judge_gates(spec, &r.metrics, &observed, opts.baseline.as_ref());
         r.verdicts.push(PhaseVerdict {
             phase: spec.id.clone(),
             title: spec.title.clone(),
-            verdict,
-            reason,
+            verdict: j.verdict,
+            reason: j.reason,
+            gates: j.gates,
         });
     }
     r.notes.push(
@@ -684,12 +687,13 @@ fn read_t0_section(r: &mut Reading, text: &str, section: &'static str, opts: &Op
         offline: true,
         ..Observed::default()
     };
-    let (verdict, reason) = gates::judge(t0, &r.metrics, &observed, None);
+    let j = gates::judge_gates(t0, &r.metrics, &observed, None);
     r.verdicts.push(PhaseVerdict {
         phase: t0.id.clone(),
         title: format!("{} — only its {section} checks", t0.title),
-        verdict,
-        reason,
+        verdict: j.verdict,
+        reason: j.reason,
+        gates: j.gates,
     });
     r.notes.push(format!(
         "read as the `{section}` section of T0's output; T0's other checks need its other sections"
@@ -981,6 +985,20 @@ fn render_text(r: &Reading) -> String {
             clean(&v.title),
             clean(&v.reason)
         );
+        for g in &v.gates {
+            let words = if g.words.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", clean(&g.words))
+            };
+            let _ = writeln!(
+                o,
+                "    gate {} {} {}{words}",
+                g.status.mark(),
+                clean(&g.gate),
+                g.status.label()
+            );
+        }
     }
     for n in &r.not_judged {
         let _ = writeln!(o, "  not judged: {}", clean(n));
@@ -1216,6 +1234,7 @@ pub(super) fn parse_files(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::phase::GateStatus;
     use proptest::prelude::*;
 
     fn opts() -> Options {
@@ -1345,6 +1364,42 @@ mod tests {
         .expect("reads");
         assert!(r.verdicts.len() >= 3, "{:?}", r.verdicts);
         assert!(r.verdicts.iter().all(|v| v.verdict == Verdict::Fail));
+    }
+
+    /// Each phase's verdict comes with how every one of its gates judged the file, as a run
+    /// records them. A gdsio run that stopped with an IO error FAILs on the failure line itself
+    /// (said in the reason); its gates say what each could and could not judge.
+    #[test]
+    fn every_gate_says_how_it_judged() {
+        let text = crate::parsers::fixtures::corpus_text(
+            "gdsio/gds-1.0-quadro-p1000-vm-samsung-sm961-gpud-write-1k-2k-ok-4k-io-failed.txt",
+        );
+        let r = read_text("gdsio.txt", &text, None, &opts()).expect("reads");
+        let s4 = r.verdicts.iter().find(|v| v.phase == "S4").expect("S4");
+        assert_eq!(s4.verdict, Verdict::Fail);
+        assert!(s4.reason.contains("IO failed"), "{}", s4.reason);
+        let gates: Vec<(&str, GateStatus)> = s4
+            .gates
+            .iter()
+            .map(|g| (g.gate.as_str(), g.status))
+            .collect();
+        assert_eq!(
+            gates,
+            [
+                ("no Xid during the phase", GateStatus::NotJudged),
+                ("all checks ok", GateStatus::Warned),
+                ("gdsio_gib_per_s_gpud_read >= 1", GateStatus::NotJudged)
+            ]
+        );
+        let shown = render(&r);
+        assert!(
+            shown.contains("    gate ! all checks ok warned: "),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("    gate – no Xid during the phase not judged"),
+            "{shown}"
+        );
     }
 
     #[test]

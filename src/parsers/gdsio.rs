@@ -441,56 +441,84 @@ impl GdsioParser {
                 "no CPU→GPU run beside a GPU-direct one of the same IO type, size and threads: GPU-direct is not set against the CPU path".to_string(),
             ));
         }
-        for (gpu, g, files, dev) in &self.numa {
-            let list = files
-                .iter()
-                .map(i64::to_string)
-                .collect::<Vec<_>>()
-                .join(", ");
-            out.push(match g {
-                Some(-1) if !files.is_empty() && files.iter().all(|f| *f == -1) => (
+        out.extend(self.numa.iter().map(|n| self.numa_check(n)));
+        out.extend(self.gpu_read_checks());
+        out.extend(self.path_checks());
+        out.extend(
+            pairs
+                .into_iter()
+                .map(|(gpu, _, pct, words)| self.direct_check(gpu, pct, &words)),
+        );
+        out
+    }
+}
+
+impl GdsioParser {
+    /// One GPU's NUMA pairing with its file's device.
+    fn numa_check(
+        &self,
+        (gpu, g, files, dev): &(u32, Option<i64>, Vec<i64>, String),
+    ) -> GdsCheckLine {
+        let list = files
+            .iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        match g {
+            Some(-1) if !files.is_empty() && files.iter().all(|f| *f == -1) => (
+                "gds-numa",
+                CheckStatus::Ok,
+                format!("GPU{gpu} and {dev}: one NUMA domain"),
+            ),
+            Some(g) if *g >= 0 && files.contains(g) => (
+                "gds-numa",
+                CheckStatus::Ok,
+                format!("GPU{gpu} and {dev} on NUMA node {g}"),
+            ),
+            // With a directory per NUMA node, the site said each socket has its own
+            // device: a GPU across the interconnect from its file is a fault.
+            Some(g)
+                if self.per_numa_dirs
+                    && *g >= 0
+                    && !files.is_empty()
+                    && files.iter().all(|f| *f >= 0) =>
+            {
+                (
                     "gds-numa",
-                    CheckStatus::Ok,
-                    format!("GPU{gpu} and {dev}: one NUMA domain"),
-                ),
-                Some(g) if *g >= 0 && files.contains(g) => (
-                    "gds-numa",
-                    CheckStatus::Ok,
-                    format!("GPU{gpu} and {dev} on NUMA node {g}"),
-                ),
-                // With a directory per NUMA node, the site said each socket has its own
-                // device: a GPU across the interconnect from its file is a fault.
-                Some(g)
-                    if self.per_numa_dirs
-                        && *g >= 0
-                        && !files.is_empty()
-                        && files.iter().all(|f| *f >= 0) =>
-                {
-                    (
-                        "gds-numa",
-                        CheckStatus::Failed,
-                        format!("GPU{gpu} on NUMA node {g} reads {dev} on NUMA node {list}, though gds_dir names a directory per NUMA node: node {g} has no directory in gds_dir, or its directory's device sits on the other socket"),
-                    )
-                }
-                // A WARN, not a FAIL: one gds_dir per node puts one socket's GPUs across the
-                // interconnect from it by layout, not by fault.
-                Some(g) if *g >= 0 && !files.is_empty() && files.iter().all(|f| *f >= 0) => (
-                    "gds-numa",
-                    CheckStatus::Warn,
-                    format!("GPU{gpu} on NUMA node {g} reads {dev} on NUMA node {list}: every transfer crosses the CPU interconnect (where each socket has a GDS device, gds_dir can name a directory per NUMA node: \"0=/mnt/a 1=/mnt/b\")"),
-                ),
-                _ => (
-                    "gds-numa",
-                    CheckStatus::Unknown,
+                    CheckStatus::Failed,
                     format!(
-                        "GPU{gpu}: NUMA node of the GPU ({}) or of {dev} ({}) not known (a network file system, or no sysfs node)",
-                        g.map_or("?".into(), |v| v.to_string()),
-                        if list.is_empty() { "?".to_string() } else { list.clone() }
+                        "GPU{gpu} on NUMA node {g} reads {dev} on NUMA node {list}, though gds_dir names a directory per NUMA node: node {g} has no directory in gds_dir, or its directory's device sits on the other socket"
                     ),
+                )
+            }
+            // A WARN, not a FAIL: one gds_dir per node puts one socket's GPUs across the
+            // interconnect from it by layout, not by fault.
+            Some(g) if *g >= 0 && !files.is_empty() && files.iter().all(|f| *f >= 0) => (
+                "gds-numa",
+                CheckStatus::Warn,
+                format!(
+                    "GPU{gpu} on NUMA node {g} reads {dev} on NUMA node {list}: every transfer crosses the CPU interconnect (where each socket has a GDS device, gds_dir can name a directory per NUMA node: \"0=/mnt/a 1=/mnt/b\")"
                 ),
-            });
+            ),
+            _ => (
+                "gds-numa",
+                CheckStatus::Unknown,
+                format!(
+                    "GPU{gpu}: NUMA node of the GPU ({}) or of {dev} ({}) not known (a network file system, or no sysfs node)",
+                    g.map_or("?".into(), |v| v.to_string()),
+                    if list.is_empty() {
+                        "?".to_string()
+                    } else {
+                        list.clone()
+                    }
+                ),
+            ),
         }
-        // Every GPU the command named must have a GPU-direct read.
+    }
+
+    /// Every GPU the command named must have a GPU-direct read.
+    fn gpu_read_checks(&self) -> Vec<GdsCheckLine> {
+        let mut out = Vec::new();
         let mut named: Vec<u32> = self.rows.iter().filter_map(|(g, _)| *g).collect();
         named.extend(self.numa.iter().map(|n| n.0));
         named.sort_unstable();
@@ -518,38 +546,45 @@ impl GdsioParser {
                 ),
             });
         }
-        out.extend(self.path_checks());
-        for (gpu, _, pct, words) in pairs {
-            let who = gpu.map(|g| format!("GPU{g} ")).unwrap_or_default();
-            out.push(if pct >= 100.0 + SAME_PATH_PCT {
-                ("gds-direct", CheckStatus::Ok, format!("{who}{words} ({pct:.0} %)"))
-            } else if pct > 100.0 - SAME_PATH_PCT && self.cufile_direct(gpu) {
-                // cuFile counted no read through POSIX: the path is direct, and the same
-                // rate is the device's limit (a single NVMe limits both paths alike).
-                (
-                    "gds-direct",
-                    CheckStatus::Ok,
-                    format!("{who}{words} ({pct:.0} %): the same rate either way, with every read direct by cuFile's count: the device limits both paths"),
-                )
-            } else if pct > 100.0 - SAME_PATH_PCT {
-                (
-                    "gds-direct",
-                    CheckStatus::Warn,
-                    format!("{who}{words} ({pct:.0} %): the same rate either way is compat mode (a CPU bounce buffer) or a device that limits both paths; T0's gds-compat-mode and nvidia_fs's stats tell which"),
-                )
-            } else {
-                (
-                    "gds-direct",
-                    CheckStatus::Warn,
-                    format!("{who}{words} ({pct:.0} %): GPU-direct slower than through the CPU"),
-                )
-            });
-        }
         out
     }
-}
 
-impl GdsioParser {
+    /// One GPU-direct run set against CPU→GPU's: `pct` is GPU-direct as % of CPU→GPU.
+    fn direct_check(&self, gpu: Option<u32>, pct: f64, words: &str) -> GdsCheckLine {
+        let who = gpu.map(|g| format!("GPU{g} ")).unwrap_or_default();
+        if pct >= 100.0 + SAME_PATH_PCT {
+            (
+                "gds-direct",
+                CheckStatus::Ok,
+                format!("{who}{words} ({pct:.0} %)"),
+            )
+        } else if pct > 100.0 - SAME_PATH_PCT && self.cufile_direct(gpu) {
+            // cuFile counted no read through POSIX: the path is direct, and the same
+            // rate is the device's limit (a single NVMe limits both paths alike).
+            (
+                "gds-direct",
+                CheckStatus::Ok,
+                format!(
+                    "{who}{words} ({pct:.0} %): the same rate either way, with every read direct by cuFile's count: the device limits both paths"
+                ),
+            )
+        } else if pct > 100.0 - SAME_PATH_PCT {
+            (
+                "gds-direct",
+                CheckStatus::Warn,
+                format!(
+                    "{who}{words} ({pct:.0} %): the same rate either way is compat mode (a CPU bounce buffer) or a device that limits both paths; T0's gds-compat-mode and nvidia_fs's stats tell which"
+                ),
+            )
+        } else {
+            (
+                "gds-direct",
+                CheckStatus::Warn,
+                format!("{who}{words} ({pct:.0} %): GPU-direct slower than through the CPU"),
+            )
+        }
+    }
+
     /// Whether cuFile counted this GPU's GPU-direct reads, none of them through POSIX.
     fn cufile_direct(&self, gpu: Option<u32>) -> bool {
         self.cufile
