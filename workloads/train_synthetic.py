@@ -88,6 +88,10 @@ def gds_reader():
     try:
         import kvikio
 
+        # kvikio falls back to plain POSIX reads by itself (its compat mode): said, not hidden.
+        mode = getattr(getattr(kvikio, "defaults", None), "compat_mode", None)
+        gds_reader.kvikio_compat = str(mode()) if callable(mode) else None
+
         class KvikioShard:
             def __init__(self, path):
                 self.f = kvikio.CuFile(path, "r")
@@ -111,7 +115,16 @@ def nvidia_fs_loaded():
 
 
 def gds_loader(spec, rank, world, batch, seq, vocab, out_q, stop, dev, open_shard):
-    """The loader through cuFile: shard bytes land in GPU memory, tokens are cut there."""
+    """The loader through cuFile: shard bytes land in GPU memory, tokens are cut there. A
+    failure goes on the queue as ("failed", why) for the training loop to end on, never a
+    thread that dies and leaves the loop waiting."""
+    try:
+        gds_batches(spec, rank, world, batch, seq, vocab, out_q, stop, dev, open_shard)
+    except Exception as e:  # cuFile's and the reader's errors, whatever their type
+        out_q.put(("failed", f"{type(e).__name__}: {e}"[:300]))
+
+
+def gds_batches(spec, rank, world, batch, seq, vocab, out_q, stop, dev, open_shard):
     import torch
 
     torch.cuda.set_device(dev)
@@ -119,7 +132,10 @@ def gds_loader(spec, rank, world, batch, seq, vocab, out_q, stop, dev, open_shar
     files = sorted(
         os.path.join(spec, f) for f in os.listdir(spec) if f.endswith((".bin", ".npy"))
     )
-    mine = files[rank::world] or files
+    mine = [f for f in (files[rank::world] or files) if os.path.getsize(f) >= GDS_BLOCK]
+    if not mine:
+        out_q.put(("failed", f"rank {rank} has no shard of 4 KiB or more in {spec}"))
+        return
     need = batch * (seq + 1)
     buf = torch.zeros(0, dtype=torch.int64, device=dev)
     while not stop.is_set():
@@ -130,7 +146,13 @@ def gds_loader(spec, rank, world, batch, seq, vocab, out_q, stop, dev, open_shar
                 for offset in range(0, size, GDS_CHUNK):
                     if stop.is_set():
                         return
-                    raw = torch.empty(min(GDS_CHUNK, size - offset), dtype=torch.uint8, device=dev)
+                    with torch.cuda.stream(stream):
+                        # Allocated on the loader's own stream, whose work is finished below
+                        # before the next read: cuFile's DMA never lands in a block that
+                        # queued kernels of another stream still read.
+                        raw = torch.empty(
+                            min(GDS_CHUNK, size - offset), dtype=torch.uint8, device=dev
+                        )
                     shard.read(offset, raw)
                     with torch.cuda.stream(stream):
                         tokens = (raw.view(torch.int16).to(torch.int64) & 0xFFFF) % vocab
@@ -282,7 +304,8 @@ def main():
                 why = "another rank could not read through cuFile"
         if rank == 0:
             emit(burnin="gds_reader", reader=name if why is None else None,
-                 nvidia_fs=nvidia_fs_loaded(), why=why)
+                 nvidia_fs=nvidia_fs_loaded(), why=why,
+                 compat=getattr(gds_reader, "kvikio_compat", None) if name == "kvikio" else None)
         if why is not None:
             if world > 1:
                 dist.destroy_process_group()
@@ -332,6 +355,21 @@ def main():
             tokens = fixed[step % len(fixed)]
         elif args.reader == "gds":
             tokens = q.get()
+            failed = tokens[1] if isinstance(tokens, tuple) else None
+            if world > 1:
+                # Every rank ends at the same step when one's loader failed.
+                flag = torch.tensor([0.0 if failed else 1.0], device=dev)
+                dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+                if failed is None and flag.item() == 0:
+                    failed = "another rank's loader failed"
+            if failed is not None:
+                if rank == 0:
+                    emit(burnin="gds_reader", reader=name, nvidia_fs=nvidia_fs_loaded(),
+                         failed=f"at step {step}: {failed}")
+                break
+            # Made on the loader's stream, used on this one: the allocator waits for this
+            # stream's work before it hands the block out again.
+            tokens.record_stream(torch.cuda.current_stream(dev))
         else:
             tokens = torch.from_numpy(q.get()).to(dev, non_blocking=True)
         t_data = time.perf_counter()

@@ -547,11 +547,17 @@ impl OutputParser {
                         reader,
                         nvidia_fs,
                         why,
+                        failed,
+                        compat,
                     }) => out.push(workload::gds_reader_check(
                         &node,
-                        reader.as_deref(),
-                        nvidia_fs,
-                        why.as_deref(),
+                        &workload::GdsReaderSaid {
+                            reader,
+                            nvidia_fs,
+                            why,
+                            failed,
+                            compat,
+                        },
                     )),
                     Some(workload::Record::FirstBatch { ms }) => {
                         out.push(PhaseMetric::FirstBatch { ms })

@@ -53,6 +53,12 @@ pub enum Record {
         /// Why no reader could read.
         #[serde(default)]
         why: Option<String>,
+        /// The run's loader failed after it started: at which step, and why.
+        #[serde(default)]
+        failed: Option<String>,
+        /// kvikio's compat mode as it printed it (`True`, `CompatMode.ON`, `CompatMode.AUTO`).
+        #[serde(default)]
+        compat: Option<String>,
     },
     /// Time from start to the first batch on the GPU.
     FirstBatch {
@@ -69,18 +75,56 @@ pub enum Record {
     Other,
 }
 
+/// What one `gds_reader` line said (the fields of [`Record::GdsReader`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GdsReaderSaid {
+    /// The reader, `None` where none could read.
+    pub reader: Option<String>,
+    /// Whether nvidia_fs is loaded.
+    pub nvidia_fs: bool,
+    /// Why no reader could read.
+    pub why: Option<String>,
+    /// The loader failed mid-run: when and why.
+    pub failed: Option<String>,
+    /// kvikio's compat mode as printed.
+    pub compat: Option<String>,
+}
+
 /// T8's `gds-loader` check from the workload's `gds_reader` line: which cuFile reader the GDS
-/// column used, and what nvidia_fs being loaded or not says of its path. Never a FAIL: the
-/// column is a comparison, and S4 is where the path is proven.
-pub fn gds_reader_check(
-    node: &str,
-    reader: Option<&str>,
-    nvidia_fs: bool,
-    why: Option<&str>,
-) -> crate::model::phase::PhaseMetric {
+/// column used, and what nvidia_fs (or kvikio's compat mode) says of its path; failed where its
+/// loader failed mid-run. T8's gates read no checks: the column never changes its verdict, and
+/// S4 is where the path is proven.
+pub fn gds_reader_check(node: &str, said: &GdsReaderSaid) -> crate::model::phase::PhaseMetric {
     use crate::model::phase::CheckStatus;
     let clean = |s: &str| crate::model::excerpt(&crate::model::strip_controls(s));
+    let GdsReaderSaid {
+        reader,
+        nvidia_fs,
+        why,
+        failed,
+        compat,
+    } = said;
+    let (reader, nvidia_fs, why) = (reader.as_deref(), *nvidia_fs, why.as_deref());
+    // kvikio's own compat mode is plain POSIX reads: not cuFile at all.
+    let kvikio_posix = compat
+        .as_deref()
+        .is_some_and(|c| c == "True" || c.ends_with(".ON") || c == "ON");
     let (status, detail) = match reader {
+        _ if failed.is_some() => (
+            CheckStatus::Failed,
+            format!(
+                "the GDS column's loader ({}) failed {}; the column stops there",
+                reader.map_or_else(|| "cuFile".into(), clean),
+                clean(failed.as_deref().unwrap_or_default())
+            ),
+        ),
+        Some(r) if kvikio_posix => (
+            CheckStatus::Warn,
+            format!(
+                "the GDS column's loader ({}) runs in kvikio's compat mode: plain POSIX reads, not cuFile, so the column is not GDS",
+                clean(r)
+            ),
+        ),
         Some(r) if nvidia_fs => (
             CheckStatus::Ok,
             format!(
@@ -180,6 +224,18 @@ mod tests {
             detail.contains("kvikio is not installed") && !detail.contains('\u{1b}'),
             "{detail}"
         );
+        let kvikio_posix = run(&[
+            r#"{"burnin": "gds_reader", "reader": "kvikio", "nvidia_fs": true, "why": null, "compat": "CompatMode.ON"}"#,
+        ]);
+        let (status, detail) = check(&kvikio_posix);
+        assert_eq!(status, CheckStatus::Warn);
+        assert!(detail.contains("not cuFile"), "{detail}");
+        let failed = run(&[
+            r#"{"burnin": "gds_reader", "reader": "torch.cuda.gds", "nvidia_fs": false, "failed": "at step 212: RuntimeError: cuFileRead failed"}"#,
+        ]);
+        let (status, detail) = check(&failed);
+        assert_eq!(status, CheckStatus::Failed);
+        assert!(detail.contains("at step 212"), "{detail}");
         // The plan's own line where no data_gds is set.
         let unset = run(&[
             r#"{"burnin":"gds_reader","why":"the plan names no data_gds (the shards on the GDS mount)"}"#,

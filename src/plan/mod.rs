@@ -1409,6 +1409,83 @@ echo "IoType: $k XferType: $t Threads: 8 DataSetSize: 8363008/8388608(KiB) IOSiz
         assert_eq!(verdict, Verdict::Fail, "{why}");
     }
 
+    /// S4 in a real `sh` refuses what it cannot run, before gdsio writes a byte: a run length
+    /// that is not whole seconds, a relative `gds_dir`. A NUMA node with no directory of its
+    /// own is said, and a `cufile.json` with no stats key is named as the reason cuFile's count
+    /// is missing.
+    #[test]
+    fn s4_refuses_what_it_cannot_run_and_says_what_it_could_not_count() {
+        let dir = std::env::temp_dir().join(format!("burnin-s4-refuse-{}", std::process::id()));
+        let bin = dir.join("bin");
+        std::fs::create_dir_all(&bin).expect("dir");
+        for (name, body) in [
+            (
+                "gdsio",
+                "#!/bin/sh\necho 'IoType: READ XferType: GPUD Threads: 8 DataSetSize: 1/1(KiB) IOSize: 1024(KiB) Throughput: 6.8 GiB/sec, Avg_Latency: 1 usecs ops: 1 total_time 1 secs'\n",
+            ),
+            ("gds_stats", "#!/bin/sh\nexit 1\n"),
+            ("nvidia-smi", "#!/bin/sh\necho 00000000:18:00.0\n"),
+        ] {
+            let path = bin.join(name);
+            std::fs::write(&path, body).expect("tool");
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        }
+        let cufile_json = dir.join("cufile.json");
+        std::fs::write(&cufile_json, "{ \"profile\": { \"nvtx\": false } }\n").expect("json");
+        let run = |vars: &[(&str, String)]| {
+            let plan = default_plan();
+            let s4 = plan.find("S4").expect("S4");
+            let mut values = plan.vars.clone();
+            values.insert("gpus".into(), "1".into());
+            values.insert("node".into(), "n1".into());
+            values.insert("gds_seconds".into(), "1".into());
+            for (k, v) in vars {
+                values.insert((*k).into(), v.clone());
+            }
+            let cmd = render(&s4.command, &values).expect("render");
+            let out = std::process::Command::new("sh")
+                .args(["-c", &cmd])
+                .env(
+                    "PATH",
+                    format!(
+                        "{}:{}",
+                        bin.display(),
+                        std::env::var("PATH").unwrap_or_default()
+                    ),
+                )
+                .env("CUFILE_ENV_PATH_JSON", &cufile_json)
+                .output()
+                .expect("sh");
+            (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+            )
+        };
+        let mnt = dir.join("mnt").display().to_string();
+        let (code, text) = run(&[("gds_dir", mnt.clone()), ("gds_seconds", "10s".into())]);
+        assert_eq!(code, Some(1), "{text}");
+        assert!(text.contains("is not a whole number of seconds"), "{text}");
+        assert!(!dir.join("mnt").exists(), "nothing written: {text}");
+        let (code, text) = run(&[("gds_dir", " relative/dir".into())]);
+        assert_eq!(code, Some(1), "{text}");
+        assert!(text.contains("is not an absolute path"), "{text}");
+        // Only node 3 named: this GPU's node (? here: no sysfs for it) has no entry.
+        let (code, text) = run(&[("gds_dir", format!("3={mnt}"))]);
+        assert_eq!(code, Some(0), "{text}");
+        assert!(
+            text.contains("gds_dir: gpu 0 on NUMA node ? has no entry (the first is used)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("cufile stats: none (")
+                && text.contains("has no profile.cufile_stats key"),
+            "{text}"
+        );
+        assert!(!dir.join("mnt/burnin-s4/n1").exists(), "cleaned up: {text}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     /// S4's walk from the GDS mount to the NUMA nodes of its devices, in a real `sh` over a
     /// stand-in sysfs laid out as Linux lays it out: an md array whose members are a partition
     /// (no `device` link of its own: its disk's) and a whole NVMe disk on the other socket, and

@@ -605,6 +605,8 @@ impl SimCluster {
 
     fn start(&mut self, id: &str, s: u64, out: &mut Vec<SourceEvent>) {
         let at_ms = SIM_EPOCH_MS + s * SIM_PERIOD_MS;
+        // An aborted S4 leaves its lines: a new run starts without them.
+        self.gds_lines.clear();
         self.running = Some(Running {
             id: id.to_string(),
             started_s: s,

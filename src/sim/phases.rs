@@ -383,8 +383,10 @@ impl SimCluster {
         let Tick { id, s, t, at_ms } = tick;
         let (seed, nodes, gpus) = self.shape();
         let runs = u64::from(gpus) * 6;
-        if (1..=runs).contains(&t) {
-            let k = t - 1;
+        // One run a second, more where the GPUs would not fit the phase's time.
+        let per_s = runs.div_ceil(phase_duration_s(id).saturating_sub(4).max(1));
+        let first = t.saturating_sub(1) * per_s;
+        for k in (first..first + per_s).filter(|k| t >= 1 && *k < runs) {
             let (gpu, j) = ((k / 6) as u32, (k % 6) as usize);
             let (xfer, x, read, write) = GDS_GIB_PER_S[j / 2];
             let io = if j % 2 == 0 { "WRITE" } else { "READ" };
@@ -444,7 +446,7 @@ impl SimCluster {
                 self.gds_lines.entry(node).or_default().extend(lines);
             }
         }
-        if t == runs + 1 {
+        if t == runs.div_ceil(per_s) + 1 {
             for (node, lines) in std::mem::take(&mut self.gds_lines) {
                 let mut parser = crate::parsers::OutputParser::new(
                     crate::parsers::ParserKind::Gdsio,

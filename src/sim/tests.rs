@@ -157,8 +157,13 @@ fn on_request_with(
     faults: Vec<FaultKind>,
 ) -> (Verdict, String, crate::store::ClusterStore) {
     let mut config = SimConfig::demo(1);
-    config.autorun = false;
     config.faults = faults.into_iter().map(Fault::scheduled).collect();
+    on_request_in(id, config)
+}
+
+/// A phase the operator starts at 2 s on a simulated cluster of `config`'s shape.
+fn on_request_in(id: &str, mut config: SimConfig) -> (Verdict, String, crate::store::ClusterStore) {
+    config.autorun = false;
     let mut sim = SimCluster::new(config);
     let mut store = crate::store::ClusterStore::new();
     let mut events = run_to(&mut sim, 2);
@@ -212,4 +217,12 @@ fn s4_runs_on_every_gpu_and_names_the_node_in_compat_mode() {
     assert_eq!(worst[0].0.0, "node06");
     let pct = worst[0].1.direct_pct().expect("paired");
     assert!((95.0..105.0).contains(&pct), "{pct}");
+    // Ten GPUs a node: more runs than seconds, still every GPU within the phase's time.
+    let mut config = SimConfig::demo(1);
+    config.faults.clear();
+    config.nodes = 2;
+    config.gpus_per_node = 10;
+    let (verdict, reason, store) = on_request_in("S4", config);
+    assert_eq!(verdict, Verdict::Pass, "{reason}");
+    assert_eq!(store.storage.gds.gpus.len(), 20);
 }

@@ -35,8 +35,8 @@ pub struct GdsView {
     pub phase: Option<String>,
     /// Each GPU's runs, keyed by (node, GPU). At most [`MAX_GDS_GPUS`].
     pub gpus: BTreeMap<(String, Option<u32>), GdsGpu>,
-    /// GPUs past the cap, not kept.
-    pub dropped: u64,
+    /// Runs of GPUs past the cap, not kept.
+    pub dropped_runs: u64,
     /// The newest run: (node, GPU, the run).
     pub latest: Option<(String, Option<u32>, GdsRun)>,
 }
@@ -106,7 +106,7 @@ impl GdsView {
         }
         let key = (node.clone(), gpu);
         if !self.gpus.contains_key(&key) && self.gpus.len() >= MAX_GDS_GPUS {
-            self.dropped = self.dropped.saturating_add(1);
+            self.dropped_runs = self.dropped_runs.saturating_add(1);
         } else {
             let g = self.gpus.entry(key).or_default();
             match g
@@ -315,7 +315,7 @@ mod tests {
             v.ingest("S4".into(), "n2".into(), Some(g), run("GPUD", "READ", 1.0));
         }
         assert_eq!(v.gpus.len(), MAX_GDS_GPUS);
-        assert_eq!(v.dropped, 11);
+        assert_eq!(v.dropped_runs, 11);
         v.ingest("S4b".into(), "n1".into(), Some(0), run("GPUD", "READ", 1.0));
         assert_eq!(v.gpus.len(), 1);
         // Direct against CPU→GPU only at the same size and threads.

@@ -7,6 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
 use crate::model::format_rate;
+use crate::store::MAX_GDS_GPUS;
 use crate::ui::{Ctx, GATE_BAR, fit, gated_sparkline, more_rows, pane_block, sparkline};
 
 /// The AIStor pane.
@@ -311,10 +312,21 @@ fn gds(pane: &StoragePane<'_>, area: Rect, buf: &mut Buffer) {
             style,
         ));
     }
-    let hidden = rows.len() - shown + usize::try_from(g.dropped).unwrap_or(usize::MAX);
-    if hidden > 0 {
+    if shown < rows.len() {
         lines.push(Line::styled(
-            more_rows(0, hidden, width, false),
+            more_rows(0, rows.len() - shown, width, false),
+            theme.muted,
+        ));
+    }
+    if g.dropped_runs > 0 {
+        lines.push(Line::styled(
+            fit(
+                &format!(
+                    "{} runs of GPUs past the first {MAX_GDS_GPUS} not kept",
+                    g.dropped_runs
+                ),
+                width,
+            ),
             theme.muted,
         ));
     }
