@@ -976,6 +976,20 @@ fn render_text(r: &Reading) -> String {
             clean(&f.why)
         );
     }
+    render_verdicts(&mut o, r);
+    for n in &r.not_judged {
+        let _ = writeln!(o, "  not judged: {}", clean(n));
+    }
+    for n in &r.notes {
+        let _ = writeln!(o, "  note: {}", clean(n));
+    }
+    o
+}
+
+/// Each phase's verdict, then how each of its gates judged the file.
+fn render_verdicts(o: &mut String, r: &Reading) {
+    use std::fmt::Write;
+    let clean = |s: &str| crate::model::strip_controls(s);
     for v in &r.verdicts {
         let _ = writeln!(
             o,
@@ -1000,13 +1014,6 @@ fn render_text(r: &Reading) -> String {
             );
         }
     }
-    for n in &r.not_judged {
-        let _ = writeln!(o, "  not judged: {}", clean(n));
-    }
-    for n in &r.notes {
-        let _ = writeln!(o, "  note: {}", clean(n));
-    }
-    o
 }
 
 trait AddOne {

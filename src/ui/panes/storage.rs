@@ -216,6 +216,41 @@ fn gib(run: Option<&crate::store::GdsRun>) -> String {
         .map_or("—".into(), |v| format!("{v:.2}"))
 }
 
+/// The gdsio run just done, in one line.
+fn last_run(ctx: &Ctx<'_>, who: &str, r: &crate::store::GdsRun) -> Line<'static> {
+    let theme = ctx.theme;
+    let size = r.io_size_kib.map_or("variable size".into(), |k| {
+        if k >= 1024 && k % 1024 == 0 {
+            format!("{} MiB", k / 1024)
+        } else {
+            format!("{k} KiB")
+        }
+    });
+    Line::from(vec![
+        Span::styled("last run ", theme.muted),
+        Span::styled(fit(who, 24), theme.text),
+        Span::styled(
+            format!(
+                "  {} {} {size} x{}  ",
+                r.io,
+                r.xfer,
+                r.threads.map_or("?".into(), |t| t.to_string())
+            ),
+            theme.muted,
+        ),
+        Span::styled(
+            r.gib_per_s
+                .map_or("n/a".into(), |v| format!("{v:.2} GiB/s")),
+            theme.accent,
+        ),
+        Span::styled(
+            r.avg_latency_us
+                .map_or(String::new(), |v| format!("  avg {v:.0} µs")),
+            theme.text,
+        ),
+    ])
+}
+
 /// S4 while it runs: the run just done, then each GPU's read rate per path, worst first
 /// (GPU-direct nearest to CPU→GPU leads: compat mode in disguise, or a device that limits both).
 fn gds(pane: &StoragePane<'_>, area: Rect, buf: &mut Buffer) {
@@ -236,36 +271,7 @@ fn gds(pane: &StoragePane<'_>, area: Rect, buf: &mut Buffer) {
     };
     let mut lines = Vec::new();
     if let Some((node, gpu, r)) = &g.latest {
-        let size = r.io_size_kib.map_or("variable size".into(), |k| {
-            if k >= 1024 && k % 1024 == 0 {
-                format!("{} MiB", k / 1024)
-            } else {
-                format!("{k} KiB")
-            }
-        });
-        lines.push(Line::from(vec![
-            Span::styled("last run ", theme.muted),
-            Span::styled(fit(&who(node, *gpu), 24), theme.text),
-            Span::styled(
-                format!(
-                    "  {} {} {size} x{}  ",
-                    r.io,
-                    r.xfer,
-                    r.threads.map_or("?".into(), |t| t.to_string())
-                ),
-                theme.muted,
-            ),
-            Span::styled(
-                r.gib_per_s
-                    .map_or("n/a".into(), |v| format!("{v:.2} GiB/s")),
-                theme.accent,
-            ),
-            Span::styled(
-                r.avg_latency_us
-                    .map_or(String::new(), |v| format!("  avg {v:.0} µs")),
-                theme.text,
-            ),
-        ]));
+        lines.push(last_run(ctx, &who(node, *gpu), r));
     }
     let rows = g.worst_first();
     let name_w = rows
