@@ -1302,7 +1302,7 @@ proptest! {
 // 4. Tool parsers (`ParserKind`) and launcher prefixes
 
 /// Every parser kind.
-const PARSERS: [ParserKind; 9] = [
+const PARSERS: [ParserKind; 10] = [
     ParserKind::NcclTests,
     ParserKind::Perftest,
     ParserKind::Nvbandwidth,
@@ -1311,8 +1311,33 @@ const PARSERS: [ParserKind; 9] = [
     ParserKind::Sanity,
     ParserKind::Preflight,
     ParserKind::S3Probe,
+    ParserKind::Gdsio,
     ParserKind::None,
 ];
+
+/// Where a kind sits in [`PARSERS`]: a new `ParserKind` does not compile here until it is
+/// listed, so none goes unfuzzed.
+fn parser_slot(k: ParserKind) -> usize {
+    match k {
+        ParserKind::NcclTests => 0,
+        ParserKind::Perftest => 1,
+        ParserKind::Nvbandwidth => 2,
+        ParserKind::Workload => 3,
+        ParserKind::Trainlog => 4,
+        ParserKind::Sanity => 5,
+        ParserKind::Preflight => 6,
+        ParserKind::S3Probe => 7,
+        ParserKind::Gdsio => 8,
+        ParserKind::None => 9,
+    }
+}
+
+#[test]
+fn every_parser_kind_is_fuzzed() {
+    for (i, k) in PARSERS.iter().enumerate() {
+        assert_eq!(parser_slot(*k), i, "{k:?}");
+    }
+}
 
 /// The parser a case goes to: its seed's own, unless `other` names another (and always one for
 /// outputs no parser of a phase reads).

@@ -122,12 +122,7 @@ impl Cluster {
         let sshd = sshd_binary()?;
         // sshd running as root wants its privilege-separation directory.
         let _ = std::fs::create_dir_all("/run/sshd");
-        let dir = std::env::temp_dir().join(format!(
-            "burnin-sshd-{}-{}",
-            std::process::id(),
-            Instant::now().elapsed().as_nanos() ^ (count as u128) ^ rand_suffix()
-        ));
-        std::fs::create_dir_all(&dir).expect("temp dir");
+        let dir = fresh_dir();
         let bin = dir.join("bin");
         std::fs::create_dir_all(&bin).expect("bin dir");
         let host_key = dir.join("host_ed25519");
@@ -243,6 +238,24 @@ impl Drop for Cluster {
 fn whoami() -> String {
     let out = Command::new("id").arg("-un").output().expect("id -un");
     String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A temp directory no other cluster of any test has: made, never reused (tests start
+/// clusters on several threads at once, and a clock can read the same nanosecond twice).
+fn fresh_dir() -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    for _ in 0..100 {
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!(
+            "burnin-sshd-{}-{n}-{}",
+            std::process::id(),
+            rand_suffix()
+        ));
+        if std::fs::create_dir(&dir).is_ok() {
+            return dir;
+        }
+    }
+    panic!("no fresh temp directory for an sshd cluster");
 }
 
 fn rand_suffix() -> u128 {
