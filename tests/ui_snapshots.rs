@@ -765,30 +765,38 @@ fn the_light_theme_brings_its_own_background() {
     assert_eq!(bare, 0, "every cell has the light theme's background");
 }
 
-#[test]
-fn the_storage_layout_names_the_node_slow_on_aistor() {
+/// The demo cluster at 160×48 with one fault, `phase` started by the operator at 2 s and
+/// played to second `until_s`.
+fn operator_started(
+    fault: burnin::sim::FaultKind,
+    phase: &str,
+    until_s: u64,
+) -> burnin::app::state::State {
     use burnin::model::phase::PhaseCommand;
-    use burnin::sim::{Fault, FaultKind, SIM_EPOCH_MS, SimCluster, SimConfig};
+    use burnin::sim::{Fault, SIM_EPOCH_MS, SimCluster, SimConfig};
     let mut config = SimConfig::demo(1);
     config.autorun = false;
-    config.faults = vec![Fault::scheduled(FaultKind::SlowStorage)];
+    config.faults = vec![Fault::scheduled(fault)];
     let mut sim = SimCluster::new(config);
     let mut state = common::empty_state(common::DEMO_LABEL, (160, 48));
-    let feed = |state: &mut burnin::app::state::State, events: Vec<burnin::model::SourceEvent>| {
+    let mut feed = |events: Vec<burnin::model::SourceEvent>| {
         for e in events {
             state.update(Event::Source(e));
         }
     };
     for s in 0..=2 {
-        let events = sim.advance_to(SIM_EPOCH_MS + s * 1000);
-        feed(&mut state, events);
+        feed(sim.advance_to(SIM_EPOCH_MS + s * 1000));
     }
-    let started = sim.command(PhaseCommand::Start("S2".into()));
-    feed(&mut state, started);
-    for s in 3..=40 {
-        let events = sim.advance_to(SIM_EPOCH_MS + s * 1000);
-        feed(&mut state, events);
+    feed(sim.command(PhaseCommand::Start(phase.into())));
+    for s in 3..=until_s {
+        feed(sim.advance_to(SIM_EPOCH_MS + s * 1000));
     }
+    state
+}
+
+#[test]
+fn the_storage_layout_names_the_node_slow_on_aistor() {
+    let mut state = operator_started(burnin::sim::FaultKind::SlowStorage, "S2", 40);
     key(&mut state, KeyCode::Char('4'));
     assert_eq!(state.layout().name, "storage");
     // At 80×24 too: the slow node leads the list, the rest say how many.
@@ -830,29 +838,8 @@ fn the_nccl_layout_draws_its_gates_at_80x24() {
 
 #[test]
 fn the_storage_layout_shows_s4_live_and_names_the_node_in_compat_mode() {
-    use burnin::model::phase::PhaseCommand;
-    use burnin::sim::{Fault, FaultKind, SIM_EPOCH_MS, SimCluster, SimConfig};
-    let mut config = SimConfig::demo(1);
-    config.autorun = false;
-    config.faults = vec![Fault::scheduled(FaultKind::GdsCompat)];
-    let mut sim = SimCluster::new(config);
-    let mut state = common::empty_state(common::DEMO_LABEL, (160, 48));
-    let feed = |state: &mut burnin::app::state::State, events: Vec<burnin::model::SourceEvent>| {
-        for e in events {
-            state.update(Event::Source(e));
-        }
-    };
-    for s in 0..=2 {
-        let events = sim.advance_to(SIM_EPOCH_MS + s * 1000);
-        feed(&mut state, events);
-    }
-    let started = sim.command(PhaseCommand::Start("S4".into()));
-    feed(&mut state, started);
     // Two GPUs of every node done, the third halfway through its runs.
-    for s in 3..=17 {
-        let events = sim.advance_to(SIM_EPOCH_MS + s * 1000);
-        feed(&mut state, events);
-    }
+    let mut state = operator_started(burnin::sim::FaultKind::GdsCompat, "S4", 17);
     key(&mut state, KeyCode::Char('4'));
     assert_eq!(state.layout().name, "storage");
     let term = screen(&state);

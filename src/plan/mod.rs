@@ -1139,6 +1139,26 @@ mod tests {
         );
     }
 
+    /// Runs a rendered command in a real `sh` with the stand-in tools of `bin` first on the
+    /// PATH and `envs` set.
+    fn sh_with_tools(
+        cmd: &str,
+        bin: &std::path::Path,
+        envs: &[(&str, std::ffi::OsString)],
+    ) -> std::process::Output {
+        let path = format!(
+            "{}:{}",
+            bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        std::process::Command::new("sh")
+            .args(["-c", cmd])
+            .env("PATH", path)
+            .envs(envs.iter().map(|(k, v)| (*k, v.as_os_str())))
+            .output()
+            .expect("sh")
+    }
+
     /// With `gds = "true"`, T0's GPUDirect Storage block runs in a real `sh` against a
     /// stand-in `gdscheck` (a real 1.14 printout from the corpus, which names nvidia_fs 2.24:
     /// that beats this machine's "not loaded"), and the preflight parser judges what it
@@ -1163,16 +1183,7 @@ mod tests {
             let plan = Plan::parse("plan.toml", &text).expect("plan");
             let t0 = plan.find("T0").expect("T0");
             let cmd = render(&t0.command, &plan.vars).expect("render");
-            let path = format!(
-                "{}:{}",
-                dir.display(),
-                std::env::var("PATH").unwrap_or_default()
-            );
-            let out = std::process::Command::new("sh")
-                .args(["-c", &cmd])
-                .env("PATH", path)
-                .output()
-                .expect("sh");
+            let out = sh_with_tools(&cmd, &dir, &[]);
             let mut p = crate::parsers::preflight::PreflightParser::new();
             for line in String::from_utf8_lossy(&out.stdout).lines() {
                 p.push(line);
@@ -1252,18 +1263,9 @@ echo "IoType: $k XferType: $t Threads: 8 DataSetSize: 8363008/8388608(KiB) IOSiz
         values.insert("gds_seconds".into(), "2".into());
         let cmd = render(&s4.command, &values).expect("render");
         let run_with = |fail_gpu: &str, bin: &std::path::Path, env: &[(&str, String)]| {
-            let path = format!(
-                "{}:{}",
-                bin.display(),
-                std::env::var("PATH").unwrap_or_default()
-            );
-            let out = std::process::Command::new("sh")
-                .args(["-c", &cmd])
-                .env("PATH", path)
-                .env("FAIL_GPU", fail_gpu)
-                .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-                .output()
-                .expect("sh");
+            let mut envs = vec![("FAIL_GPU", fail_gpu.into())];
+            envs.extend(env.iter().map(|(k, v)| (*k, v.into())));
+            let out = sh_with_tools(&cmd, bin, &envs);
             let mut p = crate::parsers::OutputParser::new(
                 ParserKind::Gdsio,
                 crate::parsers::ParseContext {
@@ -1444,19 +1446,11 @@ echo "IoType: $k XferType: $t Threads: 8 DataSetSize: 8363008/8388608(KiB) IOSiz
                 values.insert((*k).into(), v.clone());
             }
             let cmd = render(&s4.command, &values).expect("render");
-            let out = std::process::Command::new("sh")
-                .args(["-c", &cmd])
-                .env(
-                    "PATH",
-                    format!(
-                        "{}:{}",
-                        bin.display(),
-                        std::env::var("PATH").unwrap_or_default()
-                    ),
-                )
-                .env("CUFILE_ENV_PATH_JSON", &cufile_json)
-                .output()
-                .expect("sh");
+            let out = sh_with_tools(
+                &cmd,
+                &bin,
+                &[("CUFILE_ENV_PATH_JSON", cufile_json.clone().into())],
+            );
             (
                 out.status.code(),
                 String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -1565,19 +1559,7 @@ echo "IoType: $k XferType: $t Threads: 8 DataSetSize: 8363008/8388608(KiB) IOSiz
             values.insert("gpus".into(), "2".into());
             values.insert("node".into(), "n1".into());
             let cmd = render(&s4.command, &values).expect("render");
-            let out = std::process::Command::new("sh")
-                .args(["-c", &cmd])
-                .env(
-                    "PATH",
-                    format!(
-                        "{}:{}",
-                        bin.display(),
-                        std::env::var("PATH").unwrap_or_default()
-                    ),
-                )
-                .env("BURNIN_SYSFS", &sys)
-                .output()
-                .expect("sh");
+            let out = sh_with_tools(&cmd, &bin, &[("BURNIN_SYSFS", sys.clone().into())]);
             (
                 String::from_utf8_lossy(&out.stdout).into_owned(),
                 String::from_utf8_lossy(&out.stderr).into_owned(),
