@@ -908,12 +908,14 @@ fn hostile_words_never_reach_the_terminal_as_control_characters() {
             PhaseMetric::GdsRun {
                 node: format!("n1{hostile}"),
                 gpu: Some(0),
-                xfer: hostile.into(),
-                io: hostile.into(),
-                io_size_kib: Some(1024),
-                threads: Some(8),
-                gib_per_s: Some(6.8),
-                avg_latency_us: Some(1100.0),
+                run: burnin::model::phase::GdsRun {
+                    xfer: hostile.into(),
+                    io: hostile.into(),
+                    io_size_kib: Some(1024),
+                    threads: Some(8),
+                    gib_per_s: Some(6.8),
+                    avg_latency_us: Some(1100.0),
+                },
             },
         ] {
             send(

@@ -254,22 +254,9 @@ pub enum PhaseMetric {
         /// The GPU (`-d`), when the output named it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         gpu: Option<u32>,
-        /// gdsio's transfer type as printed (`GPUD`, `CPU_GPU`, `CPUONLY`, …).
-        xfer: String,
-        /// gdsio's IO type as printed (`READ`, `WRITE`, …).
-        io: String,
-        /// IO size, KiB (`None`: a variable size).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        io_size_kib: Option<u64>,
-        /// Threads.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        threads: Option<u32>,
-        /// GiB/s (`None`: not printed in GiB/s, or not a physical reading).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        gib_per_s: Option<f64>,
-        /// Average latency, µs.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        avg_latency_us: Option<f64>,
+        /// The run.
+        #[serde(flatten)]
+        run: GdsRun,
     },
     /// A `together` phase's figure beside the same member's run alone (sent as the phase ends).
     Together {
@@ -290,6 +277,27 @@ pub enum PhaseMetric {
         /// The line that said so.
         text: String,
     },
+}
+
+/// One gdsio run: its transfer and IO type, size, threads and what it measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GdsRun {
+    /// gdsio's transfer type as printed (`GPUD`, `CPU_GPU`, `CPUONLY`, …).
+    pub xfer: String,
+    /// gdsio's IO type as printed (`READ`, `WRITE`, …).
+    pub io: String,
+    /// IO size, KiB (`None`: a variable size).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_size_kib: Option<u64>,
+    /// Threads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<u32>,
+    /// GiB/s (`None`: not printed in GiB/s, or not a physical reading).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gib_per_s: Option<f64>,
+    /// Average latency, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub avg_latency_us: Option<f64>,
 }
 
 /// How one of a phase's gates came out.

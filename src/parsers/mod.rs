@@ -675,12 +675,14 @@ pub fn gds_run(node: &str, gpu: Option<u32>, r: &gdsio::GdsioRow) -> PhaseMetric
     PhaseMetric::GdsRun {
         node: node.to_string(),
         gpu,
-        xfer: r.xfer.clone(),
-        io: r.io.clone(),
-        io_size_kib: r.io_size_kib,
-        threads: r.threads,
-        gib_per_s: r.gib_per_s,
-        avg_latency_us: r.avg_latency_us,
+        run: crate::model::phase::GdsRun {
+            xfer: r.xfer.clone(),
+            io: r.io.clone(),
+            io_size_kib: r.io_size_kib,
+            threads: r.threads,
+            gib_per_s: r.gib_per_s,
+            avg_latency_us: r.avg_latency_us,
+        },
     }
 }
 

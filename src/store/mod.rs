@@ -419,29 +419,8 @@ impl ClusterStore {
                     s.ingest(window);
                 }
             }
-            PhaseMetric::GdsRun {
-                node,
-                gpu,
-                xfer,
-                io,
-                io_size_kib,
-                threads,
-                gib_per_s,
-                avg_latency_us,
-            } => {
-                self.storage.gds.ingest(
-                    phase,
-                    node,
-                    gpu,
-                    GdsRun {
-                        xfer,
-                        io,
-                        io_size_kib,
-                        threads,
-                        gib_per_s,
-                        avg_latency_us,
-                    },
-                );
+            PhaseMetric::GdsRun { node, gpu, run } => {
+                self.storage.gds.ingest(phase, node, gpu, run);
             }
             PhaseMetric::Gate {
                 gate,

@@ -48,22 +48,8 @@ pub struct GdsGpu {
     pub runs: Vec<GdsRun>,
 }
 
-/// One gdsio run, as the pane reads it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct GdsRun {
-    /// Transfer type as printed (`GPUD`, `CPU_GPU`, `CPUONLY`).
-    pub xfer: String,
-    /// IO type as printed (`READ`, `WRITE`).
-    pub io: String,
-    /// IO size, KiB.
-    pub io_size_kib: Option<u64>,
-    /// Threads.
-    pub threads: Option<u32>,
-    /// GiB/s (`None`: n/a).
-    pub gib_per_s: Option<f64>,
-    /// Average latency, µs.
-    pub avg_latency_us: Option<f64>,
-}
+/// One gdsio run, as the pane reads it (the phase metric's).
+pub use crate::model::phase::GdsRun;
 
 /// GPUs whose runs the view keeps (96 on a 12 × 8 cluster; a node can name at most 64).
 pub const MAX_GDS_GPUS: usize = 1024;
@@ -325,5 +311,20 @@ mod tests {
         assert_eq!(g.direct_pct().map(|p| p.round()), Some(167.0));
         g.runs[1].threads = Some(4);
         assert_eq!(g.direct_pct(), None);
+    }
+
+    /// A run goes into the record and comes back the same (its fields flattened into the
+    /// metric's line).
+    #[test]
+    fn a_gds_run_survives_the_record() {
+        let m = PhaseMetric::GdsRun {
+            node: "n1".into(),
+            gpu: Some(3),
+            run: run("GPUD", "READ", 6.816723),
+        };
+        let line = serde_json::to_string(&m).expect("json");
+        assert!(line.contains("\"xfer\":\"GPUD\""), "{line}");
+        let back: PhaseMetric = serde_json::from_str(&line).expect("back");
+        assert_eq!(back, m);
     }
 }

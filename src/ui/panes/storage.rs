@@ -35,6 +35,12 @@ fn ms(v: f64) -> String {
     }
 }
 
+/// `+N more below` where a list shows only `shown` of its `total` rows.
+fn rows_left(total: usize, shown: usize, width: usize, ctx: &Ctx<'_>) -> Option<Line<'static>> {
+    (shown < total)
+        .then(|| Line::styled(more_rows(0, total - shown, width, false), ctx.theme.muted))
+}
+
 fn put(lines: Vec<Line>, inner: Rect, buf: &mut Buffer) {
     for (i, line) in lines.into_iter().enumerate().take(inner.height as usize) {
         line.render(Rect::new(inner.x, inner.y + i as u16, inner.width, 1), buf);
@@ -198,12 +204,7 @@ fn per_node_rows<'a>(ctx: &Ctx, gate_ms: f64, inner: Rect, lines: &mut Vec<Line<
             style,
         ));
     }
-    if shown < rows.len() {
-        lines.push(Line::styled(
-            more_rows(0, rows.len() - shown, width, false),
-            theme.muted,
-        ));
-    }
+    lines.extend(rows_left(rows.len(), shown, width, ctx));
 }
 
 /// GPU-direct within this share of CPU→GPU cannot tell a direct path from a bounce buffer
@@ -318,12 +319,7 @@ fn gds(pane: &StoragePane<'_>, area: Rect, buf: &mut Buffer) {
             style,
         ));
     }
-    if shown < rows.len() {
-        lines.push(Line::styled(
-            more_rows(0, rows.len() - shown, width, false),
-            theme.muted,
-        ));
-    }
+    lines.extend(rows_left(rows.len(), shown, width, ctx));
     if g.dropped_runs > 0 {
         lines.push(Line::styled(
             fit(
