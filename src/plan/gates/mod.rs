@@ -37,7 +37,7 @@ mod training;
 use bounds::{judge_baseline, judge_bound, judge_peers, judge_together};
 use figures::median;
 pub use figures::{PeerShare, figures, peer_shares};
-use output::{judge_checks, judge_output_contains, judge_zero_wrong};
+use output::{judge_checks, judge_output_contains, judge_zero_wrong, say_ungated_checks};
 use telemetry::{judge_no_finding, judge_no_xid};
 use training::{judge_loss, judge_scaling};
 
@@ -315,6 +315,9 @@ pub fn judge_gates(
             status,
             words: words.join("; "),
         });
+    }
+    if !spec.gates.iter().any(|g| matches!(g, Gate::Checks)) {
+        say_ungated_checks(metrics, &mut said);
     }
     let Said {
         mut findings,

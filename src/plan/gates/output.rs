@@ -1,5 +1,7 @@
 //! Gates on what the output says: its checks, nccl-tests' #wrong, a text every node printed.
 
+use std::cmp::Reverse;
+
 use super::*;
 
 /// `checks`: every sanity or preflight check held; an unknown one warns.
@@ -61,6 +63,59 @@ pub(super) fn judge_checks(metrics: &[PhaseMetric], said: &mut Said) {
         checks.iter().filter(|c| c.2 == CheckStatus::Ok).count(),
         checks.len()
     ));
+}
+
+/// Most groups of checks a phase without a `checks` gate says beside its gates.
+const MAX_UNGATED_GROUPS: usize = 6;
+
+/// A phase whose gates read no checks still says the checks its output made (T8's
+/// `gds-loader`: which reader its GDS column used, or why there is none): one line per
+/// (check, status, detail) with the nodes that said it. A failed or warning one warns, never
+/// fails, the phase (its gates judge it); an ok or unknown one is said in the summary.
+pub(super) fn say_ungated_checks(metrics: &[PhaseMetric], said: &mut Said) {
+    let mut groups: BTreeMap<(Reverse<u8>, &str, &str), Vec<&str>> = BTreeMap::new();
+    for m in metrics {
+        if let PhaseMetric::Check {
+            node,
+            name,
+            status,
+            detail,
+        } = m
+        {
+            let rank = match status {
+                CheckStatus::Failed => 3,
+                CheckStatus::Warn => 2,
+                CheckStatus::Unknown => 1,
+                CheckStatus::Ok => 0,
+            };
+            let nodes = groups
+                .entry((Reverse(rank), name.as_str(), detail.as_str()))
+                .or_default();
+            if !nodes.contains(&node.as_str()) {
+                nodes.push(node);
+            }
+        }
+    }
+    let total = groups.len();
+    for ((Reverse(rank), name, detail), nodes) in groups.into_iter().take(MAX_UNGATED_GROUPS) {
+        let who = match nodes.as_slice() {
+            [one] => (*one).to_string(),
+            [first, ..] => format!("{} nodes (first {first})", nodes.len()),
+            [] => "?".into(),
+        };
+        let line = format!("{who} {name}: {detail}");
+        if rank >= 2 {
+            said.findings.push((Level::Warn, line));
+        } else {
+            said.summary.push(line);
+        }
+    }
+    if total > MAX_UNGATED_GROUPS {
+        said.summary.push(format!(
+            "{} more kinds of check result not shown (the record keeps them)",
+            total - MAX_UNGATED_GROUPS
+        ));
+    }
 }
 
 /// `zero-wrong`: nccl-tests found no wrong element; unvalidated rows warn.

@@ -671,3 +671,112 @@ fn each_gate_says_whether_it_was_met_missed_or_not_judged() {
     let judged: Vec<String> = j.gates.iter().map(|g| g.gate.clone()).collect();
     assert_eq!(described, judged);
 }
+
+/// T8's gates read no checks, but its verdict says what its `gds-loader` check said: why there
+/// is no GDS column (as the H100 run in tests/fixtures/h100-gds printed it), and a warning
+/// where the column's loader failed or was not GPU-direct. Never a failure: S4 gates the path.
+#[test]
+fn checks_beside_the_gates_are_said_and_only_warn() {
+    use crate::parsers::workload::{GdsReaderSaid, gds_reader_check};
+    let step = |node: &str, i: u64| PhaseMetric::Step {
+        node: Some(node.into()),
+        step: i,
+        step_time_ms: Some(100.0),
+        data_wait_ms: Some(1.0),
+        tokens_per_sec: Some(1000.0),
+        tokens_per_sec_per_gpu: None,
+        loss: Some(10.0),
+        world: Some(8),
+        variant: None,
+    };
+    let t8 = default_plan().find("T8").unwrap();
+    let mut m: Vec<PhaseMetric> = (0..10)
+        .flat_map(|i| [step("n1", i), step("n2", i)])
+        .collect();
+    let none = GdsReaderSaid {
+        why: Some("torch.cuda.gds could not read /data: cuFileHandleRegister failed: file descriptor is not registered".into()),
+        ..Default::default()
+    };
+    m.push(gds_reader_check("n1", &none));
+    m.push(gds_reader_check("n2", &none));
+    let (clean, _) = judge(t8, &m[..20], &observed(&["n1", "n2"]), None);
+    let (verdict, why) = judge(t8, &m, &observed(&["n1", "n2"]), None);
+    assert_eq!(verdict, clean, "{why}");
+    assert!(
+        why.contains(
+            "2 nodes (first n1) gds-loader: no GDS column: torch.cuda.gds could not read /data"
+        ),
+        "{why}"
+    );
+    // A loader that failed mid-run on one node: a warning naming it, the other node's line kept.
+    m.pop();
+    m.push(gds_reader_check(
+        "n2",
+        &GdsReaderSaid {
+            reader: Some("kvikio".into()),
+            failed: Some("at step 12: kvikio read 0 of 16384 bytes".into()),
+            ..Default::default()
+        },
+    ));
+    let (verdict, why) = judge(t8, &m, &observed(&["n1", "n2"]), None);
+    assert_eq!(verdict, Verdict::Warn, "{why}");
+    assert!(
+        why.contains("n2 gds-loader: the GDS column's loader (kvikio) failed at step 12"),
+        "{why}"
+    );
+    assert!(why.contains("n1 gds-loader: no GDS column"), "{why}");
+    // A phase with a checks gate judges its checks there, not twice.
+    let t0 = default_plan().find("T0").unwrap();
+    let (_, why) = judge(t0, &m[20..], &observed(&["n1", "n2"]), None);
+    assert_eq!(why.matches("gds-loader").count(), 1, "{why}");
+}
+
+/// T8 on a real H100 with the GDS column asked for (tests/fixtures/h100-gds: PyTorch with
+/// cuFile, no nvidia_fs, no kvikio, and a VM where cuFile cannot open a file): the whole log
+/// parsed again gives the recorded figures, and the verdict says why there was no GDS column
+/// in the words cuFile gave, without changing what the gates said.
+#[test]
+fn the_h100_t8_run_says_why_it_had_no_gds_column() {
+    use crate::parsers::{OutputParser, ParseContext, ParserKind};
+    let summary: serde_json::Value = serde_json::from_str(&crate::parsers::fixtures::tool_output(
+        "h100-gds/summary.json",
+    ))
+    .unwrap();
+    let mut p = OutputParser::new(
+        ParserKind::Workload,
+        ParseContext {
+            node: "h200".into(),
+            expected_gpus: 1,
+        },
+    );
+    let mut m = Vec::new();
+    for line in crate::parsers::fixtures::tool_output("h100-gds/T8-h200.log.gz").lines() {
+        m.extend(p.push(line).unwrap());
+    }
+    m.extend(p.finish());
+    let phase = &summary["phases"][0];
+    let recorded: Figures = serde_json::from_value(phase["figures"].clone()).unwrap();
+    assert_eq!(figures(&m), recorded);
+    assert_eq!(recorded["tokens_per_sec"][0].value.round(), 250412.0);
+    assert!((recorded["data_wait_pct"][0].value - 0.49).abs() < 0.005);
+    // Two loader runs (unpinned, pinned); the GDS run read nothing, so no `_gds` figures.
+    assert!(
+        !recorded.keys().any(|k| k.ends_with("_gds")),
+        "{recorded:?}"
+    );
+    let (verdict, why) = judge(
+        default_plan().find("T8").unwrap(),
+        &m,
+        &observed(&["h200"]),
+        None,
+    );
+    assert_eq!(verdict, Verdict::Warn, "{why}");
+    assert!(
+        why.starts_with("no baseline for tokens_per_sec: not judged"),
+        "{why}"
+    );
+    let said = "h200 gds-loader: no GDS column: torch.cuda.gds could not read \
+                /tmp/burnin-t8-gds/shards: cuFileHandleRegister failed: file descriptor is not registered";
+    assert!(why.ends_with(said), "{why}");
+    assert!(phase["reason"].as_str().unwrap().contains(said));
+}
