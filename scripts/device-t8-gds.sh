@@ -10,7 +10,8 @@
 #    compat mode (allow_compat_mode false). Reading with compat allowed and failing without it
 #    is the trap S4 has to catch: a GPU-direct read that is a CPU bounce buffer. cuFile's own
 #    log (logging at INFO in each copy) is kept.
-# 3. T8 with data_gds: the GDS column beside the pinned and unpinned loaders, 30 s each.
+# 3. T8 with data_gds: the GDS column beside the pinned and unpinned loaders, 30 s each
+#    (T8_SECONDS).
 # Results in $OUT/results.tgz and, small, $OUT/summary.txt.
 set -u
 B=$PWD/device-bin/burnin
@@ -45,8 +46,11 @@ try:
 except Exception as e:
     print(f"cufile.json {sys.argv[1]}: {e}; starting from cuFile's defaults", file=sys.stderr)
     cfg = {}
-cfg.setdefault("logging", {})["level"] = "INFO"
-cfg["logging"]["dir"] = sys.argv[3]
+# T8's copy keeps the machine's logging: cuFile then logs (at ERROR) into the job's working
+# directory, where the workload looks for cuFile's reason.
+if sys.argv[2] != "t8":
+    cfg.setdefault("logging", {})["level"] = "INFO"
+    cfg["logging"]["dir"] = sys.argv[3]
 if sys.argv[2] == "nocompat":
     cfg.setdefault("properties", {})["allow_compat_mode"] = False
 print(json.dumps(cfg, indent=1))
@@ -133,11 +137,12 @@ done
 echo "== T8 data_gds: ${GDS_DATA:-none (no directory cuFile could open); $O/shards, as the first run}" >> machine.txt
 GDS_DATA=${GDS_DATA:-$O/shards}
 local_site "$B"
-sed -e "s|--steps 300 --pin-loader|--steps 100000 --seconds 30 --pin-loader|" \
+sed -e "s|--steps 300 --pin-loader|--steps 100000 --seconds ${T8_SECONDS:-30} --pin-loader|" \
     -e "s|^data = \"\"|data = \"$O/shards\"|" \
     -e "s|^data_gds = \"\"|data_gds = \"$GDS_DATA\"|" plan.toml > p && mv p plan.toml
 CUFILE_ENV_PATH_JSON="$O/cufile-t8.json" $B run --only T8 --json > run.json 2> run.err; echo "rc=$?" >> run.err
 rm -rf shards "$SHM"
+cp "$HOME"/.cache/burnin/runs/*/T8/*/cufile*.log log-t8/ 2>/dev/null
 {
   cat machine.txt cufile-json.err
   for f in probe-*.json; do echo "== $f"; cat "$f"; tail -n 3 "${f%.json}.err"; done

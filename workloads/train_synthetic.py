@@ -110,6 +110,39 @@ def gds_reader():
     return None, " and ".join(why)
 
 
+def cufile_log_errors(since, limit=2):
+    """cuFile's own reason for a failed call, from its log: the first distinct ERROR messages
+    written since `since` to a cufile*.log in the working directory (where cuFile logs, at
+    ERROR, unless cufile.json's logging.dir says otherwise) or beside CUFILE_LOGFILE_PATH.
+    Its register error only says "not registered"; the lines before it say why (a volume it
+    cannot name, nvidia_fs not loaded)."""
+    dirs = ["."]
+    if os.environ.get("CUFILE_LOGFILE_PATH"):
+        dirs.append(os.path.dirname(os.environ["CUFILE_LOGFILE_PATH"]) or ".")
+    msgs = []
+    for d in dirs:
+        try:
+            names = sorted(n for n in os.listdir(d) if n.startswith("cufile") and n.endswith(".log"))
+            for n in names[:16]:
+                path = os.path.join(d, n)
+                if os.path.getmtime(path) < since:
+                    continue
+                with open(path, errors="replace") as f:
+                    f.seek(max(0, os.path.getsize(path) - 65536))
+                    for line in f:
+                        if " ERROR " not in line:
+                            continue
+                        # "… ERROR  cufio-udev:67 udev property not found: …": the words after
+                        # the source location.
+                        words = line.split(" ERROR ", 1)[1].strip().split(" ", 1)
+                        msg = words[1].strip() if len(words) == 2 and ":" in words[0] else " ".join(words)
+                        if msg and "cuFileHandleRegister" not in msg and msg not in msgs:
+                            msgs.append(msg)
+        except OSError:
+            continue
+    return "; ".join(m[:120] for m in msgs[:limit])
+
+
 def nvidia_fs_loaded():
     return os.path.isdir("/sys/module/nvidia_fs")
 
@@ -281,6 +314,7 @@ def main():
         if name and (args.data == "synthetic" or args.data.startswith("s3://")):
             why = "--reader gds reads a local directory on the GDS mount, not " + args.data
         elif name:
+            probe_at = time.time() - 1  # cuFile's log lines from here on are this probe's
             try:
                 shards = sorted(
                     f for f in os.listdir(args.data) if f.endswith((".bin", ".npy"))
@@ -295,7 +329,10 @@ def main():
                     finally:
                         shard.close()
             except Exception as e:  # cuFile's and the reader's own errors, whatever their type
-                why = f"{name} could not read {args.data}: {e}"[:300]
+                why = f"{name} could not read {args.data}: {e}"[:200]
+                said = cufile_log_errors(probe_at)
+                if said:
+                    why += f" (cuFile's log: {said})"
         if world > 1:
             # Every rank goes on, or none: a rank alone in its collectives would hang.
             flag = torch.tensor([1.0 if why is None else 0.0], device=dev)

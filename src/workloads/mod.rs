@@ -111,4 +111,57 @@ mod tests {
             );
         }
     }
+
+    /// Where the GDS column's probe read fails, the workload adds cuFile's own reason from its
+    /// log: run on the real cuFile logs of the H100 VM (tests/fixtures/h100-gds), it names the
+    /// volume cuFile could not name, or nvidia_fs not loaded; a log older than the probe, or
+    /// none, adds nothing.
+    #[test]
+    fn the_gds_probe_names_cufiles_own_reason() {
+        let dir = std::env::temp_dir().join(format!("burnin-cufile-log-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/h100-gds");
+        let reason = |log: &str, since: &str| {
+            for f in std::fs::read_dir(&dir).unwrap() {
+                std::fs::remove_file(f.unwrap().path()).unwrap();
+            }
+            if !log.is_empty() {
+                std::fs::copy(format!("{fixtures}/{log}"), dir.join("cufile.log")).unwrap();
+            }
+            let code = format!(
+                "import sys, time; sys.path.insert(0, sys.argv[1]); import train_synthetic as t; \
+                 print(t.cufile_log_errors(time.time() + {since}))"
+            );
+            let out = std::process::Command::new("python3")
+                .args([
+                    "-c",
+                    &code,
+                    &format!("{}/workloads", env!("CARGO_MANIFEST_DIR")),
+                ])
+                .env("PYTHONDONTWRITEBYTECODE", "1")
+                .current_dir(&dir)
+                .env_remove("CUFILE_LOGFILE_PATH")
+                .output()
+                .expect("python3 (the tests need it)");
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+        assert_eq!(
+            reason("cufile-compat-allowed.log", "-60"),
+            "udev property not found: ID_FS_USAGE vda; \
+             error getting volume attributes error for device: dev_no: 254:0"
+        );
+        assert_eq!(
+            reason("cufile-compat-forbidden.log", "-60"),
+            "nvidia-fs.ko driver not loaded"
+        );
+        assert_eq!(reason("cufile-compat-forbidden.log", "60"), "");
+        assert_eq!(reason("", "-60"), "");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
