@@ -472,10 +472,35 @@ fn training_figures_skip_warmup_and_judge_loss() {
     assert!(why.contains("loss NaN at step 0"), "{why}");
 }
 
+/// Every metric a 1-GPU node's saved log gives, read line by line as the runner reads it.
+/// `skip`: lines that are not the tool's.
+fn parse_log(
+    kind: crate::parsers::ParserKind,
+    rel: &str,
+    skip: fn(&str) -> bool,
+) -> Vec<PhaseMetric> {
+    use crate::parsers::{OutputParser, ParseContext};
+    let mut p = OutputParser::new(
+        kind,
+        ParseContext {
+            node: "h200".into(),
+            expected_gpus: 1,
+        },
+    );
+    let mut m = Vec::new();
+    for line in crate::parsers::fixtures::tool_output(rel).lines() {
+        if !skip(line) {
+            m.extend(p.push(line).unwrap());
+        }
+    }
+    m.extend(p.finish());
+    m
+}
+
 /// The H200 run's logs, parsed again, give the figures its summary recorded.
 #[test]
 fn the_h200_run_record_reparses_to_its_own_figures() {
-    use crate::parsers::{OutputParser, ParseContext, ParserKind};
+    use crate::parsers::ParserKind;
     let summary: serde_json::Value = serde_json::from_str(&crate::parsers::fixtures::tool_output(
         "h200-run/run1/summary.json",
     ))
@@ -486,25 +511,11 @@ fn the_h200_run_record_reparses_to_its_own_figures() {
         ("T5", ParserKind::Workload),
         ("T8", ParserKind::Workload),
     ] {
-        let mut p = OutputParser::new(
-            kind,
-            ParseContext {
-                node: "h200".into(),
-                expected_gpus: 1,
-            },
-        );
-        let mut m = Vec::new();
-        for line in
-            crate::parsers::fixtures::tool_output(&format!("h200-run/run1/logs/{id}/h200.log"))
-                .lines()
-        {
-            // These logs were recorded before the runner's notes left the node logs; its
-            // launch line is the only one that is not the tool's.
-            if !line.starts_with("burnin: launched") {
-                m.extend(p.push(line).unwrap());
-            }
-        }
-        m.extend(p.finish());
+        // These logs were recorded before the runner's notes left the node logs; its launch
+        // line is the only one that is not the tool's.
+        let m = parse_log(kind, &format!("h200-run/run1/logs/{id}/h200.log"), |line| {
+            line.starts_with("burnin: launched")
+        });
         let phase = summary["phases"]
             .as_array()
             .unwrap()
@@ -737,23 +748,15 @@ fn checks_beside_the_gates_are_said_and_only_warn() {
 /// in the words cuFile gave, without changing what the gates said.
 #[test]
 fn the_h100_t8_run_says_why_it_had_no_gds_column() {
-    use crate::parsers::{OutputParser, ParseContext, ParserKind};
     let summary: serde_json::Value = serde_json::from_str(&crate::parsers::fixtures::tool_output(
         "h100-gds/summary.json",
     ))
     .unwrap();
-    let mut p = OutputParser::new(
-        ParserKind::Workload,
-        ParseContext {
-            node: "h200".into(),
-            expected_gpus: 1,
-        },
+    let m = parse_log(
+        crate::parsers::ParserKind::Workload,
+        "h100-gds/T8-h200.log.gz",
+        |_| false,
     );
-    let mut m = Vec::new();
-    for line in crate::parsers::fixtures::tool_output("h100-gds/T8-h200.log.gz").lines() {
-        m.extend(p.push(line).unwrap());
-    }
-    m.extend(p.finish());
     let phase = &summary["phases"][0];
     let recorded: Figures = serde_json::from_value(phase["figures"].clone()).unwrap();
     assert_eq!(figures(&m), recorded);
