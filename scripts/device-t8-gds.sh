@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Device call for issue 30's cuFile experiment (repo root, release binary in
-# device-bin/burnin, device-bin carried): does a proper cuFile reader read on the H200 VM
-# (libcufile from CUDA 13, no nvidia_fs, compat mode allowed in /etc/cufile.json)?
+# device-bin/burnin, device-bin carried): does a proper cuFile reader read on the lent GPU VM
+# (libcufile from CUDA 13, no nvidia_fs, compat mode allowed in /etc/cufile.json)? Run on an
+# H100 on 2026-12-05: tests/fixtures/h100-gds (plain) and its compat-read/ (UDEV_STANDIN=1).
 # 1. What the machine has: nvidia_fs, libcufile, cufile.json's compat settings, PyTorch's
 #    cuFile support.
 # 2. A probe: torch.cuda.gds reads one shard into GPU memory and compares it with the bytes

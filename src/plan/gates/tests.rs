@@ -783,3 +783,52 @@ fn the_h100_t8_run_says_why_it_had_no_gds_column() {
     assert!(why.ends_with(said), "{why}");
     assert!(phase["reason"].as_str().unwrap().contains(said));
 }
+
+/// T8's GDS column reading on a real H100 in cuFile's compat mode (tests/fixtures/h100-gds/
+/// compat-read: no nvidia_fs, compat allowed, the udev entry cuFile needs written by hand):
+/// the whole log parsed again gives the recorded figures, the column is kept beside the
+/// pinned run (never gated), and the verdict warns that the column is a CPU bounce buffer.
+#[test]
+fn the_h100_t8_gds_column_in_compat_mode_is_said_not_gpu_direct() {
+    let summary: serde_json::Value = serde_json::from_str(&crate::parsers::fixtures::tool_output(
+        "h100-gds/compat-read/summary.json",
+    ))
+    .unwrap();
+    let m = parse_log(
+        crate::parsers::ParserKind::Workload,
+        "h100-gds/compat-read/T8-h200.log.gz",
+        |_| false,
+    );
+    let phase = &summary["phases"][0];
+    let recorded: Figures = serde_json::from_value(phase["figures"].clone()).unwrap();
+    // The same figures, to the last few bits (a mean summed in another order on the node).
+    let again = figures(&m);
+    assert_eq!(
+        again.keys().collect::<Vec<_>>(),
+        recorded.keys().collect::<Vec<_>>()
+    );
+    for (name, samples) in &recorded {
+        for (a, b) in again[name].iter().zip(samples) {
+            assert_eq!(a.subject, b.subject, "{name}");
+            assert!((a.value - b.value).abs() <= 1e-9 * b.value.abs(), "{name}");
+        }
+    }
+    assert_eq!(recorded["tokens_per_sec_gds"][0].value.round(), 251386.0);
+    assert_eq!(recorded["tokens_per_sec"][0].value.round(), 251051.0);
+    assert!((recorded["data_wait_pct_gds"][0].value - 0.20).abs() < 0.005);
+    let (verdict, why) = judge(
+        default_plan().find("T8").unwrap(),
+        &m,
+        &observed(&["h200"]),
+        None,
+    );
+    assert_eq!(verdict, Verdict::Warn, "{why}");
+    let said = "h200 gds-loader: the GDS column's loader read through cuFile (torch.cuda.gds) \
+                without nvidia_fs: a CPU bounce buffer (compat mode)";
+    assert!(why.contains(said), "{why}");
+    assert!(
+        why.contains("h200 (1 GPU) gds loss finite over 889 steps"),
+        "{why}"
+    );
+    assert!(phase["reason"].as_str().unwrap().contains(said));
+}
