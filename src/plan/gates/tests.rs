@@ -742,36 +742,57 @@ fn checks_beside_the_gates_are_said_and_only_warn() {
     assert_eq!(why.matches("gds-loader").count(), 1, "{why}");
 }
 
+/// A real T8 run on one GPU (`DIR`: its `summary.json` and `T8-h200.log.gz`): the log parsed
+/// again, checked to give the figures the run recorded (to the last few bits: a mean summed in
+/// another order on the node), with the recorded figures, its verdict and reason as judged now
+/// and as recorded.
+fn rejudge_t8(dir: &str) -> (Figures, Verdict, String, String) {
+    let summary: serde_json::Value = serde_json::from_str(&crate::parsers::fixtures::tool_output(
+        &format!("{dir}/summary.json"),
+    ))
+    .unwrap();
+    let m = parse_log(
+        crate::parsers::ParserKind::Workload,
+        &format!("{dir}/T8-h200.log.gz"),
+        |_| false,
+    );
+    let phase = &summary["phases"][0];
+    let recorded: Figures = serde_json::from_value(phase["figures"].clone()).unwrap();
+    let again = figures(&m);
+    assert_eq!(
+        again.keys().collect::<Vec<_>>(),
+        recorded.keys().collect::<Vec<_>>()
+    );
+    for (name, samples) in &recorded {
+        assert_eq!(again[name].len(), samples.len(), "{name}");
+        for (a, b) in again[name].iter().zip(samples) {
+            assert_eq!(a.subject, b.subject, "{name}");
+            assert!((a.value - b.value).abs() <= 1e-9 * b.value.abs(), "{name}");
+        }
+    }
+    let (verdict, why) = judge(
+        default_plan().find("T8").unwrap(),
+        &m,
+        &observed(&["h200"]),
+        None,
+    );
+    let reason = phase["reason"].as_str().unwrap_or_default().to_string();
+    (recorded, verdict, why, reason)
+}
+
 /// T8 on a real H100 with the GDS column asked for (tests/fixtures/h100-gds: PyTorch with
 /// cuFile, no nvidia_fs, no kvikio, and a VM where cuFile cannot open a file): the whole log
 /// parsed again gives the recorded figures, and the verdict says why there was no GDS column
 /// in the words cuFile gave, without changing what the gates said.
 #[test]
 fn the_h100_t8_run_says_why_it_had_no_gds_column() {
-    let summary: serde_json::Value = serde_json::from_str(&crate::parsers::fixtures::tool_output(
-        "h100-gds/summary.json",
-    ))
-    .unwrap();
-    let m = parse_log(
-        crate::parsers::ParserKind::Workload,
-        "h100-gds/T8-h200.log.gz",
-        |_| false,
-    );
-    let phase = &summary["phases"][0];
-    let recorded: Figures = serde_json::from_value(phase["figures"].clone()).unwrap();
-    assert_eq!(figures(&m), recorded);
+    let (recorded, verdict, why, reason) = rejudge_t8("h100-gds");
     assert_eq!(recorded["tokens_per_sec"][0].value.round(), 250412.0);
     assert!((recorded["data_wait_pct"][0].value - 0.49).abs() < 0.005);
     // Two loader runs (unpinned, pinned); the GDS run read nothing, so no `_gds` figures.
     assert!(
         !recorded.keys().any(|k| k.ends_with("_gds")),
         "{recorded:?}"
-    );
-    let (verdict, why) = judge(
-        default_plan().find("T8").unwrap(),
-        &m,
-        &observed(&["h200"]),
-        None,
     );
     assert_eq!(verdict, Verdict::Warn, "{why}");
     assert!(
@@ -781,7 +802,7 @@ fn the_h100_t8_run_says_why_it_had_no_gds_column() {
     let said = "h200 gds-loader: no GDS column: torch.cuda.gds could not read \
                 /tmp/burnin-t8-gds/shards: cuFileHandleRegister failed: file descriptor is not registered";
     assert!(why.ends_with(said), "{why}");
-    assert!(phase["reason"].as_str().unwrap().contains(said));
+    assert!(reason.contains(said), "{reason}");
 }
 
 /// T8's GDS column reading on a real H100 in cuFile's compat mode (tests/fixtures/h100-gds/
@@ -790,38 +811,10 @@ fn the_h100_t8_run_says_why_it_had_no_gds_column() {
 /// pinned run (never gated), and the verdict warns that the column is a CPU bounce buffer.
 #[test]
 fn the_h100_t8_gds_column_in_compat_mode_is_said_not_gpu_direct() {
-    let summary: serde_json::Value = serde_json::from_str(&crate::parsers::fixtures::tool_output(
-        "h100-gds/compat-read/summary.json",
-    ))
-    .unwrap();
-    let m = parse_log(
-        crate::parsers::ParserKind::Workload,
-        "h100-gds/compat-read/T8-h200.log.gz",
-        |_| false,
-    );
-    let phase = &summary["phases"][0];
-    let recorded: Figures = serde_json::from_value(phase["figures"].clone()).unwrap();
-    // The same figures, to the last few bits (a mean summed in another order on the node).
-    let again = figures(&m);
-    assert_eq!(
-        again.keys().collect::<Vec<_>>(),
-        recorded.keys().collect::<Vec<_>>()
-    );
-    for (name, samples) in &recorded {
-        for (a, b) in again[name].iter().zip(samples) {
-            assert_eq!(a.subject, b.subject, "{name}");
-            assert!((a.value - b.value).abs() <= 1e-9 * b.value.abs(), "{name}");
-        }
-    }
+    let (recorded, verdict, why, reason) = rejudge_t8("h100-gds/compat-read");
     assert_eq!(recorded["tokens_per_sec_gds"][0].value.round(), 251386.0);
     assert_eq!(recorded["tokens_per_sec"][0].value.round(), 251051.0);
     assert!((recorded["data_wait_pct_gds"][0].value - 0.20).abs() < 0.005);
-    let (verdict, why) = judge(
-        default_plan().find("T8").unwrap(),
-        &m,
-        &observed(&["h200"]),
-        None,
-    );
     assert_eq!(verdict, Verdict::Warn, "{why}");
     let said = "h200 gds-loader: the GDS column's loader read through cuFile (torch.cuda.gds) \
                 without nvidia_fs: a CPU bounce buffer (compat mode)";
@@ -830,5 +823,5 @@ fn the_h100_t8_gds_column_in_compat_mode_is_said_not_gpu_direct() {
         why.contains("h200 (1 GPU) gds loss finite over 889 steps"),
         "{why}"
     );
-    assert!(phase["reason"].as_str().unwrap().contains(said));
+    assert!(reason.contains(said), "{reason}");
 }
