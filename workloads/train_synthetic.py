@@ -110,36 +110,50 @@ def gds_reader():
     return None, " and ".join(why)
 
 
-def cufile_log_errors(since, limit=2):
-    """cuFile's own reason for a failed call, from its log: the first distinct ERROR messages
-    written since `since` to a cufile*.log in the working directory (where cuFile logs, at
-    ERROR, unless cufile.json's logging.dir says otherwise) or beside CUFILE_LOGFILE_PATH.
-    Its register error only says "not registered"; the lines before it say why (a volume it
-    cannot name, nvidia_fs not loaded)."""
+def cufile_logs():
+    """cuFile's log files as they stand: {path: size}. cuFile logs (at ERROR) into cufile.log
+    in the working directory unless cufile.json's logging.dir says otherwise, or to
+    CUFILE_LOGFILE_PATH; several ranks and runs may append to one file."""
     dirs = ["."]
     if os.environ.get("CUFILE_LOGFILE_PATH"):
         dirs.append(os.path.dirname(os.environ["CUFILE_LOGFILE_PATH"]) or ".")
-    msgs = []
+    sizes = {}
     for d in dirs:
         try:
             names = sorted(n for n in os.listdir(d) if n.startswith("cufile") and n.endswith(".log"))
             for n in names[:16]:
                 path = os.path.join(d, n)
-                if os.path.getmtime(path) < since:
-                    continue
-                with open(path, errors="replace") as f:
-                    f.seek(max(0, os.path.getsize(path) - 65536))
-                    for line in f:
-                        if " ERROR " not in line:
-                            continue
-                        # "… ERROR  cufio-udev:67 udev property not found: …": the words after
-                        # the source location.
-                        words = line.split(" ERROR ", 1)[1].strip().split(" ", 1)
-                        msg = words[1].strip() if len(words) == 2 and ":" in words[0] else " ".join(words)
-                        if msg and "cuFileHandleRegister" not in msg and msg not in msgs:
-                            msgs.append(msg)
+                sizes[path] = os.path.getsize(path)
         except OSError:
             continue
+    return sizes
+
+
+def cufile_log_errors(before, limit=2):
+    """cuFile's own reason for a failed call: the first distinct ERROR messages its logs gained
+    since `before` (a cufile_logs() taken just before the call; at most 64 KiB read per file).
+    Its register error only says "not registered"; the lines before it say why (a volume it
+    cannot name, nvidia_fs not loaded)."""
+    msgs = []
+    for path, size in cufile_logs().items():
+        start = before.get(path, 0)
+        if size <= start:
+            continue
+        try:
+            with open(path, "rb") as f:
+                f.seek(start)
+                text = f.read(min(size - start, 65536)).decode("utf-8", "replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if " ERROR " not in line:
+                continue
+            # "… ERROR  cufio-udev:67 udev property not found: …": the words after the source
+            # location.
+            words = line.split(" ERROR ", 1)[1].strip().split(" ", 1)
+            msg = words[1].strip() if len(words) == 2 and ":" in words[0] else " ".join(words)
+            if msg and "cuFileHandleRegister" not in msg and msg not in msgs:
+                msgs.append(msg)
     return "; ".join(m[:120] for m in msgs[:limit])
 
 
@@ -314,7 +328,7 @@ def main():
         if name and (args.data == "synthetic" or args.data.startswith("s3://")):
             why = "--reader gds reads a local directory on the GDS mount, not " + args.data
         elif name:
-            probe_at = time.time() - 1  # cuFile's log lines from here on are this probe's
+            logs_before = cufile_logs()  # what cuFile's logs gain from here on is this probe's
             try:
                 shards = sorted(
                     f for f in os.listdir(args.data) if f.endswith((".bin", ".npy"))
@@ -330,7 +344,7 @@ def main():
                         shard.close()
             except Exception as e:  # cuFile's and the reader's own errors, whatever their type
                 why = f"{name} could not read {args.data}: {e}"[:200]
-                said = cufile_log_errors(probe_at)
+                said = cufile_log_errors(logs_before)
                 if said:
                     why += f" (cuFile's log: {said})"
         if world > 1:

@@ -114,30 +114,37 @@ mod tests {
 
     /// Where the GDS column's probe read fails, the workload adds cuFile's own reason from its
     /// log: run on the real cuFile logs of the H100 VM (tests/fixtures/h100-gds), it names the
-    /// volume cuFile could not name, or nvidia_fs not loaded; a log older than the probe, or
-    /// none, adds nothing.
+    /// volume cuFile could not name, or nvidia_fs not loaded, from what the log gained since
+    /// the probe began; lines already there before it, or no log, add nothing.
     #[test]
     fn the_gds_probe_names_cufiles_own_reason() {
         let dir = std::env::temp_dir().join(format!("burnin-cufile-log-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/h100-gds");
-        let reason = |log: &str, since: &str| {
+        // cufile.log holds `already` (a fixture, or nothing) when the probe begins, and cuFile
+        // appends `during` (a fixture, or nothing) while it runs: what is said of the probe.
+        let reason = |already: &str, during: &str| {
             for f in std::fs::read_dir(&dir).unwrap() {
                 std::fs::remove_file(f.unwrap().path()).unwrap();
             }
-            if !log.is_empty() {
-                std::fs::copy(format!("{fixtures}/{log}"), dir.join("cufile.log")).unwrap();
+            if !already.is_empty() {
+                std::fs::copy(format!("{fixtures}/{already}"), dir.join("cufile.log")).unwrap();
             }
-            let code = format!(
-                "import sys, time; sys.path.insert(0, sys.argv[1]); import train_synthetic as t; \
-                 print(t.cufile_log_errors(time.time() + {since}))"
-            );
             let out = std::process::Command::new("python3")
                 .args([
                     "-c",
-                    &code,
+                    "import sys; sys.path.insert(0, sys.argv[1]); import train_synthetic as t\n\
+                     before = t.cufile_logs()\n\
+                     if sys.argv[2]:\n    \
+                         open('cufile.log', 'ab').write(open(sys.argv[2], 'rb').read())\n\
+                     print(t.cufile_log_errors(before))",
                     &format!("{}/workloads", env!("CARGO_MANIFEST_DIR")),
+                    &if during.is_empty() {
+                        String::new()
+                    } else {
+                        format!("{fixtures}/{during}")
+                    },
                 ])
                 .env("PYTHONDONTWRITEBYTECODE", "1")
                 .current_dir(&dir)
@@ -152,16 +159,21 @@ mod tests {
             String::from_utf8_lossy(&out.stdout).trim().to_string()
         };
         assert_eq!(
-            reason("cufile-compat-allowed.log", "-60"),
+            reason("", "cufile-compat-allowed.log"),
             "udev property not found: ID_FS_USAGE vda; \
              error getting volume attributes error for device: dev_no: 254:0"
         );
         assert_eq!(
-            reason("cufile-compat-forbidden.log", "-60"),
+            reason("", "cufile-compat-forbidden.log"),
             "nvidia-fs.ko driver not loaded"
         );
-        assert_eq!(reason("cufile-compat-forbidden.log", "60"), "");
-        assert_eq!(reason("", "-60"), "");
+        // An earlier run's errors in the same file are not this probe's.
+        assert_eq!(
+            reason("cufile-compat-allowed.log", "cufile-compat-forbidden.log"),
+            "nvidia-fs.ko driver not loaded"
+        );
+        assert_eq!(reason("cufile-compat-forbidden.log", ""), "");
+        assert_eq!(reason("", ""), "");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
