@@ -267,6 +267,24 @@ async fn missing_agent_is_named() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_that_refuses_its_arguments_is_named_with_its_own_words() {
+    let Some(cluster) = Cluster::start(1) else {
+        return;
+    };
+    let text = format!(
+        "[defaults]\nmode = \"agent\"\ninterval = \"200ms\"\nconnect_timeout = \"5s\"\nagent_path = \"{BIN}\"\n\
+         [[node]]\nhost = \"node01\"\nagent_args = [\"--sim\", \"--no-such-flag\"]\n"
+    );
+    let mut w = Watcher::start(inventory(&text), &cluster, false);
+    // clap ends with "For more information, try '--help'."; the reason is its first line.
+    w.until("the refusal", Duration::from_secs(10), |s| {
+        unreachable_reason(s, "node01").as_deref()
+            == Some("agent refused its arguments: unexpected argument '--no-such-flag' found")
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn garbage_and_truncated_lines_are_counted_and_skipped() {
     let Some(cluster) = Cluster::start(1) else {
         return;

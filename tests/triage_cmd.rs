@@ -149,3 +149,26 @@ fn no_inventory_cannot_run() {
         .expect("run");
     assert_eq!(o.status.code(), Some(3));
 }
+
+#[test]
+fn every_node_failing_ends_the_look_with_each_nodes_own_reason() {
+    let o = triage(
+        "refused",
+        &[", \"--no-such-flag\"", ", \"--no-such-flag\""],
+        &["--for", "60s"],
+    );
+    let text = stdout(&o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("every node failed before its first frame"),
+        "the look ends when nothing can be judged by waiting: {err}"
+    );
+    assert_eq!(
+        text.matches("agent refused its arguments: unexpected argument '--no-such-flag' found")
+            .count(),
+        2,
+        "{text}"
+    );
+    assert!(!text.contains("For more information"), "{text}");
+    assert_eq!(o.status.code(), Some(2), "{text}");
+}

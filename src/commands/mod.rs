@@ -5,6 +5,7 @@ pub mod cli;
 pub mod demo;
 pub mod deploy;
 pub mod init;
+pub mod look;
 pub mod man;
 pub mod parse;
 pub mod run;

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::triage::{findings_table, snapshot_nodes};
+use super::look::{findings_table, snapshot_nodes};
 use super::watch::sim_config;
 use super::{emit, load_inventory};
 use color_eyre::eyre::Result;

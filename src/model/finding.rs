@@ -85,6 +85,12 @@ pub struct Finding {
     pub since_ms: UnixMillis,
     /// When the rule last fired; older than the newest evaluation while the finding clears.
     pub last_seen_ms: UnixMillis,
+    /// True when the evaluation that listed it found the rule no longer firing: it stays listed
+    /// a few seconds (no flapping) until it clears. Set by that evaluation, never worked out
+    /// later from a clock: frames arrive between evaluations on each node's own clock, and a
+    /// finding still firing must not look as if it were going away.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub clearing: bool,
     /// One line with the evidence numbers.
     pub why: String,
     /// What an engineer would do next.
@@ -102,9 +108,9 @@ impl Finding {
         }
     }
 
-    /// True while the rule still fires (false while a finding clears).
-    pub fn is_firing(&self, now_ms: UnixMillis) -> bool {
-        self.last_seen_ms >= now_ms
+    /// True while the rule still fired at the evaluation that listed it (false while it clears).
+    pub fn is_firing(&self) -> bool {
+        !self.clearing
     }
 
     fn rule_subject(&self) -> &'static str {

@@ -26,8 +26,11 @@ impl Transport for LocalTransport {
     }
 
     fn classify(&self, status: Option<ExitStatus>, stderr: &str) -> String {
-        let last = stderr.lines().rev().map(str::trim).find(|l| !l.is_empty());
-        match (status.and_then(|s| s.code()), last) {
+        let code = status.and_then(|s| s.code());
+        if let Some(said) = super::reason::command_reason(code, stderr) {
+            return said;
+        }
+        match (code, super::reason::error_line(stderr)) {
             (_, Some(l)) => crate::model::fit(l, 120),
             (Some(c), None) => format!("stream ended (exit {c})"),
             (None, None) => "stream ended (killed by a signal)".into(),

@@ -4,6 +4,7 @@
 
 pub mod local;
 pub mod quote;
+pub mod reason;
 pub mod ssh;
 
 use std::process::ExitStatus;

@@ -107,14 +107,20 @@ impl Transport for SshTransport {
     }
 }
 
-/// A short reason from ssh's exit code and stderr.
+/// A short reason from ssh's exit code and stderr: ssh's own failures (host key, auth, the
+/// network) by name, then what the command on the node said (see [`super::reason`]).
 pub fn classify_ssh(code: Option<i32>, stderr: &str) -> String {
     let s = stderr.to_lowercase();
     let has = |needle: &str| s.contains(needle);
     if has("remote host identification has changed") || has("host key verification failed") {
         return "host key mismatch (check known_hosts; burnin will not bypass it)".into();
     }
-    if has("permission denied") || has("too many authentication failures") {
+    // The agent's own refusal first: its words may name an option such as `--timeout`.
+    if let Some(refused) = super::reason::refused_arguments(stderr) {
+        return refused;
+    }
+    // ssh says "Permission denied (publickey,…)"; a node's shell says "…: Permission denied".
+    if has("permission denied (") || has("too many authentication failures") {
         return "auth failed".into();
     }
     if has("connection refused") {
@@ -137,23 +143,17 @@ pub fn classify_ssh(code: Option<i32>, stderr: &str) -> String {
             crate::model::fit(last.unwrap_or("unusable"), 100)
         );
     }
-    if code == Some(127) || has("no such file or directory") || has("command not found") {
-        return "agent missing on the node (burnin deploy copies it)".into();
+    if let Some(said) = super::reason::command_reason(code, stderr) {
+        return said;
     }
     if has("connection closed") || has("connection reset") || has("broken pipe") {
         return "connection lost".into();
     }
-    let last = stderr
-        .lines()
-        .rev()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("");
-    match (code, last) {
-        (Some(255), "") => "ssh failed (exit 255)".into(),
-        (Some(c), "") => format!("stream ended (exit {c})"),
-        (None, "") => "stream ended (killed by a signal)".into(),
-        (_, l) => crate::model::fit(l, 120),
+    match (code, super::reason::error_line(stderr)) {
+        (Some(255), None) => "ssh failed (exit 255)".into(),
+        (Some(c), None) => format!("stream ended (exit {c})"),
+        (None, None) => "stream ended (killed by a signal)".into(),
+        (_, Some(l)) => crate::model::fit(l, 120),
     }
 }
 
@@ -296,5 +296,14 @@ mod tests {
             .starts_with("ssh multiplexing socket:")
         );
         assert_eq!(c(1, "something odd\n"), "something odd");
+        // The agent's refusal is the reason, not clap's closing hint.
+        assert_eq!(
+            c(
+                2,
+                "error: unexpected argument '--timeout' found\n\nUsage: burnin agent [OPTIONS]\n\nFor more information, try '--help'.\n"
+            ),
+            "agent refused its arguments: unexpected argument '--timeout' found"
+        );
+        assert!(c(126, "sh: 1: /opt/burnin: Permission denied").starts_with("permission denied:"));
     }
 }

@@ -92,7 +92,7 @@ impl Widget for &TriagePane<'_> {
             let since = human_secs(ctx.store.now_ms.saturating_sub(f.since_ms) / 1000);
             let selected = i == ui.finding && self.focused;
             // A finding whose rule stopped firing stays a few seconds (no flapping), dimmed.
-            let clearing = !f.is_firing(ctx.store.now_ms);
+            let clearing = !f.is_firing();
             let text_style = match (selected, clearing) {
                 (true, _) => theme.selected,
                 (false, true) => theme.muted,
