@@ -85,6 +85,9 @@ pub async fn run_console(
     mut state: State,
     opts: RunOptions,
 ) -> Result<()> {
+    if opts.headless.is_none() && !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        return Err(no_terminal());
+    }
     let (event_tx, mut events) = mpsc::channel::<SourceEvent>(8192);
     let (command_tx, command_rx) = mpsc::unbounded_channel::<PhaseCommand>();
     let source_task = tokio::spawn(source.run(event_tx, command_rx));
@@ -95,7 +98,15 @@ pub async fn run_console(
             Screen::Offscreen(Buffer::empty(Rect::new(0, 0, w, h)))
         }
         None => {
-            let terminal = ratatui::init();
+            let terminal = match ratatui::try_init() {
+                Ok(t) => t,
+                Err(_) => {
+                    // Raw mode half set up is still a terminal to give back.
+                    ratatui::restore();
+                    source_task.abort();
+                    return Err(no_terminal());
+                }
+            };
             let size = terminal.size().unwrap_or_default();
             state.update(Event::Resize(size.width, size.height));
             Screen::Terminal(terminal)
@@ -110,6 +121,15 @@ pub async fn run_console(
     drop(events);
     source_task.abort();
     result
+}
+
+/// What to use instead of the console where there is no terminal (`ssh host burnin watch`
+/// without `-t`, a pipe, a cron job): one line, not a panic.
+fn no_terminal() -> color_eyre::eyre::Report {
+    color_eyre::eyre::eyre!(
+        "the console needs a terminal and this has none (over SSH use `ssh -t`); without one: \
+         `burnin run` (the plan, headless), `burnin status`, `burnin triage`, or --headless WxH"
+    )
 }
 
 /// How long "abort and quit" waits for the phase to report its end.
