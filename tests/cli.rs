@@ -206,7 +206,11 @@ fn the_console_without_a_terminal_says_what_to_use_instead_in_one_line() {
     let dir = std::env::temp_dir().join(format!("burnin-cli-noterm-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let config = dir.join("burnin.toml");
-    std::fs::write(&config, "[defaults]\nmode = \"sim\"\n[[node]]\nhost = \"n1\"\n").expect("toml");
+    std::fs::write(
+        &config,
+        "[defaults]\nmode = \"sim\"\n[[node]]\nhost = \"n1\"\n",
+    )
+    .expect("toml");
     let config = config.to_string_lossy().into_owned();
     for args in [&["demo"][..], &["watch", "-c", &config][..]] {
         // As `ssh host burnin watch` without -t: no terminal on any stream.
@@ -220,7 +224,10 @@ fn the_console_without_a_terminal_says_what_to_use_instead_in_one_line() {
         assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{err}");
         assert_eq!(err.trim().lines().count(), 1, "{err}");
-        assert!(err.contains("ssh -t") && err.contains("burnin run"), "{err}");
+        assert!(
+            err.contains("ssh -t") && err.contains("burnin run"),
+            "{err}"
+        );
     }
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -529,6 +529,7 @@ fn a_foreign_segment_and_a_bad_plan_copy_are_named_for_what_they_are() {
 fn one_console_takes_a_run_over_at_a_time() {
     let dir = TempDir::new("lock");
     let run = demo_record(&dir);
+    assert!(!run.join("lock").exists(), "a finished run keeps no lock");
     let (first, _) = burnin::record::session::RunSession::resume(&run).expect("first takes it");
     std::fs::write(
         dir.path().join("burnin.toml"),
@@ -557,6 +558,10 @@ fn one_console_takes_a_run_over_at_a_time() {
         "the refused console wrote nothing"
     );
     drop(first);
+    assert!(
+        !run.join("lock").exists(),
+        "the lock goes with the writer: a run left with one would look taken"
+    );
     burnin::record::session::RunSession::resume(&run).expect("free again");
 }
 

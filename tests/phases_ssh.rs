@@ -1450,7 +1450,20 @@ command = "i=0; while [ $i -lt 60 ]; do echo \"line $i\"; i=$((i+1)); sleep 0.05
     };
     let run_dir = kill_console_mid_phase(&site, "T5", "line 15");
 
+    let recorded_start = burnin::record::read_state(&run_dir)
+        .expect("state")
+        .started_ms["T5"];
     let mut console = Console::start(&site, 2, Some(&run_dir));
+    // The re-attached phase shows running since its recorded start, so `a` can abort it.
+    console
+        .until("T5 shown running", &|s| {
+            s.running_phase().is_some_and(|p| p.spec.id == "T5")
+        })
+        .await;
+    assert_eq!(
+        console.store.phase("T5").and_then(|p| p.started_ms),
+        Some(recorded_start)
+    );
     console
         .until("T5 to end", &|s| {
             matches!(s.phase("T5").map(|p| p.state), Some(PhaseState::Done(_)))

@@ -74,7 +74,7 @@ pub(super) async fn watch(
         Box::new(fleet(inventory, ssh_config)?),
         driver,
     ));
-    run_console(
+    let end = run_console(
         source,
         state,
         RunOptions {
@@ -85,6 +85,9 @@ pub(super) async fn watch(
         },
     )
     .await?;
+    for line in end.words() {
+        crate::eprintln_safe!("{line}");
+    }
     Ok(0)
 }
 
@@ -175,7 +178,7 @@ async fn play(
         }
         r.keys
     });
-    run_console(
+    let end = run_console(
         source,
         state,
         RunOptions {
@@ -186,6 +189,9 @@ async fn play(
         },
     )
     .await?;
+    for line in end.words() {
+        crate::eprintln_safe!("{line}");
+    }
     Ok(0)
 }
 

@@ -29,8 +29,9 @@ pub struct PhaseDriver {
     /// The running phase and its abort switch.
     running: Arc<Mutex<Option<Running>>>,
     starts: u64,
-    /// After a resume: the phase to re-attach to, and its recorded line counts per node.
-    pending: Option<(String, BTreeMap<String, usize>)>,
+    /// After a resume: the phase to re-attach to, its recorded line counts per node, and when
+    /// it started.
+    pending: Option<(String, BTreeMap<String, usize>, Option<UnixMillis>)>,
     /// Attempts so far per phase (a retry runs in its own directory on the nodes).
     attempts: BTreeMap<String, u32>,
     /// What the telemetry writes into the record, once the record is open.
@@ -465,7 +466,8 @@ impl PhaseDriver {
                 .filter(|((phase, _), _)| *phase == id)
                 .map(|((_, node), n)| (node.clone(), *n))
                 .collect();
-            (id, lines)
+            let started_ms = state.started_ms.get(&id).copied();
+            (id, lines, started_ms)
         });
         if let Ok(mut s) = self.session.lock() {
             *s = Some(session);
@@ -495,7 +497,7 @@ impl PhaseDriver {
             };
             let _ = events.send(SourceEvent::Phase(ev)).await;
         }
-        if let Some((id, lines)) = self.pending.take() {
+        if let Some((id, lines, started_ms)) = self.pending.take() {
             match self.ctx.plan.find(&id).cloned() {
                 Some(spec) => {
                     let _ = events
@@ -503,6 +505,13 @@ impl PhaseDriver {
                             text: format!("re-attaching to {id}"),
                         })
                         .await;
+                    // Shown running since its recorded start (▶ and its elapsed time, and `a`
+                    // aborts it); not recorded again: the record has its start.
+                    let started = PhaseEvent::Started {
+                        phase: id.clone(),
+                        at_ms: started_ms.unwrap_or_else(crate::model::now_ms),
+                    };
+                    let _ = events.send(SourceEvent::Phase(started)).await;
                     self.spawn(spec, events, Some(lines));
                 }
                 None => {

@@ -84,7 +84,7 @@ pub async fn run_console(
     source: Box<dyn Source>,
     mut state: State,
     opts: RunOptions,
-) -> Result<()> {
+) -> Result<ConsoleEnd> {
     if opts.headless.is_none() && !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
         return Err(no_terminal());
     }
@@ -120,7 +120,41 @@ pub async fn run_console(
     }
     drop(events);
     source_task.abort();
-    result
+    result.map(|()| ConsoleEnd {
+        recording: state.recording.clone(),
+        running: state.store.running_phase().map(|p| p.spec.id.clone()),
+    })
+}
+
+/// What the console left behind when it ended, for the lines printed after the terminal is
+/// given back: a run is never lost from sight.
+#[derive(Debug, Clone, Default)]
+pub struct ConsoleEnd {
+    /// The run directory it recorded into, if any.
+    pub recording: Option<String>,
+    /// The phase still running on the nodes (the console detached from it), if any.
+    pub running: Option<String>,
+}
+
+impl ConsoleEnd {
+    /// The lines to print: the run directory, the phase left running, and the commands to
+    /// resume and to report. Empty when nothing was recorded.
+    pub fn words(&self) -> Vec<String> {
+        let Some(dir) = &self.recording else {
+            return Vec::new();
+        };
+        let dir = crate::transport::quote::shell_quote(dir);
+        let mut out = vec![format!("burnin: the run is recorded in {dir}")];
+        if let Some(phase) = &self.running {
+            out.push(format!(
+                "  {phase} still runs on the nodes (detached): burnin watch --resume {dir}"
+            ));
+        } else {
+            out.push(format!("  resume:  burnin watch --resume {dir}"));
+        }
+        out.push(format!("  report:  burnin report {dir}"));
+        out
+    }
 }
 
 /// What to use instead of the console where there is no terminal (`ssh host burnin watch`
@@ -253,5 +287,38 @@ async fn event_loop(
                 leaving = Some((phase, tokio::time::Instant::now() + ABORT_WAIT));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ConsoleEnd;
+
+    #[test]
+    fn every_end_of_a_recorded_console_names_the_run_and_what_to_do_next() {
+        assert!(ConsoleEnd::default().words().is_empty(), "nothing recorded");
+        let quit = ConsoleEnd {
+            recording: Some("burnin-runs/20261206-0900-ab12".into()),
+            running: None,
+        };
+        assert_eq!(
+            quit.words(),
+            [
+                "burnin: the run is recorded in burnin-runs/20261206-0900-ab12",
+                "  resume:  burnin watch --resume burnin-runs/20261206-0900-ab12",
+                "  report:  burnin report burnin-runs/20261206-0900-ab12",
+            ]
+        );
+        let detached = ConsoleEnd {
+            recording: Some("runs/it's here".into()),
+            running: Some("T7".into()),
+        };
+        let words = detached.words().join("\n");
+        assert!(
+            words.contains(
+                "T7 still runs on the nodes (detached): burnin watch --resume 'runs/it'\\''s here'"
+            ),
+            "{words}"
+        );
     }
 }

@@ -122,7 +122,23 @@ pub struct RunRecord {
 }
 
 /// The file in a run directory whose `flock` says a console is writing the run; it holds who.
+/// It goes when the writer does (a run left with a `lock` would look taken).
 pub const LOCK_FILE: &str = "lock";
+
+impl Drop for RunRecord {
+    fn drop(&mut self) {
+        use std::os::unix::fs::MetadataExt;
+        // Only our own lock file: one that replaced it is another writer's.
+        let path = self.dir.join(LOCK_FILE);
+        let ours = self._lock.metadata().ok().map(|m| (m.dev(), m.ino()));
+        let there = std::fs::symlink_metadata(&path)
+            .ok()
+            .map(|m| (m.dev(), m.ino()));
+        if ours.is_some() && ours == there {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+}
 
 /// Take the run directory's lock, or say who holds it: two consoles writing one run would
 /// duplicate its lines and finish its phases twice.
