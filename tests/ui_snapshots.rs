@@ -964,3 +964,26 @@ fn hostile_words_never_reach_the_terminal_as_control_characters() {
         "the words are shown, stripped: {shown}"
     );
 }
+
+#[test]
+fn the_nccl_pane_names_the_node_that_stopped_and_the_gate_that_failed() {
+    // T4 has ended: node07 exited after 32M, the phase FAILed.
+    let state = demo_state(170, (120, 24));
+    let term = pane_alone(&state, PaneKind::Nccl, (120, 24));
+    let text = term.backend().to_string();
+    assert!(text.contains("missing: node07 (last 32M)"), "{text}");
+    assert!(text.contains("FAIL"), "{text}");
+    assert_snapshot!("pane_nccl_120x24_t4_failed_node07_missing", term.backend());
+    // T7 FAILs on what no busbw gate judges (ranks missing, nodes exited): its gate line says
+    // so, never ✓ over a FAIL.
+    let state = demo_state(315, (120, 24));
+    let text = pane_alone(&state, PaneKind::Nccl, (120, 24))
+        .backend()
+        .to_string();
+    assert!(text.contains("NCCL T7"), "{text}");
+    let gates = text
+        .lines()
+        .find(|l| l.contains("gates:"))
+        .unwrap_or_default();
+    assert!(gates.contains("✗ FAIL: node07 exited 1"), "{text}");
+}

@@ -5,6 +5,7 @@
 //! message size with the gate line, data wait per step, AIStor GET latency CDF), the findings,
 //! and the bill of materials. A run that did not finish (its console killed) is reported as INCOMPLETE.
 
+mod busbw;
 pub mod plots;
 mod render;
 
@@ -14,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use crate::model::phase::{PhaseEvent, PhaseMetric};
 use crate::plan::Plan;
-use crate::plan::gates::{Baseline, Sample};
+use crate::plan::gates::Baseline;
 use crate::record::telemetry::visit_telemetry;
 use crate::record::{Change, RecordEvent, Recorded, Summary, read_events, read_summary};
 use plots::{Axis, Chart, PALETTE, Series};
@@ -168,7 +169,7 @@ pub fn gather(run_dir: &Path) -> Result<ReportData, RecordError> {
             .unwrap_or(usize::MAX)
     });
     let runs = last_run_metrics(&events);
-    for (id, chart) in busbw_charts(&plan, &runs, baseline.as_ref()) {
+    for (id, chart) in busbw::busbw_charts(&plan, &runs, baseline.as_ref()) {
         charts.push((format!("busbw-{id}"), chart));
     }
     for (id, chart) in data_wait_charts(&plan, &runs) {
@@ -392,171 +393,6 @@ fn last_run_metrics(events: &[Recorded]) -> BTreeMap<String, Vec<PhaseMetric>> {
         }
     }
     out
-}
-
-fn busbw_charts(
-    plan: &Plan,
-    runs: &BTreeMap<String, Vec<PhaseMetric>>,
-    baseline: Option<&Baseline>,
-) -> Vec<(String, Chart)> {
-    let mut out = Vec::new();
-    for (phase, metrics) in runs {
-        let phase = phase.clone();
-        // Per node: the largest job's rows, size → busbw.
-        let mut top: BTreeMap<String, u32> = BTreeMap::new();
-        let mut collective = None;
-        for m in metrics {
-            if let PhaseMetric::BusBw {
-                node,
-                ranks,
-                collective: c,
-                ..
-            } = m
-            {
-                let e = top
-                    .entry(node.clone().unwrap_or_else(|| "job".into()))
-                    .or_default();
-                *e = (*e).max(*ranks);
-                collective.get_or_insert_with(|| c.clone());
-            }
-        }
-        let Some(collective) = collective else {
-            continue;
-        };
-        let mut rows: BTreeMap<String, BTreeMap<u64, f64>> = BTreeMap::new();
-        for m in metrics {
-            if let PhaseMetric::BusBw {
-                node,
-                collective: c,
-                size_bytes,
-                busbw_gb_per_s,
-                ranks,
-                ..
-            } = m
-            {
-                let who = node.clone().unwrap_or_else(|| "job".into());
-                if *c == collective && top.get(&who) == Some(ranks) && *size_bytes > 0 {
-                    rows.entry(who)
-                        .or_default()
-                        .insert(*size_bytes, *busbw_gb_per_s);
-                }
-            }
-        }
-        let mut series: Vec<Series> = rows
-            .iter()
-            .enumerate()
-            .map(|(i, (node, r))| Series {
-                label: node.clone(),
-                points: r.iter().map(|(s, b)| ((*s as f64).log2(), *b)).collect(),
-                color: PALETTE[i % PALETTE.len()],
-                dashed: false,
-                thin: rows.len() > PALETTE.len(),
-            })
-            .collect();
-        let figure = format!("busbw_{collective}");
-        let spec = plan.find(&phase);
-        let gates = spec.map(|s| s.gates.clone()).unwrap_or_default();
-        // The peers gate is relative: pct % of the nodes' median at each size.
-        for g in &gates {
-            match g {
-                crate::plan::Gate::Peers { figure: f, pct } if *f == figure => {
-                    let mut sizes: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
-                    for r in rows.values() {
-                        for (s, b) in r {
-                            sizes.entry(*s).or_default().push(*b);
-                        }
-                    }
-                    let pts: Vec<(f64, f64)> = sizes
-                        .into_iter()
-                        .filter(|(_, v)| v.len() >= 2)
-                        .filter_map(|(s, v)| {
-                            crate::store::median(v.into_iter())
-                                .map(|m| ((s as f64).log2(), m * pct / 100.0))
-                        })
-                        .collect();
-                    if !pts.is_empty() {
-                        series.push(Series {
-                            label: format!("peers gate: {pct:.0} % of the node median"),
-                            points: pts,
-                            color: "#d62728",
-                            dashed: true,
-                            thin: false,
-                        });
-                    }
-                }
-                crate::plan::Gate::Baseline { figure: f, pct } if *f == figure => {
-                    let base = baseline
-                        .and_then(|b| b.phases.get(&phase))
-                        .and_then(|p| p.get(&figure))
-                        .and_then(|v: &Vec<Sample>| {
-                            crate::store::median(v.iter().map(|s| s.value))
-                        });
-                    if let (Some(b), Some((lo, hi))) = (base, x_range(&series)) {
-                        series.push(Series {
-                            label: format!("baseline gate: {pct:.0} % of {b:.0} GB/s"),
-                            points: vec![(lo, b * pct / 100.0), (hi, b * pct / 100.0)],
-                            color: "#9467bd",
-                            dashed: true,
-                            thin: false,
-                        });
-                    }
-                }
-                _ => {}
-            }
-        }
-        // The legend holds twelve entries, gate lines first: with more nodes than that beside
-        // the gates, every node is a thin line and the slowest and the fastest are named.
-        let gate_lines = series.len() - rows.len();
-        let many = rows.len() + gate_lines > plots::LEGEND_ENTRIES;
-        if many {
-            let peak = |r: &BTreeMap<u64, f64>| r.values().copied().fold(0.0_f64, f64::max);
-            let by_peak: Vec<(usize, f64)> = rows
-                .values()
-                .enumerate()
-                .map(|(i, r)| (i, peak(r)))
-                .collect();
-            let slowest = by_peak.iter().min_by(|a, b| a.1.total_cmp(&b.1)).copied();
-            let fastest = by_peak.iter().max_by(|a, b| a.1.total_cmp(&b.1)).copied();
-            for (i, s) in series.iter_mut().enumerate().take(rows.len()) {
-                s.thin = true;
-                s.color = "#9e9e9e";
-                let (mark, color) = if slowest.is_some_and(|(j, _)| j == i) {
-                    ("slowest", "#d62728")
-                } else if fastest.is_some_and(|(j, _)| j == i) {
-                    ("fastest", "#2ca02c")
-                } else {
-                    continue;
-                };
-                let top = by_peak[i].1;
-                s.label = format!("{mark}: {} (peak {top:.0} GB/s)", s.label);
-                s.thin = false;
-                s.color = color;
-            }
-        }
-        out.push((
-            phase.clone(),
-            Chart {
-                title: format!(
-                    "{phase}: {collective} busbw vs message size (largest job per node)"
-                ),
-                x: Axis::Bytes,
-                x_label: "message size".into(),
-                y_label: "GB/s".into(),
-                series,
-                legend_note: many.then(|| format!("{} nodes, one grey line each", rows.len())),
-                categories: Vec::new(),
-            },
-        ));
-    }
-    out
-}
-
-fn x_range(series: &[Series]) -> Option<(f64, f64)> {
-    let xs = series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
-    let (lo, hi) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
-        (lo.min(x), hi.max(x))
-    });
-    (lo.is_finite() && hi.is_finite()).then_some((lo, hi))
 }
 
 fn data_wait_charts(

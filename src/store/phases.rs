@@ -148,6 +148,26 @@ impl PhaseView {
 }
 
 impl PhaseView {
+    /// The nodes whose busbw rows stopped before the largest size any node reached, with the
+    /// last size each reached: a node that exited, hung or was killed mid-sweep. Empty when one
+    /// job speaks for every node.
+    pub fn busbw_stopped(&self) -> Vec<(String, u64)> {
+        let Some((&largest, last_row)) = self.busbw.iter().next_back() else {
+            return Vec::new();
+        };
+        let mut last_seen: BTreeMap<&str, u64> = BTreeMap::new();
+        for (size, row) in &self.busbw {
+            for node in row.per_node.keys() {
+                last_seen.insert(node.as_str(), *size);
+            }
+        }
+        last_seen
+            .into_iter()
+            .filter(|(node, size)| *size < largest && !last_row.per_node.contains_key(*node))
+            .map(|(node, size)| (node.to_string(), size))
+            .collect()
+    }
+
     /// Seconds it has run (or ran), as of `now_ms`.
     pub fn elapsed_s(&self, now_ms: UnixMillis) -> Option<u64> {
         let start = self.started_ms?;

@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
 use crate::model::format_size;
-use crate::model::phase::GateStatus;
+use crate::model::phase::{GateStatus, Verdict};
 use crate::plan::Gate;
 use crate::store::{PhaseState, PhaseView};
 use crate::ui::{Ctx, fit, pane_block};
@@ -149,16 +149,31 @@ impl Widget for &NcclPane<'_> {
             .values()
             .map(|r| r.wrong)
             .fold(0, u64::saturating_add);
+        // A node that stopped mid-sweep is named here, where the eye goes, not only counted.
+        let stopped = phase.busbw_stopped();
+        let missing = if stopped.is_empty() {
+            String::new()
+        } else {
+            let named: Vec<String> = stopped
+                .iter()
+                .map(|(n, last)| format!("{} (last {})", ctx.short_name(n), format_size(*last)))
+                .collect();
+            format!(" · missing: {}", named.join(", "))
+        };
         lines.push(Line::styled(
             fit(
                 &format!(
-                    "Avg bus bandwidth {avg:.1} GB/s over {} sizes · #wrong {wrong} · nodes reporting {}",
+                    "Avg bus bandwidth {avg:.1} GB/s over {} sizes · #wrong {wrong} · nodes reporting {}{missing}",
                     medians.len(),
                     phase.busbw.values().last().map_or(0, |r| r.per_node.len())
                 ),
                 width,
             ),
-            if wrong > 0 { theme.crit } else { theme.text },
+            if wrong > 0 || !stopped.is_empty() {
+                theme.crit
+            } else {
+                theme.text
+            },
         ));
         lines.push(gates.summary(ctx, phase, width));
         for (i, line) in lines.into_iter().enumerate().take(inner.height as usize) {
@@ -223,15 +238,14 @@ impl BusbwGates {
         // The pane is about this figure: its gates read without its name.
         let short = |g: &str| g.strip_prefix(figure.as_str()).unwrap_or(g).to_string();
         let busbw_gate = |g: &str| g.starts_with("busbw_") || g == "#wrong = 0";
-        let judged: Vec<_> = phase.gates.iter().filter(|g| busbw_gate(&g.gate)).collect();
+        let mut judged: Vec<_> = phase.gates.iter().filter(|g| busbw_gate(&g.gate)).collect();
+        // The phase's other gates that failed or warned: a FAIL never reads as all ✓ here.
+        judged.extend(phase.gates.iter().filter(|g| {
+            !busbw_gate(&g.gate) && matches!(g.status, GateStatus::Missed | GateStatus::Warned)
+        }));
         if !judged.is_empty() {
-            let worst = judged.iter().map(|g| g.status).max_by_key(|s| match s {
-                GateStatus::Met => 0,
-                GateStatus::NotJudged => 1,
-                GateStatus::Warned => 2,
-                GateStatus::Missed => 3,
-            });
-            let text = judged
+            let worst = judged.iter().map(|g| g.status).max_by_key(|s| severity(*s));
+            let mut text = judged
                 .iter()
                 .map(|g| match g.status {
                     GateStatus::Met => format!("{} {}", g.status.mark(), short(&g.gate)),
@@ -239,6 +253,26 @@ impl BusbwGates {
                 })
                 .collect::<Vec<_>>()
                 .join(" · ");
+            // A verdict worse than its gates (a node exited, ranks missing): its reason.
+            let mut worst = worst;
+            let said = match phase.state {
+                PhaseState::Done(Verdict::Warn) => Some(GateStatus::Warned),
+                PhaseState::Done(Verdict::Pass | Verdict::Skipped) | PhaseState::Pending => None,
+                PhaseState::Running => None,
+                PhaseState::Done(_) => Some(GateStatus::Missed),
+            };
+            if let (PhaseState::Done(v), Some(status)) = (phase.state, said)
+                && !judged
+                    .iter()
+                    .any(|g| g.status == status || g.status == GateStatus::Missed)
+            {
+                let why = phase.reason.as_deref().unwrap_or("");
+                text = format!("{} {}: {why} · {text}", status.mark(), v.label());
+                worst = worst
+                    .into_iter()
+                    .chain([status])
+                    .max_by_key(|s| severity(*s));
+            }
             let style = match worst {
                 Some(GateStatus::Missed) => theme.crit,
                 Some(GateStatus::Warned | GateStatus::NotJudged) => theme.warn,
@@ -265,5 +299,15 @@ impl BusbwGates {
             )
         };
         Line::styled(fit(&text, width), theme.muted)
+    }
+}
+
+/// How bad a gate's outcome is, for the colour of the line that sums them up.
+fn severity(status: GateStatus) -> u8 {
+    match status {
+        GateStatus::Met => 0,
+        GateStatus::NotJudged => 1,
+        GateStatus::Warned => 2,
+        GateStatus::Missed => 3,
     }
 }
