@@ -217,6 +217,7 @@ fn the_console_without_a_terminal_says_what_to_use_instead_in_one_line() {
         let out = Command::new(BIN)
             .args(args)
             .env("BURNIN_LOG", dir.join("burnin.log"))
+            .env_remove("RUST_BACKTRACE")
             .stdin(Stdio::null())
             .output()
             .expect("run burnin");

@@ -1302,7 +1302,7 @@ proptest! {
 // 4. Tool parsers (`ParserKind`) and launcher prefixes
 
 /// Every parser kind.
-const PARSERS: [ParserKind; 10] = [
+const PARSERS: [ParserKind; 11] = [
     ParserKind::NcclTests,
     ParserKind::Perftest,
     ParserKind::Nvbandwidth,
@@ -1312,6 +1312,7 @@ const PARSERS: [ParserKind; 10] = [
     ParserKind::Preflight,
     ParserKind::S3Probe,
     ParserKind::Gdsio,
+    ParserKind::DcgmDiag,
     ParserKind::None,
 ];
 
@@ -1328,7 +1329,8 @@ fn parser_slot(k: ParserKind) -> usize {
         ParserKind::Preflight => 6,
         ParserKind::S3Probe => 7,
         ParserKind::Gdsio => 8,
-        ParserKind::None => 9,
+        ParserKind::DcgmDiag => 9,
+        ParserKind::None => 10,
     }
 }
 

@@ -415,7 +415,7 @@ pub enum Command {
     )]
     Parse {
         /// [KIND] FILE…: KIND is one of nccl-tests, perftest, nvbandwidth, trainlog, workload,
-        /// sanity, preflight, s3-probe, gdsio, driver-version, kernel-log, lspci, gdscheck,
+        /// sanity, preflight, s3-probe, gdsio, dcgm-diag, driver-version, kernel-log, lspci, gdscheck,
         /// fabricmanager-version, smi-csv, topo, dcgm-exporter, minio; detected per file when
         /// not given.
         #[arg(required = true, num_args = 1.., value_name = "[KIND] FILE")]

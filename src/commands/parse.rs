@@ -55,6 +55,7 @@ pub const KINDS: &[(&str, Kind)] = &[
     ("preflight", Kind::Tool(ParserKind::Preflight)),
     ("s3-probe", Kind::Tool(ParserKind::S3Probe)),
     ("gdsio", Kind::Tool(ParserKind::Gdsio)),
+    ("dcgm-diag", Kind::Tool(ParserKind::DcgmDiag)),
     ("driver-version", Kind::T0Section("driver")),
     ("kernel-log", Kind::T0Section("xid")),
     ("lspci", Kind::T0Section("acs")),
@@ -137,6 +138,9 @@ pub fn detect(text: &str) -> Option<Kind> {
         return Some(Kind::Tool(ParserKind::Workload));
     }
     let section = |name: &str| any(&|l: &str| l == format!("== {name}"));
+    if any(&crate::parsers::dcgm_diag::is_diag_line) {
+        return Some(Kind::Tool(ParserKind::DcgmDiag));
+    }
     if any(&|l: &str| {
         crate::parsers::gdsio::gdsio_row(l).is_some()
             || crate::parsers::gdsio::gdsio_failure(l)

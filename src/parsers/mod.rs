@@ -5,6 +5,7 @@
 #[cfg(test)]
 pub(crate) mod fixtures;
 
+pub mod dcgm_diag;
 pub mod gds;
 pub mod gdsio;
 pub mod launcher;
@@ -73,6 +74,8 @@ pub enum ParserKind {
     S3Probe,
     /// NVIDIA `gdsio` result lines (GPUDirect Storage against the CPU paths).
     Gdsio,
+    /// NVIDIA DCGM's `dcgmi diag -j` document (or its table): each test a check.
+    DcgmDiag,
     /// Nothing to parse: the exit status alone decides.
     None,
 }
@@ -260,6 +263,7 @@ enum Inner {
     Preflight(preflight::PreflightParser),
     S3Probe,
     Gdsio(gdsio::GdsioParser),
+    DcgmDiag(dcgm_diag::DcgmDiagParser),
     None,
 }
 
@@ -278,6 +282,7 @@ impl Inner {
             ParserKind::Preflight => Inner::Preflight(preflight::PreflightParser::new()),
             ParserKind::S3Probe => Inner::S3Probe,
             ParserKind::Gdsio => Inner::Gdsio(gdsio::GdsioParser::new()),
+            ParserKind::DcgmDiag => Inner::DcgmDiag(dcgm_diag::DcgmDiagParser::new()),
             ParserKind::None => Inner::None,
         }
     }
@@ -576,6 +581,7 @@ impl OutputParser {
             }
             Inner::Sanity(p) => p.push(body),
             Inner::Preflight(p) => p.push(body),
+            Inner::DcgmDiag(p) => p.push(body),
             Inner::Gdsio(p) => {
                 if gdsio::gdsio_failure(body) {
                     out.push(problem(body));
@@ -645,6 +651,16 @@ impl OutputParser {
                 }
                 Inner::Sanity(p) => out.extend(p.finish(&node, expected_gpus)),
                 Inner::Preflight(p) => out.extend(p.finish(&node, expected_gpus)),
+                Inner::DcgmDiag(p) => {
+                    out.extend(p.checks().into_iter().map(|(name, status, detail)| {
+                        PhaseMetric::Check {
+                            node: node.clone(),
+                            name,
+                            status,
+                            detail,
+                        }
+                    }))
+                }
                 Inner::Gdsio(p) => {
                     out.extend(p.figures().into_iter().map(|(gpu, name, value)| {
                         PhaseMetric::Figure {
