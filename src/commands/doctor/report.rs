@@ -342,7 +342,7 @@ fn node_text(out: &mut String, n: &NodeDoc) {
         |k| format!("{} free", human_kib(k)),
     );
     let writable = match &p.dir {
-        Some(d) if d.ok() => "writable".to_string(),
+        Some(d) if d.ok() => format!("writable (in {})", d.detail),
         Some(d) => format!("NOT WRITABLE: {}", d.detail),
         None => "writable: no answer".into(),
     };
