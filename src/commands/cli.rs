@@ -280,6 +280,26 @@ pub enum Command {
         #[command(flatten)]
         sim: SimArgs,
     },
+    /// Whether every phase of the plan can run on every node, the day before: on each node
+    /// the tools each phase names and their versions, torch for the workloads, space for the
+    /// run's control directory, the kernel log; here, the baseline and the runs directory.
+    /// Exit 0: every phase that is set up can run everywhere; 1: something is missing; 2:
+    /// could not look (no inventory, every node unreachable).
+    #[command(
+        after_help = "Examples:\n  burnin doctor\n  burnin doctor -c site/burnin.toml --json"
+    )]
+    Doctor {
+        /// Print one JSON document (`schema` 1) instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Where `burnin run` would write its records.
+        #[arg(long, default_value = "burnin-runs")]
+        runs_dir: PathBuf,
+        /// The baseline `burnin run` would read (default: burnin-baseline.json beside
+        /// burnin.toml, if it exists).
+        #[arg(long)]
+        baseline: Option<PathBuf>,
+    },
     /// Watch the nodes long enough to judge, then list stalled, throttled or erroring GPUs and
     /// links. Exit 0: nothing above info; 1: a warning; 2: a critical finding; 3: could not run.
     #[command(after_help = "Examples:\n  burnin triage\n  burnin triage --for 30s --json")]

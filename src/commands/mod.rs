@@ -4,6 +4,7 @@ pub mod bench;
 pub mod cli;
 pub mod demo;
 pub mod deploy;
+pub mod doctor;
 pub mod init;
 pub mod look;
 pub mod man;
@@ -63,6 +64,20 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
             resume,
             record,
         }) => watch::watch(&config, ssh_config, &look, resume.as_deref(), record).await,
+        Some(Command::Doctor {
+            json,
+            runs_dir,
+            baseline,
+        }) => {
+            doctor::doctor(doctor::DoctorArgs {
+                config,
+                ssh_config,
+                json,
+                runs_dir,
+                baseline,
+            })
+            .await
+        }
         Some(Command::Triage { json, watch_for }) => {
             triage::triage_nodes(&config, ssh_config, json, watch_for).await
         }

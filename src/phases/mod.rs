@@ -3,6 +3,7 @@
 //! remote scripts it leaves on a node, and the Kubernetes Job launcher. The events it sends
 //! are `model::phase`'s, the same the simulator sends.
 
+pub mod doctor;
 pub mod kubernetes;
 pub mod remote;
 pub mod runner;
