@@ -1963,6 +1963,7 @@ fn hostile_agent(hello_gpus: &[u32], frames: &[HostileFrame]) -> Vec<WireMessage
                 sm_clock_max_mhz: None,
                 memory_total_bytes: None,
                 nvlink_links: None,
+                identity: Default::default(),
             })
             .collect(),
         topology: None,

@@ -116,6 +116,18 @@ fn the_demo_run_reports_like_the_golden_file() {
         .replace(&root.display().to_string(), "ROOT")
         .replace(&id, "RUN");
     golden("report-demo-seed1.md", &md);
+    // The first table is for returns: the failing node, its GPU with what identifies it to the
+    // vendor, the finding and the next step; nodes nothing names share one PASS row; a node
+    // a passing gate merely names (T3's slowest pair, node09) is not failed for it.
+    assert!(
+        md.contains("| node07 | **FAIL** | GPU3 | SIM0603000001 | 00000000:48:00.0 | GPU-5e000001-0603-sim | 97.00.00.00.00 (simulated) | stalled: util 0 %"),
+        "{md}"
+    );
+    assert!(md.contains("| node01, node04, node06, node08, node10, node12 | **PASS** |"));
+    assert!(md.contains("| node09 | **WARN** |"), "{md}");
+    // Reasons are bullets; the report ends with a sign-off.
+    assert!(md.contains("| • node07 exited 1<br>• 1 below 90 % of baseline"));
+    assert!(md.contains("## Sign-off") && md.contains("| the customer | | | |"));
     // Every plot the Markdown names is beside it.
     for line in md.lines().filter(|l| l.starts_with("![")) {
         let file = line
@@ -131,6 +143,8 @@ fn the_demo_run_reports_like_the_golden_file() {
     // One self-contained HTML file: no scripts, no external fetches.
     let html = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
     for heading in [
+        "Nodes",
+        "Sign-off",
         "Phases",
         "Figures against gates",
         "Plots",
@@ -302,8 +316,8 @@ fn the_html_renders_in_headless_chromium_with_its_plots() {
             "--no-sandbox",
             "--disable-gpu",
             "--hide-scrollbars",
-            // Tall enough for every plot below the phase table (the gates' reasons wrap).
-            "--window-size=1200,4000",
+            // Tall enough for every plot below the node and phase tables (reasons are bullets).
+            "--window-size=1200,9000",
             &format!("--screenshot={}", shot.display()),
             &format!("file://{}", dir.join("report.html").display()),
         ])

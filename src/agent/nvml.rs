@@ -228,6 +228,12 @@ impl NvmlSampler {
                 // Links that answer at all; the background thread asks only these GPUs again
                 // (18 calls cost ~115 µs in a VM even when every one says NotSupported).
                 nvlink_links: Some(nvlink_link_states(d).map_or(0, |s| s.len() as u32)),
+                identity: crate::model::GpuIdentity {
+                    serial: d.serial().ok(),
+                    pci_bus_id: d.pci_info().ok().map(|p| p.bus_id),
+                    vbios: d.vbios_version().ok(),
+                }
+                .bounded(),
             })
             .collect();
         let host = hostname();

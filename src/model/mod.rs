@@ -122,6 +122,45 @@ pub struct GpuInfo {
     pub memory_total_bytes: Option<u64>,
     /// NVLink links the GPU has (0 when it has none or they are not supported).
     pub nvlink_links: Option<u32>,
+    /// What the vendor asks for on an RMA: the board's serial number, PCI bus id and VBIOS
+    /// version (absent where the source cannot say).
+    #[serde(default, skip_serializing_if = "GpuIdentity::is_empty")]
+    pub identity: GpuIdentity,
+}
+
+/// A GPU's identity for a return: serial, PCI bus id, VBIOS (each `None` where not known).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GpuIdentity {
+    /// Board serial number (NVML `serial`; nvidia-smi `serial`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub serial: Option<String>,
+    /// PCI bus id, `00000000:18:00.0`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pci_bus_id: Option<String>,
+    /// VBIOS version, `96.00.A5.00.01`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vbios: Option<String>,
+}
+
+impl GpuIdentity {
+    /// True when nothing is known.
+    pub fn is_empty(&self) -> bool {
+        self.serial.is_none() && self.pci_bus_id.is_none() && self.vbios.is_none()
+    }
+
+    /// Each field cut to 64 characters and stripped: they come from a node.
+    pub fn bounded(self) -> Self {
+        let b = |v: Option<String>| {
+            v.map(|s| fit(&strip_controls(s.trim()), 64))
+                .filter(|s| !s.is_empty())
+        };
+        Self {
+            serial: b(self.serial),
+            pci_bus_id: b(self.pci_bus_id),
+            vbios: b(self.vbios),
+        }
+    }
 }
 
 /// One GPU's readings at one instant. Counters are cumulative; rates are per second. On the

@@ -6,6 +6,8 @@
 //! and the bill of materials. A run that did not finish (its console killed) is reported as INCOMPLETE.
 
 mod busbw;
+mod document;
+mod nodes;
 pub mod plots;
 mod render;
 
@@ -40,6 +42,8 @@ pub struct ReportData {
     pub missing: Vec<String>,
     /// The plan's `together` gates: (phase, figure) → how many percent worse it may get.
     pub together_limits: BTreeMap<(String, String), f64>,
+    /// The sign-off's fields, from the plan's `[vars]` (`site`, `customer`, `contract`).
+    pub signoff: Vec<(String, String)>,
 }
 
 /// One finding of the run: one row however often it came and went.
@@ -53,6 +57,10 @@ pub struct FindingRow {
     pub rule: String,
     /// Subject.
     pub subject: String,
+    /// The node it is about, where its subject names one of the run's nodes.
+    pub node: Option<String>,
+    /// The GPU it is about, where its subject names one (`node07 GPU3`).
+    pub gpu: Option<u32>,
     /// Evidence when raised.
     pub why: String,
     /// Next step.
@@ -153,7 +161,8 @@ pub fn gather(run_dir: &Path) -> Result<ReportData, RecordError> {
     }
     let mut missing = Vec::new();
     let mut charts = Vec::new();
-    let findings = finding_rows(&events);
+    let node_names: Vec<String> = summary.nodes.iter().map(|n| n.name.clone()).collect();
+    let findings = finding_rows(&events, &node_names);
     charts.push((
         "power".to_string(),
         power_chart(&summary, power, &findings, &mut missing),
@@ -200,8 +209,21 @@ pub fn gather(run_dir: &Path) -> Result<ReportData, RecordError> {
             })
         })
         .collect();
+    let signoff = ["site", "customer", "contract"]
+        .iter()
+        .map(|k| {
+            let v = plan.vars.get(*k).map(|v| v.trim()).unwrap_or("");
+            let v = if v.is_empty() {
+                "— (set it in the plan's [vars])".to_string()
+            } else {
+                v.to_string()
+            };
+            (k.to_string(), v)
+        })
+        .collect();
     Ok(ReportData {
         together_limits,
+        signoff,
         findings,
         unfinished: started,
         baseline,
@@ -234,7 +256,7 @@ pub fn write(run_dir: &Path) -> Result<ReportFiles, RecordError> {
     })
 }
 
-fn finding_rows(events: &[Recorded]) -> Vec<FindingRow> {
+fn finding_rows(events: &[Recorded], nodes: &[String]) -> Vec<FindingRow> {
     let mut rows: Vec<FindingRow> = Vec::new();
     let mut open: BTreeMap<(String, String, Option<String>), usize> = BTreeMap::new();
     let mut seen: BTreeMap<(String, String, Option<String>), usize> = BTreeMap::new();
@@ -262,10 +284,13 @@ fn finding_rows(events: &[Recorded]) -> Vec<FindingRow> {
             Change::Raised => {
                 open.insert(key.clone(), rows.len());
                 seen.insert(key, rows.len());
+                let (node, gpu) = subject_of(subject, nodes);
                 rows.push(FindingRow {
                     spans: vec![(*at_ms, None)],
                     severity: severity.clone(),
                     rule: rule.clone(),
+                    node,
+                    gpu,
                     subject: match phase {
                         Some(p) => format!("{subject} ({p})"),
                         None => subject.clone(),
@@ -294,6 +319,24 @@ fn finding_rows(events: &[Recorded]) -> Vec<FindingRow> {
             .then(a.spans.first().cmp(&b.spans.first()))
     });
     rows
+}
+
+/// The node and GPU a finding's subject names: `node07 GPU3`, `node07`, or neither (`T4`,
+/// `AIStor`).
+fn subject_of(subject: &str, nodes: &[String]) -> (Option<String>, Option<u32>) {
+    for n in nodes {
+        if subject == n {
+            return (Some(n.clone()), None);
+        }
+        if let Some(g) = subject
+            .strip_prefix(n.as_str())
+            .and_then(|r| r.strip_prefix(" GPU"))
+            .and_then(|g| g.parse::<u32>().ok())
+        {
+            return (Some(n.clone()), Some(g));
+        }
+    }
+    (None, None)
 }
 
 /// Power per GPU over time: `per_gpu` is (node, GPU) → (seconds since the start, mean W).

@@ -521,6 +521,14 @@ impl SimCluster {
                             sm_clock_max_mhz: Some(SM_CLOCK_MAX_MHZ),
                             memory_total_bytes: Some(MEMORY_TOTAL_BYTES),
                             nvlink_links: Some(NVLINK_LINKS),
+                            identity: crate::model::GpuIdentity {
+                                serial: Some(format!(
+                                    "SIM{n:02}{g:02}{:06}",
+                                    self.config.seed % 1_000_000
+                                )),
+                                pci_bus_id: Some(format!("00000000:{:02X}:00.0", 0x18 + 0x10 * g)),
+                                vbios: Some("97.00.00.00.00 (simulated)".into()),
+                            },
                         })
                         .collect(),
                     topology: Some(self.topology()),

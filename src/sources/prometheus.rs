@@ -445,6 +445,7 @@ impl PromNodes {
                             sm_clock_max_mhz: None,
                             memory_total_bytes: g.memory_total_bytes,
                             nvlink_links: None,
+                            identity: Default::default(),
                         })
                         .collect(),
                     topology: None,

@@ -227,6 +227,7 @@ impl SmiDecoder {
             sm_clock_max_mhz: None,
             memory_total_bytes: None,
             nvlink_links: None,
+            identity: Default::default(),
         };
         let mut index = None;
         const MIB: f64 = 1024.0 * 1024.0;

@@ -196,7 +196,11 @@ impl ClusterStore {
                 self.now_ms = self.now_ms.max(at_ms);
                 self.mark_stale();
             }
-            SourceEvent::Hello(hello) => {
+            SourceEvent::Hello(mut hello) => {
+                // What identifies a GPU for a return comes from the node: stripped and cut.
+                for info in &mut hello.gpus {
+                    info.identity = std::mem::take(&mut info.identity).bounded();
+                }
                 let node = self.node_mut(&hello.node);
                 for info in &hello.gpus {
                     if let Some(g) = node.gpu_mut(info.index) {

@@ -296,6 +296,11 @@ mod tests {
                 sm_clock_max_mhz: Some(1980),
                 memory_total_bytes: Some(150_754_820_096),
                 nvlink_links: None,
+                identity: crate::model::GpuIdentity {
+                    serial: Some("1654123456789".into()),
+                    pci_bus_id: Some("00000000:18:00.0".into()),
+                    vbios: Some("96.00.A5.00.01".into()),
+                },
             }],
             topology: None,
             system: Some(Box::new(crate::agent::system::SystemInfo {
