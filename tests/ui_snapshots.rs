@@ -987,3 +987,24 @@ fn the_nccl_pane_names_the_node_that_stopped_and_the_gate_that_failed() {
         .unwrap_or_default();
     assert!(gates.contains("✗ FAIL: node07 exited 1"), "{text}");
 }
+
+#[test]
+fn at_120x36_panes_shrink_before_they_drop() {
+    // The size of a laptop's terminal: the NCCL row shrinks in below the plan and findings,
+    // and the grid keeps util and temperature beside power (eight GPUs in 120 columns).
+    let state = demo_state(125, (120, 36));
+    let text = screen(&state).backend().to_string();
+    assert!(text.contains("NCCL T4 all_reduce"), "{text}");
+    let node01 = text
+        .lines()
+        .find(|l| l.contains("node01   "))
+        .unwrap_or_default();
+    assert!(
+        node01.contains(" 90  63% 55 "),
+        "util, power and temperature: {node01}"
+    );
+    assert!(
+        text.contains("Plan 3/17") && text.contains("Triage 2 crit"),
+        "{text}"
+    );
+}

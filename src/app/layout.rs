@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use ratatui::layout::{Constraint, Direction, Layout as Split, Rect};
+use ratatui::layout::Rect;
 use serde::Deserialize;
 
 use crate::config::ConfigError;
@@ -85,15 +85,6 @@ pub enum Size {
     Fixed(u16),
 }
 
-impl Size {
-    fn constraint(self) -> Constraint {
-        match self {
-            Size::Weight(w) => Constraint::Fill(w),
-            Size::Fixed(n) => Constraint::Length(n),
-        }
-    }
-}
-
 /// One pane in a row.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cell {
@@ -162,6 +153,72 @@ fn size_of(weight: Option<u16>, fixed: Option<u16>, fixed_name: &str) -> Result<
         (None, Some(n)) => Ok(Size::Fixed(n)),
         (None, None) => Ok(Size::Weight(1)),
     }
+}
+
+/// Fewest lines a weighted row shrinks to before a row is dropped: a border and four lines.
+pub const MIN_LINES: u16 = 6;
+/// Fewest columns a weighted cell shrinks to before a cell is dropped.
+pub const MIN_COLS: u16 = 30;
+
+/// The least room `sizes` need: fixed ones their size, weighted ones `min` each.
+fn min_sum(sizes: impl Iterator<Item = Size>, min: u16) -> u16 {
+    sizes.fold(0u16, |acc, s| {
+        acc.saturating_add(match s {
+            Size::Fixed(n) => n,
+            Size::Weight(_) => min,
+        })
+    })
+}
+
+/// Split `total` among `sizes`: fixed ones first (cut where they do not fit), then the rest by
+/// weight, where no weighted one gets less than `min` while the room allows it (a share under
+/// it is raised to it, and the others split what remains); rounding's remainder goes to the
+/// last weighted one.
+fn shares(sizes: &[Size], total: u16, min: u16) -> Vec<u16> {
+    let mut out = vec![0u16; sizes.len()];
+    let mut left = total;
+    for (i, s) in sizes.iter().enumerate() {
+        if let Size::Fixed(n) = s {
+            out[i] = (*n).min(left);
+            left -= out[i];
+        }
+    }
+    let weight_of = |i: usize| match sizes[i] {
+        Size::Weight(w) => Some(u32::from(w)),
+        Size::Fixed(_) => None,
+    };
+    let mut floored: Vec<usize> = Vec::new();
+    loop {
+        let room = u32::from(left.saturating_sub(min.saturating_mul(floored.len() as u16)));
+        let free: Vec<usize> = (0..sizes.len())
+            .filter(|i| weight_of(*i).is_some() && !floored.contains(i))
+            .collect();
+        let weight: u32 = free.iter().filter_map(|i| weight_of(*i)).sum();
+        for &i in &free {
+            let share = (room * weight_of(i).unwrap_or(0))
+                .checked_div(weight)
+                .unwrap_or(0);
+            out[i] = u16::try_from(share).unwrap_or(u16::MAX);
+        }
+        // The smallest share under the minimum is raised to it, if the room holds it.
+        let under = free
+            .iter()
+            .copied()
+            .filter(|i| out[*i] < min)
+            .min_by_key(|i| out[*i]);
+        match under {
+            Some(i) if room >= u32::from(min) && free.len() > 1 => floored.push(i),
+            _ => break,
+        }
+    }
+    for &i in &floored {
+        out[i] = min;
+    }
+    let used: u16 = out.iter().fold(0u16, |a, b| a.saturating_add(*b));
+    if let Some(last) = sizes.iter().rposition(|s| matches!(s, Size::Weight(_))) {
+        out[last] = out[last].saturating_add(total.saturating_sub(used));
+    }
+    out
 }
 
 impl Layout {
@@ -240,37 +297,57 @@ impl Layout {
             .unwrap_or_else(|e| panic!("shipped default layout is broken: {e}"))
     }
 
-    /// Place the panes that fit `area`; hidden rows and cells give their room to the others.
+    /// Place the panes that fit `area`. Rows and cells shrink to their minimum before any is
+    /// dropped (as btop does); when even the minimums do not fit, the last row (and within a
+    /// row the rightmost cell) goes first, and its room goes to the others. `hide_below_rows`
+    /// and `hide_below_cols` drop a row or cell outright below a size.
     pub fn arrange(&self, area: Rect) -> Vec<(PaneKind, Rect)> {
-        let rows: Vec<(&Row, Vec<&Cell>)> = self
+        let mut rows: Vec<(&Row, Vec<&Cell>)> = self
             .rows
             .iter()
             .filter(|r| r.hide_below_rows.is_none_or(|min| area.height >= min))
             .map(|r| {
-                let cells = r
+                let mut cells = r
                     .cells
                     .iter()
                     .filter(|c| c.hide_below_cols.is_none_or(|min| area.width >= min))
                     .collect::<Vec<_>>();
+                while cells.len() > 1
+                    && min_sum(cells.iter().map(|c| c.size), MIN_COLS) > area.width
+                {
+                    cells.pop();
+                }
                 (r, cells)
             })
             .filter(|(_, cells)| !cells.is_empty())
             .collect();
-        let row_areas = Split::default()
-            .direction(Direction::Vertical)
-            .constraints(rows.iter().map(|(r, _)| r.size.constraint()))
-            .split(area);
+        while rows.len() > 1 && min_sum(rows.iter().map(|(r, _)| r.size), MIN_LINES) > area.height {
+            rows.pop();
+        }
+        let heights = shares(
+            &rows.iter().map(|(r, _)| r.size).collect::<Vec<_>>(),
+            area.height,
+            MIN_LINES,
+        );
         let mut out = Vec::new();
-        for ((_, cells), row_area) in rows.iter().zip(row_areas.iter()) {
-            let cell_areas = Split::default()
-                .direction(Direction::Horizontal)
-                .constraints(cells.iter().map(|c| c.size.constraint()))
-                .split(*row_area);
-            for (cell, a) in cells.iter().zip(cell_areas.iter()) {
-                if a.width > 0 && a.height > 0 {
-                    out.push((cell.pane, *a));
+        let mut y = area.y;
+        for ((_, cells), h) in rows.iter().zip(heights) {
+            let widths = shares(
+                &cells.iter().map(|c| c.size).collect::<Vec<_>>(),
+                area.width,
+                MIN_COLS,
+            );
+            let mut x = area.x;
+            // Never past the area, whatever the sizes said.
+            let h = h.min(area.bottom().saturating_sub(y));
+            for (cell, w) in cells.iter().zip(widths) {
+                let w = w.min(area.right().saturating_sub(x));
+                if w > 0 && h > 0 {
+                    out.push((cell.pane, Rect::new(x, y, w, h)));
                 }
+                x = x.saturating_add(w);
             }
+            y = y.saturating_add(h);
         }
         out
     }
@@ -315,5 +392,44 @@ mod tests {
         assert!(small.len() < large.len(), "{small:?} vs {large:?}");
         assert!(small.contains(&PaneKind::Gpus));
         assert_eq!(large.len(), 8, "{large:?}");
+    }
+
+    #[test]
+    fn panes_shrink_before_they_drop() {
+        let overview = Layout::fallback();
+        // 120x36 less the status line: the NCCL row shrinks in beside the plan and findings.
+        let placed = overview.arrange(Rect::new(0, 0, 120, 35));
+        let kinds: Vec<PaneKind> = placed.iter().map(|(p, _)| *p).collect();
+        for want in [
+            PaneKind::Gpus,
+            PaneKind::Phases,
+            PaneKind::Triage,
+            PaneKind::Nccl,
+        ] {
+            assert!(kinds.contains(&want), "{want:?} in {kinds:?}");
+        }
+        let nccl = placed
+            .iter()
+            .find(|(p, _)| *p == PaneKind::Nccl)
+            .map(|(_, r)| *r);
+        assert!(nccl.is_some_and(|r| r.height >= MIN_LINES), "{nccl:?}");
+        // Nothing overlaps and nothing leaves the screen, at any size.
+        for w in [1u16, 20, 79, 80, 119, 120, 161, 240] {
+            for h in [1u16, 5, 23, 35, 47, 70] {
+                let area = Rect::new(0, 0, w, h);
+                for (name, text) in EMBEDDED {
+                    let placed = Layout::parse(name, text).unwrap().arrange(area);
+                    for (i, (_, a)) in placed.iter().enumerate() {
+                        assert!(
+                            area.contains(a.as_position()) && a.right() <= w && a.bottom() <= h,
+                            "{name} {w}x{h}: {a:?}"
+                        );
+                        for (_, b) in &placed[i + 1..] {
+                            assert!(!a.intersects(*b), "{name} {w}x{h}: {a:?} {b:?}");
+                        }
+                    }
+                }
+            }
+        }
     }
 }

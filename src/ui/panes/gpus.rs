@@ -129,6 +129,9 @@ fn cell_text(gpu: &GpuView, flags: &str, width: usize) -> String {
             num(pavg, 3),
             num(temp, 2)
         )
+    } else if width >= 12 {
+        // Eight GPUs across 120 columns: util and temperature stay, the degree sign goes.
+        format!("{} {}% {}{flags}", num(util, 3), num(pavg, 3), num(temp, 2))
     } else if width >= 5 {
         format!("{}%{flags}", num(pavg, 3))
     } else {
@@ -140,8 +143,8 @@ fn cell_text(gpu: &GpuView, flags: &str, width: usize) -> String {
 fn legend(width: usize) -> &'static str {
     if width >= 23 {
         "cell: util% power avg/inst % of limit, temp, SM clock % of max · X Xid ! lost S stalled T hw-throttle t sw-thermal N nvlink-err"
-    } else if width >= 13 {
-        "cell: util, power % of limit, temp · X Xid ! lost S stalled T throttle N nvlink"
+    } else if width >= 12 {
+        "cell: util, power % of limit, temp °C · X Xid ! lost S stalled T throttle N nvlink"
     } else {
         "cell: power % of limit · X Xid ! lost S stalled T throttle N nvlink"
     }

@@ -149,8 +149,11 @@ impl Widget for &NcclPane<'_> {
             .values()
             .map(|r| r.wrong)
             .fold(0, u64::saturating_add);
-        // A node that stopped mid-sweep is named here, where the eye goes, not only counted.
+        // A node that stopped mid-sweep is named here, where the eye goes, not only counted:
+        // "behind" while the phase runs (nodes sweep at their own pace), "missing" once it
+        // ended without that node's largest sizes.
         let stopped = phase.busbw_stopped();
+        let ended = matches!(phase.state, PhaseState::Done(_));
         let missing = if stopped.is_empty() {
             String::new()
         } else {
@@ -158,7 +161,8 @@ impl Widget for &NcclPane<'_> {
                 .iter()
                 .map(|(n, last)| format!("{} (last {})", ctx.short_name(n), format_size(*last)))
                 .collect();
-            format!(" · missing: {}", named.join(", "))
+            let word = if ended { "missing" } else { "behind" };
+            format!(" · {word}: {}", named.join(", "))
         };
         lines.push(Line::styled(
             fit(
@@ -169,7 +173,7 @@ impl Widget for &NcclPane<'_> {
                 ),
                 width,
             ),
-            if wrong > 0 || !stopped.is_empty() {
+            if wrong > 0 || (ended && !stopped.is_empty()) {
                 theme.crit
             } else {
                 theme.text
