@@ -232,3 +232,63 @@ fn the_console_without_a_terminal_says_what_to_use_instead_in_one_line() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn the_fault_help_lists_every_fault() {
+    let out = Command::new(BIN)
+        .args(["demo", "--help"])
+        .output()
+        .expect("burnin demo --help");
+    let help = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    for fault in burnin::sim::FaultKind::ALL {
+        assert!(
+            help.contains(&format!(" {},", fault.name()))
+                || help.contains(&format!(" {}.", fault.name())),
+            "{} missing from: {help}",
+            fault.name()
+        );
+    }
+}
+
+#[test]
+fn the_man_page_says_keys_files_and_exit_status() {
+    let out = Command::new(BIN).arg("man").output().expect("burnin man");
+    // roff escapes every hyphen.
+    let page = String::from_utf8_lossy(&out.stdout).replace("\\-", "-");
+    for section in [".SH KEYS", ".SH FILES", ".SH EXIT STATUS"] {
+        assert!(page.contains(section), "{section}");
+    }
+    // Every binding of the console is there, from the one key table.
+    for b in burnin::app::keymap::BINDINGS {
+        assert!(page.contains(b.help), "{}", b.help);
+    }
+    assert!(page.contains("130: interrupted"));
+}
+
+#[test]
+fn triage_on_the_demo_names_the_stall_and_exits_as_on_real_nodes() {
+    let out = Command::new(BIN)
+        .args(["triage", "--demo", "--at", "125"])
+        .output()
+        .expect("burnin triage --demo");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("CRIT node07 GPU3") && l.contains("stalled")),
+        "{text}"
+    );
+    let calm = Command::new(BIN)
+        .args(["triage", "--demo", "--no-faults", "--at", "60"])
+        .output()
+        .expect("burnin triage --demo --no-faults");
+    assert_ne!(
+        calm.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&calm.stdout)
+    );
+}

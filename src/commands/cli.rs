@@ -74,8 +74,8 @@ pub struct SimArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Inject only these faults (repeatable): stall, thermal, xid79, nvlink-crc, aistor-p99,
-    /// loader-wait, port-200g, symbol-errors, hang, ecc, pcie-replay, slow-clock, slow-storage.
-    /// Default: the first eight, on the demo timeline.
+    /// loader-wait, port-200g, symbol-errors, hang, ecc, pcie-replay, slow-clock, slow-storage,
+    /// gds-compat. Default: the first eight, on the demo timeline.
     #[arg(long = "fault", value_name = "NAME")]
     pub faults: Vec<String>,
     /// Inject no faults: every phase should pass.
@@ -256,7 +256,9 @@ pub enum Command {
         #[arg(long)]
         record: bool,
     },
-    /// One snapshot of every node and GPU (like nvidia-smi, for the cluster).
+    /// One snapshot of every node and GPU (like nvidia-smi, for the cluster). Exit 0: every node
+    /// answered with every GPU it should have; 1: a node unreachable, short of GPUs, or a GPU
+    /// lost (--demo exits the same way); 2: no inventory.
     #[command(
         after_help = "Examples:\n  burnin status\n  burnin status --json | jq '.nodes[].gpus[].power_watts'\n  burnin status --demo --at 125"
     )]
@@ -302,7 +304,9 @@ pub enum Command {
     },
     /// Watch the nodes long enough to judge, then list stalled, throttled or erroring GPUs and
     /// links. Exit 0: nothing above info; 1: a warning; 2: a critical finding; 3: could not run.
-    #[command(after_help = "Examples:\n  burnin triage\n  burnin triage --for 30s --json")]
+    #[command(
+        after_help = "Examples:\n  burnin triage\n  burnin triage --for 30s --json\n  burnin triage --demo --at 175"
+    )]
     Triage {
         /// Print JSON (the `status --json` document, schema 1).
         #[arg(long)]
@@ -311,6 +315,17 @@ pub enum Command {
         /// three sample periods).
         #[arg(long = "for", value_parser = parse_duration, value_name = "DURATION")]
         watch_for: Option<std::time::Duration>,
+        /// Judge the built-in demo cluster instead of burnin.toml (exits as on real nodes).
+        #[arg(long, conflicts_with = "watch_for")]
+        demo: bool,
+        /// With --demo: the simulated second to judge at (triage judged every second up to
+        /// it, as the console does).
+        #[arg(long, default_value_t = 130, value_name = "SECONDS",
+              value_parser = clap::value_parser!(u64).range(0..=3600))]
+        at: u64,
+        /// With --demo: simulation knobs.
+        #[command(flatten)]
+        sim: SimArgs,
     },
     /// On a node: sample GPUs and RDMA/Ethernet ports, write NDJSON frames to stdout (exits
     /// when stdout closes).
@@ -331,7 +346,9 @@ pub enum Command {
         #[arg(long = "agent-binary", value_name = "PATH")]
         agent_binaries: Vec<PathBuf>,
     },
-    /// Headless: run the plan, print progress, write the run record; exit code = verdict.
+    /// Headless: run the plan, print progress, write the run record. Exit 0: every phase passed
+    /// or warned; 1: a phase failed, timed out or was aborted; 2: it could not run (inventory,
+    /// plan, record); 130: interrupted.
     #[command(
         after_help = "Examples:\n  burnin run\n  burnin run --only T1,T4 --json > t4.json\n  burnin run --demo && burnin report burnin-runs/*/"
     )]

@@ -78,9 +78,19 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
             })
             .await
         }
-        Some(Command::Triage { json, watch_for }) => {
-            triage::triage_nodes(&config, ssh_config, json, watch_for).await
-        }
+        Some(Command::Triage {
+            json,
+            demo: true,
+            at,
+            sim,
+            ..
+        }) => triage::triage_demo(&sim, at, json),
+        Some(Command::Triage {
+            json,
+            watch_for,
+            demo: false,
+            ..
+        }) => triage::triage_nodes(&config, ssh_config, json, watch_for).await,
         Some(Command::Agent(args)) => {
             // The agent is a plain blocking loop; keep it off the async runtime's threads.
             Ok(tokio::task::spawn_blocking(move || crate::agent::main(&args)).await?)

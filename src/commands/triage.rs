@@ -90,6 +90,22 @@ pub(super) async fn triage_nodes(
     Ok(code)
 }
 
+/// `burnin triage --demo`: the simulated cluster judged second by second to `--at`, its
+/// findings printed as on real nodes, with the same exit code.
+pub(super) fn triage_demo(sim: &crate::commands::cli::SimArgs, at: u64, json: bool) -> Result<i32> {
+    let config = super::watch::sim_config(sim)?;
+    let source = format!("demo (simulated, seed {})", config.seed);
+    let (store, findings) = super::status::demo_snapshot(config, at);
+    let code = triage_exit_code(&findings);
+    let doc = status_doc(&store, findings, source);
+    if json {
+        emit(&(serde_json::to_string_pretty(&doc)? + "\n"))?;
+    } else {
+        emit(&findings_table(&doc.findings))?;
+    }
+    Ok(code)
+}
+
 /// 0: nothing above info; 1: the worst is a warning; 2: something critical.
 pub fn triage_exit_code(findings: &[Finding]) -> i32 {
     match findings.iter().map(|f| f.severity).max() {
