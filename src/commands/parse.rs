@@ -1184,6 +1184,12 @@ fn write_baseline(files: &[Reading], to: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether a word reads as a path (it has a separator or an extension), not as a kind's name.
+fn first_looks_like_a_path(p: &Path) -> bool {
+    let s = p.to_string_lossy();
+    s.contains('/') || s.contains('.')
+}
+
 /// `burnin parse`: the kind (when the first argument names one that is not a file), the plan
 /// and baseline, then every file.
 pub(super) fn parse_files(
@@ -1209,6 +1215,21 @@ pub(super) fn parse_files(
                     .collect(),
             ),
         };
+    // A first word that is neither a file nor a kind, before files that exist, was meant as a
+    // kind: say so rather than "no such file".
+    if kind.is_none()
+        && files.len() > 1
+        && !files[0].exists()
+        && !first_looks_like_a_path(&files[0])
+        && files[1..].iter().all(|f| f.exists())
+    {
+        crate::eprintln_safe!(
+            "burnin parse: unknown kind {:?} (the kinds: {})",
+            crate::model::strip_controls(&files[0].display().to_string()),
+            Kind::names()
+        );
+        return Ok(2);
+    }
     if files.is_empty() {
         crate::eprintln_safe!("burnin parse: no file after the kind");
         return Ok(2);
