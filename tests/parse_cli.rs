@@ -104,14 +104,18 @@ fn unreadable_and_unknown_files_exit_2_with_the_reason() {
 
 #[test]
 fn a_kind_that_is_no_kind_is_said_as_such() {
-    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/corpus/dcgm-diag/dcgm4-r1-gb10-software-fail-persistence-mode-unknown-repo.json");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_burnin"))
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "tests/corpus/dcgm-diag/dcgm4-r1-gb10-software-fail-persistence-mode-unknown-repo.json",
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_burnin"))
         .args(["parse", "nccltests"])
         .arg(&file)
         .output()
         .expect("burnin parse");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("unknown kind \"nccltests\"") && err.contains("nccl-tests"), "{err}");
+    assert!(
+        err.contains("unknown kind \"nccltests\"") && err.contains("nccl-tests"),
+        "{err}"
+    );
 }

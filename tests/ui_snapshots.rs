@@ -1008,3 +1008,15 @@ fn at_120x36_panes_shrink_before_they_drop() {
         "{text}"
     );
 }
+
+#[test]
+fn a_long_status_message_never_hides_the_help_key() {
+    let mut state = demo_state(60, (80, 24));
+    state.say(
+        burnin::app::state::Tone::Warn,
+        "T2 FAIL: 1 below 90 % of baseline on tflops_bf16, first node03/gpu5 1237 = 71 % of 1750; and more words than fit",
+    );
+    let text = screen(&state).backend().to_string();
+    let bar = text.lines().last().unwrap_or_default();
+    assert!(bar.contains("T2 FAIL") && bar.contains("? help"), "{bar}");
+}

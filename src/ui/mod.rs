@@ -215,6 +215,9 @@ pub fn clock(ms: UnixMillis) -> String {
 
 pub use crate::model::{fit, fit_words, human_secs};
 
+/// Columns the status bar keeps for the first hint, "? help", and its margins.
+const HELP_HINT_ROOM: usize = 10;
+
 fn status_bar(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
     let theme = ctx.theme;
     buf.set_style(area, theme.status);
@@ -275,7 +278,10 @@ fn status_bar(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
             Tone::Info => theme.status,
             Tone::Warn => theme.status.patch(theme.warn),
         };
-        left.push(Span::styled(msg.clone(), style));
+        // A message never hides the way to the help: it is cut to leave "? help".
+        let used: usize = left.iter().map(|s| s.content.chars().count()).sum();
+        let room = (area.width as usize).saturating_sub(used + HELP_HINT_ROOM);
+        left.push(Span::styled(fit(msg, room), style));
     }
     let used: usize = left.iter().map(|s| s.content.chars().count()).sum();
     let hints: String = BINDINGS
@@ -286,7 +292,7 @@ fn status_bar(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
     let width = area.width as usize;
     let room = width.saturating_sub(used + 2);
     let mut spans = left;
-    if room >= 12 {
+    if room >= HELP_HINT_ROOM - 2 {
         let hints = fit(&hints, room);
         let pad = width.saturating_sub(used + hints.chars().count() + 1);
         spans.push(Span::raw(" ".repeat(pad)));
