@@ -1020,3 +1020,30 @@ fn a_long_status_message_never_hides_the_help_key() {
     let bar = text.lines().last().unwrap_or_default();
     assert!(bar.contains("T2 FAIL") && bar.contains("? help"), "{bar}");
 }
+
+#[test]
+fn the_fabric_pane_puts_the_slow_port_first() {
+    // node05's mlx5_1 trained at 200G beside 400G peers; node09's mlx5_0 counts symbol errors.
+    let state = demo_state(125, (120, 30));
+    let term = pane_alone(&state, PaneKind::Fabric, (120, 30));
+    let text = term.backend().to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[1].contains("node05"), "the worst node first:\n{text}");
+    assert!(
+        lines[2].contains("mlx5_1") && lines[2].contains("200G"),
+        "its slow port first:\n{text}"
+    );
+    let node09 = lines
+        .iter()
+        .position(|l| l.contains("node09"))
+        .unwrap_or(usize::MAX);
+    let node01 = lines
+        .iter()
+        .position(|l| l.contains("node01"))
+        .unwrap_or(usize::MAX);
+    assert!(
+        node09 < node01,
+        "a port with errors before clean ones:\n{text}"
+    );
+    assert_snapshot!("pane_fabric_120x30_slow_port_first", term.backend());
+}

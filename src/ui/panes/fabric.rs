@@ -65,8 +65,38 @@ impl Widget for &FabricPane<'_> {
         let width = inner.width as usize;
         let fixed = 7 + 10 + 8 + 6 + 11 + 11 + 6;
         let spark_w = width.saturating_sub(fixed + 14).clamp(0, 40);
+        // The rate the ports should train at: the inventory's where it says, else the fastest
+        // any port of the cluster trained at. A port under it is slow, and coloured so.
+        let fastest = ctx
+            .store
+            .nodes
+            .iter()
+            .flat_map(|n| n.nics.iter().filter_map(|p| p.latest.rate_gbps))
+            .fold(None, |m: Option<f32>, r| Some(m.map_or(r, |m| m.max(r))));
+        let badness = |n: &crate::store::NodeView, p: &crate::store::NicView| -> u8 {
+            let want = n.expected_nic_rate_gbps.or(fastest);
+            let errs: u64 = ERROR_COUNTERS
+                .iter()
+                .map(|c| p.rise(c, COUNTER_WINDOW_MS))
+                .sum();
+            if !p.latest.is_up() {
+                3
+            } else if matches!((p.latest.rate_gbps, want), (Some(r), Some(w)) if r < w) {
+                2
+            } else if errs > 0 {
+                1
+            } else {
+                0
+            }
+        };
+        // Worst first: nodes by their worst port, ports within a node likewise.
+        let mut order: Vec<usize> = ctx.state.filtered_nodes();
+        order.sort_by_key(|&ni| {
+            let n = &ctx.store.nodes[ni];
+            std::cmp::Reverse(n.nics.iter().map(|p| badness(n, p)).max().unwrap_or(0))
+        });
         let mut rows: Vec<(usize, Line)> = Vec::new();
-        for &ni in &ctx.state.filtered_nodes() {
+        for &ni in &order {
             let n = &ctx.store.nodes[ni];
             // The node's total beside its GPUs' power: a slow port next to busy GPUs reads at once.
             let sum = |f: fn(&crate::model::NicSample) -> Option<f64>| -> Option<f64> {
@@ -111,10 +141,17 @@ impl Widget for &FabricPane<'_> {
                     ]),
                 ));
             }
-            for p in &n.nics {
+            let mut nics: Vec<&crate::store::NicView> = n.nics.iter().collect();
+            nics.sort_by_key(|p| std::cmp::Reverse(badness(n, p)));
+            for p in nics {
                 let l = &p.latest;
                 let up = l.is_up();
                 let state_style = if up { theme.ok } else { theme.crit };
+                let rate_style = if badness(n, p) == 2 {
+                    theme.crit
+                } else {
+                    theme.text
+                };
                 let share = p.line_share();
                 let rate = l.rate_gbps.map_or("  n/a".into(), |r| format!("{r:>4.0}G"));
                 let errs: u64 = ERROR_COUNTERS
@@ -128,7 +165,7 @@ impl Widget for &FabricPane<'_> {
                         format!("{:<8}", fit(l.state.as_deref().unwrap_or("?"), 7)),
                         state_style,
                     ),
-                    Span::styled(format!("{rate:<6}"), theme.text),
+                    Span::styled(format!("{rate:<6}"), rate_style),
                 ];
                 if spark_w >= 4 {
                     // Against the port's trained rate, not its own busiest second: an idle
