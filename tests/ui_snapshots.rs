@@ -1047,3 +1047,16 @@ fn the_fabric_pane_puts_the_slow_port_first() {
     );
     assert_snapshot!("pane_fabric_120x30_slow_port_first", term.backend());
 }
+
+#[test]
+fn starting_a_phase_before_its_need_passed_asks_first() {
+    // Before anything ran: T2 needs T1.
+    let mut state = demo_state(0, (80, 24));
+    state.ui.focus = PaneKind::Phases;
+    state.ui.phase = 2;
+    key(&mut state, KeyCode::Char('s'));
+    let term = screen(&state);
+    let text = term.backend().to_string();
+    assert!(text.contains("Start T2?") && text.contains("needs T1 to pass first"), "{text}");
+    assert_snapshot!(term.backend());
+}

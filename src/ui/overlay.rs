@@ -104,6 +104,25 @@ fn help(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
     boxed(ctx, title, lines, area, 84, buf);
 }
 
+/// `text` in lines of at most `width` characters, broken between words.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(&fit(word, width));
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
 fn confirm(c: &Confirm, ctx: &Ctx, area: Rect, buf: &mut Buffer) {
     let t = ctx.theme;
     let (title, lines) = match c {
@@ -123,6 +142,26 @@ fn confirm(c: &Confirm, ctx: &Ctx, area: Rect, buf: &mut Buffer) {
                     Span::styled(" keep it running", t.text),
                 ]),
             ],
+        ),
+        Confirm::Start { phase, retry, why } => (
+            format!(" {} {phase}? ", if *retry { "Run again" } else { "Start" }),
+            wrap(why, 60)
+                .into_iter()
+                .take(4)
+                .map(|l| Line::styled(format!(" {l}"), t.warn))
+                .chain([
+                    Line::styled(
+                        " It will probably fail for that, not for the hardware.",
+                        t.text,
+                    ),
+                    Line::from(vec![
+                        Span::styled(" y", t.warn),
+                        Span::styled(" start it anyway   ", t.text),
+                        Span::styled("n/Esc", t.accent),
+                        Span::styled(" leave it", t.text),
+                    ]),
+                ])
+                .collect(),
         ),
         Confirm::Quit(id) => (
             " Quit while a phase runs? ".to_string(),

@@ -47,6 +47,10 @@ impl State {
                 );
                 Some(Effect::Command(PhaseCommand::Abort(id)))
             }
+            (Confirm::Start { phase, .. }, KeyCode::Char('y') | KeyCode::Enter) => {
+                close(self);
+                self.start(phase)
+            }
             (Confirm::Quit(_), KeyCode::Char('d')) => {
                 close(self);
                 self.quitting = true;
@@ -276,12 +280,68 @@ impl State {
                 );
                 None
             }
-            _ => {
-                self.ui.follow_phase = true;
-                self.say(Tone::Info, format!("starting {id}"));
-                Some(Effect::Command(PhaseCommand::Start(id)))
-            }
+            _ => match self.start_doubt(&id) {
+                Some(why) => {
+                    self.ui.overlay = Overlay::Confirm(Confirm::Start {
+                        phase: id,
+                        retry,
+                        why,
+                    });
+                    None
+                }
+                None => self.start(id),
+            },
         }
+    }
+
+    fn start(&mut self, id: String) -> Option<Effect> {
+        self.ui.follow_phase = true;
+        self.say(Tone::Info, format!("starting {id}"));
+        Some(Effect::Command(PhaseCommand::Start(id)))
+    }
+
+    /// What speaks against starting `id` now: no node answers (on real nodes), or a phase it
+    /// needs has not passed. `None`: nothing, start it.
+    fn start_doubt(&self, id: &str) -> Option<String> {
+        let spec = self.store.phase(id)?.spec.clone();
+        let unmet: Vec<String> = spec
+            .needs
+            .iter()
+            .filter(|need| {
+                !self.store.phase(need).is_some_and(|p| {
+                    matches!(
+                        p.state,
+                        PhaseState::Done(
+                            crate::model::phase::Verdict::Pass | crate::model::phase::Verdict::Warn
+                        )
+                    )
+                })
+            })
+            .cloned()
+            .collect();
+        let answering = self
+            .store
+            .nodes
+            .iter()
+            .any(|n| n.link == crate::model::NodeLink::Streaming);
+        let mut why = Vec::new();
+        if self.phases_on_nodes && !self.store.nodes.is_empty() && !answering {
+            why.push(
+                "no node is answering (every node unreachable or not yet connected)".to_string(),
+            );
+        }
+        if !unmet.is_empty() {
+            why.push(format!(
+                "it needs {} to pass first, and {} not",
+                unmet.join(", "),
+                if unmet.len() == 1 {
+                    "it has"
+                } else {
+                    "they have"
+                }
+            ));
+        }
+        (!why.is_empty()).then(|| why.join("; "))
     }
 
     fn move_vertical(&mut self, action: Action) {

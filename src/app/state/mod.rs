@@ -39,6 +39,16 @@ pub enum Confirm {
     Abort(String),
     /// Quit while this phase runs: detach or abort?
     Quit(String),
+    /// Start (or, with `retry`, run again) this phase although `why` says it cannot go well:
+    /// no node answers, or a phase it needs has not passed.
+    Start {
+        /// The phase.
+        phase: String,
+        /// A run again (`r`) rather than a first start.
+        retry: bool,
+        /// What stands against it, in words.
+        why: String,
+    },
 }
 
 /// What covers the panes.

@@ -350,3 +350,42 @@ fn a_status_message_goes_when_its_time_is_up() {
     }));
     assert!(state.ui.status.is_some(), "a warning stays a minute");
 }
+
+#[test]
+fn starting_before_a_need_passed_or_with_no_node_answering_asks_first() {
+    // T2 needs T1; nothing has run.
+    let mut state = State::new(vec![], vec![], "test", (160, 48));
+    state.ui.focus = PaneKind::Phases;
+    state.ui.phase = state
+        .store
+        .phases
+        .iter()
+        .position(|p| p.spec.id == "T2")
+        .expect("T2 in the plan");
+    assert_eq!(state.update(key('s')), None, "asked, not started");
+    match &state.ui.overlay {
+        Overlay::Confirm(Confirm::Start { phase, why, .. }) => {
+            assert_eq!(phase, "T2");
+            assert!(why.contains("needs T1 to pass first"), "{why}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        state.update(key('y')),
+        Some(Effect::Command(PhaseCommand::Start("T2".into())))
+    );
+    // T0 needs nothing, but the only node does not answer.
+    let mut lonely = State::new(vec![], vec![], "test", (160, 48));
+    lonely.update(Event::Source(SourceEvent::Link {
+        node: "gpu01".into(),
+        at_ms: 1_000,
+        link: crate::model::NodeLink::Unreachable("refused".into()),
+    }));
+    assert_eq!(lonely.update(key('s')), None);
+    assert!(matches!(
+        &lonely.ui.overlay,
+        Overlay::Confirm(Confirm::Start { why, .. }) if why.contains("no node is answering")
+    ));
+    assert_eq!(lonely.update(key('n')), None, "n leaves it");
+    assert_eq!(lonely.ui.overlay, Overlay::None);
+}
