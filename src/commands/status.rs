@@ -35,6 +35,16 @@ pub(super) async fn status_nodes(
         findings,
         format!("{} ({} nodes)", inventory.file, inventory.nodes.len()),
     );
+    let nothing_answered = doc
+        .nodes
+        .iter()
+        .all(|n| matches!(n.link, NodeLink::Unreachable(_)));
+    if nothing_answered
+        && !json
+        && let Some(note) = crate::config::starter::example_hosts_note(&inventory)
+    {
+        crate::eprintln_safe!("burnin status: {note}");
+    }
     let mut complete = true;
     for node in &mut doc.nodes {
         let Some(spec) = inventory.nodes.iter().find(|s| s.name == node.node) else {

@@ -64,6 +64,9 @@ pub(super) async fn triage_nodes(
             store.ingest(ev);
             if !json {
                 crate::eprintln_safe!("burnin triage: every node failed before its first frame");
+                if let Some(note) = crate::config::starter::example_hosts_note(&inventory) {
+                    crate::eprintln_safe!("burnin triage: {note}");
+                }
             }
             break;
         }

@@ -3,6 +3,7 @@
 //! seconds; bounded reads of them; and `inventory` (burnin.toml).
 
 pub mod inventory;
+pub mod starter;
 
 use std::fmt;
 use std::ops::Range;
