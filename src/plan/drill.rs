@@ -170,11 +170,18 @@ impl Series {
     }
 }
 
+/// How long past its steady window a drill waits for a load that has not shown a watched
+/// series yet, before it fails for want of a level.
+pub const LOAD_START_WAIT_MS: u64 = 120_000;
+
 /// The drill's state: fed samples, lines, confirmations and the clock.
 #[derive(Debug, Clone)]
 pub struct DrillTracker {
     drill: Drill,
     stage: Stage,
+    /// The steady window ended before every watched series had shown: the load is still
+    /// starting, and the window starts again once all have.
+    late: bool,
     series: BTreeMap<(String, String), Series>,
     errors: u64,
     first_error: Option<String>,
@@ -187,6 +194,7 @@ impl DrillTracker {
         Self {
             drill,
             stage: Stage::Steady { until },
+            late: false,
             series: BTreeMap::new(),
             errors: 0,
             first_error: None,
@@ -304,12 +312,34 @@ impl DrillTracker {
                         missing.push(w.clone());
                     }
                 }
+                if !missing.is_empty() && now_ms < until.saturating_add(LOAD_START_WAIT_MS) {
+                    // The load is still starting (mpirun over many nodes takes tens of
+                    // seconds): wait for it rather than judge its silence.
+                    self.late = true;
+                    return out;
+                }
+                if missing.is_empty() && self.late {
+                    // The window counts from when the last watched series first showed.
+                    self.late = false;
+                    let shown = self
+                        .series
+                        .values()
+                        .filter_map(|s| s.steady_span.map(|(first, _)| first))
+                        .max()
+                        .unwrap_or(now_ms);
+                    let again = shown.saturating_add(self.drill.steady.as_millis() as u64);
+                    if again > now_ms {
+                        self.stage = Stage::Steady { until: again };
+                        return out;
+                    }
+                }
                 if !missing.is_empty() {
                     self.stage = Stage::Done;
                     out.push(DrillAction::NoSteady(format!(
-                        "no {} from the load in the {} s before the first ask: nothing to time",
+                        "no {} from the load in the {} s before the first ask, nor in the {} s after: nothing to time",
                         missing.join(", "),
-                        self.drill.steady.as_secs()
+                        self.drill.steady.as_secs(),
+                        LOAD_START_WAIT_MS / 1000
                     )));
                     out.push(DrillAction::Done);
                     return out;
@@ -595,12 +625,42 @@ mod tests {
     fn a_load_that_shows_no_watched_series_cannot_be_drilled() {
         let mut d = DrillTracker::new(drill(), T);
         d.sample(at(1.0), "busbw_all_reduce", "job", 380.0);
-        let out = d.tick(at(10.0));
+        // Waited for while it may still be starting…
+        assert!(d.tick(at(10.0)).is_empty());
+        assert!(d.tick(at(100.0)).is_empty());
+        // …and failed once that wait is over.
+        let out = d.tick(at(10.0 + LOAD_START_WAIT_MS as f64 / 1000.0));
         assert!(
             matches!(&out[0], DrillAction::NoSteady(why) if why.contains("no s3_gb_per_s")),
             "{out:?}"
         );
         assert_eq!(out[1], DrillAction::Done);
+    }
+
+    #[test]
+    fn a_load_slow_to_start_gets_its_steady_window_from_when_it_showed() {
+        // mpirun over many nodes: nothing for 25 s, then every series at once.
+        let mut d = DrillTracker::new(drill(), T);
+        assert!(
+            d.tick(at(10.0)).is_empty(),
+            "no level yet: not asked, not failed"
+        );
+        for i in 25..35 {
+            d.sample(at(i as f64), "busbw_all_reduce", "job", 380.0);
+            d.sample(at(i as f64), "s3_gb_per_s", "gpu01", 9.0);
+            d.sample(at(i as f64), "tflops_bf16", "x", 1.0);
+            let out = d.tick(at(i as f64));
+            assert!(
+                out.is_empty(),
+                "asked {} s after the load showed: {out:?}",
+                i - 25
+            );
+        }
+        assert_eq!(
+            d.tick(at(35.0)),
+            [DrillAction::Ask(0, "pull one leaf-spine cable now".into())],
+            "asked a steady window (10 s) after the load showed"
+        );
     }
 
     #[test]
