@@ -1057,6 +1057,9 @@ fn starting_a_phase_before_its_need_passed_asks_first() {
     key(&mut state, KeyCode::Char('s'));
     let term = screen(&state);
     let text = term.backend().to_string();
-    assert!(text.contains("Start T2?") && text.contains("needs T1 to pass first"), "{text}");
+    assert!(
+        text.contains("Start T2?") && text.contains("needs T1 to pass first"),
+        "{text}"
+    );
     assert_snapshot!(term.backend());
 }

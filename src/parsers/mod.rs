@@ -651,16 +651,11 @@ impl OutputParser {
                 }
                 Inner::Sanity(p) => out.extend(p.finish(&node, expected_gpus)),
                 Inner::Preflight(p) => out.extend(p.finish(&node, expected_gpus)),
-                Inner::DcgmDiag(p) => {
-                    out.extend(p.checks().into_iter().map(|(name, status, detail)| {
-                        PhaseMetric::Check {
-                            node: node.clone(),
-                            name,
-                            status,
-                            detail,
-                        }
-                    }))
-                }
+                Inner::DcgmDiag(p) => out.extend(
+                    p.checks()
+                        .into_iter()
+                        .map(|(name, status, detail)| check_metric(&node, name, status, detail)),
+                ),
                 Inner::Gdsio(p) => {
                     out.extend(p.figures().into_iter().map(|(gpu, name, value)| {
                         PhaseMetric::Figure {
@@ -671,18 +666,28 @@ impl OutputParser {
                         }
                     }));
                     out.extend(p.checks().into_iter().map(|(name, status, detail)| {
-                        PhaseMetric::Check {
-                            node: node.clone(),
-                            name: name.to_string(),
-                            status,
-                            detail,
-                        }
+                        check_metric(&node, name.to_string(), status, detail)
                     }));
                 }
                 _ => {}
             }
         }
         out
+    }
+}
+
+/// A check a parser made on `node`'s output.
+fn check_metric(
+    node: &str,
+    name: String,
+    status: crate::model::phase::CheckStatus,
+    detail: String,
+) -> PhaseMetric {
+    PhaseMetric::Check {
+        node: node.to_string(),
+        name,
+        status,
+        detail,
     }
 }
 
