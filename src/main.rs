@@ -44,16 +44,16 @@ async fn main() -> Result<()> {
         Ok(code) => std::process::exit(code),
         Err(e) => {
             // The error may quote a record, a node or a file: stripped like everything burnin
-            // prints, and one line of causes (`a: b: c`), not a report with a source location.
-            // Who asked for a backtrace (RUST_BACKTRACE) gets the whole report.
-            let wants_trace =
-                std::env::var_os("RUST_BACKTRACE").is_some_and(|v| !v.is_empty() && v != "0");
-            let text = if wants_trace {
-                format!("burnin: {e:?}")
-            } else {
-                format!("burnin: {e:#}")
-            };
-            eprintln!("{}", burnin::model::terminal_safe(&text));
+            // prints, and one line of causes (`a: b: c`), not a numbered report with a source
+            // location, whatever RUST_BACKTRACE a site's shell sets. BURNIN_DEBUG=1 adds the
+            // whole report after that line, for whoever debugs burnin itself.
+            eprintln!(
+                "{}",
+                burnin::model::terminal_safe(&format!("burnin: {e:#}"))
+            );
+            if std::env::var_os("BURNIN_DEBUG").is_some_and(|v| v == "1") {
+                eprintln!("{}", burnin::model::terminal_safe(&format!("{e:?}")));
+            }
             std::process::exit(1);
         }
     }

@@ -73,9 +73,24 @@ fn an_error_is_one_clean_line_a_site_engineer_can_act_on() {
             assert!(!stderr.contains(noise), "{args:?} says {noise:?}: {stderr}");
         }
     }
-    // Who asks for a backtrace gets the whole report.
+    // A shell that sets RUST_BACKTRACE still gets one line, with no numbered causes.
     let out = burnin(&dir, &["run", "-c", "bad.toml"], &[("RUST_BACKTRACE", "1")]);
     let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        !stderr.contains("0:") && !stderr.contains("Location:"),
+        "{stderr}"
+    );
+    // Who debugs burnin asks for the whole report, after the same line.
+    let out = burnin(&dir, &["run", "-c", "bad.toml"], &[("BURNIN_DEBUG", "1")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr
+            .lines()
+            .next()
+            .is_some_and(|l| l.starts_with("burnin: ")),
+        "{stderr}"
+    );
     assert!(stderr.contains("Location:"), "{stderr}");
     assert!(!stderr.contains('\x1b'), "no colour into a pipe: {stderr}");
 }
