@@ -197,7 +197,7 @@ fn gpu_details(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
     let Some(gpu) = node.gpus.iter().find(|g| g.index == ui.gpu) else {
         return;
     };
-    let width = area.width.min(110);
+    let width = area.width.saturating_sub(4).clamp(60, 200);
     let spark_w = (width as usize).saturating_sub(30).min(120);
     let mut lines = Vec::new();
     let summary = gpu_summary(node, gpu);
@@ -414,7 +414,12 @@ fn gpu_details(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
 
 /// The phase's checks (T0, T1): what failed, warned or could not be checked, node by node
 /// with the line it read, then how many held. Worst first, so a 12-node checklist fits.
-fn checklist(ctx: &Ctx, p: &crate::store::PhaseView, lines: &mut Vec<Line<'static>>) {
+fn checklist(
+    ctx: &Ctx,
+    p: &crate::store::PhaseView,
+    lines: &mut Vec<Line<'static>>,
+    w: usize,
+) {
     use crate::model::phase::CheckStatus;
     let t = ctx.theme;
     if p.checks.is_empty() {
@@ -441,7 +446,7 @@ fn checklist(ctx: &Ctx, p: &crate::store::PhaseView, lines: &mut Vec<Line<'stati
             _ => ("  ? ", t.muted),
         };
         lines.push(Line::styled(
-            fit(&format!(" {mark} {} {}: {}", r.node, r.name, r.detail), 98),
+            fit(&format!(" {mark} {} {}: {}", r.node, r.name, r.detail), w),
             style,
         ));
     }
@@ -453,7 +458,7 @@ fn checklist(ctx: &Ctx, p: &crate::store::PhaseView, lines: &mut Vec<Line<'stati
     if !held.is_empty() {
         let text: Vec<String> = held.iter().map(|(n, c)| format!("{n} ×{c}")).collect();
         lines.push(Line::styled(
-            fit(&format!("  ok  {}", text.join(" · ")), 98),
+            fit(&format!("  ok  {}", text.join(" · ")), w),
             t.ok,
         ));
     }
@@ -464,7 +469,12 @@ const TOGETHER_ROWS: usize = 12;
 
 /// A `together` phase's figures beside each member's run alone: worst first, those over
 /// their gate marked.
-fn together_table(ctx: &Ctx, p: &crate::store::PhaseView, lines: &mut Vec<Line<'static>>) {
+fn together_table(
+    ctx: &Ctx,
+    p: &crate::store::PhaseView,
+    lines: &mut Vec<Line<'static>>,
+    w: usize,
+) {
     use crate::plan::Gate;
     let t = ctx.theme;
     if p.spec.together.is_empty() {
@@ -515,7 +525,7 @@ fn together_table(ctx: &Ctx, p: &crate::store::PhaseView, lines: &mut Vec<Line<'
                     crate::plan::gates::fmt_value(c.together),
                     c.change_words()
                 ),
-                98,
+                w,
             ),
             style,
         ));
@@ -532,7 +542,12 @@ fn together_table(ctx: &Ctx, p: &crate::store::PhaseView, lines: &mut Vec<Line<'
 }
 
 /// A drill's steps: what was asked, and how each watched series came through.
-fn drill_table(ctx: &Ctx, p: &crate::store::PhaseView, lines: &mut Vec<Line<'static>>) {
+fn drill_table(
+    ctx: &Ctx,
+    p: &crate::store::PhaseView,
+    lines: &mut Vec<Line<'static>>,
+    w: usize,
+) {
     let t = ctx.theme;
     let Some(drill) = &p.spec.drill else { return };
     lines.push(Line::styled(
@@ -563,7 +578,7 @@ fn drill_table(ctx: &Ctx, p: &crate::store::PhaseView, lines: &mut Vec<Line<'sta
         for o in p.drill.iter().filter(|o| o.step == i + 1) {
             let style = if o.failed() { t.crit } else { t.ok };
             lines.push(Line::styled(
-                fit(&format!("   {}", o.describe()), 98),
+                fit(&format!("   {}", o.describe()), w),
                 style,
             ));
         }
@@ -579,7 +594,7 @@ fn drill_table(ctx: &Ctx, p: &crate::store::PhaseView, lines: &mut Vec<Line<'sta
                         o.error_lines,
                         o.first_error.as_deref().unwrap_or("")
                     ),
-                    98,
+                    w,
                 ),
                 t.warn,
             ));
@@ -589,7 +604,12 @@ fn drill_table(ctx: &Ctx, p: &crate::store::PhaseView, lines: &mut Vec<Line<'sta
 
 /// Each gate of the phase: before it ends, what will be judged; after, how each came out,
 /// with its numbers or why it could not be judged.
-fn gate_list(ctx: &Ctx, p: &crate::store::PhaseView, lines: &mut Vec<Line<'static>>) {
+fn gate_list(
+    ctx: &Ctx,
+    p: &crate::store::PhaseView,
+    lines: &mut Vec<Line<'static>>,
+    w: usize,
+) {
     let t = ctx.theme;
     if p.spec.gates.is_empty() {
         return;
@@ -624,7 +644,7 @@ fn gate_list(ctx: &Ctx, p: &crate::store::PhaseView, lines: &mut Vec<Line<'stati
         lines.push(Line::styled(
             fit(
                 &format!("   {} {gate} — {}{tail}", status.mark(), status.label()),
-                98,
+                w,
             ),
             style,
         ));
@@ -664,16 +684,19 @@ fn phase_details(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
         ),
         t.muted,
     ));
-    gate_list(ctx, p, &mut lines);
-    checklist(ctx, p, &mut lines);
-    together_table(ctx, p, &mut lines);
-    drill_table(ctx, p, &mut lines);
+    // As wide as the screen allows (a reason or a check's line reads whole on a wide one).
+    let width = area.width.saturating_sub(4).clamp(60, 200);
+    let w = usize::from(width).saturating_sub(2);
+    gate_list(ctx, p, &mut lines, w);
+    checklist(ctx, p, &mut lines, w);
+    together_table(ctx, p, &mut lines, w);
+    drill_table(ctx, p, &mut lines, w);
     boxed(
         ctx,
         format!(" {} {} (Esc closes) ", p.spec.id, p.spec.title),
         lines,
         area,
-        100,
+        width,
         buf,
     );
 }
