@@ -414,12 +414,7 @@ fn gpu_details(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
 
 /// The phase's checks (T0, T1): what failed, warned or could not be checked, node by node
 /// with the line it read, then how many held. Worst first, so a 12-node checklist fits.
-fn checklist(
-    ctx: &Ctx,
-    p: &crate::store::PhaseView,
-    lines: &mut Vec<Line<'static>>,
-    w: usize,
-) {
+fn checklist(ctx: &Ctx, p: &crate::store::PhaseView, lines: &mut Vec<Line<'static>>, w: usize) {
     use crate::model::phase::CheckStatus;
     let t = ctx.theme;
     if p.checks.is_empty() {
@@ -542,12 +537,7 @@ fn together_table(
 }
 
 /// A drill's steps: what was asked, and how each watched series came through.
-fn drill_table(
-    ctx: &Ctx,
-    p: &crate::store::PhaseView,
-    lines: &mut Vec<Line<'static>>,
-    w: usize,
-) {
+fn drill_table(ctx: &Ctx, p: &crate::store::PhaseView, lines: &mut Vec<Line<'static>>, w: usize) {
     let t = ctx.theme;
     let Some(drill) = &p.spec.drill else { return };
     lines.push(Line::styled(
@@ -577,10 +567,7 @@ fn drill_table(
         ));
         for o in p.drill.iter().filter(|o| o.step == i + 1) {
             let style = if o.failed() { t.crit } else { t.ok };
-            lines.push(Line::styled(
-                fit(&format!("   {}", o.describe()), w),
-                style,
-            ));
+            lines.push(Line::styled(fit(&format!("   {}", o.describe()), w), style));
         }
         if let Some(o) = p
             .drill
@@ -604,12 +591,7 @@ fn drill_table(
 
 /// Each gate of the phase: before it ends, what will be judged; after, how each came out,
 /// with its numbers or why it could not be judged.
-fn gate_list(
-    ctx: &Ctx,
-    p: &crate::store::PhaseView,
-    lines: &mut Vec<Line<'static>>,
-    w: usize,
-) {
+fn gate_list(ctx: &Ctx, p: &crate::store::PhaseView, lines: &mut Vec<Line<'static>>, w: usize) {
     let t = ctx.theme;
     if p.spec.gates.is_empty() {
         return;
