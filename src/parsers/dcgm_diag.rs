@@ -300,15 +300,17 @@ fn table_row_result(line: &str) -> Option<&str> {
 
 /// Read the output: a JSON document where one starts a line, else the table.
 fn read(text: &str) -> Result<DiagRun, String> {
+    // Offsets from the lines as they are (split_inclusive keeps every byte), so a `\r` or a
+    // missing last newline can never put a slice inside a character.
     let start = text
-        .lines()
+        .split_inclusive('\n')
         .scan(0usize, |at, l| {
             let here = *at;
-            *at += l.len() + 1;
+            *at += l.len();
             Some((here, l))
         })
         .find(|(_, l)| l.trim_start().starts_with('{'))
-        .map(|(at, _)| at);
+        .map(|(at, l)| at + (l.len() - l.trim_start().len()));
     if let Some(at) = start {
         let mut docs = serde_json::Deserializer::from_str(&text[at..]).into_iter::<Value>();
         return match docs.next() {
@@ -769,6 +771,15 @@ mod tests {
         // A test DCGM did not run (only its name) is no check at all.
         let doc = r#"{"DCGM Diagnostic": {"test_categories": [{"category": "Stress", "tests": [{"name": "eud"}]}]}}"#;
         assert_eq!(checks_of(doc)[0].1, CheckStatus::Unknown);
+    }
+
+    #[test]
+    fn carriage_returns_and_multibyte_text_before_the_document_never_split_a_character() {
+        let text = "é\r\r\n  ü\r{\"x\":1}\n\u{00e9}\r\n  {\"DCGM Diagnostic\": {\"version\": \"4.2.3\", \"runtime_error\": \"é\"}}";
+        // Either reading is fine; a panic is not.
+        let _ = read(text);
+        let run = read("ü\r\n{\"DCGM Diagnostic\": {\"runtime_error\": \"nope\"}}").expect("read");
+        assert_eq!(run.runtime_error.as_deref(), Some("nope"));
     }
 
     #[test]
