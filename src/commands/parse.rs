@@ -1052,6 +1052,7 @@ fn metric_kind(m: &PhaseMetric) -> &'static str {
         PhaseMetric::LinkBw { .. } => "perftest bandwidth rows",
         PhaseMetric::LinkLat { .. } => "perftest latency rows",
         PhaseMetric::Check { .. } => "checks",
+        PhaseMetric::DiagGpu { .. } => "DCGM results per GPU",
         PhaseMetric::Storage { .. } => "probe windows",
         PhaseMetric::Figure { .. } => "figures",
         PhaseMetric::GdsRun { .. } => "gdsio runs",

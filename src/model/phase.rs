@@ -270,6 +270,18 @@ pub enum PhaseMetric {
         #[serde(flatten)]
         outcome: SeriesOutcome,
     },
+    /// What DCGM's diagnostic said of one GPU, test by test (V1), for the report's table
+    /// beside burnin's own verdict on that GPU.
+    DiagGpu {
+        /// Node name.
+        node: String,
+        /// The GPU as DCGM numbers it (its NVML index); `None`: the tests whose word ties to
+        /// no GPU.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        gpu: Option<u32>,
+        /// Each test DCGM ran on it, in DCGM's order.
+        tests: Vec<DiagGpuTest>,
+    },
     /// A failure the tool printed (NCCL/CUDA failure, ASSERT, Python traceback, OOM).
     Problem {
         /// Node name.
@@ -277,6 +289,20 @@ pub enum PhaseMetric {
         /// The line that said so.
         text: String,
     },
+}
+
+/// One DCGM test's word on one GPU.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiagGpuTest {
+    /// The test as DCGM names it.
+    pub test: String,
+    /// DCGM's word: `Pass`, `Skip`, `Warn`, `Fail`, or what else it wrote.
+    pub word: String,
+    /// How burnin reads that word.
+    pub status: CheckStatus,
+    /// DCGM's first warning or error about this GPU in this test, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub says: Option<String>,
 }
 
 /// One gdsio run: its transfer and IO type, size, threads and what it measured.

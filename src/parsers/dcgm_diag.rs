@@ -18,7 +18,7 @@
 use serde_json::Value;
 
 use crate::model::fit;
-use crate::model::phase::CheckStatus;
+use crate::model::phase::{CheckStatus, DiagGpuTest};
 
 /// Most bytes of a diagnostic's output read: a level-4 document of 8 GPUs is ~100 kB; what is
 /// past this is counted, and a document cut by it is not judged.
@@ -127,8 +127,13 @@ impl DcgmDiagParser {
     /// The checks the output makes: one per test (`dcgm-<test>`), and `dcgm-diag` saying
     /// which DCGM ran, or why nothing could be judged.
     pub fn checks(&self) -> Vec<(String, CheckStatus, String)> {
+        self.results().0
+    }
+
+    /// The checks, and what DCGM said of each GPU ([`per_gpu`]), from one reading.
+    pub fn results(&self) -> (Vec<(String, CheckStatus, String)>, Vec<GpuResults>) {
         if self.dropped_bytes > 0 {
-            return vec![(
+            let why = vec![(
                 "dcgm-diag".into(),
                 CheckStatus::Unknown,
                 format!(
@@ -137,12 +142,83 @@ impl DcgmDiagParser {
                     self.dropped_bytes
                 ),
             )];
+            return (why, Vec::new());
         }
         match read(&self.text) {
-            Ok(run) => run_checks(&run),
-            Err(why) => vec![("dcgm-diag".into(), CheckStatus::Unknown, why)],
+            Ok(run) => (run_checks(&run), per_gpu(&run)),
+            Err(why) => (
+                vec![("dcgm-diag".into(), CheckStatus::Unknown, why)],
+                Vec::new(),
+            ),
         }
     }
+}
+
+/// One GPU (`None`: what DCGM said of the node as a whole) and each test's word on it.
+pub type GpuResults = (Option<u32>, Vec<DiagGpuTest>);
+
+/// Most GPUs of one node given a row in the per-GPU results (a node has 8 or 16; what is past
+/// this is hostile, and the checks still judge every GPU).
+const MAX_GPUS: usize = 64;
+
+/// What DCGM said of each GPU, test by test, GPUs in order; then, as GPU `None`, each test
+/// whose word ties to no GPU: a test with no per-GPU results (the 3.x software tests), or one
+/// DCGM judged worse than every GPU in it (an internal error in its summary). A run that could
+/// not complete has none.
+pub fn per_gpu(run: &DiagRun) -> Vec<GpuResults> {
+    let mut out: Vec<GpuResults> = Vec::new();
+    if run.runtime_error.is_some() {
+        return out;
+    }
+    let mut node_wide = Vec::new();
+    for t in &run.tests {
+        let worst_gpu = t.gpus.iter().map(|(_, s)| s.rank()).max();
+        if worst_gpu.is_none_or(|w| t.status.rank() > w) {
+            node_wide.push(DiagGpuTest {
+                test: fit(&t.name, 48),
+                word: t.status.word().to_string(),
+                status: test_status(&t.status),
+                says: t
+                    .warnings
+                    .iter()
+                    .find(|(g, _)| g.is_none())
+                    .map(|(_, w)| fit(w, QUOTED)),
+            });
+        }
+        for (gpu, status) in &t.gpus {
+            let at = match out.iter().position(|(g, _)| *g == Some(*gpu)) {
+                Some(i) => i,
+                None if out.len() < MAX_GPUS => {
+                    out.push((Some(*gpu), Vec::new()));
+                    out.len() - 1
+                }
+                None => continue,
+            };
+            // The table (and 3.x JSON's one string) ties no warning to a GPU, but DCGM's
+            // words name it: "GPU 0 Thermal violations …".
+            let says = t
+                .warnings
+                .iter()
+                .find(|(g, _)| *g == Some(*gpu))
+                .or_else(|| {
+                    t.warnings
+                        .iter()
+                        .find(|(g, w)| g.is_none() && names_gpu(w, *gpu))
+                })
+                .map(|(_, w)| fit(w, QUOTED));
+            out[at].1.push(DiagGpuTest {
+                test: fit(&t.name, 48),
+                word: status.word().to_string(),
+                status: test_status(status),
+                says,
+            });
+        }
+    }
+    out.sort_by_key(|(g, _)| *g);
+    if !node_wide.is_empty() {
+        out.push((None, node_wide));
+    }
+    out
 }
 
 /// The checks of one run.
@@ -267,6 +343,17 @@ fn test_detail(t: &DiagTest) -> String {
         }
     }
     fit(&detail, QUOTED * 2)
+}
+
+/// Whether DCGM's words name `gpu`: "GPU 0 …", "for GPU 0.", not "GPU 10".
+fn names_gpu(words: &str, gpu: u32) -> bool {
+    let name = format!("GPU {gpu}");
+    words.match_indices(&name).any(|(at, _)| {
+        !words[at + name.len()..]
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_digit())
+    })
 }
 
 /// A line only `dcgmi diag` prints: its JSON root key, or its table's header row.
@@ -688,6 +775,73 @@ mod tests {
 
     fn status_of(checks: &[(String, CheckStatus, String)], name: &str) -> Option<CheckStatus> {
         checks.iter().find(|c| c.0 == name).map(|c| c.1)
+    }
+
+    fn per_gpu_of(file: &str) -> Vec<GpuResults> {
+        let path = format!(
+            "{}/tests/corpus/dcgm-diag/{file}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let text = std::fs::read_to_string(path).unwrap();
+        let mut p = DcgmDiagParser::new();
+        for l in text.lines() {
+            p.push(l);
+        }
+        p.results().1
+    }
+
+    /// Per GPU, as a person reads the real outputs: the 3.x table's GPU 0 failed GPU Memory with
+    /// DCGM's words (which name it, though the table ties them to no GPU); 4.x's pcie failed
+    /// in its summary with every GPU passing, so it is node-wide; a 3.x table without per-GPU
+    /// results is all node-wide.
+    #[test]
+    fn each_gpu_carries_dcgms_word_and_what_ties_to_no_gpu_is_node_wide() {
+        let r = per_gpu_of("dcgm-pre4-r2-8gpu-gpu-memory-fail-thermal-ml-engineering-partial.txt");
+        assert_eq!(r.len(), 8);
+        let (gpu, tests) = &r[0];
+        assert_eq!(*gpu, Some(0));
+        assert_eq!(tests[0].test, "GPU Memory");
+        assert_eq!(tests[0].status, CheckStatus::Failed);
+        assert!(
+            tests[0]
+                .says
+                .as_deref()
+                .is_some_and(|s| s.starts_with("GPU 0 Thermal violations totaling 13.3 seconds")),
+            "{tests:?}"
+        );
+        assert!(
+            r[1..]
+                .iter()
+                .all(|(_, t)| t[0].status == CheckStatus::Ok && t[0].says.is_none())
+        );
+
+        let r = per_gpu_of("dcgm4-4gpu-26b9-pcie-fail-internal-error-dcgm-issue-253-partial.txt");
+        let gpus: Vec<Option<u32>> = r.iter().map(|(g, _)| *g).collect();
+        assert_eq!(gpus, [Some(0), Some(1), Some(2), Some(3), None]);
+        assert!(
+            r[..4]
+                .iter()
+                .all(|(_, t)| t.iter().all(|t| t.status == CheckStatus::Ok))
+        );
+        let node = &r[4].1;
+        assert_eq!(node.len(), 1, "{node:?}");
+        assert_eq!(node[0].test, "pcie");
+        assert_eq!(node[0].status, CheckStatus::Failed);
+        assert!(
+            node[0]
+                .says
+                .as_deref()
+                .is_some_and(|s| s.contains("internal error")),
+            "{node:?}"
+        );
+
+        let r = per_gpu_of("dcgm3-r3-v100-pcie-16gb-verbose-all-pass-eud-skip-unknown-repo.txt");
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].0, None);
+        assert_eq!(r[0].1.len(), 16);
+        assert!(r[0].1.iter().all(|t| t.status == CheckStatus::Ok));
+        assert!(!names_gpu("GPU 10 failed", 1));
+        assert!(names_gpu("for GPU 1.", 1));
     }
 
     // The shapes below are written from DCGM's writer (`_FORMAT.md` cites the lines): no real

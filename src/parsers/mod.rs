@@ -651,11 +651,19 @@ impl OutputParser {
                 }
                 Inner::Sanity(p) => out.extend(p.finish(&node, expected_gpus)),
                 Inner::Preflight(p) => out.extend(p.finish(&node, expected_gpus)),
-                Inner::DcgmDiag(p) => out.extend(
-                    p.checks()
-                        .into_iter()
-                        .map(|(name, status, detail)| check_metric(&node, name, status, detail)),
-                ),
+                Inner::DcgmDiag(p) => {
+                    let (checks, gpus) = p.results();
+                    out.extend(
+                        checks.into_iter().map(|(name, status, detail)| {
+                            check_metric(&node, name, status, detail)
+                        }),
+                    );
+                    out.extend(gpus.into_iter().map(|(gpu, tests)| PhaseMetric::DiagGpu {
+                        node: node.clone(),
+                        gpu,
+                        tests,
+                    }));
+                }
                 Inner::Gdsio(p) => {
                     out.extend(p.figures().into_iter().map(|(gpu, name, value)| {
                         PhaseMetric::Figure {

@@ -78,6 +78,22 @@ pub struct RecordPhase {
     /// How each of its gates came out (records before gate outcomes were kept have none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gates: Vec<crate::model::phase::GateOutcome>,
+    /// DCGM's diagnostic, GPU by GPU (a V1 phase), for the report's table beside burnin's
+    /// own verdict on each GPU.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dcgm: Vec<RecordDiagGpu>,
+}
+
+/// What DCGM's diagnostic said of one GPU of one node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordDiagGpu {
+    /// Node name.
+    pub node: String,
+    /// The GPU's index (`None`: the tests whose word ties to no GPU).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<u32>,
+    /// Each test's word on it.
+    pub tests: Vec<crate::model::phase::DiagGpuTest>,
 }
 
 /// `summary.json`.

@@ -223,6 +223,7 @@ impl RunSession {
         self.verdicts.insert(spec.id.clone(), outcome.verdict);
         // A group's comparisons and a drill's steps are kept whole beside the figures.
         let (mut together, mut drill, mut gate_outcomes) = (Vec::new(), Vec::new(), Vec::new());
+        let mut dcgm = Vec::new();
         for m in &outcome.metrics {
             match m {
                 crate::model::phase::PhaseMetric::Gate {
@@ -238,6 +239,13 @@ impl RunSession {
                     together.push(change.clone())
                 }
                 crate::model::phase::PhaseMetric::Drill { outcome } => drill.push(outcome.clone()),
+                crate::model::phase::PhaseMetric::DiagGpu { node, gpu, tests } => {
+                    dcgm.push(super::RecordDiagGpu {
+                        node: node.clone(),
+                        gpu: *gpu,
+                        tests: tests.clone(),
+                    })
+                }
                 _ => {}
             }
         }
@@ -255,6 +263,7 @@ impl RunSession {
             together,
             drill,
             gates: gate_outcomes,
+            dcgm,
         });
         self.summary.verdict = Some(self.worst());
         let mut record = locked(&self.record)?;

@@ -211,6 +211,11 @@ pub(super) fn document(d: &ReportData) -> Vec<Block<'_>> {
     doc.push(super::nodes::node_table(d));
     doc.push(Block::Heading("Phases"));
     doc.push(phases_table(d));
+    if let Some(table) = super::dcgm::dcgm_table(d) {
+        doc.push(Block::Heading("DCGM diagnostic beside burnin"));
+        doc.push(Block::Empty(super::dcgm::DCGM_RULE));
+        doc.push(table);
+    }
     doc.extend(figures_section(d));
     doc.extend(together_section(d));
     doc.extend(drills_section(d));

@@ -6,6 +6,7 @@
 //! and the bill of materials. A run that did not finish (its console killed) is reported as INCOMPLETE.
 
 mod busbw;
+mod dcgm;
 mod document;
 mod nodes;
 pub mod plots;

@@ -13,11 +13,11 @@ use crate::record::RecordNode;
 pub(super) const NODE_RULE: &str = "A node is FAIL where a critical finding or a failed phase names it, WARN where a warning does, PASS where nothing does; a phase that failed without naming a node is in the phases table, not here.";
 
 /// One line of the table before it is drawn.
-struct NodeRow {
-    verdict: &'static str,
-    gpu: Option<u32>,
-    finding: String,
-    next: String,
+pub(super) struct NodeRow {
+    pub(super) verdict: &'static str,
+    pub(super) gpu: Option<u32>,
+    pub(super) finding: String,
+    pub(super) next: String,
 }
 
 /// The table of nodes.
@@ -26,7 +26,7 @@ pub(super) fn node_table(d: &ReportData) -> Block<'_> {
     let mut clean = Vec::new();
     let mut named: Vec<(u8, &RecordNode, Vec<NodeRow>)> = Vec::new();
     for node in &d.summary.nodes {
-        let found = evidence_on(d, &node.name);
+        let found = evidence_on(d, &node.name, &[]);
         if found.is_empty() {
             clean.push(node.name.clone());
             continue;
@@ -91,8 +91,8 @@ pub(super) fn node_table(d: &ReportData) -> Block<'_> {
 }
 
 /// What names `node`: its critical and warning findings, then the clauses of failed or warned
-/// phases that name it.
-fn evidence_on(d: &ReportData, node: &str) -> Vec<NodeRow> {
+/// phases that name it, leaving out the phases in `except`.
+pub(super) fn evidence_on(d: &ReportData, node: &str, except: &[&str]) -> Vec<NodeRow> {
     let mut out: Vec<NodeRow> = d
         .findings
         .iter()
@@ -105,7 +105,12 @@ fn evidence_on(d: &ReportData, node: &str) -> Vec<NodeRow> {
             next: f.next.clone(),
         })
         .collect();
-    for p in &d.summary.phases {
+    for p in d
+        .summary
+        .phases
+        .iter()
+        .filter(|p| !except.contains(&p.id.as_str()))
+    {
         let verdict = match p.verdict {
             Verdict::Pass | Verdict::Skipped | Verdict::Aborted => continue,
             Verdict::Warn => "WARN",
@@ -143,7 +148,7 @@ fn evidence_on(d: &ReportData, node: &str) -> Vec<NodeRow> {
     out
 }
 
-fn rank(verdict: &str) -> u8 {
+pub(super) fn rank(verdict: &str) -> u8 {
     match verdict {
         "FAIL" => 2,
         "WARN" => 1,
@@ -176,12 +181,12 @@ fn gpu_after(text: &str, node: &str) -> Option<u32> {
     })
 }
 
-fn gpu_info(node: &RecordNode, gpu: u32) -> Option<&GpuInfo> {
+pub(super) fn gpu_info(node: &RecordNode, gpu: u32) -> Option<&GpuInfo> {
     node.hello.as_ref()?.gpus.iter().find(|g| g.index == gpu)
 }
 
 /// Many clean nodes in one cell: all names up to 12, then the first ones and a count.
-fn names(nodes: &[String]) -> String {
+pub(super) fn names(nodes: &[String]) -> String {
     if nodes.len() <= 12 {
         return nodes.join(", ");
     }

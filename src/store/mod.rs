@@ -447,6 +447,7 @@ impl ClusterStore {
             | PhaseMetric::PairLat { .. }
             | PhaseMetric::LinkLat { .. }
             | PhaseMetric::Check { .. }
+            | PhaseMetric::DiagGpu { .. }
             | PhaseMetric::Problem { .. }
             | PhaseMetric::Together { .. }
             | PhaseMetric::Drill { .. }

@@ -62,6 +62,7 @@ pub fn screen(state: &State) -> Terminal<TestBackend> {
 }
 pub mod prom;
 pub mod seaweed;
+pub mod site;
 pub mod sshd;
 pub mod tls;
 
