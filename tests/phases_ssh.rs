@@ -1017,10 +1017,16 @@ fn a_drill_whose_killed_job_never_comes_back_fails_naming_the_missing_restart() 
 #[test]
 fn t0_preflight_runs_as_shipped_over_ssh_and_names_what_is_wrong_per_node() {
     let t0 = burnin::plan::default_plan().find("T0").expect("T0 shipped");
-    // The command as resolved, written back as plan text (braces doubled again).
+    // The command as shipped, written back as plan text with its braces doubled (the vars
+    // read literally: `gds` is not "true"), but for the doctor, which the shipped plan turns on:
+    // its probe is the runner's to fill in.
     let plan = format!(
         "[[phase]]\nid = \"T0\"\ntitle = \"preflight\"\nscope = \"each-node\"\nparser = \"preflight\"\ngates = [{{ kind = \"checks\" }}]\ncommand = '''\n{}\n'''\n",
-        t0.command.replace('{', "{{").replace('}', "}}")
+        t0.command
+            .replace('{', "{{")
+            .replace('}', "}}")
+            .replace("{{doctor}}", "true")
+            .replace("{{doctor_probe}}", "{doctor_probe}")
     );
     let Some(site) = Site::new(2, 8, &plan) else {
         return;
@@ -1108,6 +1114,19 @@ fn t0_preflight_runs_as_shipped_over_ssh_and_names_what_is_wrong_per_node() {
     let reason = t0["reason"].as_str().expect("reason");
     assert!(reason.contains("node02"), "{reason}");
     assert!(!reason.contains("node01 driver-branch"), "{reason}");
+    // The shipped plan sets doctor = "true": the doctor's probe rode along in T0, and T0's own
+    // tools are there on both nodes.
+    for node in ["node01", "node02"] {
+        let (status, detail) = check(node, "can-run-T0");
+        assert_eq!(status, "ok", "{node}: {detail}");
+        assert!(detail.contains("nvidia-smi"), "{node}: {detail}");
+        let (status, detail) = check(node, "doctor");
+        assert_eq!(status, "ok", "{node}: {detail}");
+        assert!(
+            detail.starts_with("1 of 1 phase(s) set up can run here"),
+            "{detail}"
+        );
+    }
 }
 
 /// A drill that asks the operator under `burnin run` with stdin closed (a cron job, `< /dev/null`)

@@ -97,6 +97,7 @@ fn watch_state(look: &LookArgs, label: String, inventory: &Inventory) -> State {
     let mut state = console_state(look, label);
     state.set_period(inventory.interval);
     state.set_thresholds(inventory.triage);
+    state.example_hosts = crate::config::starter::example_hosts_note(inventory);
     state
 }
 

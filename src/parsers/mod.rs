@@ -6,6 +6,7 @@
 pub(crate) mod fixtures;
 
 pub mod dcgm_diag;
+pub mod doctor;
 pub mod gds;
 pub mod gdsio;
 pub mod launcher;

@@ -12,7 +12,8 @@
 //! `numa` (`nodes N`, then `BDF numa_node` per GPU), `acs` (`lspci -vvv` bridge lines and their
 //! `ACSCtl`), `xid` (as T1); with `gds = "true"` in the plan, `gds-module` (nvidia_fs's version
 //! file and lsmod line), `gds-backend` (the plan's `gds_backend`) and `gdscheck` (`gdscheck -p`,
-//! judged by `parsers::gds`).
+//! judged by `parsers::gds`); with `doctor = "true"`, `doctor` (the doctor's probe with the
+//! plan's needs on this node, judged by `parsers::doctor`: a phase that cannot run warns).
 
 use super::sanity::{Sections, fabric_manager_checks, version_in, xid_check};
 use crate::model::phase::{CheckStatus, PhaseMetric};
@@ -128,7 +129,7 @@ impl PreflightParser {
             status,
             detail,
         };
-        let mut out = Vec::new();
+        let mut out: Vec<PhaseMetric> = self.sections.bounds_check(node).into_iter().collect();
 
         // Driver branch and kernel module flavour, from the line the driver itself writes.
         let driver_line = self
@@ -366,6 +367,13 @@ impl PreflightParser {
                 super::gds::judge(self.sections.get("gds-module"), &report, wanted)
             {
                 out.push(check(name, status, detail));
+            }
+        }
+        // Whether each phase of the plan can run here, where the plan asked (`doctor = "true"`).
+        if let Some(lines) = self.sections.get("doctor") {
+            let probe = super::doctor::parse_probe(&lines.join("\n"));
+            for (name, status, detail) in super::doctor::node_checks(&probe) {
+                out.push(check(&name, status, detail));
             }
         }
         out

@@ -20,24 +20,52 @@ use crate::model::phase::{CheckStatus, PhaseMetric};
 pub(crate) struct Sections {
     current: Option<String>,
     sections: BTreeMap<String, Vec<String>>,
+    /// Lines past the bounds, counted.
+    dropped: u64,
 }
+
+/// Most sections kept (T0 prints about twenty).
+const SECTIONS_KEPT: usize = 64;
+/// Most lines kept in one section (the longest, `acs` on a big host, is a few hundred).
+const SECTION_LINES_KEPT: usize = 4096;
 
 impl Sections {
     /// Read one line.
     pub(crate) fn push(&mut self, line: &str) {
         let t = line.trim();
         if let Some(name) = t.strip_prefix("== ") {
-            let name = name.trim().to_string();
+            let name = crate::model::fit(name.trim(), 64);
+            if !self.sections.contains_key(&name) && self.sections.len() >= SECTIONS_KEPT {
+                self.current = None;
+                self.dropped += 1;
+                return;
+            }
             self.sections.entry(name.clone()).or_default();
             self.current = Some(name);
             return;
         }
         if let Some(cur) = self.current.as_ref().filter(|_| !t.is_empty()) {
-            self.sections
-                .entry(cur.clone())
-                .or_default()
-                .push(t.to_string());
+            let lines = self.sections.entry(cur.clone()).or_default();
+            if lines.len() < SECTION_LINES_KEPT {
+                lines.push(crate::model::fit(t, 4096));
+            } else {
+                self.dropped += 1;
+            }
         }
+    }
+
+    /// A check saying how many lines the bounds left unread, where they left any: what they
+    /// dropped may have decided a check, so it is said, never passed over.
+    pub(crate) fn bounds_check(&self, node: &str) -> Option<PhaseMetric> {
+        (self.dropped > 0).then(|| PhaseMetric::Check {
+            node: node.to_string(),
+            name: "output-read".into(),
+            status: CheckStatus::Unknown,
+            detail: format!(
+                "{} line(s) past the reader's bounds ({SECTIONS_KEPT} sections, {SECTION_LINES_KEPT} lines each) not read",
+                self.dropped
+            ),
+        })
     }
 
     /// The non-empty lines of section `name` (`None`: the output has no such section).
@@ -130,7 +158,7 @@ impl SanityParser {
             status,
             detail,
         };
-        let mut out = Vec::new();
+        let mut out: Vec<PhaseMetric> = self.sections.bounds_check(node).into_iter().collect();
         // GPU count and one driver version across them.
         let mut driver = None;
         match self.section("gpus") {

@@ -358,6 +358,7 @@ pub const BUILTIN_PLACEHOLDERS: &[&str] = &[
     "hostfile",
     "peer",
     "burnin",
+    "doctor_probe",
 ];
 
 /// What is wrong with a command template.
@@ -1092,6 +1093,7 @@ mod tests {
             ("hostfile", "$HOME/h"),
             ("peer", "gpu02"),
             ("burnin", "\"$HOME\"/'.cache/burnin/bin/burnin'"),
+            ("doctor_probe", "printf '%s\\n' probe"),
         ] {
             values.insert(k.into(), v.into());
         }
@@ -1120,7 +1122,13 @@ mod tests {
             .find(|p| p.id == "T0")
             .expect("T0 in the shipped plan");
         assert_eq!(t0.parser, ParserKind::Preflight);
-        let rendered = render(&t0.command, &default_plan().vars).expect("render");
+        let mut values = default_plan().vars.clone();
+        values.insert("doctor_probe".into(), "true".into());
+        let rendered = render(&t0.command, &values).expect("render");
+        // The doctor's line came later too (with doctor = "true" it probes the phases' tools).
+        let doctor = "if [ \"true\" = \"true\" ]; then echo \"== doctor\"; true; fi\n";
+        assert!(rendered.contains(doctor), "{rendered}");
+        let rendered = rendered.replace(doctor, "");
         assert_eq!(
             rendered.trim(),
             crate::parsers::fixtures::tool_output("preflight/t0-command.sh").trim(),
@@ -1182,7 +1190,9 @@ mod tests {
                 .replace("gds_backend = \"\"", "gds_backend = \"NVMe\"");
             let plan = Plan::parse("plan.toml", &text).expect("plan");
             let t0 = plan.find("T0").expect("T0");
-            let cmd = render(&t0.command, &plan.vars).expect("render");
+            let mut values = plan.vars.clone();
+            values.insert("doctor_probe".into(), "true".into());
+            let cmd = render(&t0.command, &values).expect("render");
             let out = sh_with_tools(&cmd, &dir, &[]);
             let mut p = crate::parsers::preflight::PreflightParser::new();
             for line in String::from_utf8_lossy(&out.stdout).lines() {

@@ -178,6 +178,9 @@ pub struct State {
     pub playback: Option<Playback>,
     /// The run directory the console records into, once its record is open.
     pub recording: Option<String>,
+    /// Said once every node has failed, where the inventory still lists `burnin init`'s
+    /// example hosts (taken, so it is said once).
+    pub example_hosts: Option<String>,
 }
 
 impl State {
@@ -241,6 +244,7 @@ impl State {
             phases_on_nodes: true,
             playback: None,
             recording: None,
+            example_hosts: None,
         }
     }
 
@@ -403,6 +407,18 @@ impl State {
             self.recording = Some(dir.clone());
         }
         self.store.ingest(ev);
+        if self.example_hosts.is_some()
+            && !self.store.nodes.is_empty()
+            && self
+                .store
+                .nodes
+                .iter()
+                .all(|n| matches!(n.link, crate::model::NodeLink::Unreachable(_)))
+            && let Some(note) = self.example_hosts.take()
+        {
+            // Twelve unreachable hosts that were never the site's: say whose they are.
+            self.say(Tone::Warn, note);
+        }
         if clock {
             self.expire_status();
             self.findings = self.triage.evaluate(&self.store);

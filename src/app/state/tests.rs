@@ -389,3 +389,63 @@ fn starting_before_a_need_passed_or_with_no_node_answering_asks_first() {
     assert_eq!(lonely.update(key('n')), None, "n leaves it");
     assert_eq!(lonely.ui.overlay, Overlay::None);
 }
+
+/// `burnin watch` on the inventory `burnin init` wrote: once every node has failed, the status
+/// bar says they are the starter's example hosts, once; a site whose nodes answer never hears it.
+#[test]
+fn example_hosts_are_named_once_every_node_failed() {
+    let link = |node: &str, link| {
+        Event::Source(SourceEvent::Link {
+            node: node.into(),
+            at_ms: 1_000,
+            link,
+        })
+    };
+    let expect = |node: &str| {
+        Event::Source(SourceEvent::Expect {
+            node: node.into(),
+            gpus: 8,
+            nic_rate_gbps: None,
+        })
+    };
+    let mut state = State::new(vec![], vec![], "test", (160, 48));
+    state.example_hosts = Some("burnin.toml still lists burnin init's example hosts".into());
+    state.update(expect("gpu01"));
+    state.update(expect("gpu02"));
+    state.update(link(
+        "gpu01",
+        crate::model::NodeLink::Unreachable("no such host".into()),
+    ));
+    state.update(link("gpu02", crate::model::NodeLink::Connecting));
+    assert!(
+        !state
+            .ui
+            .status
+            .as_ref()
+            .is_some_and(|(_, t)| t.contains("example hosts")),
+        "gpu02 may still answer: {:?}",
+        state.ui.status
+    );
+    state.update(link(
+        "gpu02",
+        crate::model::NodeLink::Unreachable("no such host".into()),
+    ));
+    let said = state.ui.status.clone().map(|(_, t)| t).unwrap_or_default();
+    assert!(said.contains("example hosts"), "{said}");
+    assert!(state.example_hosts.is_none(), "said once");
+
+    let mut answering = State::new(vec![], vec![], "test", (160, 48));
+    answering.example_hosts = Some("example hosts".into());
+    answering.update(link("gpu01", crate::model::NodeLink::Streaming));
+    answering.update(link(
+        "gpu02",
+        crate::model::NodeLink::Unreachable("refused".into()),
+    ));
+    assert!(
+        !answering
+            .ui
+            .status
+            .as_ref()
+            .is_some_and(|(_, t)| t.contains("example hosts"))
+    );
+}

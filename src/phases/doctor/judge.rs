@@ -7,10 +7,8 @@ use serde::Serialize;
 
 use super::needs::{Need, PhaseNeeds, PhaseSetup, Place, Requirement};
 use super::probe::{NodeProbe, ProbeRequest};
-
-/// Least free space where the run's control directory lives: logs, hostfiles and the
-/// workloads are small, but D2's checkpoint alone is about 2 GB.
-pub const MIN_FREE_KIB: u64 = 4 << 20;
+pub use crate::parsers::doctor::{MIN_FREE_KIB, control_dir_problem, human_kib, unmet};
+use crate::parsers::doctor::{NeedLine, NeedWhat};
 
 /// One node's answer to the probe.
 #[derive(Debug, Clone)]
@@ -58,6 +56,65 @@ pub fn request_for(
         torch_prefix,
         programs: programs.into_iter().collect(),
     }
+}
+
+/// What each phase needs on one node, as T0's probe prints it (`first`: the inventory's
+/// first node, where launcher phases start; `burnin_key`: where the node's burnin binary is
+/// looked for, `None` on a local or simulated node). Mirrors [`judge`]: a phase started only on
+/// the first node needs nothing elsewhere; a `together` phase is judged through its members.
+pub fn need_lines(needs: &[PhaseNeeds], first: bool, burnin_key: Option<&str>) -> Vec<NeedLine> {
+    let mut out = Vec::new();
+    for phase in needs {
+        let line = |what| NeedLine {
+            phase: phase.id.clone(),
+            what,
+        };
+        let (runs_on, needs) = match &phase.setup {
+            PhaseSetup::Runs { runs_on, needs } => (*runs_on, needs),
+            PhaseSetup::Together { .. } => continue,
+            PhaseSetup::NoCommand => {
+                out.push(line(NeedWhat::NotSetUp("no command in the plan".into())));
+                continue;
+            }
+            PhaseSetup::NeedsVars { vars } => {
+                out.push(line(NeedWhat::NotSetUp(format!(
+                    "needs {}",
+                    vars.join(", ")
+                ))));
+                continue;
+            }
+            PhaseSetup::Kubernetes { .. } => {
+                out.push(line(NeedWhat::NotSetUp("runs as Kubernetes Jobs".into())));
+                continue;
+            }
+            PhaseSetup::Broken { why } => {
+                out.push(line(NeedWhat::NotSetUp(why.clone())));
+                continue;
+            }
+        };
+        let launches_here = first || runs_on == Place::EveryNode;
+        let here: Vec<&Need> = needs
+            .iter()
+            .filter(|n| first || n.place == Place::EveryNode)
+            .collect();
+        if !launches_here && here.is_empty() {
+            continue;
+        }
+        if launches_here {
+            out.push(line(NeedWhat::Launch));
+        }
+        for need in here {
+            let key = match &need.requirement {
+                Requirement::Burnin => match burnin_key {
+                    Some(k) => Some(k.to_string()),
+                    None => continue,
+                },
+                _ => None,
+            };
+            out.push(line(NeedWhat::Requires(need.requirement.clone(), key)));
+        }
+    }
+    out
 }
 
 fn phase_needs(p: &PhaseNeeds) -> &[Need] {
@@ -227,60 +284,6 @@ fn runs_state(runs_on: Place, needs: &[Need], answers: &[NodeAnswer]) -> PhaseSt
         PhaseState::CanRun
     } else {
         PhaseState::Cannot { nodes }
-    }
-}
-
-/// Why the phase's control directory cannot be made on the node, if it cannot.
-fn control_dir_problem(probe: &NodeProbe) -> Option<String> {
-    if let Some(dir) = probe.dir.as_ref().filter(|d| !d.ok()) {
-        return Some(format!("run directory: {}", dir.detail));
-    }
-    match probe.free_kib {
-        Some(kib) if kib < MIN_FREE_KIB => Some(format!(
-            "run directory: {} free (needs {})",
-            human_kib(kib),
-            human_kib(MIN_FREE_KIB)
-        )),
-        _ => None,
-    }
-}
-
-/// KiB in words: `812 MiB`, `4.0 GiB`.
-pub fn human_kib(kib: u64) -> String {
-    if kib >= 1 << 20 {
-        format!("{:.1} GiB", kib as f64 / f64::from(1u32 << 20))
-    } else {
-        format!("{} MiB", kib >> 10)
-    }
-}
-
-/// Why `requirement` does not hold on a node, if it does not.
-fn unmet(requirement: &Requirement, probe: &NodeProbe, burnin_key: Option<&str>) -> Option<String> {
-    let program = |key: &str, label: &str| match probe.tools.get(key) {
-        Some(t) if t.path.is_some() => None,
-        Some(t) => Some(match &t.missing {
-            Some(why) if why != "not on PATH" => format!("{label} not found: {why}"),
-            _ => format!("{label} not found"),
-        }),
-        None if probe.complete => Some(format!("{label} not probed")),
-        None => Some(format!("{label}: the probe did not finish")),
-    };
-    match requirement {
-        Requirement::Program { key } => program(key, key),
-        Requirement::Burnin => {
-            burnin_key.and_then(|k| program(k, "burnin (burnin deploy puts it there)"))
-        }
-        Requirement::KernelLog => match &probe.kernel_log {
-            Some(k) if k.ok() => None,
-            Some(k) => Some(format!("kernel log unreadable: {}", k.detail)),
-            None => Some("kernel log: not probed".into()),
-        },
-        Requirement::Torch { .. } => match &probe.torch {
-            Some(t) if t.ok() => None,
-            Some(t) if t.status == "nocuda" => Some(format!("torch without CUDA: {}", t.detail)),
-            Some(t) => Some(format!("torch not importable: {}", t.detail)),
-            None => Some("torch: not probed".into()),
-        },
     }
 }
 

@@ -26,34 +26,7 @@ const KNOWN_PROGRAMS: &[&str] = &[
 /// Programs that start a job across the nodes: needed only where the job is launched.
 const LAUNCHERS: &[&str] = &["mpirun", "srun", "kubectl"];
 
-/// One thing a phase needs on a node.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum Requirement {
-    /// A program, by the key the probe looks it up under: a bare name is looked up on the
-    /// node's PATH, a key with a `/` is that file (`{nccl_tests}` gave a directory).
-    Program {
-        /// Name or path.
-        key: String,
-    },
-    /// python3 that imports torch and sees CUDA, run behind the plan's `{prefix}` (a container
-    /// wrapper; empty: on the node itself).
-    Torch {
-        /// The rendered prefix.
-        prefix: String,
-    },
-    /// The kernel log readable (dmesg, else journalctl -k).
-    KernelLog,
-    /// The burnin binary on the node (`{burnin}`: the inventory's `agent_path`).
-    Burnin,
-}
-
-impl Requirement {
-    /// A program's name without its directory.
-    pub fn program_name(key: &str) -> &str {
-        key.rsplit('/').next().unwrap_or(key)
-    }
-}
+pub use crate::parsers::doctor::Requirement;
 
 /// Where a requirement must hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -202,6 +175,8 @@ fn stand_in_values(plan: &Plan) -> BTreeMap<String, String> {
         ("hostfile", "/tmp/hostfile"),
         ("peer", "node"),
         ("burnin", "burnin"),
+        // T0's probe of these very needs names no tool a phase needs.
+        ("doctor_probe", "true"),
     ]
     .iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))

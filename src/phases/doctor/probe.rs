@@ -5,10 +5,7 @@
 //! 300 bytes on the node, and read back here through [`parse_probe`], which strips control
 //! characters, bounds every field and counts what does not parse instead of failing on it.
 
-use std::collections::BTreeMap;
-
-use serde::Serialize;
-
+use crate::parsers::doctor::NeedLine;
 use crate::transport::RemoteCommand;
 
 const SCRIPT: &str = r#"rd=$1; torch=$2; prefix=$3; py=$4; shift 4
@@ -97,6 +94,35 @@ pub struct ProbeRequest {
     pub programs: Vec<String>,
 }
 
+/// The probe as one command inside T0's script (`{doctor_probe}`): first the `need` lines
+/// of this node, then the probe (not `exec`'d: T0 goes on after it). Every word is quoted; a
+/// need whose words hold a control character is left out (it could not be one line).
+pub fn inline_probe(request: &ProbeRequest, needs: &[NeedLine]) -> String {
+    use crate::transport::quote::shell_quote;
+    let mut printf = vec!["printf".to_string(), shell_quote("%s\t%s\t%s\t%s\n")];
+    for n in needs {
+        let (what, key) = n.what.words();
+        if [n.phase.as_str(), key.as_str()]
+            .iter()
+            .any(|w| w.chars().any(char::is_control))
+        {
+            continue;
+        }
+        printf.extend(["need".to_string(), shell_quote(&n.phase), what.to_string()]);
+        printf.push(shell_quote(&key));
+    }
+    let probe: Vec<String> = probe_command(request)
+        .argv
+        .iter()
+        .map(|a| shell_quote(a))
+        .collect();
+    if printf.len() > 2 {
+        format!("{}; {}", printf.join(" "), probe.join(" "))
+    } else {
+        probe.join(" ")
+    }
+}
+
 /// The probe script for `request`.
 pub fn probe_command(request: &ProbeRequest) -> RemoteCommand {
     let mut argv = vec![
@@ -118,157 +144,9 @@ pub fn probe_command(request: &ProbeRequest) -> RemoteCommand {
     RemoteCommand { argv }
 }
 
-/// Longest field kept from a probe line (the node cuts at 300 bytes already).
-pub const FIELD_CHARS: usize = 300;
-
-/// Most tools one node's answer may name (the plan's known programs are far fewer).
-pub const TOOLS_KEPT: usize = 256;
-
-/// A program as the node has it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct ToolFound {
-    /// Where it is; `None` when it is not there.
-    pub path: Option<String>,
-    /// Why not, when it is not there.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub missing: Option<String>,
-    /// The first line its version option printed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub version: Option<String>,
-}
-
-/// One probe's outcome: ok or not, and its words.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Probed {
-    /// The node's status word (`ok`, `missing`, `nocuda`, `fail`).
-    pub status: String,
-    /// What it said.
-    pub detail: String,
-}
-
-impl Probed {
-    /// True when the status is `ok`.
-    pub fn ok(&self) -> bool {
-        self.status == "ok"
-    }
-}
-
-/// Everything one node's probe said.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct NodeProbe {
-    /// Programs by their key.
-    pub tools: BTreeMap<String, ToolFound>,
-    /// python3 and torch, when asked.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub torch: Option<Probed>,
-    /// KiB free where the run's control directory is (or would be made).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub free_kib: Option<u64>,
-    /// Why the free space is unknown.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub disk_error: Option<String>,
-    /// The control directory, or the directory it would be made in, writable.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub dir: Option<Probed>,
-    /// The kernel log readable.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub kernel_log: Option<Probed>,
-    /// The node's kernel, from the closing line (its absence: the probe was cut off).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub kernel: Option<String>,
-    /// The closing line came: every probe answered.
-    pub complete: bool,
-    /// Lines that are no probe line.
-    pub garbled_lines: u64,
-    /// The first of them, stripped and cut.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub first_garbled: Option<String>,
-}
-
-/// One field of a node's line, safe to print and bounded.
-fn field(s: &str) -> String {
-    crate::model::fit(crate::model::strip_controls(s).trim(), FIELD_CHARS)
-}
-
-/// Read the probe's output; never fails: what does not parse is counted.
-pub fn parse_probe(output: &str) -> NodeProbe {
-    let mut probe = NodeProbe::default();
-    for line in output.lines() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        if !take_line(&mut probe, line) {
-            probe.garbled_lines += 1;
-            if probe.first_garbled.is_none() {
-                probe.first_garbled = Some(crate::model::fit(&field(line), 80));
-            }
-        }
-    }
-    probe
-}
-
-/// Take one line into `probe`; false when it is no probe line.
-fn take_line(probe: &mut NodeProbe, line: &str) -> bool {
-    let mut parts = line.splitn(4, '\t');
-    let (Some(kind), Some(key), Some(status), Some(detail)) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return false;
-    };
-    let key = field(key);
-    let status = field(status);
-    let detail = field(detail);
-    let ok = status == "ok";
-    match kind {
-        "tool" | "version" if key.is_empty() => false,
-        "tool" => {
-            if !probe.tools.contains_key(&key) && probe.tools.len() >= TOOLS_KEPT {
-                return false;
-            }
-            let entry = probe.tools.entry(key).or_default();
-            if ok {
-                entry.path = Some(detail);
-                entry.missing = None;
-            } else {
-                entry.path = None;
-                entry.missing = Some(detail);
-            }
-            true
-        }
-        "version" => match probe.tools.get_mut(&key) {
-            Some(entry) if entry.path.is_some() => {
-                entry.version = Some(detail);
-                true
-            }
-            _ => false,
-        },
-        "torch" => {
-            probe.torch = Some(Probed { status, detail });
-            true
-        }
-        "disk" => {
-            match detail.parse::<u64>() {
-                Ok(kib) if ok => probe.free_kib = Some(kib),
-                _ => probe.disk_error = Some(detail),
-            }
-            true
-        }
-        "dir" => {
-            probe.dir = Some(Probed { status, detail });
-            true
-        }
-        "kernel-log" => {
-            probe.kernel_log = Some(Probed { status, detail });
-            true
-        }
-        "done" => {
-            probe.complete = true;
-            probe.kernel = Some(detail).filter(|d| !d.is_empty());
-            true
-        }
-        _ => false,
-    }
-}
+pub use crate::parsers::doctor::{
+    FIELD_CHARS, NodeProbe, Probed, TOOLS_KEPT, ToolFound, parse_probe,
+};
 
 #[cfg(test)]
 mod tests {

@@ -159,6 +159,7 @@ pub(super) fn template_values(
         ("hostfile", format!("{shell_dir}/hostfile")),
         ("peer", peer.to_string()),
         ("burnin", burnin_on(&node.spec)),
+        ("doctor_probe", doctor_probe(ctx, node)),
     ];
     for (key, val) in &builtins {
         let checked = matches!(
@@ -191,6 +192,30 @@ pub(super) fn template_values(
     }
     v.extend(builtin_map);
     Ok(v)
+}
+
+/// `{doctor_probe}`: the doctor's probe of what every phase of the plan needs on `node`, as
+/// one command T0's script runs (empty where no phase's command names it).
+fn doctor_probe(ctx: &RunContext, node: &RunnerNode) -> String {
+    use crate::config::inventory::Mode;
+    use crate::phases::doctor::{judge, needs, probe};
+    if !ctx
+        .plan
+        .phases
+        .iter()
+        .any(|p| p.command.contains("{doctor_probe}"))
+    {
+        return String::new();
+    }
+    let needs = needs::plan_needs(&ctx.plan);
+    let first = ctx.nodes.first().map(|n| n.spec.name.as_str()) == Some(node.spec.name.as_str());
+    let burnin_key = matches!(node.spec.mode, Mode::Agent | Mode::Smi | Mode::Prometheus)
+        .then(|| node.spec.agent_path.clone());
+    let request = judge::request_for(&needs, &ctx.plan.remote_dir, first, burnin_key.as_deref());
+    probe::inline_probe(
+        &request,
+        &judge::need_lines(&needs, first, burnin_key.as_deref()),
+    )
 }
 
 /// Why a phase cannot start at all (`SKIPPED`), if it cannot.
