@@ -116,6 +116,27 @@ pub fn screen_size(s: &str) -> Result<(u16, u16), String> {
     }
 }
 
+/// `localize --screen`: pairs or groups.
+pub fn parse_screen(s: &str) -> Result<crate::phases::localize::search::Screen, String> {
+    use crate::phases::localize::search::Screen;
+    match s {
+        "pairs" => Ok(Screen::Pairs),
+        "groups" => Ok(Screen::Groups),
+        _ => Err(format!("{:?}: pairs or groups", crate::model::excerpt(s))),
+    }
+}
+
+/// A share in percent: finite, above 0 and at most 100.
+pub fn parse_pct(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 100.0 => Ok(v),
+        _ => Err(format!(
+            "{:?}: a percentage above 0 and at most 100",
+            crate::model::excerpt(s)
+        )),
+    }
+}
+
 /// `bench record --hours`: above 0 and at most 720 (30 days).
 pub fn bench_hours(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
@@ -301,6 +322,43 @@ pub enum Command {
         /// burnin.toml, if it exists).
         #[arg(long)]
         baseline: Option<PathBuf>,
+    },
+    /// Find the nodes, or links between two nodes, that make a multi-node phase slow: runs the
+    /// phase's own command on groups of nodes, round by round (screen, bisect, confirm beside
+    /// two good partners). Exit 0: nothing named; 1: a node or link named; 2: could not run.
+    #[command(
+        after_help = "Examples:\n  burnin localize\n  burnin localize --phase T7 --nodes node01,node02,node03,node04 --json\n  burnin localize --demo --sim-nodes 96 --fault bad-node:41 --fault bad-link:3-70"
+    )]
+    Localize {
+        /// The multi-node phase whose command each group runs.
+        #[arg(long, default_value = "T7")]
+        phase: String,
+        /// Search these nodes of the inventory only (comma-separated names).
+        #[arg(long, value_delimiter = ',')]
+        nodes: Vec<String>,
+        /// The first round's partition: pairs (fewest rounds) or groups of √N (fewest tests);
+        /// default: pairs from 4 nodes.
+        #[arg(long, value_parser = parse_screen)]
+        screen: Option<crate::phases::localize::search::Screen>,
+        /// A group is slow under this share (%) of the upper quartile of the groups of its size.
+        #[arg(long, default_value_t = 80.0, value_parser = parse_pct)]
+        peers_pct: f64,
+        /// Print one JSON document (`schema` 1) instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Search a simulated fabric instead of burnin.toml's nodes.
+        #[arg(long)]
+        demo: bool,
+        /// With --demo: simulated nodes (2 to 4096).
+        #[arg(long, default_value_t = 16, value_parser = count::<2, 4096>)]
+        sim_nodes: usize,
+        /// With --demo: a fabric fault, bad-node:N, bad-link:A-B or flaky-node:N (nodes from 1;
+        /// repeatable).
+        #[arg(long = "fault", value_parser = crate::commands::localize::parse_fabric_fault)]
+        faults: Vec<crate::sim::fabric::FabricFault>,
+        /// With --demo: the simulation's seed.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
     },
     /// Watch the nodes long enough to judge, then list stalled, throttled or erroring GPUs and
     /// links. Exit 0: nothing above info; 1: a warning; 2: a critical finding; 3: could not run.
@@ -595,6 +653,23 @@ pub enum BenchKind {
         /// Warm rounds (1 to 1000).
         #[arg(long, default_value_t = 5, value_parser = count::<1, 1000>)]
         rounds: usize,
+    },
+    /// The fault search over simulated fabrics: rounds and tests for N nodes with K bad ones,
+    /// beside disjoint pairs with a second pass and every pair; healthy nodes named, bad ones
+    /// missed, over the seeds.
+    #[command(
+        after_help = "Examples:\n  burnin bench localize\n  burnin bench localize --nodes 96 --bad 1 --seeds 100"
+    )]
+    Localize {
+        /// Node counts (default 16, 96, 232, 1024).
+        #[arg(long, value_delimiter = ',', value_parser = count::<2, 4096>)]
+        nodes: Vec<usize>,
+        /// Bad node counts (default 0, 1, 2, 5).
+        #[arg(long, value_delimiter = ',', value_parser = count::<0, 64>)]
+        bad: Vec<usize>,
+        /// Seeds per line (1 to 10000).
+        #[arg(long, default_value_t = 100, value_parser = count::<1, 10000>)]
+        seeds: usize,
     },
     /// The agent's CPU per GPU-sample on this node's NVML, as `burnin agent --stats` gives it,
     /// with SLOTS GPU slots read round robin from the GPUs here: a one-GPU machine makes the

@@ -6,6 +6,8 @@ pub mod demo;
 pub mod deploy;
 pub mod doctor;
 pub mod init;
+pub mod localize;
+pub mod localize_bench;
 pub mod look;
 pub mod man;
 pub mod parse;
@@ -64,6 +66,49 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
             resume,
             record,
         }) => watch::watch(&config, ssh_config, &look, resume.as_deref(), record).await,
+        Some(Command::Localize {
+            phase,
+            nodes,
+            screen,
+            peers_pct,
+            json,
+            demo,
+            sim_nodes,
+            faults,
+            seed,
+        }) => {
+            localize::localize(localize::LocalizeArgs {
+                config,
+                ssh_config,
+                phase,
+                nodes,
+                screen,
+                peers_pct,
+                json,
+                demo: demo.then_some(localize::DemoFabric {
+                    nodes: sim_nodes,
+                    faults,
+                    seed,
+                }),
+            })
+            .await
+        }
+        Some(Command::Bench {
+            what: cli::BenchKind::Localize { nodes, bad, seeds },
+        }) => {
+            let nodes = if nodes.is_empty() {
+                vec![16, 96, 232, 1024]
+            } else {
+                nodes
+            };
+            let bad = if bad.is_empty() {
+                vec![0, 1, 2, 5]
+            } else {
+                bad
+            };
+            crate::print_safe!("{}", localize_bench::table(&nodes, &bad, seeds as u64));
+            Ok(0)
+        }
         Some(Command::Doctor {
             json,
             runs_dir,

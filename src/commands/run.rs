@@ -275,7 +275,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
         session.dir().display()
     );
 
-    let (abort_rx, interrupted) = abort_on_signals();
+    let (abort_rx, interrupted) = abort_on_signals("burnin run");
 
     // `--only` a together phase runs its members alone first: its figures compare with theirs.
     let mut only = args.only.clone();
@@ -431,7 +431,9 @@ fn enter_presses() -> watch::Receiver<u64> {
 
 /// SIGINT/SIGTERM abort what runs (every node's process group) and skip what is left: the
 /// switch the phases watch, and whether it was thrown.
-fn abort_on_signals() -> (
+pub(super) fn abort_on_signals(
+    who: &'static str,
+) -> (
     watch::Receiver<Option<crate::phases::remote::StopReason>>,
     Arc<AtomicBool>,
 ) {
@@ -448,7 +450,7 @@ fn abort_on_signals() -> (
             _ = tokio::signal::ctrl_c() => {}
             _ = term.recv() => {}
         }
-        crate::eprintln_safe!("burnin run: interrupted: aborting the running phase on every node");
+        crate::eprintln_safe!("{who}: interrupted: aborting the running phase on every node");
         thrown.store(true, Ordering::SeqCst);
         let _ = abort_tx.send(Some(crate::phases::remote::StopReason::Aborted));
     });

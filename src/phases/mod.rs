@@ -5,5 +5,6 @@
 
 pub mod doctor;
 pub mod kubernetes;
+pub mod localize;
 pub mod remote;
 pub mod runner;

@@ -30,6 +30,7 @@ use crate::plan::default_plan;
 use crate::plan::gates::{self, Baseline, Observed};
 use crate::triage::telemetry_log::TelemetryLog;
 
+pub mod fabric;
 mod frames;
 mod phases;
 #[cfg(test)]

@@ -1,0 +1,513 @@
+//! `burnin localize`: which nodes, or which links between two nodes, make a multi-node phase
+//! slow. The search (`phases::localize::search`) picks each round's groups; every group runs
+//! the phase's own command as the plan writes it, with the group's nodes in `{hosts}`,
+//! `{hosts_slots}`, `{hostfile}`, `{np}`, `{nnodes}` and `{nodelist}` (its first node launches),
+//! all groups of a round at once. `--demo` searches a simulated fabric (`sim::fabric`).
+//! Exit 0: nothing named; 1: a node or link named; 2: it could not run.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use color_eyre::eyre::Result;
+use serde::Serialize;
+use tokio::sync::mpsc;
+
+use super::load_inventory;
+use crate::model::phase::{PhaseEvent, Verdict};
+use crate::phases::localize::search::{Judged, Screen, Search, SearchConfig, TestResult};
+use crate::phases::runner::{RunContext, RunnerNode, run_phase};
+use crate::plan::{Gate, PhaseSpec, Scope};
+use crate::sim::fabric::{FabricFault, SimFabric};
+
+/// Version of the `localize --json` document.
+pub const LOCALIZE_SCHEMA: u32 = 1;
+
+/// What `burnin localize` was asked.
+pub struct LocalizeArgs {
+    /// burnin.toml.
+    pub config: std::path::PathBuf,
+    /// `--ssh-config`.
+    pub ssh_config: Option<std::path::PathBuf>,
+    /// `--phase`.
+    pub phase: String,
+    /// `--nodes`: a subset of the inventory's nodes (empty: all).
+    pub nodes: Vec<String>,
+    /// `--screen`: `None` picks the one with fewer rounds.
+    pub screen: Option<Screen>,
+    /// `--peers-pct`.
+    pub peers_pct: f64,
+    /// `--json`.
+    pub json: bool,
+    /// `--demo`: simulated nodes, with these faults (`bad-node:N`, `bad-link:A-B`,
+    /// `flaky-node:N`, nodes numbered from 1).
+    pub demo: Option<DemoFabric>,
+}
+
+/// `--demo`'s fabric.
+pub struct DemoFabric {
+    /// Nodes.
+    pub nodes: usize,
+    /// Faults.
+    pub faults: Vec<FabricFault>,
+    /// Seed.
+    pub seed: u64,
+}
+
+/// Read one `--fault` of `localize --demo`: `bad-node:7`, `bad-link:3-11`, `flaky-node:5`
+/// (nodes numbered from 1, as `node07` is the seventh).
+pub fn parse_fabric_fault(s: &str) -> Result<FabricFault, String> {
+    let (kind, arg) = s
+        .split_once(':')
+        .ok_or_else(|| format!("{s:?}: write bad-node:N, bad-link:A-B or flaky-node:N"))?;
+    let node = |t: &str| -> Result<usize, String> {
+        t.trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=4096).contains(n))
+            .map(|n| n - 1)
+            .ok_or_else(|| format!("{t:?} is no node number (1 to 4096)"))
+    };
+    match kind {
+        "bad-node" => Ok(FabricFault::BadNode(node(arg)?)),
+        "flaky-node" => Ok(FabricFault::FlakyNode(node(arg)?)),
+        "bad-link" => {
+            let (a, b) = arg
+                .split_once('-')
+                .ok_or_else(|| format!("{arg:?}: write bad-link:A-B"))?;
+            let (a, b) = (node(a)?, node(b)?);
+            if a == b {
+                return Err("a link needs two different nodes".into());
+            }
+            Ok(FabricFault::BadLink(a, b))
+        }
+        _ => Err(format!(
+            "{kind:?} is no fabric fault (bad-node, bad-link, flaky-node)"
+        )),
+    }
+}
+
+/// The search's answer, as `--json` prints it.
+#[derive(Debug, Serialize)]
+pub struct LocalizeDoc {
+    /// Format version.
+    pub schema: u32,
+    /// The phase searched.
+    pub phase: String,
+    /// The nodes searched, in order (tests name them by index into this).
+    pub nodes: Vec<String>,
+    /// The first round's partition.
+    pub screen: Screen,
+    /// Nodes named: slow beside two different good partners.
+    pub bad_nodes: Vec<String>,
+    /// Pairs named: each passes with others, slow together twice.
+    pub bad_links: Vec<(String, String)>,
+    /// Slow tests that named nobody, in words.
+    pub not_reproduced: Vec<String>,
+    /// What the search could not follow up.
+    pub stuck: Vec<String>,
+    /// Rounds.
+    pub rounds: u32,
+    /// Tests.
+    pub tests: usize,
+    /// Every test with its figure and how it was read.
+    pub groups: Vec<Judged>,
+}
+
+impl LocalizeDoc {
+    fn of(phase: &str, nodes: &[String], screen: Screen, s: &Search) -> LocalizeDoc {
+        let name = |i: usize| nodes.get(i).cloned().unwrap_or_else(|| format!("#{i}"));
+        LocalizeDoc {
+            schema: LOCALIZE_SCHEMA,
+            phase: phase.to_string(),
+            nodes: nodes.to_vec(),
+            screen,
+            bad_nodes: s.bad_nodes.iter().map(|b| name(b.node)).collect(),
+            bad_links: s
+                .bad_links
+                .iter()
+                .map(|l| (name(l.nodes.0), name(l.nodes.1)))
+                .collect(),
+            not_reproduced: s
+                .not_reproduced
+                .iter()
+                .map(|n| {
+                    let who: Vec<String> = n.nodes.iter().take(8).map(|i| name(*i)).collect();
+                    format!("{}: {}", who.join("+"), n.why)
+                })
+                .collect(),
+            stuck: s.stuck.clone(),
+            rounds: s.rounds(),
+            tests: s.tests().len(),
+            groups: s.tests().to_vec(),
+        }
+    }
+
+    /// The words printed at the end.
+    fn words(&self) -> String {
+        let mut out = String::new();
+        let head = if self.bad_nodes.is_empty() && self.bad_links.is_empty() {
+            "nothing named".to_string()
+        } else {
+            let mut parts = Vec::new();
+            if !self.bad_nodes.is_empty() {
+                parts.push(format!("bad node(s): {}", self.bad_nodes.join(", ")));
+            }
+            if !self.bad_links.is_empty() {
+                let links: Vec<String> = self
+                    .bad_links
+                    .iter()
+                    .map(|(a, b)| format!("{a}–{b}"))
+                    .collect();
+                parts.push(format!("bad link(s): {}", links.join(", ")));
+            }
+            parts.join("; ")
+        };
+        out.push_str(&format!(
+            "localize {}: {head} ({} rounds, {} tests over {} nodes)\n",
+            self.phase,
+            self.rounds,
+            self.tests,
+            self.nodes.len()
+        ));
+        for node in &self.bad_nodes {
+            out.push_str(&format!(
+                "  {node}: slow beside {}\n",
+                self.evidence_of(node)
+            ));
+        }
+        for (a, b) in &self.bad_links {
+            out.push_str(&format!(
+                "  {a}–{b}: each passes with others, slow together ({})\n",
+                self.pair_evidence(a, b)
+            ));
+        }
+        for n in &self.not_reproduced {
+            out.push_str(&format!("  not named: {n}\n"));
+        }
+        for s in &self.stuck {
+            out.push_str(&format!("  not followed up: {s}\n"));
+        }
+        out
+    }
+
+    /// The slow tests of `node` beside one good partner: "node03 (188.0), node09 (185.2)".
+    fn evidence_of(&self, node: &str) -> String {
+        let idx = self.nodes.iter().position(|n| n == node);
+        let parts: Vec<String> = self
+            .groups
+            .iter()
+            .filter(|g| g.slow && g.test.members.len() == 1 && Some(g.test.members[0]) == idx)
+            .filter_map(|g| {
+                let p = self.nodes.get(*g.test.padding.first()?)?;
+                Some(format!(
+                    "{p} ({})",
+                    g.result
+                        .figure
+                        .map_or_else(|| "no figure".into(), |f| format!("{f:.1}"))
+                ))
+            })
+            .collect();
+        parts.join(", ")
+    }
+
+    fn pair_evidence(&self, a: &str, b: &str) -> String {
+        let figures: Vec<String> = self
+            .groups
+            .iter()
+            .filter(|g| g.slow)
+            .filter(|g| {
+                let names: Vec<&str> = g
+                    .test
+                    .nodes()
+                    .iter()
+                    .filter_map(|i| self.nodes.get(*i).map(String::as_str))
+                    .collect();
+                names.len() == 2 && names.contains(&a) && names.contains(&b)
+            })
+            .map(|g| {
+                g.result
+                    .figure
+                    .map_or_else(|| "no figure".into(), |f| format!("{f:.1}"))
+            })
+            .collect();
+        format!("as a pair: {}", figures.join(", "))
+    }
+}
+
+/// The screen with fewer rounds for `n` nodes (pairs, except where one group is all there is).
+pub fn pick_screen(n: usize) -> Screen {
+    if n <= 3 {
+        Screen::Groups
+    } else {
+        Screen::Pairs
+    }
+}
+
+/// What the search will do, before it starts.
+fn plan_words(phase: &PhaseSpec, n: usize, screen: Screen) -> String {
+    let groups = crate::phases::localize::search::partition(n, screen.group_size(n));
+    let per_fault = match screen {
+        Screen::Pairs => 2,
+        Screen::Groups => 1 + (screen.group_size(n) as f64).log2().ceil() as u32,
+    };
+    format!(
+        "localize {}: {n} nodes; round 1 screens them in {} {} at once; a clean screen takes one more \
+         round (every node at once), a bad node about {} more, a bad link more; each round takes up to \
+         the phase's time limit ({} s)",
+        phase.id,
+        groups.len(),
+        match screen {
+            Screen::Pairs => "pairs",
+            Screen::Groups => "groups",
+        },
+        per_fault,
+        phase.timeout.as_secs()
+    )
+}
+
+/// The figure the phase's gates judge (its first `min`, `baseline` or `peers` gate's), which
+/// the search compares between groups.
+pub fn judged_figure(spec: &PhaseSpec) -> String {
+    spec.gates
+        .iter()
+        .find_map(|g| match g {
+            Gate::Min { figure, .. }
+            | Gate::Baseline { figure, .. }
+            | Gate::Peers { figure, .. } => Some(figure.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| "busbw_all_reduce".into())
+}
+
+/// One group's result from the phase's outcome: its worst subject's figure, and whether the
+/// phase failed it.
+fn result_of(outcome: &crate::phases::runner::PhaseOutcome, figure: &str) -> TestResult {
+    let figures = crate::plan::gates::figures(&outcome.metrics);
+    let value = figures.get(figure).and_then(|samples| {
+        samples
+            .iter()
+            .map(|s| s.value)
+            .filter(|v| v.is_finite())
+            .min_by(f64::total_cmp)
+    });
+    TestResult {
+        figure: value,
+        failed: matches!(
+            outcome.verdict,
+            Verdict::Fail | Verdict::Timeout | Verdict::Aborted
+        ),
+        words: crate::model::fit(&outcome.reason, 300),
+    }
+}
+
+/// `burnin localize`.
+pub async fn localize(args: LocalizeArgs) -> Result<i32> {
+    if let Some(demo) = &args.demo {
+        return Ok(localize_demo(&args, demo));
+    }
+    let Some(inventory) = load_inventory(&args.config) else {
+        return Ok(2);
+    };
+    let plan = match super::run::load_plan(&inventory) {
+        Ok(p) => Arc::new(p),
+        Err(e) => {
+            crate::eprintln_safe!("burnin localize: plan: {e}");
+            return Ok(2);
+        }
+    };
+    let Some(spec) = plan.find(&args.phase).cloned() else {
+        crate::eprintln_safe!(
+            "burnin localize: no phase {} in {}",
+            crate::model::strip_controls(&args.phase),
+            plan.file
+        );
+        return Ok(2);
+    };
+    if !matches!(spec.scope, Scope::Mpirun | Scope::Launcher) {
+        crate::eprintln_safe!(
+            "burnin localize: {} runs {}: the search needs a phase that runs one job across the nodes (scope mpirun or launcher)",
+            spec.id,
+            spec.scope.label()
+        );
+        return Ok(2);
+    }
+    if let Some(why) = crate::phases::runner::skip_reason(&plan, &spec) {
+        crate::eprintln_safe!("burnin localize: {} cannot run: {why}", spec.id);
+        return Ok(2);
+    }
+    let ssh = crate::transport::ssh::settings(args.ssh_config.clone(), &inventory);
+    let all = super::run::runner_nodes(&inventory, &ssh);
+    let nodes: Vec<RunnerNode> = if args.nodes.is_empty() {
+        all
+    } else {
+        let mut picked = Vec::new();
+        for name in &args.nodes {
+            match all.iter().find(|n| &n.spec.name == name) {
+                Some(n) => picked.push(n.clone()),
+                None => {
+                    crate::eprintln_safe!(
+                        "burnin localize: {} is not a node of {}",
+                        crate::model::strip_controls(name),
+                        inventory.file
+                    );
+                    return Ok(2);
+                }
+            }
+        }
+        picked
+    };
+    let names: Vec<String> = nodes.iter().map(|n| n.spec.name.clone()).collect();
+    let screen = args.screen.unwrap_or_else(|| pick_screen(nodes.len()));
+    let (_, baseline) = super::run::baseline_for(&args.config, None)?;
+    crate::eprintln_safe!("{}", plan_words(&spec, nodes.len(), screen));
+    let (abort_rx, interrupted) = super::run::abort_on_signals("burnin localize");
+    let stamp = crate::record::session::new_run_id();
+    let base = RunContext {
+        run_id: String::new(),
+        attempt: 1,
+        earlier: BTreeMap::new(),
+        confirm: None,
+        plan: Arc::clone(&plan),
+        nodes: Vec::new(),
+        baseline,
+        telemetry: None,
+    };
+    let figure = judged_figure(&spec);
+    let mut search = Search::new(
+        nodes.len(),
+        SearchConfig {
+            screen,
+            peers_pct: args.peers_pct,
+        },
+    );
+    while let Some(round) = search.next_round() {
+        if interrupted.load(std::sync::atomic::Ordering::SeqCst) {
+            break;
+        }
+        let mut jobs = tokio::task::JoinSet::new();
+        for test in &round {
+            let mut ctx = base.clone();
+            ctx.run_id = format!("localize-{stamp}-r{}-t{}", test.round, test.id);
+            ctx.nodes = test.nodes().iter().map(|i| nodes[*i].clone()).collect();
+            let (spec, abort, id) = (Arc::clone(&spec), abort_rx.clone(), test.id);
+            jobs.spawn(async move {
+                let (tx, mut rx) = mpsc::channel::<PhaseEvent>(1024);
+                let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
+                let outcome = run_phase(&ctx, spec, abort, tx).await;
+                let _ = drain.await;
+                (id, outcome)
+            });
+        }
+        let mut results = Vec::new();
+        while let Some(done) = jobs.join_next().await {
+            if let Ok((id, outcome)) = done {
+                results.push((id, result_of(&outcome, &figure)));
+            }
+        }
+        let first = search.tests().len();
+        search.record(results);
+        for j in &search.tests()[first..] {
+            crate::eprintln_safe!("{}", test_line(j, &names));
+        }
+    }
+    let doc = LocalizeDoc::of(&spec.id, &names, screen, &search);
+    print_doc(&doc, args.json);
+    if interrupted.load(std::sync::atomic::Ordering::SeqCst) {
+        crate::eprintln_safe!("burnin localize: interrupted: the search did not finish");
+        return Ok(2);
+    }
+    Ok(exit_code(&doc))
+}
+
+/// 1 where something is named; 2 where nothing is but the search could not judge (no peers
+/// level, no partner): never an all-clear it did not earn; 0 otherwise.
+fn exit_code(doc: &LocalizeDoc) -> i32 {
+    if !doc.bad_nodes.is_empty() || !doc.bad_links.is_empty() {
+        1
+    } else if !doc.stuck.is_empty() {
+        2
+    } else {
+        0
+    }
+}
+
+fn print_doc(doc: &LocalizeDoc, json: bool) {
+    if json {
+        match serde_json::to_string_pretty(doc) {
+            Ok(s) => crate::println_safe!("{s}"),
+            Err(e) => crate::eprintln_safe!("burnin localize: {e}"),
+        }
+    } else {
+        crate::print_safe!("{}", doc.words());
+    }
+}
+
+/// One test as progress: "round 2 test 9 (partner) node07+node12: 185.3 slow: 185.3 < 80 % …".
+fn test_line(j: &Judged, names: &[String]) -> String {
+    let who: Vec<&str> = j
+        .test
+        .nodes()
+        .iter()
+        .take(12)
+        .filter_map(|i| names.get(*i).map(String::as_str))
+        .collect();
+    let more = j.test.nodes().len().saturating_sub(12);
+    format!(
+        "round {} test {} ({}) {}{}: {}: {}",
+        j.test.round,
+        j.test.id,
+        serde_json::to_value(j.test.purpose)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default(),
+        who.join("+"),
+        if more > 0 {
+            format!(" +{more} more")
+        } else {
+            String::new()
+        },
+        if j.slow { "SLOW" } else { "ok" },
+        j.why
+    )
+}
+
+/// `localize --demo`: the search over a simulated fabric.
+fn localize_demo(args: &LocalizeArgs, demo: &DemoFabric) -> i32 {
+    let names: Vec<String> = (1..=demo.nodes).map(|i| format!("node{i:02}")).collect();
+    if let Some(f) = demo.faults.iter().find(|f| match f {
+        FabricFault::BadNode(n) | FabricFault::FlakyNode(n) => *n >= demo.nodes,
+        FabricFault::BadLink(a, b) => *a >= demo.nodes || *b >= demo.nodes,
+    }) {
+        crate::eprintln_safe!(
+            "burnin localize --demo: {f:?} names a node past the {} simulated",
+            demo.nodes
+        );
+        return 2;
+    }
+    let screen = args.screen.unwrap_or_else(|| pick_screen(demo.nodes));
+    let mut fabric = SimFabric::new(demo.nodes, demo.faults.clone(), demo.seed);
+    crate::eprintln_safe!(
+        "localize (demo): {} simulated nodes, screen {}; healthy all_reduce busbw {} GB/s, a fault halves it",
+        demo.nodes,
+        screen.name(),
+        crate::sim::fabric::HEALTHY_BUSBW
+    );
+    let mut search = Search::new(
+        demo.nodes,
+        SearchConfig {
+            screen,
+            peers_pct: args.peers_pct,
+        },
+    );
+    while let Some(round) = search.next_round() {
+        let results = round.iter().map(|t| (t.id, fabric.run(t))).collect();
+        let first = search.tests().len();
+        search.record(results);
+        for j in &search.tests()[first..] {
+            crate::eprintln_safe!("{}", test_line(j, &names));
+        }
+    }
+    let doc = LocalizeDoc::of("T7 (simulated)", &names, screen, &search);
+    print_doc(&doc, args.json);
+    exit_code(&doc)
+}

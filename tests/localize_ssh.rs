@@ -1,0 +1,169 @@
+//! `burnin localize` over real SSH (an sshd per node on loopback, tests/common/sshd.rs), through
+//! the binary as an engineer runs it. The phase's command is a stand-in `all_reduce_perf` that
+//! prints nccl-tests' own table (busbw = algbw × 2(n−1)/n, n ranks) for the hosts it was given,
+//! at 370 GB/s, or at half that when a chosen node, or both nodes of a chosen pair, are among
+//! them; a "flaky" node is slow in the first test it is in only. The search must name the bad
+//! node alone, two among 32, a bad pair as a link, and nobody on a clean fabric or for a node
+//! slow once.
+
+// A test fails loudly on what it did not expect: expect and unwrap are its asserts.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+mod common;
+
+use std::process::Command;
+
+use common::site::{BIN, Site};
+
+/// The plan: one multi-node phase, its first node launching the stand-in with every host.
+const PLAN: &str = r#"
+[[phase]]
+id = "T7"
+title = "multi-node NCCL (stand-in)"
+scope = "mpirun"
+parser = "nccl-tests"
+timeout = "2m"
+gates = [{ kind = "zero-wrong" }, { kind = "min", figure = "busbw_all_reduce", value = 10 }]
+command = "all_reduce_perf -H {hosts_slots} -b 1M -e 1G"
+"#;
+
+/// The stand-in: slow (half busbw) when any of `bad` is among its hosts, when both nodes of a
+/// pair in `links` are, or the first time `flaky` is.
+fn stand_in(bad: &[&str], links: &[(&str, &str)], flaky: Option<&str>, marks: &str) -> String {
+    let mut checks = String::new();
+    for b in bad {
+        checks.push_str(&format!(
+            "case \",$hosts,\" in *\",{b}:\"*) slow=1 ;; esac\n"
+        ));
+    }
+    for (a, b) in links {
+        checks.push_str(&format!(
+            "case \",$hosts,\" in *\",{a}:\"*) case \",$hosts,\" in *\",{b}:\"*) slow=1 ;; esac ;; esac\n"
+        ));
+    }
+    if let Some(f) = flaky {
+        checks.push_str(&format!(
+            "case \",$hosts,\" in *\",{f}:\"*) if mkdir '{marks}/{f}' 2>/dev/null; then slow=1; fi ;; esac\n"
+        ));
+    }
+    format!(
+        r##"#!/bin/sh
+hosts=""
+while [ $# -gt 0 ]; do case "$1" in -H) hosts="$2"; shift 2 ;; *) shift ;; esac; done
+slow=0
+{checks}n=$(printf '%s\n' "$hosts" | tr ',' '\n' | grep -c .)
+echo "# nThread 1 nGpus 1 minBytes 1048576 maxBytes 1073741824 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0"
+echo "#"
+echo "# Using devices"
+i=0; for h in $(printf '%s\n' "$hosts" | tr ',' ' '); do echo "#  Rank  $i Group  0 Pid  100$i on ${{h%%:*}} device  0 [0000:04:00] NVIDIA B300"; i=$((i+1)); done
+echo "#"
+echo "#                                                              out-of-place                       in-place          "
+echo "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong"
+echo "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       "
+awk -v n="$n" -v slow="$slow" 'BEGIN {{
+  bus = (slow ? 185 : 370); f = 2 * (n - 1) / n; alg = bus / f; total = 0; rows = 0
+  for (s = 1048576; s <= 1073741824; s *= 4) {{
+    t = s / alg / 1000; printf "%12d %13d %9s %7s %7d %8.1f %7.2f %7.2f %6d %8.1f %7.2f %7.2f %6d\n", s, s / 4, "float", "sum", -1, t, alg, bus, 0, t, alg, bus, 0
+    total += bus; rows++
+  }}
+  printf "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : %.2f \n#\n", total / rows
+}}'
+"##
+    )
+}
+
+/// (exit code, the JSON document, stderr) of `burnin localize --json` on `n` nodes.
+fn localize(n: usize, script: impl Fn(&str) -> String) -> Option<(i32, serde_json::Value, String)> {
+    let site = Site::new(n, 1, PLAN)?;
+    let marks = site.cluster.dir.join("marks");
+    std::fs::create_dir_all(&marks).expect("marks");
+    site.cluster
+        .install_tool("all_reduce_perf", &script(&marks.display().to_string()));
+    let out = Command::new(BIN)
+        .args(["localize", "--json", "-c"])
+        .arg(&site.config)
+        .arg("--ssh-config")
+        .arg(&site.cluster.ssh_config)
+        .env("XDG_RUNTIME_DIR", &site.runtime)
+        .env("BURNIN_LOG", site.cluster.dir.join("burnin.log"))
+        .output()
+        .expect("burnin localize");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("localize --json: {e}\nstderr:\n{stderr}"));
+    eprintln!(
+        "localize over {n} sshd nodes: {} rounds, {} tests; bad {} links {}",
+        doc["rounds"], doc["tests"], doc["bad_nodes"], doc["bad_links"]
+    );
+    Some((out.status.code().unwrap_or(-1), doc, stderr))
+}
+
+fn names(v: &serde_json::Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| a.iter().map(|x| x.to_string().replace('"', "")).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn one_bad_node_among_16_is_named_alone() {
+    let Some((code, doc, stderr)) = localize(16, |m| stand_in(&["node05"], &[], None, m)) else {
+        return;
+    };
+    assert_eq!(names(&doc["bad_nodes"]), ["node05"], "{stderr}");
+    assert!(names(&doc["bad_links"]).is_empty(), "{doc}");
+    assert_eq!(code, 1);
+    // Named beside two different good partners, each a test of its own.
+    let partner_tests = doc["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["slow"] == true && g["members"].as_array().is_some_and(|m| m.len() == 1))
+        .count();
+    assert!(partner_tests >= 2, "{doc}");
+    assert!(doc["rounds"].as_u64().unwrap() <= 8, "{doc}");
+}
+
+#[test]
+fn two_bad_nodes_among_32_are_named_alone() {
+    let Some((code, doc, stderr)) = localize(32, |m| stand_in(&["node07", "node22"], &[], None, m))
+    else {
+        return;
+    };
+    assert_eq!(names(&doc["bad_nodes"]), ["node07", "node22"], "{stderr}");
+    assert_eq!(code, 1);
+    assert!(doc["rounds"].as_u64().unwrap() <= 12, "{doc}");
+}
+
+#[test]
+fn a_clean_fabric_names_nobody() {
+    let Some((code, doc, stderr)) = localize(8, |m| stand_in(&[], &[], None, m)) else {
+        return;
+    };
+    assert!(names(&doc["bad_nodes"]).is_empty(), "{stderr}");
+    assert!(names(&doc["bad_links"]).is_empty(), "{doc}");
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["rounds"], 2, "the screen, then every node at once");
+}
+
+#[test]
+fn a_node_slow_once_is_not_named() {
+    let Some((code, doc, stderr)) = localize(8, |m| stand_in(&[], &[], Some("node03"), m)) else {
+        return;
+    };
+    assert!(names(&doc["bad_nodes"]).is_empty(), "{stderr}\n{doc}");
+    assert_eq!(code, 0, "{doc}");
+    let said = doc["not_reproduced"].to_string();
+    assert!(said.contains("node03"), "{said}");
+}
+
+#[test]
+fn a_bad_link_is_named_as_a_link() {
+    let Some((code, doc, stderr)) =
+        localize(8, |m| stand_in(&[], &[("node02", "node07")], None, m))
+    else {
+        return;
+    };
+    assert!(names(&doc["bad_nodes"]).is_empty(), "{stderr}\n{doc}");
+    assert_eq!(doc["bad_links"].to_string(), r#"[["node02","node07"]]"#);
+    assert_eq!(code, 1);
+}
