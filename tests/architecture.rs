@@ -179,6 +179,9 @@ const WORDS_ALLOWED: &[(&str, &str)] = &[
     ("commands/cli.rs", "run_speed"),
     ("commands/cli.rs", "screen_size"),
     ("commands/cli.rs", "bench_hours"),
+    ("commands/cli.rs", "parse_pct"),
+    ("commands/cli.rs", "parse_screen"),
+    ("commands/localize.rs", "parse_fabric_fault"),
     // Checks of a command line's arguments: their words are the command's error line.
     ("agent/mod.rs", "new"),
     ("probes/s3/cli.rs", "spec_from_args"),

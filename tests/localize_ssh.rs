@@ -84,6 +84,8 @@ fn localize(n: usize, script: impl Fn(&str) -> String) -> Option<(i32, serde_jso
         .arg(&site.config)
         .arg("--ssh-config")
         .arg(&site.cluster.ssh_config)
+        .arg("--runs-dir")
+        .arg(&site.runs)
         .env("XDG_RUNTIME_DIR", &site.runtime)
         .env("BURNIN_LOG", site.cluster.dir.join("burnin.log"))
         .output()
@@ -95,6 +97,23 @@ fn localize(n: usize, script: impl Fn(&str) -> String) -> Option<(i32, serde_jso
         "localize over {n} sshd nodes: {} rounds, {} tests; bad {} links {}",
         doc["rounds"], doc["tests"], doc["bad_nodes"], doc["bad_links"]
     );
+    // The record holds the same answer and every group's own output.
+    let record = site.the_run();
+    let kept: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(record.join("localize.json")).expect("localize.json"),
+    )
+    .expect("json");
+    assert_eq!(kept["bad_nodes"], doc["bad_nodes"]);
+    let logs = std::fs::read_dir(record.join("tests"))
+        .expect("tests")
+        .count();
+    assert_eq!(
+        logs as u64,
+        doc["tests"].as_u64().unwrap(),
+        "a log per group"
+    );
+    let first = std::fs::read_to_string(record.join("tests/r1-t0.log")).expect("r1-t0.log");
+    assert!(first.contains("# Avg bus bandwidth"), "{first}");
     Some((out.status.code().unwrap_or(-1), doc, stderr))
 }
 

@@ -359,6 +359,10 @@ pub enum Command {
         /// With --demo: the simulation's seed.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Where the search's record goes (`localize-<id>/`: localize.json and each group's
+        /// output under tests/).
+        #[arg(long, default_value = "burnin-runs")]
+        runs_dir: PathBuf,
     },
     /// Watch the nodes long enough to judge, then list stalled, throttled or erroring GPUs and
     /// links. Exit 0: nothing above info; 1: a warning; 2: a critical finding; 3: could not run.

@@ -41,6 +41,46 @@ pub struct LocalizeArgs {
     /// `--demo`: simulated nodes, with these faults (`bad-node:N`, `bad-link:A-B`,
     /// `flaky-node:N`, nodes numbered from 1).
     pub demo: Option<DemoFabric>,
+    /// `--runs-dir`: the search's record goes in `localize-<id>/` under it.
+    pub runs_dir: std::path::PathBuf,
+}
+
+/// Most bytes of one group's output kept in its log (a verbose NCCL_DEBUG=INFO job on many
+/// ranks prints far more); what is past it is counted in the log's last line.
+const TEST_LOG_BYTES: u64 = 16 << 20;
+
+/// Write a group's output lines to `path` until the bound; the count of lines left out last.
+async fn keep_lines(mut rx: mpsc::Receiver<PhaseEvent>, path: std::path::PathBuf) {
+    use std::io::Write;
+    let mut file = std::fs::File::create(&path)
+        .ok()
+        .map(std::io::BufWriter::new);
+    let (mut written, mut dropped) = (0u64, 0u64);
+    while let Some(ev) = rx.recv().await {
+        let (node, text) = match &ev {
+            PhaseEvent::Line { node, text, .. } => (node.as_deref().unwrap_or("-"), text),
+            PhaseEvent::Note { node, text, .. } => (node.as_deref().unwrap_or("burnin"), text),
+            _ => continue,
+        };
+        let line = format!("{node}| {}\n", crate::model::strip_controls(text));
+        if written + line.len() as u64 > TEST_LOG_BYTES {
+            dropped += 1;
+            continue;
+        }
+        written += line.len() as u64;
+        if let Some(f) = file.as_mut() {
+            let _ = f.write_all(line.as_bytes());
+        }
+    }
+    if let Some(f) = file.as_mut() {
+        if dropped > 0 {
+            let _ = writeln!(
+                f,
+                "burnin| {dropped} more line(s) past {TEST_LOG_BYTES} bytes not kept"
+            );
+        }
+        let _ = f.flush();
+    }
 }
 
 /// `--demo`'s fabric.
@@ -186,6 +226,15 @@ impl LocalizeDoc {
         }
         for s in &self.stuck {
             out.push_str(&format!("  not followed up: {s}\n"));
+        }
+        let figures: Vec<f64> = self.groups.iter().filter_map(|g| g.result.figure).collect();
+        if let (Some(lo), Some(hi)) = (
+            figures.iter().copied().reduce(f64::min),
+            figures.iter().copied().reduce(f64::max),
+        ) {
+            out.push_str(&format!(
+                "  the tests ran at {lo:.1} to {hi:.1}: the search compares groups with each other, so a fabric slow everywhere is caught only by the phase's own gates (its floor, its baseline)\n"
+            ));
         }
         out
     }
@@ -362,6 +411,12 @@ pub async fn localize(args: LocalizeArgs) -> Result<i32> {
     crate::eprintln_safe!("{}", plan_words(&spec, nodes.len(), screen));
     let (abort_rx, interrupted) = super::run::abort_on_signals("burnin localize");
     let stamp = crate::record::session::new_run_id();
+    let record = args.runs_dir.join(format!("localize-{stamp}"));
+    if let Err(e) = std::fs::create_dir_all(record.join("tests")) {
+        crate::eprintln_safe!("burnin localize: cannot make {}: {e}", record.display());
+        return Ok(2);
+    }
+    crate::eprintln_safe!("record: {}", record.display());
     let base = RunContext {
         run_id: String::new(),
         attempt: 1,
@@ -390,9 +445,12 @@ pub async fn localize(args: LocalizeArgs) -> Result<i32> {
             ctx.run_id = format!("localize-{stamp}-r{}-t{}", test.round, test.id);
             ctx.nodes = test.nodes().iter().map(|i| nodes[*i].clone()).collect();
             let (spec, abort, id) = (Arc::clone(&spec), abort_rx.clone(), test.id);
+            let log = record
+                .join("tests")
+                .join(format!("r{}-t{}.log", test.round, test.id));
             jobs.spawn(async move {
-                let (tx, mut rx) = mpsc::channel::<PhaseEvent>(1024);
-                let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
+                let (tx, rx) = mpsc::channel::<PhaseEvent>(1024);
+                let drain = tokio::spawn(keep_lines(rx, log));
                 let outcome = run_phase(&ctx, spec, abort, tx).await;
                 let _ = drain.await;
                 (id, outcome)
@@ -409,8 +467,11 @@ pub async fn localize(args: LocalizeArgs) -> Result<i32> {
         for j in &search.tests()[first..] {
             crate::eprintln_safe!("{}", test_line(j, &names));
         }
+        // After every round: a search cut short keeps what it learnt.
+        write_record(&record, &LocalizeDoc::of(&spec.id, &names, screen, &search));
     }
     let doc = LocalizeDoc::of(&spec.id, &names, screen, &search);
+    write_record(&record, &doc);
     print_doc(&doc, args.json);
     if interrupted.load(std::sync::atomic::Ordering::SeqCst) {
         crate::eprintln_safe!("burnin localize: interrupted: the search did not finish");
@@ -428,6 +489,17 @@ fn exit_code(doc: &LocalizeDoc) -> i32 {
         2
     } else {
         0
+    }
+}
+
+/// `localize.json` in the search's record, written whole then renamed.
+fn write_record(dir: &std::path::Path, doc: &LocalizeDoc) {
+    let Ok(text) = serde_json::to_string_pretty(doc) else {
+        return;
+    };
+    let tmp = dir.join("localize.json.tmp");
+    if std::fs::write(&tmp, text).is_ok() {
+        let _ = std::fs::rename(&tmp, dir.join("localize.json"));
     }
 }
 
@@ -510,4 +582,43 @@ fn localize_demo(args: &LocalizeArgs, demo: &DemoFabric) -> i32 {
     let doc = LocalizeDoc::of("T7 (simulated)", &names, screen, &search);
     print_doc(&doc, args.json);
     exit_code(&doc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn fabric_faults_read_as_written_and_refuse_the_rest() {
+        assert_eq!(
+            parse_fabric_fault("bad-node:7"),
+            Ok(FabricFault::BadNode(6))
+        );
+        assert_eq!(
+            parse_fabric_fault("bad-link:3-11"),
+            Ok(FabricFault::BadLink(2, 10))
+        );
+        assert_eq!(
+            parse_fabric_fault("flaky-node:1"),
+            Ok(FabricFault::FlakyNode(0))
+        );
+        for bad in [
+            "bad-node:0",
+            "bad-node:x",
+            "bad-link:3-3",
+            "bad-link:3",
+            "hot:1",
+            "bad-node",
+        ] {
+            assert!(parse_fabric_fault(bad).is_err(), "{bad}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn garbage_faults_never_panic(s in "\\PC{0,40}") {
+            let _ = parse_fabric_fault(&s);
+        }
+    }
 }

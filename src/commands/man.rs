@@ -119,6 +119,10 @@ const EXIT_STATUS: &[(&str, &str)] = &[
         "0: every phase that is set up can run on every node; 1: something is missing; 2: could not look",
     ),
     (
+        "localize",
+        "0: nothing named; 1: a node or link named; 2: it could not run or could not judge (no peers level, no partner, interrupted)",
+    ),
+    (
         "parse",
         "0: every file read; 1: a phase would FAIL or time out on a file; 2: a file could not be read or understood",
     ),

@@ -76,8 +76,10 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
             sim_nodes,
             faults,
             seed,
+            runs_dir,
         }) => {
             localize::localize(localize::LocalizeArgs {
+                runs_dir,
                 config,
                 ssh_config,
                 phase,

@@ -447,7 +447,7 @@ impl Search {
 
     /// Slow or not, and why.
     fn judge(&self, test: &Test, r: &TestResult, pool: &[(usize, f64)]) -> (bool, String) {
-        let Some(figure) = r.figure else {
+        let Some(figure) = r.figure.filter(|f| f.is_finite()) else {
             return (true, format!("no figure: {}", r.words));
         };
         if r.failed {
@@ -841,4 +841,50 @@ fn upper_quartile(values: &[f64]) -> Option<f64> {
     let at = (v.len() - 1) as f64 * 0.75;
     let (lo, hi) = (at.floor() as usize, at.ceil() as usize);
     Some(v[lo] + (v[hi] - v[lo]) * (at - at.floor()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Whatever comes back (no figure, NaN, infinities, negative, failed at random), the
+        /// search never panics, never puts a node in two tests of a round, and ends.
+        #[test]
+        fn any_results_end_the_search(
+            n in 0usize..48,
+            pairs in any::<bool>(),
+            results in proptest::collection::vec(
+                (proptest::option::of(prop_oneof![any::<f64>(), Just(f64::NAN), Just(f64::INFINITY), 0.0..500.0]), any::<bool>()),
+                1..64,
+            ),
+        ) {
+            let screen = if pairs { Screen::Pairs } else { Screen::Groups };
+            let mut s = Search::new(n, SearchConfig { screen, peers_pct: 80.0 });
+            let mut k = 0usize;
+            let mut rounds = 0;
+            while let Some(round) = s.next_round() {
+                rounds += 1;
+                prop_assert!(rounds < 400, "the search did not end");
+                let mut seen = BTreeSet::new();
+                for t in &round {
+                    prop_assert!(t.nodes().len() >= 2 || n < 2, "{t:?}");
+                    for node in t.nodes() {
+                        prop_assert!(node < n);
+                        prop_assert!(seen.insert(node), "node {node} twice in round {}", t.round);
+                    }
+                }
+                let got = round
+                    .iter()
+                    .map(|t| {
+                        let (figure, failed) = results[k % results.len()];
+                        k += 1;
+                        (t.id, TestResult { figure, failed, words: String::new() })
+                    })
+                    .collect();
+                s.record(got);
+            }
+        }
+    }
 }
