@@ -1004,7 +1004,7 @@ fn at_120x36_panes_shrink_before_they_drop() {
         "util, power and temperature: {node01}"
     );
     assert!(
-        text.contains("Plan 3/17") && text.contains("Triage 2 crit"),
+        text.contains("Plan 3/19") && text.contains("Triage 2 crit"),
         "{text}"
     );
 }

@@ -127,11 +127,24 @@ pub(super) fn evidence_on(d: &ReportData, node: &str, except: &[&str]) -> Vec<No
             .map(|g| g.words.as_str())
             .filter(|w| !w.is_empty())
             .collect();
+        // A node a second pass cleared beside a known-good node: what the first pass's gates
+        // said of its pair is not evidence against it.
+        let cleared = p.gates.iter().any(|g| {
+            g.gate == crate::phases::runner::second_pass::CLEARED_GATE && names_node(&g.words, node)
+        });
+        let first_pass: Vec<&str> = p
+            .gates
+            .iter()
+            .filter(|g| !g.gate.starts_with("second pass"))
+            .map(|g| g.words.as_str())
+            .filter(|w| !w.is_empty())
+            .collect();
         let clauses: Vec<&str> = p
             .reason
             .split("; ")
             .filter(|c| names_node(c, node))
-            .filter(|c| !harmless.iter().any(|w| w.contains(c.trim())))
+            .filter(|c| !harmless.iter().any(|w| w.contains(bare(c))))
+            .filter(|c| !(cleared && first_pass.iter().any(|w| w.contains(bare(c)))))
             .take(4)
             .collect();
         if clauses.is_empty() {
@@ -146,6 +159,20 @@ pub(super) fn evidence_on(d: &ReportData, node: &str, except: &[&str]) -> Vec<No
     }
     out.sort_by_key(|r| std::cmp::Reverse(rank(r.verdict)));
     out
+}
+
+/// A clause of a reason without the phase's duration the runner puts after the last one
+/// ("… (20 s)"), as the gate that said it wrote it.
+fn bare(clause: &str) -> &str {
+    let c = clause.trim();
+    if let Some((head, tail)) = c.rsplit_once(" (")
+        && tail.ends_with(" s)")
+        && tail[..tail.len() - 3].chars().all(|ch| ch.is_ascii_digit())
+        && !tail[..tail.len() - 3].is_empty()
+    {
+        return head;
+    }
+    c
 }
 
 pub(super) fn rank(verdict: &str) -> u8 {

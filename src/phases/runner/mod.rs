@@ -23,6 +23,7 @@ use crate::transport::{RemoteCommand, Transport};
 mod drill;
 mod job;
 mod node;
+pub mod second_pass;
 #[cfg(test)]
 mod tests;
 mod together;
@@ -234,8 +235,8 @@ async fn drive_phase(
         return outcome;
     }
     let part = Part::alone(&spec.id);
+    let stop_again = stop.clone();
     let mut ran = execute(ctx, &spec, &part, stop, &events, recorded.as_ref()).await;
-    let secs = started.elapsed().as_secs();
     if let Some((verdict, reason)) = ran.early.take() {
         return finish(verdict, reason, ran.metrics).await;
     }
@@ -244,7 +245,20 @@ async fn drive_phase(
         .as_ref()
         .map(|t| t.window(&ran.watched, started_ms, now_ms()));
     let found = found_in(&ran.observed);
-    let (verdict, reason, gate_metrics) = verdict_of(ctx, &spec, &ran);
+    let (mut verdict, mut reason, mut gate_metrics) = verdict_of(ctx, &spec, &ran);
+    // A ring blames pairs: each node of a slow pair again, beside a known-good node.
+    if spec.scope == Scope::Pairs
+        && let Some(pass) = second_pass::second_pass(ctx, &spec, stop_again, &events, &ran).await
+    {
+        if pass.named {
+            verdict = Verdict::Fail;
+        }
+        for clause in pass.clauses {
+            reason = format!("{reason}; {clause}");
+        }
+        gate_metrics.extend(pass.gates);
+    }
+    let secs = started.elapsed().as_secs();
     send_gate_outcomes(&events, &spec.id, gate_metrics, &mut ran.metrics).await;
     let mut outcome = finish(verdict, format!("{reason} ({secs} s)"), ran.metrics).await;
     outcome.findings = found;
