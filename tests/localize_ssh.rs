@@ -186,3 +186,81 @@ fn a_bad_link_is_named_as_a_link() {
     assert_eq!(doc["bad_links"].to_string(), r#"[["node02","node07"]]"#);
     assert_eq!(code, 1);
 }
+
+/// A search kept in a run's record (`--run`) is in that run's report: "Where the fault is",
+/// naming the node, with every test as a row and its picture beside the report.
+#[test]
+fn a_search_kept_in_a_run_is_in_its_report() {
+    let Some(site) = Site::new(6, 1, PLAN) else {
+        return;
+    };
+    site.cluster.install_tool(
+        "all_reduce_perf",
+        &stand_in(&["node04"], &[], None, "/nonexistent"),
+    );
+    let base = |args: &[&str]| {
+        let mut c = Command::new(BIN);
+        c.args(args)
+            .arg("-c")
+            .arg(&site.config)
+            .arg("--ssh-config")
+            .arg(&site.cluster.ssh_config)
+            .env("XDG_RUNTIME_DIR", &site.runtime)
+            .env("BURNIN_LOG", site.cluster.dir.join("burnin.log"));
+        c
+    };
+    // The whole-cluster T7 first: a run record to keep the search in.
+    let runs = site.runs.display().to_string();
+    let out = base(&["run", "--no-telemetry", "--only", "T7", "--runs-dir", &runs])
+        .output()
+        .expect("run");
+    assert!(
+        out.status.code().is_some(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = site.the_run();
+    let run_arg = run.display().to_string();
+    let out = base(&["localize", "--run", &run_arg])
+        .output()
+        .expect("localize");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("bad node(s): node04"), "{said}");
+    let out = Command::new(BIN)
+        .arg("report")
+        .arg(&run)
+        .env("BURNIN_LOG", site.cluster.dir.join("burnin.log"))
+        .output()
+        .expect("report");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md = std::fs::read_to_string(run.join("report.md")).expect("report.md");
+    let section = md
+        .split("## Where the fault is")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .unwrap_or_else(|| panic!("no section:\n{md}"));
+    assert!(section.contains("bad node(s): node04"), "{section}");
+    assert!(
+        section.contains("| 1 | 0 | screen | node01, node02 |"),
+        "{section}"
+    );
+    assert!(section.contains("**slow**"), "{section}");
+    let svg = section
+        .lines()
+        .find_map(|l| l.strip_prefix("![").and_then(|l| l.split("](").nth(1)))
+        .map(|l| l.trim_end_matches(')').to_string())
+        .unwrap_or_else(|| panic!("no picture: {section}"));
+    let svg = std::fs::read_to_string(run.join(&svg)).expect("svg beside the report");
+    assert!(svg.contains("#d62728"), "slow tests drawn red");
+}

@@ -363,6 +363,10 @@ pub enum Command {
         /// output under tests/).
         #[arg(long, default_value = "burnin-runs")]
         runs_dir: PathBuf,
+        /// Keep the search in this run's record instead (its report then says where the fault
+        /// is).
+        #[arg(long, value_name = "RUN_DIR")]
+        run: Option<PathBuf>,
     },
     /// Watch the nodes long enough to judge, then list stalled, throttled or erroring GPUs and
     /// links. Exit 0: nothing above info; 1: a warning; 2: a critical finding; 3: could not run.

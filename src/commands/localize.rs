@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use color_eyre::eyre::Result;
-use serde::Serialize;
 use tokio::sync::mpsc;
 
 use super::load_inventory;
@@ -19,8 +18,7 @@ use crate::phases::runner::{RunContext, RunnerNode, run_phase};
 use crate::plan::{Gate, PhaseSpec, Scope};
 use crate::sim::fabric::{FabricFault, SimFabric};
 
-/// Version of the `localize --json` document.
-pub const LOCALIZE_SCHEMA: u32 = 1;
+pub use crate::phases::localize::doc::{LOCALIZE_SCHEMA, LocalizeDoc};
 
 /// What `burnin localize` was asked.
 pub struct LocalizeArgs {
@@ -43,6 +41,8 @@ pub struct LocalizeArgs {
     pub demo: Option<DemoFabric>,
     /// `--runs-dir`: the search's record goes in `localize-<id>/` under it.
     pub runs_dir: std::path::PathBuf,
+    /// `--run`: a run's record to keep the search in instead.
+    pub run: Option<std::path::PathBuf>,
 }
 
 /// Most bytes of one group's output kept in its log (a verbose NCCL_DEBUG=INFO job on many
@@ -123,163 +123,6 @@ pub fn parse_fabric_fault(s: &str) -> Result<FabricFault, String> {
         _ => Err(format!(
             "{kind:?} is no fabric fault (bad-node, bad-link, flaky-node)"
         )),
-    }
-}
-
-/// The search's answer, as `--json` prints it.
-#[derive(Debug, Serialize)]
-pub struct LocalizeDoc {
-    /// Format version.
-    pub schema: u32,
-    /// The phase searched.
-    pub phase: String,
-    /// The nodes searched, in order (tests name them by index into this).
-    pub nodes: Vec<String>,
-    /// The first round's partition.
-    pub screen: Screen,
-    /// Nodes named: slow beside two different good partners.
-    pub bad_nodes: Vec<String>,
-    /// Pairs named: each passes with others, slow together twice.
-    pub bad_links: Vec<(String, String)>,
-    /// Slow tests that named nobody, in words.
-    pub not_reproduced: Vec<String>,
-    /// What the search could not follow up.
-    pub stuck: Vec<String>,
-    /// Rounds.
-    pub rounds: u32,
-    /// Tests.
-    pub tests: usize,
-    /// Every test with its figure and how it was read.
-    pub groups: Vec<Judged>,
-}
-
-impl LocalizeDoc {
-    fn of(phase: &str, nodes: &[String], screen: Screen, s: &Search) -> LocalizeDoc {
-        let name = |i: usize| nodes.get(i).cloned().unwrap_or_else(|| format!("#{i}"));
-        LocalizeDoc {
-            schema: LOCALIZE_SCHEMA,
-            phase: phase.to_string(),
-            nodes: nodes.to_vec(),
-            screen,
-            bad_nodes: s.bad_nodes.iter().map(|b| name(b.node)).collect(),
-            bad_links: s
-                .bad_links
-                .iter()
-                .map(|l| (name(l.nodes.0), name(l.nodes.1)))
-                .collect(),
-            not_reproduced: s
-                .not_reproduced
-                .iter()
-                .map(|n| {
-                    let who: Vec<String> = n.nodes.iter().take(8).map(|i| name(*i)).collect();
-                    format!("{}: {}", who.join("+"), n.why)
-                })
-                .collect(),
-            stuck: s.stuck.clone(),
-            rounds: s.rounds(),
-            tests: s.tests().len(),
-            groups: s.tests().to_vec(),
-        }
-    }
-
-    /// The words printed at the end.
-    fn words(&self) -> String {
-        let mut out = String::new();
-        let head = if self.bad_nodes.is_empty() && self.bad_links.is_empty() {
-            "nothing named".to_string()
-        } else {
-            let mut parts = Vec::new();
-            if !self.bad_nodes.is_empty() {
-                parts.push(format!("bad node(s): {}", self.bad_nodes.join(", ")));
-            }
-            if !self.bad_links.is_empty() {
-                let links: Vec<String> = self
-                    .bad_links
-                    .iter()
-                    .map(|(a, b)| format!("{a}–{b}"))
-                    .collect();
-                parts.push(format!("bad link(s): {}", links.join(", ")));
-            }
-            parts.join("; ")
-        };
-        out.push_str(&format!(
-            "localize {}: {head} ({} rounds, {} tests over {} nodes)\n",
-            self.phase,
-            self.rounds,
-            self.tests,
-            self.nodes.len()
-        ));
-        for node in &self.bad_nodes {
-            out.push_str(&format!(
-                "  {node}: slow beside {}\n",
-                self.evidence_of(node)
-            ));
-        }
-        for (a, b) in &self.bad_links {
-            out.push_str(&format!(
-                "  {a}–{b}: each passes with others, slow together ({})\n",
-                self.pair_evidence(a, b)
-            ));
-        }
-        for n in &self.not_reproduced {
-            out.push_str(&format!("  not named: {n}\n"));
-        }
-        for s in &self.stuck {
-            out.push_str(&format!("  not followed up: {s}\n"));
-        }
-        let figures: Vec<f64> = self.groups.iter().filter_map(|g| g.result.figure).collect();
-        if let (Some(lo), Some(hi)) = (
-            figures.iter().copied().reduce(f64::min),
-            figures.iter().copied().reduce(f64::max),
-        ) {
-            out.push_str(&format!(
-                "  the tests ran at {lo:.1} to {hi:.1}: the search compares groups with each other, so a fabric slow everywhere is caught only by the phase's own gates (its floor, its baseline)\n"
-            ));
-        }
-        out
-    }
-
-    /// The slow tests of `node` beside one good partner: "node03 (188.0), node09 (185.2)".
-    fn evidence_of(&self, node: &str) -> String {
-        let idx = self.nodes.iter().position(|n| n == node);
-        let parts: Vec<String> = self
-            .groups
-            .iter()
-            .filter(|g| g.slow && g.test.members.len() == 1 && Some(g.test.members[0]) == idx)
-            .filter_map(|g| {
-                let p = self.nodes.get(*g.test.padding.first()?)?;
-                Some(format!(
-                    "{p} ({})",
-                    g.result
-                        .figure
-                        .map_or_else(|| "no figure".into(), |f| format!("{f:.1}"))
-                ))
-            })
-            .collect();
-        parts.join(", ")
-    }
-
-    fn pair_evidence(&self, a: &str, b: &str) -> String {
-        let figures: Vec<String> = self
-            .groups
-            .iter()
-            .filter(|g| g.slow)
-            .filter(|g| {
-                let names: Vec<&str> = g
-                    .test
-                    .nodes()
-                    .iter()
-                    .filter_map(|i| self.nodes.get(*i).map(String::as_str))
-                    .collect();
-                names.len() == 2 && names.contains(&a) && names.contains(&b)
-            })
-            .map(|g| {
-                g.result
-                    .figure
-                    .map_or_else(|| "no figure".into(), |f| format!("{f:.1}"))
-            })
-            .collect();
-        format!("as a pair: {}", figures.join(", "))
     }
 }
 
@@ -411,7 +254,18 @@ pub async fn localize(args: LocalizeArgs) -> Result<i32> {
     crate::eprintln_safe!("{}", plan_words(&spec, nodes.len(), screen));
     let (abort_rx, interrupted) = super::run::abort_on_signals("burnin localize");
     let stamp = crate::record::session::new_run_id();
-    let record = args.runs_dir.join(format!("localize-{stamp}"));
+    let parent = match &args.run {
+        Some(run) if !run.join("summary.json").is_file() => {
+            crate::eprintln_safe!(
+                "burnin localize: {} is no run record (no summary.json)",
+                run.display()
+            );
+            return Ok(2);
+        }
+        Some(run) => run.clone(),
+        None => args.runs_dir.clone(),
+    };
+    let record = parent.join(format!("localize-{stamp}"));
     if let Err(e) = std::fs::create_dir_all(record.join("tests")) {
         crate::eprintln_safe!("burnin localize: cannot make {}: {e}", record.display());
         return Ok(2);

@@ -77,9 +77,11 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
             faults,
             seed,
             runs_dir,
+            run,
         }) => {
             localize::localize(localize::LocalizeArgs {
                 runs_dir,
+                run,
                 config,
                 ssh_config,
                 phase,

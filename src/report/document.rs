@@ -211,6 +211,7 @@ pub(super) fn document(d: &ReportData) -> Vec<Block<'_>> {
     doc.push(super::nodes::node_table(d));
     doc.push(Block::Heading("Phases"));
     doc.push(phases_table(d));
+    doc.extend(super::localize::section(&d.searches));
     if let Some(table) = super::dcgm::dcgm_table(d) {
         doc.push(Block::Heading("DCGM diagnostic beside burnin"));
         doc.push(Block::Empty(super::dcgm::DCGM_RULE));

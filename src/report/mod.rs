@@ -8,6 +8,7 @@
 mod busbw;
 mod dcgm;
 mod document;
+pub mod localize;
 mod nodes;
 pub mod plots;
 mod render;
@@ -45,6 +46,8 @@ pub struct ReportData {
     pub together_limits: BTreeMap<(String, String), f64>,
     /// The sign-off's fields, from the plan's `[vars]` (`site`, `customer`, `contract`).
     pub signoff: Vec<(String, String)>,
+    /// The fault searches run into this record.
+    pub searches: Vec<localize::SearchShown>,
 }
 
 /// One finding of the run: one row however often it came and went.
@@ -222,7 +225,9 @@ pub fn gather(run_dir: &Path) -> Result<ReportData, RecordError> {
             (k.to_string(), v)
         })
         .collect();
+    let searches = localize::read_searches(run_dir, &mut damage);
     Ok(ReportData {
+        searches,
         together_limits,
         signoff,
         findings,
@@ -247,6 +252,9 @@ pub fn write(run_dir: &Path) -> Result<ReportFiles, RecordError> {
     };
     for (name, chart) in &data.charts {
         write(&format!("report-{name}.svg"), &plots::svg(chart))?;
+    }
+    for s in &data.searches {
+        write(&format!("report-{}.svg", s.dir), &plots::svg(&s.chart))?;
     }
     let markdown = write("report.md", &render::markdown(&data))?;
     let html = write("report.html", &render::html(&data))?;

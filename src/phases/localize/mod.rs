@@ -2,4 +2,5 @@
 //! which groups to test, round by round; the runner here runs the phase's own command on each
 //! group of a round at once.
 
+pub mod doc;
 pub mod search;

@@ -17,10 +17,10 @@
 
 use std::collections::BTreeSet;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// How the first round tests every node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Screen {
     /// Disjoint pairs (Google's scanner): the fewest rounds.
@@ -58,7 +58,7 @@ pub struct SearchConfig {
 }
 
 /// Why a test is in a round.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Purpose {
     /// The first round's partition.
@@ -76,7 +76,7 @@ pub enum Purpose {
 }
 
 /// One test: the nodes under test and the known-good nodes padding it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Test {
     /// Its number in the search (from 0).
     pub id: usize,
@@ -98,7 +98,7 @@ impl Test {
 }
 
 /// What running a test gave.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TestResult {
     /// The phase's figure (busbw), where the output gave one.
     pub figure: Option<f64>,
@@ -109,7 +109,7 @@ pub struct TestResult {
 }
 
 /// A test with its result and how the search read it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Judged {
     /// The test.
     #[serde(flatten)]
@@ -123,7 +123,7 @@ pub struct Judged {
 }
 
 /// A node the search names, with its evidence.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BadNode {
     /// Node index.
     pub node: usize,
@@ -132,7 +132,7 @@ pub struct BadNode {
 }
 
 /// A pair the search names: each passes with others, slow together.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BadLink {
     /// The two nodes.
     pub nodes: (usize, usize),
@@ -141,7 +141,7 @@ pub struct BadLink {
 }
 
 /// A slow test the search could not pin on anyone (not slow again).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NotReproduced {
     /// The nodes it was slow on.
     pub nodes: Vec<usize>,
