@@ -184,9 +184,11 @@ pub(super) fn section(searches: &[SearchShown]) -> Vec<Block<'_>> {
                     .take(4)
                     .map(|i| name(&s.doc, *i))
                     .collect();
-                let more = (g.test.members.len() > 12)
-                    .then(|| format!(" +{} more", g.test.members.len() - 12))
-                    .unwrap_or_default();
+                let more = if g.test.members.len() > 12 {
+                    format!(" +{} more", g.test.members.len() - 12)
+                } else {
+                    String::new()
+                };
                 vec![
                     Cell::plain(g.test.round.to_string()),
                     Cell::plain(g.test.id.to_string()),
