@@ -13,7 +13,7 @@ mod common;
 
 use std::process::Command;
 
-use common::site::{BIN, Site};
+use common::site::{BIN, Site, allreduce_stand_in as stand_in};
 
 /// The plan: one multi-node phase, its first node launching the stand-in with every host.
 const PLAN: &str = r#"
@@ -26,51 +26,6 @@ timeout = "2m"
 gates = [{ kind = "zero-wrong" }, { kind = "min", figure = "busbw_all_reduce", value = 10 }]
 command = "all_reduce_perf -H {hosts_slots} -b 1M -e 1G"
 "#;
-
-/// The stand-in: slow (half busbw) when any of `bad` is among its hosts, when both nodes of a
-/// pair in `links` are, or the first time `flaky` is.
-fn stand_in(bad: &[&str], links: &[(&str, &str)], flaky: Option<&str>, marks: &str) -> String {
-    let mut checks = String::new();
-    for b in bad {
-        checks.push_str(&format!(
-            "case \",$hosts,\" in *\",{b}:\"*) slow=1 ;; esac\n"
-        ));
-    }
-    for (a, b) in links {
-        checks.push_str(&format!(
-            "case \",$hosts,\" in *\",{a}:\"*) case \",$hosts,\" in *\",{b}:\"*) slow=1 ;; esac ;; esac\n"
-        ));
-    }
-    if let Some(f) = flaky {
-        checks.push_str(&format!(
-            "case \",$hosts,\" in *\",{f}:\"*) if mkdir '{marks}/{f}' 2>/dev/null; then slow=1; fi ;; esac\n"
-        ));
-    }
-    format!(
-        r##"#!/bin/sh
-hosts=""
-while [ $# -gt 0 ]; do case "$1" in -H) hosts="$2"; shift 2 ;; *) shift ;; esac; done
-slow=0
-{checks}n=$(printf '%s\n' "$hosts" | tr ',' '\n' | grep -c .)
-echo "# nThread 1 nGpus 1 minBytes 1048576 maxBytes 1073741824 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0"
-echo "#"
-echo "# Using devices"
-i=0; for h in $(printf '%s\n' "$hosts" | tr ',' ' '); do echo "#  Rank  $i Group  0 Pid  100$i on ${{h%%:*}} device  0 [0000:04:00] NVIDIA B300"; i=$((i+1)); done
-echo "#"
-echo "#                                                              out-of-place                       in-place          "
-echo "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong"
-echo "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       "
-awk -v n="$n" -v slow="$slow" 'BEGIN {{
-  bus = (slow ? 185 : 370); f = 2 * (n - 1) / n; alg = bus / f; total = 0; rows = 0
-  for (s = 1048576; s <= 1073741824; s *= 4) {{
-    t = s / alg / 1000; printf "%12d %13d %9s %7s %7d %8.1f %7.2f %7.2f %6d %8.1f %7.2f %7.2f %6d\n", s, s / 4, "float", "sum", -1, t, alg, bus, 0, t, alg, bus, 0
-    total += bus; rows++
-  }}
-  printf "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : %.2f \n#\n", total / rows
-}}'
-"##
-    )
-}
 
 /// (exit code, the JSON document, stderr) of `burnin localize --json` on `n` nodes.
 fn localize(n: usize, script: impl Fn(&str) -> String) -> Option<(i32, serde_json::Value, String)> {

@@ -38,6 +38,9 @@ pub enum Action {
     ConfirmDrill,
     /// Full-screen log.
     Logs,
+    /// Search for the node or link that makes the selected multi-node phase slow (or show the
+    /// search that runs).
+    Localize,
     /// Edit the node filter.
     Filter,
     /// Switch to layout N (1-based).

@@ -169,6 +169,12 @@ pub const BINDINGS: &[Binding] = &[
         hint: Some("log"),
     },
     Binding {
+        keys: &[Key::Char('f')],
+        action: Action::Localize,
+        help: "find the node or link slowing the selected multi-node phase",
+        hint: None,
+    },
+    Binding {
         keys: &[Key::Char('/')],
         action: Action::Filter,
         help: "filter nodes and findings by name (Enter keeps, Esc clears)",

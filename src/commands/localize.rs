@@ -12,10 +12,10 @@ use color_eyre::eyre::Result;
 use tokio::sync::mpsc;
 
 use super::load_inventory;
-use crate::model::phase::{PhaseEvent, Verdict};
-use crate::phases::localize::search::{Judged, Screen, Search, SearchConfig, TestResult};
-use crate::phases::runner::{RunContext, RunnerNode, run_phase};
-use crate::plan::{Gate, PhaseSpec, Scope};
+use crate::phases::localize::run::{SearchRun, run_search};
+use crate::phases::localize::search::{Judged, Screen, Search, SearchConfig};
+use crate::phases::runner::{RunContext, RunnerNode};
+use crate::plan::{PhaseSpec, Scope};
 use crate::sim::fabric::{FabricFault, SimFabric};
 
 pub use crate::phases::localize::doc::{LOCALIZE_SCHEMA, LocalizeDoc};
@@ -43,44 +43,6 @@ pub struct LocalizeArgs {
     pub runs_dir: std::path::PathBuf,
     /// `--run`: a run's record to keep the search in instead.
     pub run: Option<std::path::PathBuf>,
-}
-
-/// Most bytes of one group's output kept in its log (a verbose NCCL_DEBUG=INFO job on many
-/// ranks prints far more); what is past it is counted in the log's last line.
-const TEST_LOG_BYTES: u64 = 16 << 20;
-
-/// Write a group's output lines to `path` until the bound; the count of lines left out last.
-async fn keep_lines(mut rx: mpsc::Receiver<PhaseEvent>, path: std::path::PathBuf) {
-    use std::io::Write;
-    let mut file = std::fs::File::create(&path)
-        .ok()
-        .map(std::io::BufWriter::new);
-    let (mut written, mut dropped) = (0u64, 0u64);
-    while let Some(ev) = rx.recv().await {
-        let (node, text) = match &ev {
-            PhaseEvent::Line { node, text, .. } => (node.as_deref().unwrap_or("-"), text),
-            PhaseEvent::Note { node, text, .. } => (node.as_deref().unwrap_or("burnin"), text),
-            _ => continue,
-        };
-        let line = format!("{node}| {}\n", crate::model::strip_controls(text));
-        if written + line.len() as u64 > TEST_LOG_BYTES {
-            dropped += 1;
-            continue;
-        }
-        written += line.len() as u64;
-        if let Some(f) = file.as_mut() {
-            let _ = f.write_all(line.as_bytes());
-        }
-    }
-    if let Some(f) = file.as_mut() {
-        if dropped > 0 {
-            let _ = writeln!(
-                f,
-                "burnin| {dropped} more line(s) past {TEST_LOG_BYTES} bytes not kept"
-            );
-        }
-        let _ = f.flush();
-    }
 }
 
 /// `--demo`'s fabric.
@@ -157,41 +119,6 @@ fn plan_words(phase: &PhaseSpec, n: usize, screen: Screen) -> String {
     )
 }
 
-/// The figure the phase's gates judge (its first `min`, `baseline` or `peers` gate's), which
-/// the search compares between groups.
-pub fn judged_figure(spec: &PhaseSpec) -> String {
-    spec.gates
-        .iter()
-        .find_map(|g| match g {
-            Gate::Min { figure, .. }
-            | Gate::Baseline { figure, .. }
-            | Gate::Peers { figure, .. } => Some(figure.clone()),
-            _ => None,
-        })
-        .unwrap_or_else(|| "busbw_all_reduce".into())
-}
-
-/// One group's result from the phase's outcome: its worst subject's figure, and whether the
-/// phase failed it.
-fn result_of(outcome: &crate::phases::runner::PhaseOutcome, figure: &str) -> TestResult {
-    let figures = crate::plan::gates::figures(&outcome.metrics);
-    let value = figures.get(figure).and_then(|samples| {
-        samples
-            .iter()
-            .map(|s| s.value)
-            .filter(|v| v.is_finite())
-            .min_by(f64::total_cmp)
-    });
-    TestResult {
-        figure: value,
-        failed: matches!(
-            outcome.verdict,
-            Verdict::Fail | Verdict::Timeout | Verdict::Aborted
-        ),
-        words: crate::model::fit(&outcome.reason, 300),
-    }
-}
-
 /// `burnin localize`.
 pub async fn localize(args: LocalizeArgs) -> Result<i32> {
     if let Some(demo) = &args.demo {
@@ -248,7 +175,6 @@ pub async fn localize(args: LocalizeArgs) -> Result<i32> {
         }
         picked
     };
-    let names: Vec<String> = nodes.iter().map(|n| n.spec.name.clone()).collect();
     let screen = args.screen.unwrap_or_else(|| pick_screen(nodes.len()));
     let (_, baseline) = super::run::baseline_for(&args.config, None)?;
     crate::eprintln_safe!("{}", plan_words(&spec, nodes.len(), screen));
@@ -281,51 +207,33 @@ pub async fn localize(args: LocalizeArgs) -> Result<i32> {
         baseline,
         telemetry: None,
     };
-    let figure = judged_figure(&spec);
-    let mut search = Search::new(
-        nodes.len(),
-        SearchConfig {
-            screen,
-            peers_pct: args.peers_pct,
-        },
-    );
-    while let Some(round) = search.next_round() {
-        if interrupted.load(std::sync::atomic::Ordering::SeqCst) {
-            break;
-        }
-        let mut jobs = tokio::task::JoinSet::new();
-        for test in &round {
-            let mut ctx = base.clone();
-            ctx.run_id = format!("localize-{stamp}-r{}-t{}", test.round, test.id);
-            ctx.nodes = test.nodes().iter().map(|i| nodes[*i].clone()).collect();
-            let (spec, abort, id) = (Arc::clone(&spec), abort_rx.clone(), test.id);
-            let log = record
-                .join("tests")
-                .join(format!("r{}-t{}.log", test.round, test.id));
-            jobs.spawn(async move {
-                let (tx, rx) = mpsc::channel::<PhaseEvent>(1024);
-                let drain = tokio::spawn(keep_lines(rx, log));
-                let outcome = run_phase(&ctx, spec, abort, tx).await;
-                let _ = drain.await;
-                (id, outcome)
-            });
-        }
-        let mut results = Vec::new();
-        while let Some(done) = jobs.join_next().await {
-            if let Ok((id, outcome)) = done {
-                results.push((id, result_of(&outcome, &figure)));
+    let (progress, mut docs) = mpsc::channel::<LocalizeDoc>(64);
+    let printer = tokio::spawn(async move {
+        let mut shown = 0usize;
+        while let Some(doc) = docs.recv().await {
+            for j in doc.groups.iter().skip(shown) {
+                crate::eprintln_safe!("{}", test_line(j, &doc.nodes));
             }
+            shown = doc.groups.len();
         }
-        let first = search.tests().len();
-        search.record(results);
-        for j in &search.tests()[first..] {
-            crate::eprintln_safe!("{}", test_line(j, &names));
-        }
-        // After every round: a search cut short keeps what it learnt.
-        write_record(&record, &LocalizeDoc::of(&spec.id, &names, screen, &search));
-    }
-    let doc = LocalizeDoc::of(&spec.id, &names, screen, &search);
-    write_record(&record, &doc);
+    });
+    let doc = run_search(
+        &base,
+        Arc::clone(&spec),
+        SearchRun {
+            nodes,
+            config: SearchConfig {
+                screen,
+                peers_pct: args.peers_pct,
+            },
+            record: Some(record.clone()),
+            stamp,
+        },
+        abort_rx,
+        progress,
+    )
+    .await;
+    let _ = printer.await;
     print_doc(&doc, args.json);
     if interrupted.load(std::sync::atomic::Ordering::SeqCst) {
         crate::eprintln_safe!("burnin localize: interrupted: the search did not finish");
@@ -343,17 +251,6 @@ fn exit_code(doc: &LocalizeDoc) -> i32 {
         2
     } else {
         0
-    }
-}
-
-/// `localize.json` in the search's record, written whole then renamed.
-fn write_record(dir: &std::path::Path, doc: &LocalizeDoc) {
-    let Ok(text) = serde_json::to_string_pretty(doc) else {
-        return;
-    };
-    let tmp = dir.join("localize.json.tmp");
-    if std::fs::write(&tmp, text).is_ok() {
-        let _ = std::fs::rename(&tmp, dir.join("localize.json"));
     }
 }
 

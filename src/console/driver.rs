@@ -12,6 +12,7 @@ use crate::config::inventory::Inventory;
 use crate::model::SourceEvent;
 use crate::model::UnixMillis;
 use crate::model::phase::{PhaseCommand, PhaseEvent};
+use crate::model::search::SEARCH_PREFIX;
 use crate::phases::remote::StopReason;
 use crate::phases::runner::{RunContext, reattach_phase, run_phase};
 use crate::record::RecordEvent;
@@ -317,6 +318,7 @@ impl PhaseDriver {
                     }
                 }
             }
+            PhaseCommand::Localize(id) => self.localize(&id, events).await,
             PhaseCommand::Start(id) => {
                 let Some(spec) = self.ctx.plan.find(&id).cloned() else {
                     let _ = events
@@ -341,6 +343,95 @@ impl PhaseDriver {
                 self.spawn(spec, events, None);
             }
         }
+    }
+
+    /// `f`: search for the node or link that makes multi-node phase `id` slow, in the
+    /// background, on the inventory's nodes; the console gets the search after every round,
+    /// the run's record keeps it (`localize-<id>/`, which its report reads), `a` aborts it.
+    async fn localize(&mut self, id: &str, events: &mpsc::Sender<SourceEvent>) {
+        use crate::phases::localize::run::{SearchRun, run_search};
+        use crate::phases::localize::search::{Screen, SearchConfig};
+        let notice = |text: String| SourceEvent::Notice { text };
+        let Some(spec) = self.ctx.plan.find(id).cloned() else {
+            let _ = events
+                .send(notice(format!("{id} is not in {}", self.ctx.plan.file)))
+                .await;
+            return;
+        };
+        if !matches!(
+            spec.scope,
+            crate::plan::Scope::Mpirun | crate::plan::Scope::Launcher
+        ) {
+            let _ = events
+                .send(notice(format!(
+                    "{id} runs {}: a search needs a phase that runs one job across the nodes",
+                    spec.scope.label()
+                )))
+                .await;
+            return;
+        }
+        if let Some((ids, _, _)) = self.running.lock().ok().and_then(|r| r.clone()) {
+            let rid = ids.join(" with ");
+            let _ = events
+                .send(notice(format!("{rid} is running; abort it first (a)")))
+                .await;
+            return;
+        }
+        if let Some(text) = self.create_session("the search runs anyway") {
+            let _ = events.send(notice(text)).await;
+        }
+        self.open_recording();
+        self.announce_record(events).await;
+        self.operator("localize", id);
+        let stamp = new_run_id();
+        let record = record_read(&self.session, |s| s.dir().join(format!("localize-{stamp}")));
+        let nodes = self.ctx.nodes.clone();
+        let screen = if nodes.len() <= 3 {
+            Screen::Groups
+        } else {
+            Screen::Pairs
+        };
+        let (stop_tx, stop_rx) = watch::channel(None);
+        self.starts += 1;
+        let generation = self.starts;
+        if let Ok(mut r) = self.running.lock() {
+            *r = Some((vec![format!("{SEARCH_PREFIX}{id}")], stop_tx, generation));
+        }
+        let ctx = self.ctx.clone();
+        let running = Arc::clone(&self.running);
+        let events = events.clone();
+        tokio::spawn(async move {
+            let (progress, mut docs) = mpsc::channel(16);
+            let forward = {
+                let events = events.clone();
+                tokio::spawn(async move {
+                    while let Some(doc) = docs.recv().await {
+                        let doc: crate::phases::localize::doc::LocalizeDoc = doc;
+                        let snap = Box::new(doc.snapshot(true));
+                        if events.send(SourceEvent::Search(snap)).await.is_err() {
+                            break;
+                        }
+                    }
+                })
+            };
+            let run = SearchRun {
+                nodes,
+                config: SearchConfig {
+                    screen,
+                    peers_pct: 80.0,
+                },
+                record,
+                stamp,
+            };
+            let doc = run_search(&ctx, spec, run, stop_rx, progress).await;
+            let _ = forward.await;
+            release(&running, generation);
+            let _ = events
+                .send(SourceEvent::Search(Box::new(doc.snapshot(false))))
+                .await;
+            let head = doc.words().lines().next().unwrap_or_default().to_string();
+            let _ = events.send(SourceEvent::Notice { text: head }).await;
+        });
     }
 
     /// Run (or re-attach to) `spec` in the background, recording and forwarding its events.

@@ -275,9 +275,10 @@ async fn event_loop(
             }
             Some(Effect::AbortAndQuit(c)) => {
                 let phase = match &c {
-                    PhaseCommand::Abort(p) | PhaseCommand::Start(p) | PhaseCommand::Confirm(p) => {
-                        p.clone()
-                    }
+                    PhaseCommand::Abort(p)
+                    | PhaseCommand::Start(p)
+                    | PhaseCommand::Confirm(p)
+                    | PhaseCommand::Localize(p) => p.clone(),
                 };
                 tracing::info!(phase, "abort and quit");
                 if commands.send(c).is_err() {

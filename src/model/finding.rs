@@ -33,6 +33,8 @@ impl Severity {
 pub const RULES: &[&str] = &[
     "aistor-errors",
     "aistor-latency",
+    "bad-link",
+    "bad-node",
     "busy-idle",
     "clock-low",
     "dataloader-wait",

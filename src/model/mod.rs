@@ -7,6 +7,7 @@ pub mod finding;
 pub mod names;
 pub mod phase;
 pub mod probe;
+pub mod search;
 pub mod source;
 pub mod system;
 pub mod thresholds;

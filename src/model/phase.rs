@@ -493,6 +493,8 @@ pub enum PhaseCommand {
     Abort(PhaseId),
     /// The operator did what a drill asked.
     Confirm(PhaseId),
+    /// Search for the node or link that makes this multi-node phase slow (`burnin localize`).
+    Localize(PhaseId),
 }
 
 /// One figure of one subject of a `together` phase's member: alone, and beside the others.

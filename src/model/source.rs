@@ -79,6 +79,8 @@ pub enum SourceEvent {
     Phase(PhaseEvent),
     /// A storage probe's report.
     Probe(ProbeWindow),
+    /// A fault search as it stands (after every round, and at its end).
+    Search(Box<crate::model::search::SearchSnapshot>),
 }
 
 /// A future that runs a source until the loop stops listening.

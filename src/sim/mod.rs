@@ -390,6 +390,8 @@ pub struct SimCluster {
     s3_best: BTreeMap<String, (f64, u64)>,
     /// S4 so far, per node: the lines its command printed (read by the real parser at the end).
     gds_lines: BTreeMap<String, Vec<String>>,
+    /// A fault search (`f`) played one round a second: what the console gets next.
+    search_rounds: std::collections::VecDeque<SourceEvent>,
 }
 
 impl SimCluster {
@@ -419,7 +421,54 @@ impl SimCluster {
             watch: None,
             s3_best: BTreeMap::new(),
             gds_lines: BTreeMap::new(),
+            search_rounds: std::collections::VecDeque::new(),
         }
+    }
+
+    /// `f` in the demo: a fault search of `id` over the simulated fabric, where a node with a
+    /// port trained at 200G runs every test it is in at half rate; played one round a second.
+    fn localize(&mut self, id: &str, out: &mut Vec<SourceEvent>) {
+        use crate::phases::localize::doc::LocalizeDoc;
+        use crate::phases::localize::search::{Screen, Search, SearchConfig};
+        if !self.search_rounds.is_empty() {
+            out.push(SourceEvent::Notice {
+                text: "a search is running".into(),
+            });
+            return;
+        }
+        let nodes = self.config.nodes;
+        let faults: Vec<fabric::FabricFault> = self
+            .config
+            .faults
+            .iter()
+            .filter(|f| f.kind == FaultKind::Port200g && f.node < nodes)
+            .map(|f| fabric::FabricFault::BadNode(f.node))
+            .collect();
+        let mut fab = fabric::SimFabric::new(nodes, faults, self.config.seed);
+        let names: Vec<String> = (0..nodes).map(|n| self.config.node_name(n)).collect();
+        let config = SearchConfig {
+            screen: if nodes <= 3 {
+                Screen::Groups
+            } else {
+                Screen::Pairs
+            },
+            peers_pct: 80.0,
+        };
+        let screen = config.screen;
+        let mut search = Search::new(nodes, config);
+        while let Some(round) = search.next_round() {
+            let results = round.iter().map(|t| (t.id, fab.run(t))).collect();
+            search.record(results);
+            let doc = LocalizeDoc::of(id, &names, screen, &search);
+            self.search_rounds
+                .push_back(SourceEvent::Search(Box::new(doc.snapshot(true))));
+        }
+        let doc = LocalizeDoc::of(id, &names, screen, &search);
+        self.search_rounds
+            .push_back(SourceEvent::Search(Box::new(doc.snapshot(false))));
+        let head = doc.words().lines().next().unwrap_or_default().to_string();
+        self.search_rounds
+            .push_back(SourceEvent::Notice { text: head });
     }
 
     /// The configuration it was built with.
@@ -474,6 +523,15 @@ impl SimCluster {
             PhaseCommand::Confirm(id) => out.push(SourceEvent::Notice {
                 text: format!("{id}: the demo simulates no drill"),
             }),
+            PhaseCommand::Localize(id) => self.localize(&id, &mut out),
+            PhaseCommand::Abort(id) if id.starts_with(crate::model::search::SEARCH_PREFIX) => {
+                if !self.search_rounds.is_empty() {
+                    self.search_rounds.clear();
+                    out.push(SourceEvent::Notice {
+                        text: format!("{id} aborted: the search stopped before its end"),
+                    });
+                }
+            }
             PhaseCommand::Abort(id) => {
                 if let Some(r) = self.running.take_if(|r| r.id == id) {
                     self.autorun = false;
@@ -658,6 +716,14 @@ impl SimCluster {
     fn step_events(&mut self, s: u64, out: &mut Vec<SourceEvent>) {
         let at_ms = SIM_EPOCH_MS + s * SIM_PERIOD_MS;
         out.push(SourceEvent::Clock { at_ms });
+        // A search in the demo: one round a second (its last snapshot and words together).
+        while let Some(ev) = self.search_rounds.pop_front() {
+            let last = matches!(&ev, SourceEvent::Search(snap) if !snap.running);
+            out.push(ev);
+            if !last {
+                break;
+            }
+        }
 
         // Phase bookkeeping first, so the frame of this second reflects the phase now running.
         if let Some(r) = &self.running

@@ -62,6 +62,8 @@ pub struct ClusterStore {
     pub storage: StorageView,
     /// The dataloader.
     pub loader: LoaderView,
+    /// The latest fault search, as it stands (bounded where it is made: its latest tests).
+    pub search: Option<Box<crate::model::search::SearchSnapshot>>,
     /// The baseline the phases are judged against, where the console knows it: panes draw
     /// its gate lines (the verdicts come from the judging side, not from this).
     pub baseline: Option<std::sync::Arc<crate::plan::gates::Baseline>>,
@@ -148,6 +150,7 @@ impl ClusterStore {
                 node: None,
             },
             baseline: None,
+            search: None,
             history_slots,
         }
     }
@@ -235,6 +238,7 @@ impl ClusterStore {
             SourceEvent::Rewind => self.rewind(),
             SourceEvent::Phase(ev) => self.ingest_phase(ev),
             SourceEvent::Probe(window) => self.storage.ingest(window),
+            SourceEvent::Search(search) => self.search = Some(search),
         }
     }
 

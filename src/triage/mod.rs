@@ -216,6 +216,7 @@ impl Triage {
             work::service_rules(store, &ctx, &mut raw);
         }
         work::phase_rules(store, &mut self.phase_cache, &mut raw);
+        work::search_rules(store, &mut raw);
 
         let mut held = HashMap::with_capacity(raw.len() + self.held.len());
         for r in raw {

@@ -353,6 +353,52 @@ fn fmt_size(bytes: u64) -> String {
     format!("{v} {}", UNITS[unit])
 }
 
+/// A fault search named a node (slow beside two different good partners) or a link (two nodes
+/// that each pass with others, slow together twice): critical, with the search's evidence.
+pub(super) fn search_rules(store: &ClusterStore, out: &mut Vec<Raw>) {
+    let Some(s) = store.search.as_deref() else {
+        return;
+    };
+    for named in &s.named {
+        let Some((node, why)) = named.split_once(": ") else {
+            continue;
+        };
+        out.push(
+            raw(
+                Severity::Crit,
+                "bad-node",
+                Some(node.to_string()),
+                None,
+                format!("the {} search: {why}", s.phase),
+                "take the node out of the job; run L1 and L2 on it alone to find the NIC, cable or \
+                 leaf port, then re-run the search without it",
+            )
+            .in_phase(&s.phase),
+        );
+    }
+    for link in &s.links {
+        let Some((pair, why)) = link.split_once(": ") else {
+            continue;
+        };
+        let Some((a, b)) = pair.split_once('–') else {
+            continue;
+        };
+        out.push(
+            raw(
+                Severity::Crit,
+                "bad-link",
+                Some(a.to_string()),
+                None,
+                format!("the {} search: {pair} {why}", s.phase),
+                "each node is fine with others: check the path between the two (the switch ports \
+                 and cables that carry it, the routing between their leaves)",
+            )
+            .in_phase(&s.phase)
+            .about(&format!("link to {b}")),
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::{Finding, Severity, Triage};

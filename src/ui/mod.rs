@@ -4,6 +4,7 @@
 
 pub mod overlay;
 pub mod panes;
+pub mod search;
 
 use ratatui::Frame;
 use ratatui::buffer::Buffer;

@@ -22,6 +22,7 @@ pub fn draw(overlay: &Overlay, ctx: &Ctx, area: Rect, buf: &mut Buffer) {
         Overlay::Confirm(c) => confirm(c, ctx, area, buf),
         Overlay::GpuDetails => gpu_details(ctx, area, buf),
         Overlay::PhaseDetails => phase_details(ctx, area, buf),
+        Overlay::Search => super::search::draw(ctx, area, buf),
         Overlay::Logs => {
             Clear.render(area, buf);
             buf.set_style(area, ctx.theme.screen);
@@ -46,7 +47,15 @@ fn centered(area: Rect, width: u16, height: u16) -> Rect {
     )
 }
 
-fn boxed(ctx: &Ctx, title: String, lines: Vec<Line>, area: Rect, width: u16, buf: &mut Buffer) {
+/// Lines in a bordered box centred over `area`, as tall as they are (at most `area`).
+pub(super) fn boxed(
+    ctx: &Ctx,
+    title: String,
+    lines: Vec<Line>,
+    area: Rect,
+    width: u16,
+    buf: &mut Buffer,
+) {
     let rect = centered(area, width, lines.len() as u16 + 2);
     Clear.render(rect, buf);
     buf.set_style(rect, ctx.theme.screen);
@@ -140,6 +149,29 @@ fn confirm(c: &Confirm, ctx: &Ctx, area: Rect, buf: &mut Buffer) {
                     Span::styled(" abort   ", t.text),
                     Span::styled("n/Esc", t.accent),
                     Span::styled(" keep it running", t.text),
+                ]),
+            ],
+        ),
+        Confirm::Localize(id) => (
+            format!(" Search where {id} is slow? "),
+            vec![
+                Line::styled(
+                    format!(" Runs {id}'s own command on groups of nodes, round by round:"),
+                    t.text,
+                ),
+                Line::styled(
+                    " pairs first, then each slow pair's nodes beside good ones.",
+                    t.text,
+                ),
+                Line::styled(
+                    " A node is named only when slow beside two good partners.",
+                    t.text,
+                ),
+                Line::from(vec![
+                    Span::styled(" y", t.warn),
+                    Span::styled(" search   ", t.text),
+                    Span::styled("n/Esc", t.accent),
+                    Span::styled(" leave it", t.text),
                 ]),
             ],
         ),

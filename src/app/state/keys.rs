@@ -51,6 +51,11 @@ impl State {
                 close(self);
                 self.start(phase)
             }
+            (Confirm::Localize(phase), KeyCode::Char('y') | KeyCode::Enter) => {
+                self.ui.overlay = Overlay::Search;
+                self.say(Tone::Info, format!("searching where {phase} is slow"));
+                Some(Effect::Command(PhaseCommand::Localize(phase)))
+            }
             (Confirm::Quit(_), KeyCode::Char('d')) => {
                 close(self);
                 self.quitting = true;
@@ -144,6 +149,7 @@ impl State {
                 );
             }
             Action::StartPhase => return self.start_selected(false),
+            Action::Localize => return self.localize_selected(),
             Action::RetryPhase => return self.start_selected(true),
             Action::ConfirmDrill => {
                 let asked = self
@@ -255,6 +261,45 @@ impl State {
                 }
             }
         }
+        None
+    }
+
+    /// `f`: show the search that runs, or ask whether to search the selected phase.
+    fn localize_selected(&mut self) -> Option<Effect> {
+        if self.playback.is_some() {
+            self.say(
+                Tone::Warn,
+                "a replay shows what the run did: searches run in the live console",
+            );
+            return None;
+        }
+        if self.store.search.as_ref().is_some_and(|s| s.running) {
+            self.ui.overlay = Overlay::Search;
+            return None;
+        }
+        let phase = self.store.phases.get(self.ui.phase)?;
+        let id = phase.spec.id.to_string();
+        if !matches!(
+            phase.spec.scope,
+            crate::plan::Scope::Mpirun | crate::plan::Scope::Launcher
+        ) {
+            self.say(
+                Tone::Warn,
+                format!(
+                    "f searches a phase that runs one job across the nodes (scope mpirun or launcher, as T7); {id}'s scope is {}",
+                    phase.spec.scope.label()
+                ),
+            );
+            return None;
+        }
+        if let Some(running) = self.running_phase_id() {
+            self.say(
+                Tone::Warn,
+                format!("{running} is running; abort it first (a)"),
+            );
+            return None;
+        }
+        self.ui.overlay = Overlay::Confirm(Confirm::Localize(id));
         None
     }
 

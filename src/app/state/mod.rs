@@ -39,6 +39,8 @@ pub enum Confirm {
     Abort(String),
     /// Quit while this phase runs: detach or abort?
     Quit(String),
+    /// Search for the node or link that makes this multi-node phase slow?
+    Localize(String),
     /// Start (or, with `retry`, run again) this phase although `why` says it cannot go well:
     /// no node answers, or a phase it needs has not passed.
     Start {
@@ -64,6 +66,8 @@ pub enum Overlay {
     PhaseDetails,
     /// Full-screen log of the selected phase.
     Logs,
+    /// The fault search, as it stands.
+    Search,
     /// A question.
     Confirm(Confirm),
 }
@@ -395,13 +399,34 @@ impl State {
             } else {
                 ""
             };
+            // A multi-node phase that did not pass: say how to find where.
+            let searchable = !matches!(verdict, crate::model::phase::Verdict::Pass)
+                && self.store.phase(phase).is_some_and(|p| {
+                    matches!(
+                        p.spec.scope,
+                        crate::plan::Scope::Mpirun | crate::plan::Scope::Launcher
+                    )
+                });
+            let offer = if searchable {
+                " · f finds the node or link"
+            } else {
+                ""
+            };
             self.say(
                 tone,
-                format!("{phase} {}{before}: {reason}", verdict.label()),
+                format!("{phase} {}{before}: {reason}{offer}", verdict.label()),
             );
         }
         if let SourceEvent::Notice { text } = &ev {
             self.say(Tone::Warn, text.clone());
+        }
+        if let SourceEvent::Search(snap) = &ev
+            && snap.running
+            && !self.store.search.as_ref().is_some_and(|s| s.running)
+            && self.ui.overlay == Overlay::None
+        {
+            // A search that starts is shown as it goes.
+            self.ui.overlay = Overlay::Search;
         }
         if let SourceEvent::Recording { dir } = &ev {
             self.recording = Some(dir.clone());
@@ -436,7 +461,17 @@ impl State {
     }
 
     fn running_phase_id(&self) -> Option<String> {
-        self.store.running_phase().map(|p| p.spec.id.to_string())
+        self.store
+            .running_phase()
+            .map(|p| p.spec.id.to_string())
+            .or_else(|| {
+                // A fault search runs as a phase would: `a` aborts it, quitting asks.
+                self.store
+                    .search
+                    .as_ref()
+                    .filter(|s| s.running && self.phases_on_nodes)
+                    .map(|s| format!("{}{}", crate::model::search::SEARCH_PREFIX, s.phase))
+            })
     }
 }
 

@@ -167,3 +167,82 @@ impl LocalizeDoc {
         format!("as a pair: {}", figures.join(", "))
     }
 }
+
+/// Most tests a snapshot carries to the console (its latest).
+const SNAPSHOT_TESTS: usize = 48;
+
+impl LocalizeDoc {
+    /// What the console shows of this search (`running`: it goes on).
+    pub fn snapshot(&self, running: bool) -> crate::model::search::SearchSnapshot {
+        use crate::model::fit;
+        use crate::model::search::{SearchRow, SearchSnapshot};
+        let name = |i: usize| {
+            self.nodes
+                .get(i)
+                .cloned()
+                .unwrap_or_else(|| format!("#{i}"))
+        };
+        let skip = self.groups.len().saturating_sub(SNAPSHOT_TESTS);
+        SearchSnapshot {
+            phase: fit(&self.phase, 24),
+            nodes: self.nodes.len(),
+            screen: self.screen.name().to_string(),
+            rounds: self.rounds,
+            running,
+            named: self
+                .bad_nodes
+                .iter()
+                .map(|n| fit(&format!("{n}: slow beside {}", self.evidence_of(n)), 200))
+                .collect(),
+            links: self
+                .bad_links
+                .iter()
+                .map(|(a, b)| {
+                    fit(
+                        &format!(
+                            "{a}–{b}: each passes with others, slow together ({})",
+                            self.pair_evidence(a, b)
+                        ),
+                        200,
+                    )
+                })
+                .collect(),
+            notes: self
+                .not_reproduced
+                .iter()
+                .map(|n| format!("not named: {n}"))
+                .chain(self.stuck.iter().cloned())
+                .map(|n| fit(&n, 200))
+                .take(16)
+                .collect(),
+            tests: self
+                .groups
+                .iter()
+                .skip(skip)
+                .map(|g| {
+                    let mut nodes: Vec<String> =
+                        g.test.members.iter().take(8).map(|i| name(*i)).collect();
+                    if g.test.members.len() > 8 {
+                        nodes.push(format!("+{}", g.test.members.len() - 8));
+                    }
+                    let mut words = nodes.join(",");
+                    if let Some(p) = g.test.padding.first() {
+                        words.push_str(&format!(" + {}", name(*p)));
+                    }
+                    SearchRow {
+                        round: g.test.round,
+                        purpose: serde_json::to_value(g.test.purpose)
+                            .ok()
+                            .and_then(|v| v.as_str().map(str::to_string))
+                            .unwrap_or_default(),
+                        nodes: fit(&words, 80),
+                        figure: g.result.figure.filter(|f| f.is_finite()),
+                        slow: g.slow,
+                        why: fit(&g.why, 160),
+                    }
+                })
+                .collect(),
+            tests_run: self.groups.len(),
+        }
+    }
+}

@@ -3,4 +3,5 @@
 //! group of a round at once.
 
 pub mod doc;
+pub mod run;
 pub mod search;
