@@ -191,4 +191,26 @@ async fn a_search_from_the_console_names_the_bad_node_while_frames_keep_coming()
         .flatten()
         .any(|e| e.file_name().to_string_lossy().starts_with("localize-"));
     assert!(kept, "{runs:?}");
+    // And its events, so a replay shows the search as the console did.
+    let events = std::fs::read_to_string(runs[0].join("events.jsonl")).expect("events");
+    assert!(
+        events
+            .lines()
+            .any(|l| l.contains("\"search\"") && l.contains("node03: slow beside")),
+        "{events}"
+    );
+    let timeline = burnin::sources::replay::Timeline::load(&runs[0]).expect("replay");
+    let last = timeline
+        .events
+        .iter()
+        .rev()
+        .find_map(|(_, e)| match e {
+            SourceEvent::Search(s) => Some(s.clone()),
+            _ => None,
+        })
+        .expect("the replay plays the search");
+    assert!(
+        !last.running && last.named[0].starts_with("node03:"),
+        "{last:?}"
+    );
 }

@@ -384,7 +384,7 @@ impl PhaseDriver {
         self.announce_record(events).await;
         self.operator("localize", id);
         let stamp = new_run_id();
-        let record = record_read(&self.session, |s| s.dir().join(format!("localize-{stamp}")));
+        let record_dir = record_read(&self.session, |s| s.dir().join(format!("localize-{stamp}")));
         let nodes = self.ctx.nodes.clone();
         let screen = if nodes.len() <= 3 {
             Screen::Groups
@@ -399,16 +399,30 @@ impl PhaseDriver {
         }
         let ctx = self.ctx.clone();
         let running = Arc::clone(&self.running);
+        let session = Arc::clone(&self.session);
         let events = events.clone();
+        // Each snapshot into the record (a replay shows the search) and to the console.
+        let tell = move |snap: crate::model::search::SearchSnapshot,
+                         events: mpsc::Sender<SourceEvent>,
+                         session: Arc<Mutex<Option<RunSession>>>| async move {
+            let search = Box::new(snap);
+            let ev = RecordEvent::Search {
+                at_ms: crate::model::now_ms(),
+                search: search.clone(),
+            };
+            if let Err(e) = record(&session, |s: &mut RunSession| s.record_event(&ev)) {
+                tracing::warn!("run record: {e}");
+            }
+            events.send(SourceEvent::Search(search)).await.is_ok()
+        };
         tokio::spawn(async move {
             let (progress, mut docs) = mpsc::channel(16);
             let forward = {
-                let events = events.clone();
+                let (events, session) = (events.clone(), Arc::clone(&session));
                 tokio::spawn(async move {
                     while let Some(doc) = docs.recv().await {
                         let doc: crate::phases::localize::doc::LocalizeDoc = doc;
-                        let snap = Box::new(doc.snapshot(true));
-                        if events.send(SourceEvent::Search(snap)).await.is_err() {
+                        if !tell(doc.snapshot(true), events.clone(), Arc::clone(&session)).await {
                             break;
                         }
                     }
@@ -420,15 +434,13 @@ impl PhaseDriver {
                     screen,
                     peers_pct: 80.0,
                 },
-                record,
+                record: record_dir,
                 stamp,
             };
             let doc = run_search(&ctx, spec, run, stop_rx, progress).await;
             let _ = forward.await;
             release(&running, generation);
-            let _ = events
-                .send(SourceEvent::Search(Box::new(doc.snapshot(false))))
-                .await;
+            tell(doc.snapshot(false), events.clone(), Arc::clone(&session)).await;
             let head = doc.words().lines().next().unwrap_or_default().to_string();
             let _ = events.send(SourceEvent::Notice { text: head }).await;
         });

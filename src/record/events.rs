@@ -73,6 +73,13 @@ pub enum RecordEvent {
         /// The window.
         window: crate::model::probe::ProbeWindow,
     },
+    /// A fault search as the console showed it (after a round, and at its end).
+    Search {
+        /// When.
+        at_ms: UnixMillis,
+        /// The search as it stood.
+        search: Box<crate::model::search::SearchSnapshot>,
+    },
     /// The operator did something: started or aborted a phase, quit, detached.
     Operator {
         /// When.

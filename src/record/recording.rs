@@ -110,6 +110,10 @@ impl TelemetryRecording {
             SourceEvent::Probe(window) => events.push(RecordEvent::Probe {
                 window: window.clone(),
             }),
+            SourceEvent::Search(search) => events.push(RecordEvent::Search {
+                at_ms,
+                search: search.clone(),
+            }),
             SourceEvent::Expect {
                 node,
                 gpus,

@@ -92,6 +92,9 @@ impl Timeline {
                 Recorded::Run(RecordEvent::Probe { window }) => {
                     timed.push((window.at_ms, SourceEvent::Probe(window)));
                 }
+                Recorded::Run(RecordEvent::Search { at_ms, search }) => {
+                    timed.push((at_ms, SourceEvent::Search(search)));
+                }
                 // Replayed only where the live console was told: a simulated cluster tells
                 // nothing of the kind, a fleet of real (or `sim`-mode) nodes does.
                 Recorded::Run(RecordEvent::Expect {

@@ -238,7 +238,7 @@ impl ClusterStore {
             SourceEvent::Rewind => self.rewind(),
             SourceEvent::Phase(ev) => self.ingest_phase(ev),
             SourceEvent::Probe(window) => self.storage.ingest(window),
-            SourceEvent::Search(search) => self.search = Some(search),
+            SourceEvent::Search(search) => self.search = Some(bounded_search(search)),
         }
     }
 
@@ -507,6 +507,32 @@ impl ClusterStore {
             .filter(|p| !p.busbw.is_empty())
             .max_by_key(|p| (p.state == PhaseState::Running, p.started_ms))
     }
+}
+
+/// A search as the store keeps it: a record replayed may hold anything, so its lists and words
+/// are held to what the overlay shows.
+fn bounded_search(
+    mut s: Box<crate::model::search::SearchSnapshot>,
+) -> Box<crate::model::search::SearchSnapshot> {
+    use crate::model::{fit, strip_controls};
+    let clean = |t: &str, n: usize| fit(&strip_controls(t), n);
+    s.phase = clean(&s.phase, 24);
+    s.screen = clean(&s.screen, 16);
+    for list in [&mut s.named, &mut s.links, &mut s.notes] {
+        list.truncate(32);
+        for l in list.iter_mut() {
+            *l = clean(l, 300);
+        }
+    }
+    let skip = s.tests.len().saturating_sub(64);
+    s.tests.drain(..skip);
+    for r in &mut s.tests {
+        r.purpose = clean(&r.purpose, 16);
+        r.nodes = clean(&r.nodes, 120);
+        r.why = clean(&r.why, 300);
+        r.figure = r.figure.filter(|f| f.is_finite());
+    }
+    s
 }
 
 #[cfg(test)]
