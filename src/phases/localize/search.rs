@@ -5,8 +5,9 @@
 //! The method is the one NVIDIA's readiness engine and Google's cluster health scanner use
 //! (`shared/research/peers.md`), in one engine:
 //! - **screen**: every node in one test of a partition: disjoint pairs, or groups of ⌈√N⌉;
-//!   when nothing else is left to follow, one test of every node not named (a fault between
-//!   two groups shows only there);
+//!   a √N screen where no group is slow is checked once in pairs (a bad node in every group
+//!   makes every group equally slow); when nothing else is left to follow, one test of every
+//!   node not named (a fault between two groups shows only there);
 //! - **bisect**: a slow set is split in halves, a half of one node padded with a known-good
 //!   partner; a slow half is split again;
 //! - **cross**: where both halves pass but the set was slow, the fault needs nodes of both
@@ -155,6 +156,9 @@ pub struct NotReproduced {
 #[derive(Debug, Clone)]
 enum Task {
     Screen,
+    /// A clean √N screen checked in pairs: with a bad node in every group, every group is as
+    /// slow as the others and no peers level shows it; pairs leave most tests healthy.
+    PairCheck,
     /// Every node not named, at once (the screen's groups, less what was named).
     Whole {
         groups: Vec<Vec<usize>>,
@@ -195,7 +199,7 @@ impl Task {
     /// The nodes the task is about (kept out of padding while it is open).
     fn suspects(&self) -> Vec<usize> {
         match self {
-            Task::Screen => Vec::new(),
+            Task::Screen | Task::PairCheck => Vec::new(),
             Task::Whole { .. } => Vec::new(),
             Task::Find { set, .. } => set.clone(),
             Task::CrossGroups { groups, .. } => groups.concat(),
@@ -286,6 +290,7 @@ impl Search {
             return Some(self.proposed.clone());
         }
         if self.pending.is_empty() && !self.close() {
+            self.say_unjudged();
             return None;
         }
         self.round += 1;
@@ -331,6 +336,21 @@ impl Search {
         }
         self.pending = later;
         Some(self.proposed.clone())
+    }
+
+    /// At the end, where tests were left unjudged by peers and nothing was named: say that the
+    /// search could not tell, never let it read as an all-clear.
+    fn say_unjudged(&mut self) {
+        let unjudged = self
+            .tests
+            .iter()
+            .any(|j| j.why.contains("not judged against peers"));
+        let named = !self.bad_nodes.is_empty() || !self.bad_links.is_empty();
+        if unjudged && !named && !self.stuck.iter().any(|s| s.starts_with("no peers level")) {
+            self.stuck.push(
+                "no peers level: most tests were slow, so slow and healthy could not be told apart by peers; only the phase's own gates (floor, baseline) judged — the fabric may be slow as a whole".into(),
+            );
+        }
     }
 
     /// When nothing is left to follow: every node not named, in one test (a fault between two
@@ -428,16 +448,6 @@ impl Search {
                 slow,
                 why,
             });
-        }
-        let unjudged = self
-            .tests
-            .iter()
-            .filter(|j| j.why.contains("not judged against peers"))
-            .count();
-        if unjudged > 0 && !self.stuck.iter().any(|s| s.starts_with("no peers level")) {
-            self.stuck.push(
-                "no peers level: most tests were slow, so slow and healthy could not be told apart by peers; only the phase's own gates (floor, baseline) judged — the fabric may be slow as a whole".into(),
-            );
         }
         let running = std::mem::take(&mut self.running);
         for (task, ids) in running {
@@ -546,6 +556,12 @@ impl Search {
             Some((purpose, members, vec![p]))
         };
         match task {
+            Task::PairCheck => Some(
+                partition(self.n, 2)
+                    .into_iter()
+                    .map(|g| (Purpose::Screen, g, Vec::new()))
+                    .collect(),
+            ),
             Task::Screen => Some(
                 partition(self.n, self.config.screen.group_size(self.n))
                     .into_iter()
@@ -657,6 +673,19 @@ impl Search {
                     .iter()
                     .map(|i| self.tests[*i].test.members.clone())
                     .collect();
+                let slow: Vec<usize> = ids.iter().copied().filter(|i| self.slow(*i)).collect();
+                if slow.is_empty() && self.config.screen == Screen::Groups && self.n >= 4 {
+                    self.pending.push(Task::PairCheck);
+                }
+                for id in slow {
+                    let set = self.tests[id].test.members.clone();
+                    self.pending.push(Task::Find {
+                        set,
+                        evidence: vec![id],
+                    });
+                }
+            }
+            Task::PairCheck => {
                 let slow: Vec<usize> = ids.iter().copied().filter(|i| self.slow(*i)).collect();
                 for id in slow {
                     let set = self.tests[id].test.members.clone();
