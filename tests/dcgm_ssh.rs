@@ -9,10 +9,8 @@
 
 mod common;
 
+use common::site::{Site, finish, phase};
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
-use common::site::{BIN, Site, finish, phase};
 
 fn corpus(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -48,19 +46,7 @@ fn v1_reads_dcgm_per_gpu_and_the_report_sets_it_beside_burnin() {
     );
 
     let run = PathBuf::from(doc["run_dir"].as_str().expect("run_dir"));
-    let out = Command::new(BIN)
-        .arg("report")
-        .arg(&run)
-        .env("BURNIN_LOG", site.cluster.dir.join("burnin.log"))
-        .output()
-        .expect("report");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let md = std::fs::read_to_string(run.join("report.md")).expect("report.md");
+    let md = common::site::report_md(&run, &site.cluster.dir.join("burnin.log"));
     let section = md
         .split("## DCGM diagnostic beside burnin")
         .nth(1)

@@ -278,17 +278,7 @@ fn t0_carries_the_doctor_and_warns_where_a_phase_cannot_run() {
     let run_dir = PathBuf::from(doc["run_dir"].as_str().expect("run_dir"));
     let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events");
     let check = |node: &str, name: &str| -> (String, String) {
-        events
-            .lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .filter_map(|e| e.get("metric").cloned())
-            .find(|m| m["node"] == node && m["name"] == name)
-            .map(|m| {
-                (
-                    m["status"].as_str().unwrap_or("").to_string(),
-                    m["detail"].as_str().unwrap_or("").to_string(),
-                )
-            })
+        common::site::check_in(&events, node, name)
             .unwrap_or_else(|| panic!("no {name} check for {node}: {stderr}\n{events}"))
     };
     let (status, detail) = check("node02", "can-run-W1");

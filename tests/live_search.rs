@@ -31,16 +31,7 @@ use tokio::sync::mpsc;
 
 const BIN: &str = env!("CARGO_BIN_EXE_burnin");
 
-const PLAN: &str = r#"
-[[phase]]
-id = "T7"
-title = "multi-node NCCL (stand-in)"
-scope = "mpirun"
-parser = "nccl-tests"
-timeout = "2m"
-gates = [{ kind = "zero-wrong" }, { kind = "min", figure = "busbw_all_reduce", value = 10 }]
-command = "all_reduce_perf -H {hosts_slots} -b 1M -e 1G"
-"#;
+const PLAN: &str = common::site::STAND_IN_T7;
 
 fn key(c: char) -> Event {
     Event::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE))

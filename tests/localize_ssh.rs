@@ -15,17 +15,7 @@ use std::process::Command;
 
 use common::site::{BIN, Site, allreduce_stand_in as stand_in};
 
-/// The plan: one multi-node phase, its first node launching the stand-in with every host.
-const PLAN: &str = r#"
-[[phase]]
-id = "T7"
-title = "multi-node NCCL (stand-in)"
-scope = "mpirun"
-parser = "nccl-tests"
-timeout = "2m"
-gates = [{ kind = "zero-wrong" }, { kind = "min", figure = "busbw_all_reduce", value = 10 }]
-command = "all_reduce_perf -H {hosts_slots} -b 1M -e 1G"
-"#;
+const PLAN: &str = common::site::STAND_IN_T7;
 
 /// (exit code, the JSON document, stderr) of `burnin localize --json` on `n` nodes.
 fn localize(n: usize, script: impl Fn(&str) -> String) -> Option<(i32, serde_json::Value, String)> {
@@ -187,19 +177,7 @@ fn a_search_kept_in_a_run_is_in_its_report() {
     );
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(said.contains("bad node(s): node04"), "{said}");
-    let out = Command::new(BIN)
-        .arg("report")
-        .arg(&run)
-        .env("BURNIN_LOG", site.cluster.dir.join("burnin.log"))
-        .output()
-        .expect("report");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let md = std::fs::read_to_string(run.join("report.md")).expect("report.md");
+    let md = common::site::report_md(&run, &site.cluster.dir.join("burnin.log"));
     let section = md
         .split("## Where the fault is")
         .nth(1)

@@ -1078,17 +1078,7 @@ fn t0_preflight_runs_as_shipped_over_ssh_and_names_what_is_wrong_per_node() {
     let run_dir = PathBuf::from(doc["run_dir"].as_str().expect("run_dir"));
     let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events");
     let check = |node: &str, name: &str| -> (String, String) {
-        events
-            .lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .map(|e| e["metric"].clone())
-            .find(|m| m["kind"] == "check" && m["node"] == node && m["name"] == name)
-            .map(|m| {
-                (
-                    m["status"].as_str().unwrap_or("").to_string(),
-                    m["detail"].as_str().unwrap_or("").to_string(),
-                )
-            })
+        common::site::check_in(&events, node, name)
             .unwrap_or_else(|| panic!("no {name} check for {node}:\n{events}"))
     };
     for name in [

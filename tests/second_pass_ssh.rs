@@ -9,9 +9,7 @@
 
 mod common;
 
-use std::process::Command;
-
-use common::site::{BIN, Site, finish, phase};
+use common::site::{Site, finish, phase};
 
 const PLAN: &str = r#"
 [vars]
@@ -75,14 +73,7 @@ fn the_second_pass_names_the_node_not_the_pair() {
 
     // The report blames node03 alone.
     let run = std::path::PathBuf::from(doc["run_dir"].as_str().expect("run_dir"));
-    let out = Command::new(BIN)
-        .arg("report")
-        .arg(&run)
-        .env("BURNIN_LOG", site.cluster.dir.join("burnin.log"))
-        .output()
-        .expect("report");
-    assert_eq!(out.status.code(), Some(0));
-    let md = std::fs::read_to_string(run.join("report.md")).expect("report.md");
+    let md = common::site::report_md(&run, &site.cluster.dir.join("burnin.log"));
     let nodes = md
         .split("## Nodes")
         .nth(1)

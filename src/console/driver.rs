@@ -326,23 +326,40 @@ impl PhaseDriver {
                         .await;
                     return;
                 };
-                if let Some((ids, _, _)) = self.running.lock().ok().and_then(|r| r.clone()) {
-                    let rid = ids.join(" with ");
-                    let _ = events
-                        .send(notice(format!("{rid} is running; abort it first (a)")))
-                        .await;
-                    return;
+                if self
+                    .begin("start", &id, "the phase runs anyway", events)
+                    .await
+                {
+                    self.spawn(spec, events, None);
                 }
-                // The record opens with the first phase (unless it opened with the console).
-                if let Some(text) = self.create_session("the phase runs anyway") {
-                    let _ = events.send(notice(text)).await;
-                }
-                self.open_recording();
-                self.announce_record(events).await;
-                self.operator("start", &id);
-                self.spawn(spec, events, None);
             }
         }
+    }
+
+    /// Before a phase or a search starts: nothing else may run (said, false); the record opens
+    /// with the first (unless it opened with the console) and notes who started what.
+    async fn begin(
+        &mut self,
+        action: &str,
+        id: &str,
+        otherwise: &str,
+        events: &mpsc::Sender<SourceEvent>,
+    ) -> bool {
+        let notice = |text: String| SourceEvent::Notice { text };
+        if let Some((ids, _, _)) = self.running.lock().ok().and_then(|r| r.clone()) {
+            let rid = ids.join(" with ");
+            let _ = events
+                .send(notice(format!("{rid} is running; abort it first (a)")))
+                .await;
+            return false;
+        }
+        if let Some(text) = self.create_session(otherwise) {
+            let _ = events.send(notice(text)).await;
+        }
+        self.open_recording();
+        self.announce_record(events).await;
+        self.operator(action, id);
+        true
     }
 
     /// `f`: search for the node or link that makes multi-node phase `id` slow, in the
@@ -370,19 +387,12 @@ impl PhaseDriver {
                 .await;
             return;
         }
-        if let Some((ids, _, _)) = self.running.lock().ok().and_then(|r| r.clone()) {
-            let rid = ids.join(" with ");
-            let _ = events
-                .send(notice(format!("{rid} is running; abort it first (a)")))
-                .await;
+        if !self
+            .begin("localize", id, "the search runs anyway", events)
+            .await
+        {
             return;
         }
-        if let Some(text) = self.create_session("the search runs anyway") {
-            let _ = events.send(notice(text)).await;
-        }
-        self.open_recording();
-        self.announce_record(events).await;
-        self.operator("localize", id);
         let stamp = new_run_id();
         let record_dir = record_read(&self.session, |s| s.dir().join(format!("localize-{stamp}")));
         let nodes = self.ctx.nodes.clone();

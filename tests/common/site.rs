@@ -181,3 +181,48 @@ awk -v n="$n" -v slow="$slow" 'BEGIN {{
 "##
     )
 }
+
+/// A plan of one multi-node phase, T7, whose command is the stand-in all_reduce_perf
+/// ([`allreduce_stand_in`]) with every host of its group.
+pub const STAND_IN_T7: &str = r#"
+[[phase]]
+id = "T7"
+title = "multi-node NCCL (stand-in)"
+scope = "mpirun"
+parser = "nccl-tests"
+timeout = "2m"
+gates = [{ kind = "zero-wrong" }, { kind = "min", figure = "busbw_all_reduce", value = 10 }]
+command = "all_reduce_perf -H {hosts_slots} -b 1M -e 1G"
+"#;
+
+/// `burnin report RUN`, which must succeed; the report.md it wrote.
+pub fn report_md(run: &Path, log: &Path) -> String {
+    let out = Command::new(BIN)
+        .arg("report")
+        .arg(run)
+        .env("BURNIN_LOG", log)
+        .output()
+        .expect("report");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::read_to_string(run.join("report.md")).expect("report.md")
+}
+
+/// A check the record's events hold for `node`: (status, detail), as `events.jsonl` has it.
+pub fn check_in(events: &str, node: &str, name: &str) -> Option<(String, String)> {
+    events
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .map(|e| e["metric"].clone())
+        .find(|m| m["kind"] == "check" && m["node"] == node && m["name"] == name)
+        .map(|m| {
+            (
+                m["status"].as_str().unwrap_or("").to_string(),
+                m["detail"].as_str().unwrap_or("").to_string(),
+            )
+        })
+}
