@@ -10,7 +10,8 @@
 //!   carries when it was scraped, and a node whose samples stop advancing sends no frame (the
 //!   store then marks it stale, as for a silent SSH stream);
 //! - identity (first poll, then every [`IDENTITY_EVERY`] polls): `count by (gpu, UUID,
-//!   modelName, DCGM_FI_DRIVER_VERSION, <host labels>)`, for the hello's GPU list.
+//!   modelName, pci_bus_id, DCGM_FI_DRIVER_VERSION, <host labels>)`, for the hello's GPU list
+//!   (the PCI bus id goes to the report's node table; the exporter has no serial or VBIOS).
 //!
 //! A node with no series is unreachable with the reason; a query that fails makes every node
 //! unreachable with the server's words; families no node exports are said once, with why
@@ -94,7 +95,7 @@ impl Queries {
             values: format!("max by (__name__, gpu, GPU_I_ID, {hosts}) ({selector})"),
             times: format!("max by ({hosts}) ({})", per_family.join(" or ")),
             identity: format!(
-                "count by (gpu, GPU_I_ID, UUID, modelName, DCGM_FI_DRIVER_VERSION, {hosts}) ({selector})"
+                "count by (gpu, GPU_I_ID, UUID, modelName, pci_bus_id, DCGM_FI_DRIVER_VERSION, {hosts}) ({selector})"
             ),
         }
     }
@@ -145,8 +146,8 @@ impl HostIndex {
     }
 }
 
-/// What a hello said: the GPUs (index, UUID, model) and the readings missing.
-type HelloSaid = (Vec<(u32, String, String)>, Vec<Unavailable>);
+/// What a hello said: the GPUs (index, UUID, model, PCI bus id) and the readings missing.
+type HelloSaid = (Vec<(u32, String, String, Option<String>)>, Vec<Unavailable>);
 
 /// What was last said about a node, so only changes are sent.
 #[derive(Debug, Clone, Default)]
@@ -166,6 +167,7 @@ struct NodeState {
 struct Identity {
     uuid: String,
     model: String,
+    pci_bus_id: Option<String>,
     driver: Option<String>,
 }
 
@@ -330,6 +332,9 @@ impl PromNodes {
                     Identity {
                         uuid: s.label("UUID").to_string(),
                         model: s.label("modelName").to_string(),
+                        pci_bus_id: Some(s.label("pci_bus_id"))
+                            .filter(|b| !b.is_empty())
+                            .map(String::from),
                         driver,
                     },
                 );
@@ -410,11 +415,11 @@ impl PromNodes {
                 xids.push((sample.index, xid));
                 samples.push(sample);
             }
-            let listed: Vec<(u32, String, String)> = samples
+            let listed: Vec<(u32, String, String, Option<String>)> = samples
                 .iter()
                 .map(|g| {
                     let id = self.identity[i].get(&g.index).cloned().unwrap_or_default();
-                    (g.index, id.uuid, id.model)
+                    (g.index, id.uuid, id.model, id.pci_bus_id)
                 })
                 .collect();
             let st = &mut self.state[i];
@@ -437,7 +442,7 @@ impl PromNodes {
                     gpus: samples
                         .iter()
                         .zip(&said.0)
-                        .map(|(g, (index, uuid, model))| GpuInfo {
+                        .map(|(g, (index, uuid, model, bus))| GpuInfo {
                             index: *index,
                             name: model.clone(),
                             uuid: uuid.clone(),
@@ -445,7 +450,10 @@ impl PromNodes {
                             sm_clock_max_mhz: None,
                             memory_total_bytes: g.memory_total_bytes,
                             nvlink_links: None,
-                            identity: Default::default(),
+                            identity: crate::model::GpuIdentity {
+                                pci_bus_id: bus.clone(),
+                                ..Default::default()
+                            },
                         })
                         .collect(),
                     topology: None,
@@ -821,6 +829,7 @@ mod tests {
                 ("gpu", "0"),
                 ("UUID", "GPU-a"),
                 ("modelName", "NVIDIA B300"),
+                ("pci_bus_id", "00000000:18:00.0"),
                 ("DCGM_FI_DRIVER_VERSION", "580.82"),
             ],
             0,
@@ -838,6 +847,11 @@ mod tests {
         assert_eq!(hello.gpus.len(), 2);
         assert_eq!(hello.gpus[0].uuid, "GPU-a");
         assert_eq!(hello.gpus[0].name, "NVIDIA B300");
+        assert_eq!(
+            hello.gpus[0].identity.pci_bus_id.as_deref(),
+            Some("00000000:18:00.0"),
+            "the report's node table names the GPU by its bus id"
+        );
         assert_eq!(hello.driver.as_deref(), Some("580.82"));
         assert!(
             hello
