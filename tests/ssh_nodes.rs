@@ -333,7 +333,7 @@ async fn smi_mode_replays_real_output_and_falls_back_to_old_field_names() {
                echo 'Field \"power.draw.average\" is not a valid field to query.'; exit 2\nfi\n\
              if echo \"$*\" | grep -q power.draw.average; then\n\
                while true; do tail -n +2 {fixture}; sleep 1; done\nfi\n\
-             while true; do echo '0, GPU-1, NVIDIA H200, 350.50, 700.00, 41, 87, 1980, 1980, 3201, 1011, 143771, 0x0000000000000001, 0, 0, 535.183.01'; sleep 0.2; done\n",
+             while true; do echo '0, GPU-1, NVIDIA H200, 350.50, 700.00, 41, 87, 1980, 1980, 3201, 1011, 143771, 0x0000000000000001, 0, 0, 535.183.01, 1654123045678, 00000000:18:00.0, 96.00.AF.00.01'; sleep 0.2; done\n",
         ),
     );
     let text = "[defaults]\nmode = \"smi\"\ninterval = \"200ms\"\nconnect_timeout = \"5s\"\ngpus = 1\n\
@@ -366,6 +366,16 @@ async fn smi_mode_replays_real_output_and_falls_back_to_old_field_names() {
             .as_deref(),
         Some("535.183.01")
     );
+    // And what identifies its GPU for a return (the report's node table).
+    let id = w
+        .store
+        .node("node02")
+        .and_then(|n| n.hello.as_ref())
+        .map(|h| h.gpus[0].identity.clone())
+        .expect("node02 hello");
+    assert_eq!(id.serial.as_deref(), Some("1654123045678"));
+    assert_eq!(id.pci_bus_id.as_deref(), Some("00000000:18:00.0"));
+    assert_eq!(id.vbios.as_deref(), Some("96.00.AF.00.01"));
     assert!(
         w.store
             .node("node02")

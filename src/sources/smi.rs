@@ -26,6 +26,11 @@ pub const MODERN_FIELDS: &[&str] = &[
     "ecc.errors.corrected.volatile.total",
     "ecc.errors.uncorrected.volatile.total",
     "driver_version",
+    // What identifies the GPU to its vendor (the report's node table): constant, but one
+    // query keeps the stream one process.
+    "serial",
+    "pci.bus_id",
+    "vbios_version",
 ];
 
 /// Fields for older drivers (when the modern query says a field is not valid).
@@ -46,6 +51,11 @@ pub const LEGACY_FIELDS: &[&str] = &[
     "ecc.errors.corrected.volatile.total",
     "ecc.errors.uncorrected.volatile.total",
     "driver_version",
+    // What identifies the GPU to its vendor (the report's node table): constant, but one
+    // query keeps the stream one process.
+    "serial",
+    "pci.bus_id",
+    "vbios_version",
 ];
 
 /// What nvidia-smi prints when a field of the query is unknown to the driver.
@@ -81,6 +91,9 @@ enum Col {
     EccCorrected,
     EccUncorrected,
     DriverVersion,
+    Serial,
+    PciBusId,
+    Vbios,
     Ignored,
 }
 
@@ -105,6 +118,9 @@ fn column(name: &str) -> Col {
         "ecc.errors.corrected.volatile.total" => Col::EccCorrected,
         "ecc.errors.uncorrected.volatile.total" => Col::EccUncorrected,
         "driver_version" => Col::DriverVersion,
+        "serial" | "gpu_serial" => Col::Serial,
+        "pci.bus_id" | "gpu_bus_id" => Col::PciBusId,
+        "vbios_version" => Col::Vbios,
         _ => Col::Ignored,
     }
 }
@@ -262,6 +278,11 @@ impl SmiDecoder {
                         self.driver = cell(raw).map(|v| crate::model::fit(v, 40));
                     }
                 }
+                Col::Serial => info.identity.serial = cell(raw).map(|v| crate::model::fit(v, 40)),
+                Col::PciBusId => {
+                    info.identity.pci_bus_id = cell(raw).map(|v| crate::model::fit(v, 40))
+                }
+                Col::Vbios => info.identity.vbios = cell(raw).map(|v| crate::model::fit(v, 40)),
                 Col::Ignored => {}
             }
         }
@@ -351,12 +372,17 @@ mod tests {
     #[test]
     fn the_driver_version_the_rows_carry_is_the_hellos() {
         let mut d = SmiDecoder::new("gpu01", MODERN_FIELDS, 1);
-        let row = "0, GPU-1, NVIDIA H200, 88.46, 76.62, 700.00, 32, 0, 345, 1980, 3201, 0, 143771, 0x0000000000000001, 0, 0, 580.159.04";
+        let row = "0, GPU-1, NVIDIA H200, 88.46, 76.62, 700.00, 32, 0, 345, 1980, 3201, 0, 143771, 0x0000000000000001, 0, 0, 580.159.04, 1654123045678, 00000000:18:00.0, 96.00.AF.00.01";
         let out = d.push_line(row, 1).expect("row");
         let Some(WireMessage::Hello(h)) = out.first() else {
             panic!("{out:?}")
         };
         assert_eq!(h.driver.as_deref(), Some("580.159.04"));
+        // What the report's node table names the GPU by, for a return.
+        let id = &h.gpus[0].identity;
+        assert_eq!(id.serial.as_deref(), Some("1654123045678"));
+        assert_eq!(id.pci_bus_id.as_deref(), Some("00000000:18:00.0"));
+        assert_eq!(id.vbios.as_deref(), Some("96.00.AF.00.01"));
     }
 
     #[test]
