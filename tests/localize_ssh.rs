@@ -197,3 +197,25 @@ fn a_search_kept_in_a_run_is_in_its_report() {
     let svg = std::fs::read_to_string(run.join(&svg)).expect("svg beside the report");
     assert!(svg.contains("#d62728"), "slow tests drawn red");
 }
+
+/// A node named twice in `--nodes` would sit in two tests of one round: refused, naming it.
+#[test]
+fn a_node_named_twice_is_refused() {
+    let Some(site) = Site::new(2, 1, PLAN) else {
+        return;
+    };
+    let out = Command::new(BIN)
+        .args(["localize", "--nodes", "node01,node02,node01", "-c"])
+        .arg(&site.config)
+        .arg("--ssh-config")
+        .arg(&site.cluster.ssh_config)
+        .arg("--runs-dir")
+        .arg(&site.runs)
+        .env("XDG_RUNTIME_DIR", &site.runtime)
+        .env("BURNIN_LOG", site.cluster.dir.join("burnin.log"))
+        .output()
+        .expect("localize");
+    assert_eq!(out.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("node01 is named twice in --nodes"), "{said}");
+}

@@ -159,8 +159,16 @@ pub async fn localize(args: LocalizeArgs) -> Result<i32> {
     let nodes: Vec<RunnerNode> = if args.nodes.is_empty() {
         all
     } else {
-        let mut picked = Vec::new();
+        let mut picked: Vec<RunnerNode> = Vec::new();
         for name in &args.nodes {
+            // One node twice would be in two tests of one round.
+            if picked.iter().any(|n| &n.spec.name == name) {
+                crate::eprintln_safe!(
+                    "burnin localize: {} is named twice in --nodes",
+                    crate::model::strip_controls(name)
+                );
+                return Ok(2);
+            }
             match all.iter().find(|n| &n.spec.name == name) {
                 Some(n) => picked.push(n.clone()),
                 None => {

@@ -121,6 +121,15 @@ pub struct Judged {
     pub slow: bool,
     /// Why, with the numbers.
     pub why: String,
+    /// Its figure was no physical reading (negative, not finite): neither slow nor passed, and
+    /// its nodes are no good partners on its account.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unjudged: bool,
+}
+
+/// A figure a test can have: a rate is finite and not negative.
+fn physical(f: f64) -> bool {
+    f.is_finite() && f >= 0.0
 }
 
 /// A node the search names, with its evidence.
@@ -421,32 +430,49 @@ impl Search {
             .tests
             .iter()
             .filter(|j| clean(&j.test))
-            .filter_map(|j| Some((j.test.nodes().len(), j.result.figure?)))
+            .filter_map(|j| {
+                Some((
+                    j.test.nodes().len(),
+                    j.result.figure.filter(|f| physical(*f))?,
+                ))
+            })
             .collect();
         pool.extend(
             round
                 .iter()
                 .filter(|(t, _)| clean(t))
-                .filter_map(|(t, r)| Some((t.nodes().len(), r.figure?))),
+                .filter_map(|(t, r)| Some((t.nodes().len(), r.figure.filter(|f| physical(*f))?))),
         );
         if pool.is_empty() {
             pool = self
                 .tests
                 .iter()
                 .filter(|j| j.test.purpose == Purpose::Screen)
-                .filter_map(|j| Some((j.test.nodes().len(), j.result.figure?)))
+                .filter_map(|j| {
+                    Some((
+                        j.test.nodes().len(),
+                        j.result.figure.filter(|f| physical(*f))?,
+                    ))
+                })
                 .collect();
         }
         for (test, result) in round.drain(..) {
-            let (slow, why) = self.judge(&test, &result, &pool);
-            if !slow {
+            let (read, why) = self.judge(&test, &result, &pool);
+            if read == Some(false) {
                 self.passed.extend(test.nodes());
+            }
+            if read.is_none() && !self.stuck.iter().any(|s| s.starts_with("no physical")) {
+                self.stuck.push(format!(
+                    "no physical reading in test {}: {why}; not judged, and its nodes not taken as good on it",
+                    test.id
+                ));
             }
             self.tests.push(Judged {
                 test,
                 result,
-                slow,
+                slow: read == Some(true),
                 why,
+                unjudged: read.is_none(),
             });
         }
         let running = std::mem::take(&mut self.running);
@@ -456,12 +482,17 @@ impl Search {
     }
 
     /// Slow or not, and why.
-    fn judge(&self, test: &Test, r: &TestResult, pool: &[(usize, f64)]) -> (bool, String) {
-        let Some(figure) = r.figure.filter(|f| f.is_finite()) else {
-            return (true, format!("no figure: {}", r.words));
+    /// Slow (`Some(true)`), not slow (`Some(false)`), or not judged (`None`: a figure that is
+    /// no physical reading), and why.
+    fn judge(&self, test: &Test, r: &TestResult, pool: &[(usize, f64)]) -> (Option<bool>, String) {
+        let Some(figure) = r.figure else {
+            return (Some(true), format!("no figure: {}", r.words));
         };
         if r.failed {
-            return (true, format!("the phase failed it: {}", r.words));
+            return (Some(true), format!("the phase failed it: {}", r.words));
+        }
+        if !physical(figure) {
+            return (None, format!("figure {figure} is no physical rate"));
         }
         let size = test.nodes().len();
         let same: Vec<f64> = pool
@@ -478,14 +509,14 @@ impl Search {
             )
         };
         let Some(median) = upper_quartile(&values) else {
-            return (false, format!("{figure:.1}"));
+            return (Some(false), format!("{figure:.1}"));
         };
         // Fewer than a quarter of the tests near the best: no level to call healthy (a slow
         // fabric, or bad nodes in most groups). Only the phase's own gates judge then.
         let best = values.iter().copied().fold(f64::MIN, f64::max);
         if median < best * self.config.peers_pct / 100.0 {
             return (
-                false,
+                Some(false),
                 format!(
                     "{figure:.1}: not judged against peers: the upper quartile of {basis} ({median:.1}) is under {:.0} % of the best ({best:.1}), so they set no healthy level",
                     self.config.peers_pct
@@ -495,7 +526,7 @@ impl Search {
         let floor = median * self.config.peers_pct / 100.0;
         if figure < floor {
             (
-                true,
+                Some(true),
                 format!(
                     "{figure:.1} < {:.0} % of {median:.1}, the upper quartile of {basis}",
                     self.config.peers_pct
@@ -503,7 +534,7 @@ impl Search {
             )
         } else {
             (
-                false,
+                Some(false),
                 format!(
                     "{figure:.1} ≥ {:.0} % of {median:.1} ({basis})",
                     self.config.peers_pct
@@ -876,6 +907,47 @@ fn upper_quartile(values: &[f64]) -> Option<f64> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// A figure that is no physical rate (negative) names nobody and makes no good partner:
+    /// the test is not judged, and the search says so.
+    #[test]
+    fn an_impossible_figure_is_no_evidence() {
+        let mut s = Search::new(
+            8,
+            SearchConfig {
+                screen: Screen::Pairs,
+                peers_pct: 80.0,
+            },
+        );
+        while let Some(round) = s.next_round() {
+            let got = round
+                .iter()
+                .map(|t| {
+                    let figure = if t.nodes().contains(&3) { -5.0 } else { 370.0 };
+                    (
+                        t.id,
+                        TestResult {
+                            figure: Some(figure),
+                            failed: false,
+                            words: String::new(),
+                        },
+                    )
+                })
+                .collect();
+            s.record(got);
+        }
+        assert!(s.bad_nodes.is_empty() && s.bad_links.is_empty());
+        assert!(s.tests().iter().any(|j| j.unjudged && !j.slow));
+        assert!(
+            s.stuck.iter().any(|w| w.starts_with("no physical reading")),
+            "{:?}",
+            s.stuck
+        );
+        assert!(
+            !s.passed.contains(&3),
+            "node 3 is no good partner on a negative figure"
+        );
+    }
 
     proptest! {
         /// Whatever comes back (no figure, NaN, infinities, negative, failed at random), the
