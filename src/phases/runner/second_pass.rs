@@ -80,18 +80,10 @@ fn worst_by_node(metrics: &[PhaseMetric]) -> BTreeMap<String, f64> {
     out
 }
 
+/// The ring's median, as the `peers` gate takes it.
 fn median(values: impl Iterator<Item = f64>) -> Option<f64> {
     let mut v: Vec<f64> = values.filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    Some(if v.len().is_multiple_of(2) {
-        (v[m - 1] + v[m]) / 2.0
-    } else {
-        v[m]
-    })
+    crate::plan::gates::median(&mut v)
 }
 
 /// Run the second pass after the ring `first`, where a pair was slow; `None` where nothing
@@ -214,29 +206,33 @@ pub(super) async fn second_pass(
         gates: Vec::new(),
         named: !slow_again.is_empty(),
     };
-    if !slow_again.is_empty() {
-        let words = format!(
-            "second pass: slow again beside a known-good node: {}",
-            slow_again.join(", ")
-        );
+    let mut gate = |gate: &str, status: GateStatus, words: String| {
         out.clauses.push(words.clone());
         out.gates.push(PhaseMetric::Gate {
-            gate: NAMED_GATE.into(),
-            status: GateStatus::Missed,
+            gate: gate.into(),
+            status,
             words,
         });
+    };
+    if !slow_again.is_empty() {
+        gate(
+            NAMED_GATE,
+            GateStatus::Missed,
+            format!(
+                "second pass: slow again beside a known-good node: {}",
+                slow_again.join(", ")
+            ),
+        );
     }
     if !cleared.is_empty() {
-        let words = format!(
-            "second pass: fine beside a known-good node, so not at fault: {}",
-            cleared.join(", ")
+        gate(
+            CLEARED_GATE,
+            GateStatus::Met,
+            format!(
+                "second pass: fine beside a known-good node, so not at fault: {}",
+                cleared.join(", ")
+            ),
         );
-        out.clauses.push(words.clone());
-        out.gates.push(PhaseMetric::Gate {
-            gate: CLEARED_GATE.into(),
-            status: GateStatus::Met,
-            words,
-        });
     }
     // A slow pair whose two nodes were both cleared: the link between them, or a fault that
     // did not come back.

@@ -35,7 +35,7 @@ mod telemetry;
 mod training;
 
 use bounds::{judge_baseline, judge_bound, judge_peers, judge_together};
-use figures::median;
+pub(crate) use figures::median;
 pub use figures::{PeerShare, figures, peer_shares};
 use output::{judge_checks, judge_output_contains, judge_zero_wrong, say_ungated_checks};
 use telemetry::{judge_no_finding, judge_no_xid};
