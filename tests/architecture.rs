@@ -187,8 +187,8 @@ const WORDS_ALLOWED: &[(&str, &str)] = &[
     ("probes/s3/cli.rs", "spec_from_args"),
     ("probes/s3/objects.rs", "check_part_size"),
     ("probes/s3/loader.rs", "dir_files"),
-    ("commands/parse.rs", "read_path"),
-    ("commands/parse.rs", "read_text"),
+    ("commands/parse/read.rs", "read_path"),
+    ("commands/parse/read.rs", "read_text"),
     ("commands/bench.rs", "record"),
     // The reason becomes a `Garbled` line's reason, which is the typed error there.
     ("wire/mod.rs", "decode_general"),
