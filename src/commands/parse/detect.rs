@@ -1,6 +1,5 @@
 //! What an output is: the kinds `burnin parse` reads, told apart by their signatures.
 
-
 use crate::parsers::ParserKind;
 
 /// What an output is.
