@@ -1,150 +1,16 @@
-//! Nodes in `prometheus` mode: one task asks the site's Prometheus every period for the
-//! dcgm-exporter series burnin knows (`sources::dcgm_series`) and turns its answer into the
-//! same hellos, frames and link states an SSH stream gives, so every pane and triage rule works
-//! unchanged. One poll is three queries whatever the cluster's size:
-//!
-//! - values: `max by (__name__, gpu, GPU_I_ID, <host labels>) ({__name__=~"…", <selector>})`:
-//!   one number per family and GPU, with none of the exporter's other labels (pod, pci_bus_id,
-//!   …) to carry: at 1024 nodes × 8 GPUs the answer stays a few MB;
-//! - times: `max by (<host labels>) (timestamp(…))`: each node's newest sample time, so a frame
-//!   carries when it was scraped, and a node whose samples stop advancing sends no frame (the
-//!   store then marks it stale, as for a silent SSH stream);
-//! - identity (first poll, then every [`IDENTITY_EVERY`] polls): `count by (gpu, UUID,
-//!   modelName, pci_bus_id, DCGM_FI_DRIVER_VERSION, <host labels>)`, for the hello's GPU list
-//!   (the PCI bus id goes to the report's node table; the exporter has no serial or VBIOS).
-//!
-//! A node with no series is unreachable with the reason; a query that fails makes every node
-//! unreachable with the server's words; families no node exports are said once, with why
-//! (opt-in, profiling). The decision part ([`PromNodes::step`]) is pure, for tests.
+//! The prometheus-mode nodes and what has been said about them: one poll's answers in, the
+//! hellos, frames, links and notices that changed out (pure, for tests).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::time::Duration;
 
-use tokio::sync::mpsc;
-
+use super::hosts::{HostIndex, host_of, short_name};
+use super::{HISTORY_POINTS, IDENTITY_EVERY};
 use crate::config::inventory::{NodeSpec, PrometheusSpec};
 use crate::model::SourceEvent;
 use crate::model::units::Period;
 use crate::model::{GpuInfo, NodeFrame, NodeHello, NodeLink, Unavailable, UnixMillis, XidEvent};
 use crate::sources::dcgm_series::{self, Gathered};
-use crate::sources::promql::{PromClient, PromError, Series};
-
-/// The families the first poll back-fills from a range query: the histories the panes draw.
-pub const HISTORY_FAMILIES: &[&str] = &[
-    "DCGM_FI_DEV_POWER_USAGE",
-    "DCGM_FI_DEV_GPU_UTIL",
-    "DCGM_FI_DEV_GPU_UTIL_RATIO",
-    "DCGM_FI_DEV_GPU_TEMP",
-    "DCGM_FI_DEV_SM_CLOCK",
-    "DCGM_FI_PROF_SM_ACTIVE",
-    "DCGM_FI_PROF_SM_UTIL_RATIO",
-    "DCGM_FI_PROF_NVLINK_TX_BYTES",
-    "DCGM_FI_PROF_NVLINK_RX_BYTES",
-];
-/// Most points the back-fill asks for (series × steps): a few tens of MB of answer at most.
-const HISTORY_POINTS: usize = 2_000_000;
-
-/// Polls between two identity queries (UUIDs and models rarely change; a new GPU asks at once).
-pub const IDENTITY_EVERY: u64 = 12;
-/// Longest wait between polls while the server fails.
-const MAX_RETRY: Duration = Duration::from_secs(30);
-
-/// The three queries of a poll, built once.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Queries {
-    /// One number per family and GPU.
-    pub values: String,
-    /// Each node's newest sample time.
-    pub times: String,
-    /// UUIDs, models and driver per GPU.
-    pub identity: String,
-    /// The back-fill's range query (the history families only).
-    pub history: String,
-}
-
-impl Queries {
-    /// The queries for `spec`'s selector and host labels.
-    pub fn new(spec: &PrometheusSpec) -> Self {
-        let names: Vec<&str> = dcgm_series::all_names().collect();
-        let mut matchers = format!("__name__=~\"{}\"", names.join("|"));
-        if !spec.selector.is_empty() {
-            matchers.push_str(", ");
-            matchers.push_str(&spec.selector);
-        }
-        let selector = format!("{{{matchers}}}");
-        let hosts = spec.host_labels.join(", ");
-        // `timestamp()` drops the name, so across families it would make series alike (which
-        // Prometheus refuses); one call per family joined by `or` keeps each its own. Only a
-        // selector straight inside `timestamp()` gives the samples' own times.
-        let plain = if spec.selector.is_empty() {
-            String::new()
-        } else {
-            format!("{{{}}}", spec.selector)
-        };
-        let per_family: Vec<String> = names
-            .iter()
-            .map(|n| format!("timestamp({n}{plain})"))
-            .collect();
-        let mut history_matchers = format!("__name__=~\"{}\"", HISTORY_FAMILIES.join("|"));
-        if !spec.selector.is_empty() {
-            history_matchers.push_str(", ");
-            history_matchers.push_str(&spec.selector);
-        }
-        Self {
-            history: format!("max by (__name__, gpu, GPU_I_ID, {hosts}) ({{{history_matchers}}})"),
-            values: format!("max by (__name__, gpu, GPU_I_ID, {hosts}) ({selector})"),
-            times: format!("max by ({hosts}) ({})", per_family.join(" or ")),
-            identity: format!(
-                "count by (gpu, GPU_I_ID, UUID, modelName, pci_bus_id, DCGM_FI_DRIVER_VERSION, {hosts}) ({selector})"
-            ),
-        }
-    }
-}
-
-/// Which inventory node a host label's value is: the same host (the node's SSH target, or its
-/// name), else the same short host (before the first dot: `gpu07` for `gpu07.site.local`), when
-/// only one node has it.
-#[derive(Debug, Clone)]
-struct HostIndex {
-    exact: HashMap<String, usize>,
-    short: HashMap<String, Option<usize>>,
-}
-
-fn short_name(name: &str) -> &str {
-    // An SSH target may carry its user: `root@gpu07` is host gpu07.
-    let host = name.rsplit_once('@').map_or(name, |(_, h)| h);
-    host.split('.').next().unwrap_or(host)
-}
-
-impl HostIndex {
-    fn new(nodes: &[NodeSpec]) -> Self {
-        let mut exact = HashMap::new();
-        let mut short: HashMap<String, Option<usize>> = HashMap::new();
-        for (i, n) in nodes.iter().enumerate() {
-            // A display name (`name = …` in burnin.toml) is not what the exporter calls the
-            // host: the target is.
-            exact.insert(n.target.clone(), i);
-            let host = n
-                .target
-                .rsplit_once('@')
-                .map_or(n.target.as_str(), |(_, h)| h);
-            exact.entry(host.to_string()).or_insert(i);
-            exact.entry(n.name.clone()).or_insert(i);
-            short
-                .entry(short_name(&n.target).to_string())
-                .and_modify(|v| *v = None)
-                .or_insert(Some(i));
-        }
-        Self { exact, short }
-    }
-
-    fn find(&self, host: &str) -> Option<usize> {
-        self.exact
-            .get(host)
-            .copied()
-            .or_else(|| self.short.get(short_name(host)).copied().flatten())
-    }
-}
+use crate::sources::promql::Series;
 
 /// What a hello said: the GPUs (index, UUID, model, PCI bus id) and the readings missing.
 type HelloSaid = (Vec<(u32, String, String, Option<String>)>, Vec<Unavailable>);
@@ -190,14 +56,6 @@ pub struct PromNodes {
     identity_due: bool,
     /// Back-filled frames per node, sent after its first hello.
     history: HashMap<usize, Vec<NodeFrame>>,
-}
-
-fn host_of<'a>(s: &'a Series, labels: &[String]) -> &'a str {
-    labels
-        .iter()
-        .map(|l| s.label(l))
-        .find(|v| !v.is_empty())
-        .unwrap_or("")
 }
 
 impl PromNodes {
@@ -306,39 +164,8 @@ impl PromNodes {
     ) -> Vec<SourceEvent> {
         self.polls += 1;
         let mut out = Vec::new();
-        let mut strangers = BTreeSet::new();
         if let Some(ids) = identity {
-            self.identity_due = false;
-            for id in &mut self.identity {
-                id.clear();
-            }
-            for s in ids {
-                if !s.label("GPU_I_ID").is_empty() {
-                    continue;
-                }
-                let host = host_of(s, &self.host_labels);
-                let (Some(node), Ok(gpu)) = (self.index.find(host), s.label("gpu").parse::<u32>())
-                else {
-                    continue;
-                };
-                if gpu >= crate::model::MAX_GPUS_PER_NODE {
-                    continue;
-                }
-                let driver = Some(s.label("DCGM_FI_DRIVER_VERSION"))
-                    .filter(|d| !d.is_empty())
-                    .map(String::from);
-                self.identity[node].insert(
-                    gpu,
-                    Identity {
-                        uuid: s.label("UUID").to_string(),
-                        model: s.label("modelName").to_string(),
-                        pci_bus_id: Some(s.label("pci_bus_id"))
-                            .filter(|b| !b.is_empty())
-                            .map(String::from),
-                        driver,
-                    },
-                );
-            }
+            self.take_identity(ids);
         }
         let mut gathered = Gathered::new();
         for s in values {
@@ -353,6 +180,61 @@ impl PromNodes {
                 value,
             );
         }
+        let newest = self.newest_times(times);
+        let (mut by_node, strangers) = self.by_node(&mut gathered);
+        let mut ages = Vec::new();
+        for i in 0..self.nodes.len() {
+            let Some((host, series)) = by_node.remove(&i) else {
+                self.no_series(i, now_ms, &mut out);
+                continue;
+            };
+            let at = newest.get(&i).copied();
+            if let Some(at) = at {
+                ages.push(now_ms.saturating_sub(at));
+            }
+            self.node_events(i, host, series, at, identity.is_some(), &mut out);
+        }
+        self.notices(&gathered, strangers, &ages, &mut out);
+        out
+    }
+
+    /// The identity answer: each node's GPUs by index (MIG instances left out).
+    fn take_identity(&mut self, ids: &[Series]) {
+        self.identity_due = false;
+        for id in &mut self.identity {
+            id.clear();
+        }
+        for s in ids {
+            if !s.label("GPU_I_ID").is_empty() {
+                continue;
+            }
+            let host = host_of(s, &self.host_labels);
+            let (Some(node), Ok(gpu)) = (self.index.find(host), s.label("gpu").parse::<u32>())
+            else {
+                continue;
+            };
+            if gpu >= crate::model::MAX_GPUS_PER_NODE {
+                continue;
+            }
+            let driver = Some(s.label("DCGM_FI_DRIVER_VERSION"))
+                .filter(|d| !d.is_empty())
+                .map(String::from);
+            self.identity[node].insert(
+                gpu,
+                Identity {
+                    uuid: s.label("UUID").to_string(),
+                    model: s.label("modelName").to_string(),
+                    pci_bus_id: Some(s.label("pci_bus_id"))
+                        .filter(|b| !b.is_empty())
+                        .map(String::from),
+                    driver,
+                },
+            );
+        }
+    }
+
+    /// Each node's newest sample time, from the times answer.
+    fn newest_times(&self, times: &[Series]) -> HashMap<usize, UnixMillis> {
         let mut newest: HashMap<usize, UnixMillis> = HashMap::new();
         for s in times {
             let host = host_of(s, &self.host_labels);
@@ -368,7 +250,19 @@ impl PromNodes {
                 *e = (*e).max(at);
             }
         }
-        let mut by_node: BTreeMap<usize, (String, dcgm_series::NodeSeries)> = BTreeMap::new();
+        newest
+    }
+
+    /// The gathered series by inventory node, and the hosts no node is.
+    fn by_node(
+        &self,
+        gathered: &mut Gathered,
+    ) -> (
+        BTreeMap<usize, (String, dcgm_series::NodeSeries)>,
+        BTreeSet<String>,
+    ) {
+        let mut by_node = BTreeMap::new();
+        let mut strangers = BTreeSet::new();
         for (host, series) in std::mem::take(&mut gathered.nodes) {
             match self.index.find(&host) {
                 Some(i) => {
@@ -383,136 +277,169 @@ impl PromNodes {
                 }
             }
         }
-        let mut ages = Vec::new();
-        for i in 0..self.nodes.len() {
-            let name = self.nodes[i].name.clone();
-            let Some((host, series)) = by_node.remove(&i) else {
-                let reason = format!(
-                    "no series in Prometheus with {} = {} (exporter down or not scraped, or the \
-                     node goes by another name there)",
-                    self.host_labels.join(" or "),
-                    short_name(&self.nodes[i].target)
-                );
-                if self.state[i].down.as_deref() != Some(reason.as_str()) {
-                    self.state[i].down = Some(reason.clone());
-                    out.push(SourceEvent::Link {
-                        node: name,
-                        at_ms: now_ms,
-                        link: NodeLink::Unreachable(reason),
-                    });
-                }
-                continue;
-            };
-            let at = newest.get(&i).copied();
-            if let Some(at) = at {
-                ages.push(now_ms.saturating_sub(at));
-            }
-            let unavailable = series.unavailable();
-            let mut samples = Vec::with_capacity(series.gpus.len());
-            let mut xids = Vec::new();
-            for reading in series.gpus.into_values() {
-                let (sample, xid) = reading.finish();
-                xids.push((sample.index, xid));
-                samples.push(sample);
-            }
-            let listed: Vec<(u32, String, String, Option<String>)> = samples
-                .iter()
-                .map(|g| {
-                    let id = self.identity[i].get(&g.index).cloned().unwrap_or_default();
-                    (g.index, id.uuid, id.model, id.pci_bus_id)
-                })
-                .collect();
-            let st = &mut self.state[i];
-            let said = (listed, unavailable);
-            if st.hello.as_ref() != Some(&said) {
-                if identity.is_none()
-                    && samples
-                        .iter()
-                        .any(|g| !self.identity[i].contains_key(&g.index))
-                {
-                    self.identity_due = true;
-                }
-                let driver = self.identity[i].values().find_map(|d| d.driver.clone());
-                out.push(SourceEvent::Hello(NodeHello {
-                    node: name.clone(),
-                    host: host.clone(),
-                    agent_version: format!("Prometheus {} (dcgm-exporter series)", self.server),
-                    driver,
-                    cuda: None,
-                    gpus: samples
-                        .iter()
-                        .zip(&said.0)
-                        .map(|(g, (index, uuid, model, bus))| GpuInfo {
-                            index: *index,
-                            name: model.clone(),
-                            uuid: uuid.clone(),
-                            power_limit_watts: g.power_limit_watts,
-                            sm_clock_max_mhz: None,
-                            memory_total_bytes: g.memory_total_bytes,
-                            nvlink_links: None,
-                            identity: crate::model::GpuIdentity {
-                                pci_bus_id: bus.clone(),
-                                ..Default::default()
-                            },
-                        })
-                        .collect(),
-                    topology: None,
-                    system: None,
-                    unavailable: said.1.clone(),
-                }));
-                st.hello = Some(said);
-            }
-            for past in self.history.remove(&i).unwrap_or_default() {
-                if past.at_ms > st.last_at {
-                    st.last_at = past.at_ms;
-                    out.push(SourceEvent::Frame(past));
-                }
-            }
-            // Nothing scraped since the last frame (or no time for it in this answer): no
-            // frame, so the store can tell a node whose samples stopped.
-            let Some(at) = at.filter(|&at| at > st.last_at) else {
-                continue;
-            };
-            st.last_at = at;
-            st.down = None;
-            // The gauge holds the last Xid since the exporter started, stamped with the scrape
-            // time, not the Xid's: the code a GPU shows at first sight may be days old. Counted
-            // as new it would fail the no-xid gate of whatever phase runs now, so it is said as
-            // a note (the agent, too, reports only Xids that happen while it runs); a code that
-            // changes later is an event.
-            let mut earlier = Vec::new();
-            for (sample, (gpu, xid)) in samples.iter_mut().zip(xids) {
-                let Some(code) = xid else { continue };
-                match st.xid.insert(gpu, code) {
-                    None if code != 0 => earlier.push(format!(
-                        "GPU {gpu}: Xid {code} ({}) before burnin looked",
-                        crate::model::xid::xid_meaning(code)
-                    )),
-                    Some(before) if code != 0 && before != code => {
-                        sample.xid_events.push(XidEvent { code, at_ms: at });
-                    }
-                    _ => {}
-                }
-            }
-            if !earlier.is_empty() {
-                out.push(SourceEvent::Note {
-                    node: name.clone(),
-                    at_ms: at,
-                    text: format!(
-                        "{}, as dcgm-exporter's last-Xid gauge holds it (not counted as new; the \
-                         T0 preflight reads the kernel log for when)",
-                        earlier.join("; ")
-                    ),
-                });
-            }
-            out.push(SourceEvent::Frame(NodeFrame {
-                node: name,
-                at_ms: at,
-                gpus: samples,
-                nics: Vec::new(),
-                netdevs: Vec::new(),
-            }));
+        (by_node, strangers)
+    }
+
+    /// A node with no series is unreachable, with why (said once per reason).
+    fn no_series(&mut self, i: usize, now_ms: UnixMillis, out: &mut Vec<SourceEvent>) {
+        let reason = format!(
+            "no series in Prometheus with {} = {} (exporter down or not scraped, or the \
+             node goes by another name there)",
+            self.host_labels.join(" or "),
+            short_name(&self.nodes[i].target)
+        );
+        if self.state[i].down.as_deref() != Some(reason.as_str()) {
+            self.state[i].down = Some(reason.clone());
+            out.push(SourceEvent::Link {
+                node: self.nodes[i].name.clone(),
+                at_ms: now_ms,
+                link: NodeLink::Unreachable(reason),
+            });
         }
+    }
+
+    /// A node's events of this poll: a hello when its GPU list changed, its back-filled frames,
+    /// then its frame when its samples advanced to `at`.
+    fn node_events(
+        &mut self,
+        i: usize,
+        host: String,
+        series: dcgm_series::NodeSeries,
+        at: Option<UnixMillis>,
+        asked_identity: bool,
+        out: &mut Vec<SourceEvent>,
+    ) {
+        let name = self.nodes[i].name.clone();
+        let unavailable = series.unavailable();
+        let mut samples = Vec::with_capacity(series.gpus.len());
+        let mut xids = Vec::new();
+        for reading in series.gpus.into_values() {
+            let (sample, xid) = reading.finish();
+            xids.push((sample.index, xid));
+            samples.push(sample);
+        }
+        self.hello_if_changed(i, host, &samples, unavailable, asked_identity, out);
+        let st = &mut self.state[i];
+        for past in self.history.remove(&i).unwrap_or_default() {
+            if past.at_ms > st.last_at {
+                st.last_at = past.at_ms;
+                out.push(SourceEvent::Frame(past));
+            }
+        }
+        // Nothing scraped since the last frame (or no time for it in this answer): no
+        // frame, so the store can tell a node whose samples stopped.
+        let Some(at) = at.filter(|&at| at > st.last_at) else {
+            return;
+        };
+        st.last_at = at;
+        st.down = None;
+        // The gauge holds the last Xid since the exporter started, stamped with the scrape
+        // time, not the Xid's: the code a GPU shows at first sight may be days old. Counted
+        // as new it would fail the no-xid gate of whatever phase runs now, so it is said as
+        // a note (the agent, too, reports only Xids that happen while it runs); a code that
+        // changes later is an event.
+        let mut earlier = Vec::new();
+        for (sample, (gpu, xid)) in samples.iter_mut().zip(xids) {
+            let Some(code) = xid else { continue };
+            match st.xid.insert(gpu, code) {
+                None if code != 0 => earlier.push(format!(
+                    "GPU {gpu}: Xid {code} ({}) before burnin looked",
+                    crate::model::xid::xid_meaning(code)
+                )),
+                Some(before) if code != 0 && before != code => {
+                    sample.xid_events.push(XidEvent { code, at_ms: at });
+                }
+                _ => {}
+            }
+        }
+        if !earlier.is_empty() {
+            out.push(SourceEvent::Note {
+                node: name.clone(),
+                at_ms: at,
+                text: format!(
+                    "{}, as dcgm-exporter's last-Xid gauge holds it (not counted as new; the \
+                     T0 preflight reads the kernel log for when)",
+                    earlier.join("; ")
+                ),
+            });
+        }
+        out.push(SourceEvent::Frame(NodeFrame {
+            node: name,
+            at_ms: at,
+            gpus: samples,
+            nics: Vec::new(),
+            netdevs: Vec::new(),
+        }));
+    }
+
+    /// A hello for node `i` when its GPUs (with their identities) or missing readings changed.
+    fn hello_if_changed(
+        &mut self,
+        i: usize,
+        host: String,
+        samples: &[crate::model::GpuSample],
+        unavailable: Vec<Unavailable>,
+        asked_identity: bool,
+        out: &mut Vec<SourceEvent>,
+    ) {
+        let listed: Vec<(u32, String, String, Option<String>)> = samples
+            .iter()
+            .map(|g| {
+                let id = self.identity[i].get(&g.index).cloned().unwrap_or_default();
+                (g.index, id.uuid, id.model, id.pci_bus_id)
+            })
+            .collect();
+        let said = (listed, unavailable);
+        if self.state[i].hello.as_ref() == Some(&said) {
+            return;
+        }
+        if !asked_identity
+            && samples
+                .iter()
+                .any(|g| !self.identity[i].contains_key(&g.index))
+        {
+            self.identity_due = true;
+        }
+        let driver = self.identity[i].values().find_map(|d| d.driver.clone());
+        out.push(SourceEvent::Hello(NodeHello {
+            node: self.nodes[i].name.clone(),
+            host,
+            agent_version: format!("Prometheus {} (dcgm-exporter series)", self.server),
+            driver,
+            cuda: None,
+            gpus: samples
+                .iter()
+                .zip(&said.0)
+                .map(|(g, (index, uuid, model, bus))| GpuInfo {
+                    index: *index,
+                    name: model.clone(),
+                    uuid: uuid.clone(),
+                    power_limit_watts: g.power_limit_watts,
+                    sm_clock_max_mhz: None,
+                    memory_total_bytes: g.memory_total_bytes,
+                    nvlink_links: None,
+                    identity: crate::model::GpuIdentity {
+                        pci_bus_id: bus.clone(),
+                        ..Default::default()
+                    },
+                })
+                .collect(),
+            topology: None,
+            system: None,
+            unavailable: said.1.clone(),
+        }));
+        self.state[i].hello = Some(said);
+    }
+
+    /// What no node exports, hosts not in the inventory, MIG series left out, and samples too
+    /// old everywhere: each said once.
+    fn notices(
+        &mut self,
+        gathered: &Gathered,
+        strangers: BTreeSet<String>,
+        ages: &[UnixMillis],
+        out: &mut Vec<SourceEvent>,
+    ) {
         let absent = gathered.absent();
         if self.absent_said.as_ref() != Some(&absent) && !ages.is_empty() {
             // burnin's own series are no loss to a site that runs dcgm-exporter.
@@ -576,135 +503,15 @@ impl PromNodes {
                 ),
             });
         }
-        out
     }
-}
-
-/// Watch `nodes` through `spec`'s server every `period` until the console stops listening;
-/// with `history`, the first poll also back-fills what the server has from before.
-pub async fn watch(
-    nodes: Vec<NodeSpec>,
-    spec: PrometheusSpec,
-    period: Period,
-    history: bool,
-    events: mpsc::Sender<SourceEvent>,
-) {
-    let queries = Queries::new(&spec);
-    let mut watched = PromNodes::new(nodes, &spec, period);
-    let step_ms = period.millis();
-    let period = period.duration();
-    let mut failures: u32 = 0;
-    let mut backfilled = !history;
-    let mut client: Option<PromClient> = None;
-    loop {
-        let started = tokio::time::Instant::now();
-        if client.is_none() {
-            match PromClient::new(&spec) {
-                Ok(c) => client = Some(c),
-                Err(e) => {
-                    failures += 1;
-                    for ev in watched.failed(&e.to_string()) {
-                        if events.send(ev).await.is_err() {
-                            return;
-                        }
-                    }
-                    tokio::time::sleep_until(started + MAX_RETRY.max(period)).await;
-                    continue;
-                }
-            }
-        }
-        let Some(c) = &client else { continue };
-        let mut history_error = None;
-        if !backfilled {
-            // Once, before the first frames: what the server already has, so sparklines and
-            // triage windows are full from the start. A failure costs only the history.
-            let now = crate::model::now_ms();
-            let steps = watched.history_steps() as u64;
-            match c
-                .range(
-                    &queries.history,
-                    now.saturating_sub(steps * step_ms),
-                    now.saturating_sub(step_ms),
-                    period,
-                )
-                .await
-            {
-                Ok(series) => {
-                    backfilled = true;
-                    watched.take_history(&series);
-                }
-                Err(e) => history_error = Some(e),
-            }
-        }
-        let outcome = poll(c, &queries, &mut watched).await;
-        // A server that answers the poll but not the range query: say so once and go on
-        // without history (one that answers neither is asked again next time).
-        if let (Ok(_), Some(e)) = (&outcome, history_error) {
-            backfilled = true;
-            let text = format!("no history from before the console started: {e}");
-            if events.send(SourceEvent::Notice { text }).await.is_err() {
-                return;
-            }
-        }
-        let batch = match outcome {
-            Ok(batch) => {
-                failures = 0;
-                batch
-            }
-            Err(reason) => {
-                failures += 1;
-                tracing::info!(%reason, "prometheus poll failed");
-                watched.failed(&reason.to_string())
-            }
-        };
-        for ev in batch {
-            if events.send(ev).await.is_err() {
-                return;
-            }
-        }
-        let wait = if failures == 0 {
-            period
-        } else {
-            period
-                .saturating_mul(1 << failures.min(6))
-                .min(MAX_RETRY.max(period))
-        };
-        tokio::time::sleep_until(started + wait).await;
-    }
-}
-
-async fn poll(
-    client: &PromClient,
-    queries: &Queries,
-    watched: &mut PromNodes,
-) -> Result<Vec<SourceEvent>, PromError> {
-    let want_identity = watched.wants_identity();
-    let (values, times, identity) = tokio::join!(
-        client.instant(&queries.values),
-        client.instant(&queries.times),
-        async {
-            if want_identity {
-                Some(client.instant(&queries.identity).await)
-            } else {
-                None
-            }
-        }
-    );
-    let identity = identity.transpose()?;
-    Ok(watched.step(
-        &values?,
-        &times?,
-        identity.as_deref(),
-        crate::model::now_ms(),
-    ))
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::config::inventory::{DEFAULT_HOST_LABELS, Mode};
 
-    fn spec() -> PrometheusSpec {
+    pub(crate) fn spec() -> PrometheusSpec {
         PrometheusSpec {
             url: "http://prom:9090".into(),
             selector: "job=\"dcgm\"".into(),
@@ -712,7 +519,7 @@ mod tests {
             bearer_token_file: None,
             basic_auth: None,
             ca_file: None,
-            timeout: Duration::from_secs(5),
+            timeout: std::time::Duration::from_secs(5),
         }
     }
 
@@ -754,22 +561,6 @@ mod tests {
 
     fn time(host: &str, secs: f64) -> Series {
         series(&[("hostname", host)], 0, secs)
-    }
-
-    #[test]
-    fn queries_group_by_family_gpu_and_host_with_the_selector() {
-        let q = Queries::new(&spec());
-        assert!(q.values.starts_with(
-            "max by (__name__, gpu, GPU_I_ID, Hostname, hostname) ({__name__=~\"DCGM_FI_DEV_POWER_USAGE|"
-        ));
-        assert!(q.values.ends_with(", job=\"dcgm\"})"), "{}", q.values);
-        assert!(
-            q.times
-                .starts_with("max by (Hostname, hostname) (timestamp(DCGM_FI_DEV_POWER_USAGE{job=\"dcgm\"}) or timestamp("),
-            "{}",
-            q.times
-        );
-        assert!(q.identity.contains("UUID, modelName"));
     }
 
     #[test]
