@@ -2,7 +2,7 @@
 //! case here as a test that fails without its fix. Names that carry shell syntax, absurd
 //! values on the command line and in files, non-finite gate bounds, streams that name endless
 //! GPUs, records that are not what burnin wrote, report.md, the log file. The terminal's own
-//! cases are in `terminal_restore.rs` and `ssh_nodes.rs` (a real pty), the fuzzing in `fuzz.rs`.
+//! cases are in `terminal_restore.rs` and `ssh_nodes.rs` (a real pty), the fuzzing in `fuzz/`.
 
 // A test (or bench) fails loudly on what it did not expect: expect and unwrap are its asserts.
 #![allow(clippy::expect_used, clippy::unwrap_used)]

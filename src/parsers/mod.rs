@@ -816,7 +816,7 @@ mod tests {
     /// reading, left out with why, and the figure is what the untouched rows say.
     #[test]
     fn a_json_line_error_quotes_no_whole_value() {
-        // serde_json quotes a string of the wrong type whole; found by tests/fuzz.rs.
+        // serde_json quotes a string of the wrong type whole; found by tests/fuzz/.
         let line = format!(
             "{{\"burnin\":\"gemm\",\"tflops\":\"{}\"}}",
             "x".repeat(70_000)

@@ -648,7 +648,7 @@ mod tests {
 
     #[test]
     fn a_line_error_quotes_no_whole_cell() {
-        // A 5000-digit time cell came back whole in the error; found by tests/fuzz.rs.
+        // A 5000-digit time cell came back whole in the error; found by tests/fuzz/.
         let mut p = NcclTestsParser::new();
         p.push("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong").unwrap();
         let long = format!("0.{}", "0".repeat(5000));

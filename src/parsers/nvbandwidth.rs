@@ -369,7 +369,7 @@ mod tests {
 
     #[test]
     fn a_line_error_quotes_no_whole_value() {
-        // A 70000-digit SUM came back whole in the error; found by tests/fuzz.rs.
+        // A 70000-digit SUM came back whole in the error; found by tests/fuzz/.
         let long = "1".repeat(70_000);
         for bad in [
             format!("0     {long}x     25.94"),

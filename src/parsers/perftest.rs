@@ -361,7 +361,7 @@ mod tests {
 
     #[test]
     fn a_line_error_quotes_no_whole_number() {
-        // A 70000-digit cell came back whole in the error; found by tests/fuzz.rs.
+        // A 70000-digit cell came back whole in the error; found by tests/fuzz/.
         let text = tool_output("perftest/write-bw-postlist-roce-gbits-8B.txt");
         let long = "1".repeat(70_000);
         for bad in [

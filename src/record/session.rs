@@ -335,7 +335,7 @@ mod tests {
 
     #[test]
     fn a_baseline_error_quotes_no_whole_value() {
-        // serde_json quotes a string of the wrong type whole; found by tests/fuzz.rs.
+        // serde_json quotes a string of the wrong type whole; found by tests/fuzz/.
         let dir = std::env::temp_dir().join(format!("burnin-baseline-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join("b.json");

@@ -513,7 +513,7 @@ mod tests {
     #[test]
     fn an_error_quotes_no_whole_value() {
         // serde_json quotes a string of the wrong type whole, and a server's error may be
-        // long; found by tests/fuzz.rs.
+        // long; found by tests/fuzz/.
         let long = "x".repeat(70_000);
         for body in [
             format!(

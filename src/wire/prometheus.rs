@@ -343,7 +343,7 @@ mod tests {
 
     #[test]
     fn a_line_error_quotes_no_whole_token() {
-        // A 70000-character name or value came back whole in the error; found by tests/fuzz.rs.
+        // A 70000-character name or value came back whole in the error; found by tests/fuzz/.
         let long = "1".repeat(70_000);
         let text = format!(
             "a {long}x\n{long}\na{{b=\"c\"}} 1 {long}x\na 1 2 {long}\n{}-{{}} 1\na{{{long}-=\"\"}} 1\n",

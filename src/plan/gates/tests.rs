@@ -4,7 +4,7 @@ use crate::plan::default_plan;
 
 #[test]
 fn wrong_counts_past_u64_saturate_and_fail() {
-    // Found by a long run of tests/fuzz.rs: two damaged rows' #wrong summed past u64.
+    // Found by a long run of tests/fuzz/: two damaged rows' #wrong summed past u64.
     let row = |w: u64| PhaseMetric::BusBw {
         node: Some("n".into()),
         collective: "all_reduce".into(),

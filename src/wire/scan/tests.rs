@@ -6,7 +6,7 @@ use crate::model::{GpuSample, NetSample, NicSample, NodeFrame, NvlinkLinkErrors,
 
 #[test]
 fn minus_zero_in_an_integer_field_is_refused_as_serde_does() {
-    // Found by a long run of tests/fuzz.rs: serde_json reads `-0` as the float -0.0.
+    // Found by a long run of tests/fuzz/: serde_json reads `-0` as the float -0.0.
     let line = r#"{"frame":{"node":"n","at_ms":1,"gpus":[{"index":0}],"nics":[{"device":"mlx5_0","port":1,"numa_node":-0}]}}"#;
     assert!(frame_line(line).is_none());
     assert!(crate::wire::decode_general(line).is_err());
