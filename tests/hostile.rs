@@ -695,3 +695,109 @@ fn nothing_in_src_prints_without_stripping() {
     }
     assert!(found.is_empty(), "raw prints:\n{}", found.join("\n"));
 }
+
+/// Words from a node or a record on disk (a gate's words, a phase's reason, a check's
+/// evidence, a log line, a gdsio run's names) never put a control character on the terminal:
+/// every pane that shows them, drawn, holds none.
+#[test]
+fn hostile_words_never_reach_the_terminal_as_control_characters() {
+    use burnin::app::layout::PaneKind;
+    use burnin::app::state::Event;
+    use burnin::model::SourceEvent;
+    use burnin::model::phase::{CheckStatus, GateStatus, PhaseEvent, PhaseMetric, Verdict};
+    use common::{pane_alone, screen};
+    let hostile = "\u{1b}]0;pwned\u{7}\u{1b}[2J\u{9b}31m\r\u{8}evil";
+    let mut state =
+        burnin::app::state::State::new(vec![], vec![], "watch: burnin.toml (1 node)", (160, 48));
+    let t0 = 1_780_000_000_000u64;
+    let send = |state: &mut burnin::app::state::State, e: PhaseEvent| {
+        state.update(Event::Source(SourceEvent::Phase(e)));
+    };
+    for phase in ["T2", "S4"] {
+        send(
+            &mut state,
+            PhaseEvent::Started {
+                phase: phase.into(),
+                at_ms: t0,
+            },
+        );
+        send(
+            &mut state,
+            PhaseEvent::Line {
+                phase: phase.into(),
+                at_ms: t0 + 500,
+                node: Some(format!("n1{hostile}")),
+                text: format!("line {hostile}"),
+            },
+        );
+        for metric in [
+            PhaseMetric::Check {
+                node: "n1".into(),
+                name: format!("check{hostile}"),
+                status: CheckStatus::Failed,
+                detail: hostile.into(),
+            },
+            PhaseMetric::Gate {
+                gate: format!("gate {hostile}"),
+                status: GateStatus::Missed,
+                words: hostile.into(),
+            },
+            PhaseMetric::GdsRun {
+                node: format!("n1{hostile}"),
+                gpu: Some(0),
+                run: burnin::model::phase::GdsRun {
+                    xfer: hostile.into(),
+                    io: hostile.into(),
+                    io_size_kib: Some(1024),
+                    threads: Some(8),
+                    gib_per_s: Some(6.8),
+                    avg_latency_us: Some(1100.0),
+                },
+            },
+        ] {
+            send(
+                &mut state,
+                PhaseEvent::Metric {
+                    phase: phase.into(),
+                    at_ms: t0 + 600,
+                    metric,
+                },
+            );
+        }
+    }
+    send(
+        &mut state,
+        PhaseEvent::Finished {
+            phase: "T2".into(),
+            at_ms: t0 + 1000,
+            verdict: Verdict::Fail,
+            reason: format!("reason {hostile}"),
+        },
+    );
+    let mut drawn = vec![screen(&state)];
+    for pane in [PaneKind::Phases, PaneKind::Storage, PaneKind::Log] {
+        drawn.push(pane_alone(&state, pane, (160, 30)));
+    }
+    // The phase's details, where its gates and checks are listed.
+    common::press(&mut state, crossterm::event::KeyCode::Enter);
+    drawn.push(screen(&state));
+    for term in &drawn {
+        let bad: Vec<String> = term
+            .backend()
+            .buffer()
+            .content()
+            .iter()
+            .map(|c| c.symbol().to_string())
+            .filter(|s| s.chars().any(char::is_control))
+            .collect();
+        assert!(bad.is_empty(), "{bad:?}\n{}", term.backend());
+    }
+    let shown = drawn
+        .iter()
+        .map(|t| t.backend().to_string())
+        .collect::<String>();
+    assert!(
+        shown.contains("evil"),
+        "the words are shown, stripped: {shown}"
+    );
+}

@@ -60,6 +60,31 @@ pub fn screen(state: &State) -> Terminal<TestBackend> {
         .expect("draw");
     terminal
 }
+
+/// A key pressed on the console, without modifiers.
+pub fn press(state: &mut State, code: crossterm::event::KeyCode) {
+    state.update(Event::Key(crossterm::event::KeyEvent::new(
+        code,
+        crossterm::event::KeyModifiers::NONE,
+    )));
+}
+
+/// One pane, focused, filling a terminal of `size`.
+pub fn pane_alone(
+    state: &State,
+    pane: burnin::app::layout::PaneKind,
+    size: (u16, u16),
+) -> Terminal<TestBackend> {
+    let ctx = burnin::ui::Ctx::new(state);
+    let mut term = Terminal::new(TestBackend::new(size.0, size.1)).expect("terminal");
+    term.draw(|f| {
+        let area = f.area();
+        burnin::ui::panes::draw_pane(pane, &ctx, true, area, f.buffer_mut());
+    })
+    .expect("draw");
+    term
+}
+
 pub mod prom;
 pub mod seaweed;
 pub mod site;
