@@ -97,22 +97,6 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
             })
             .await
         }
-        Some(Command::Bench {
-            what: cli::BenchKind::Localize { nodes, bad, seeds },
-        }) => {
-            let nodes = if nodes.is_empty() {
-                vec![16, 96, 232, 1024]
-            } else {
-                nodes
-            };
-            let bad = if bad.is_empty() {
-                vec![0, 1, 2, 5]
-            } else {
-                bad
-            };
-            crate::print_safe!("{}", localize_bench::table(&nodes, &bad, seeds as u64));
-            Ok(0)
-        }
         Some(Command::Doctor {
             json,
             runs_dir,
@@ -199,75 +183,8 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
             fields,
             save_baseline,
         }) => parse::parse_files(args, json, plan, baseline, gpus, fields, save_baseline),
-        Some(Command::Bench {
-            what:
-                cli::BenchKind::Record {
-                    hours,
-                    nodes,
-                    gpus,
-                    per_second,
-                    keep,
-                },
-        }) => bench::record(hours, nodes, gpus, per_second, keep.as_deref())
-            .map(|_| 0)
-            .map_err(|e| eyre!("burnin bench record: {e}")),
-        Some(Command::Bench {
-            what: cli::BenchKind::Console { hours, nodes, gpus },
-        }) => {
-            bench::console(hours, nodes, gpus, |line| crate::println_safe!("{line}"));
-            Ok(0)
-        }
-        Some(Command::Bench {
-            what:
-                cli::BenchKind::Ingest {
-                    nodes,
-                    gpus,
-                    seconds,
-                    rounds,
-                },
-        }) => {
-            let figures = bench::measure(nodes, gpus, seconds, rounds);
-            crate::print_safe!("{}", figures.report(nodes, gpus, seconds));
-            Ok(0)
-        }
-        Some(Command::Bench {
-            what:
-                cli::BenchKind::Agent {
-                    slots,
-                    interval,
-                    frames,
-                    split,
-                },
-        }) => {
-            let measure = if split {
-                crate::agent::Measure::Split
-            } else {
-                crate::agent::Measure::Totals
-            };
-            crate::agent::bench(slots, interval, frames, measure)
-                .map(|report| {
-                    crate::print_safe!("{report}");
-                    0
-                })
-                .map_err(|e| eyre!("burnin bench agent: {e}"))
-        }
-        Some(Command::Report { run_dir }) => match crate::report::write(&run_dir) {
-            Ok(files) => {
-                crate::println_safe!("{}", files.markdown.display());
-                crate::println_safe!("{}", files.html.display());
-                if !files.complete {
-                    crate::eprintln_safe!(
-                        "burnin report: {} did not finish: reported as INCOMPLETE",
-                        run_dir.display()
-                    );
-                }
-                Ok(0)
-            }
-            Err(e) => {
-                crate::eprintln_safe!("burnin report: {e}");
-                Ok(2)
-            }
-        },
+        Some(Command::Bench { what }) => bench_command(what),
+        Some(Command::Report { run_dir }) => Ok(report(&run_dir)),
         Some(Command::Replay { run_dir, at, play }) => watch::replay(&run_dir, at, &play).await,
         Some(Command::Baseline {
             action: BaselineAction::Save { run_dir, to },
@@ -284,6 +201,88 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
             Ok(0)
         }
         Some(Command::Man { out_dir }) => man::man(out_dir.as_deref()),
+    }
+}
+
+/// `burnin bench …`: each bench prints its figures.
+fn bench_command(what: cli::BenchKind) -> Result<i32> {
+    match what {
+        cli::BenchKind::Localize { nodes, bad, seeds } => {
+            let nodes = if nodes.is_empty() {
+                vec![16, 96, 232, 1024]
+            } else {
+                nodes
+            };
+            let bad = if bad.is_empty() {
+                vec![0, 1, 2, 5]
+            } else {
+                bad
+            };
+            crate::print_safe!("{}", localize_bench::table(&nodes, &bad, seeds as u64));
+            Ok(0)
+        }
+        cli::BenchKind::Record {
+            hours,
+            nodes,
+            gpus,
+            per_second,
+            keep,
+        } => bench::record(hours, nodes, gpus, per_second, keep.as_deref())
+            .map(|_| 0)
+            .map_err(|e| eyre!("burnin bench record: {e}")),
+        cli::BenchKind::Console { hours, nodes, gpus } => {
+            bench::console(hours, nodes, gpus, |line| crate::println_safe!("{line}"));
+            Ok(0)
+        }
+        cli::BenchKind::Ingest {
+            nodes,
+            gpus,
+            seconds,
+            rounds,
+        } => {
+            let figures = bench::measure(nodes, gpus, seconds, rounds);
+            crate::print_safe!("{}", figures.report(nodes, gpus, seconds));
+            Ok(0)
+        }
+        cli::BenchKind::Agent {
+            slots,
+            interval,
+            frames,
+            split,
+        } => {
+            let measure = if split {
+                crate::agent::Measure::Split
+            } else {
+                crate::agent::Measure::Totals
+            };
+            crate::agent::bench(slots, interval, frames, measure)
+                .map(|report| {
+                    crate::print_safe!("{report}");
+                    0
+                })
+                .map_err(|e| eyre!("burnin bench agent: {e}"))
+        }
+    }
+}
+
+/// `burnin report RUN_DIR`: the report's two files, or why not (exit 2).
+fn report(run_dir: &std::path::Path) -> i32 {
+    match crate::report::write(run_dir) {
+        Ok(files) => {
+            crate::println_safe!("{}", files.markdown.display());
+            crate::println_safe!("{}", files.html.display());
+            if !files.complete {
+                crate::eprintln_safe!(
+                    "burnin report: {} did not finish: reported as INCOMPLETE",
+                    run_dir.display()
+                );
+            }
+            0
+        }
+        Err(e) => {
+            crate::eprintln_safe!("burnin report: {e}");
+            2
+        }
     }
 }
 

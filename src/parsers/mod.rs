@@ -10,6 +10,8 @@ pub mod doctor;
 pub mod gds;
 pub mod gdsio;
 pub mod launcher;
+mod metrics;
+mod nccl_job;
 pub mod nccl_tests;
 pub mod nvbandwidth;
 pub mod perftest;
@@ -22,6 +24,12 @@ pub mod workload;
 use serde::{Deserialize, Serialize};
 
 use crate::model::phase::PhaseMetric;
+pub use metrics::gds_run;
+use metrics::{
+    check_metric, nvbandwidth_metrics, perftest_metrics, problem, s3_metrics, step_metric,
+    workload_metrics,
+};
+use nccl_job::NcclJob;
 
 /// A line a parser could not read, and why (defined in `model`: the Prometheus text reader in
 /// `wire` reports the same way).
@@ -123,134 +131,6 @@ fn problem_text(line: &str) -> &str {
     }
 }
 
-/// One nccl-tests run (a table) as it is read: what the zero-busbw check needs at its end.
-#[derive(Debug, Default)]
-struct NcclJob {
-    /// The collective, from the program name the log printed, else told by the first row's
-    /// shape ([`nccl_tests::infer_collective`]).
-    collective: Option<String>,
-    /// Distinct ranks of the `# Rank` lines (every rank, gathered to rank 0).
-    ranks: u32,
-    /// The rank numbers seen, and how many lines repeated one: separate processes each
-    /// printing a 1-rank job's header, interleaved (a non-MPI binary under mpirun).
-    rank_ids: std::collections::BTreeSet<u32>,
-    repeated_ranks: u32,
-    /// `# Rank 0` lines: one per job whose header is in the stream.
-    rank0_lines: u32,
-    /// Rows read.
-    rows: u32,
-    /// Rows whose collective is not told yet (a log that names no test and starts with
-    /// empty rows): sent once a row tells it, or at the run's end as `unknown`.
-    pending: Vec<nccl_tests::Row>,
-    /// Rows of 1 MiB and more, and whether any of them moved data.
-    large_rows: u32,
-    large_nonzero: bool,
-}
-
-/// Rows held while a log's collective is not told yet.
-const MAX_PENDING_ROWS: usize = 64;
-
-impl NcclJob {
-    fn new(collective: Option<String>) -> Self {
-        Self {
-            collective,
-            ..Self::default()
-        }
-    }
-
-    /// The rank count when the `# Rank` lines list every rank once, 0 to n-1 (a log's tail
-    /// may show only its last rank; separate jobs repeat rank 0): `None` otherwise.
-    fn every_rank_listed(&self) -> Option<u32> {
-        let n = u32::try_from(self.rank_ids.len()).ok()?;
-        let last = *self.rank_ids.last()?;
-        (self.repeated_ranks == 0 && n == self.ranks && last.checked_add(1) == Some(n)).then_some(n)
-    }
-
-    /// One row as a metric of this run (its collective known, or `unknown`).
-    fn row_metric(&mut self, node: &str, r: nccl_tests::Row) -> PhaseMetric {
-        let placements = std::iter::once(r.out_of_place).chain(r.in_place);
-        // Validated when any placement was checked: alltoall's in-place is never checked
-        // (its #wrong is N/A) while its out-of-place is.
-        let wrong = placements.fold(None, |acc: Option<u64>, p| match p.wrong {
-            Some(w) => Some(acc.unwrap_or(0).saturating_add(w)),
-            None => acc,
-        });
-        let busbw = r.out_of_place.busbw_gb_per_s.unwrap_or(0.0);
-        self.rows += 1;
-        if r.size_bytes >= 1 << 20 {
-            self.large_rows += 1;
-            let in_place = r.in_place.and_then(|p| p.busbw_gb_per_s).unwrap_or(0.0);
-            self.large_nonzero |= busbw > 0.0 || in_place > 0.0;
-        }
-        PhaseMetric::BusBw {
-            node: Some(node.to_string()),
-            collective: self.collective.clone().unwrap_or_else(|| "unknown".into()),
-            size_bytes: r.size_bytes,
-            busbw_gb_per_s: busbw,
-            algbw_gb_per_s: r.out_of_place.algbw_gb_per_s.unwrap_or(0.0),
-            wrong,
-            ranks: self.ranks,
-            deviation: r.out_of_place.deviation || r.in_place.is_some_and(|p| p.deviation),
-        }
-    }
-
-    /// The end of a run: rows still waiting for their collective go out as `unknown`, then
-    /// why its bandwidth is no measurement, if it is none.
-    fn close(&mut self, node: &str, expected_gpus: u32) -> Vec<PhaseMetric> {
-        let mut out = Vec::new();
-        if !self.pending.is_empty() {
-            self.collective.get_or_insert_with(|| "unknown".into());
-            for row in std::mem::take(&mut self.pending) {
-                out.push(self.row_metric(node, row));
-            }
-        }
-        if let Some(why) = self.zero_busbw(expected_gpus) {
-            out.push(PhaseMetric::Problem {
-                node: node.to_string(),
-                text: why,
-            });
-        }
-        out
-    }
-
-    /// Why this run's bandwidth is no measurement, when busbw is 0 at every size of 1 MiB
-    /// and up: a 1-rank job where the node has more GPUs (busbw is 0 by definition: a
-    /// non-MPI nccl-tests binary under mpirun/srun runs one such job per process), or data
-    /// that did not move.
-    fn zero_busbw(&self, expected_gpus: u32) -> Option<String> {
-        if self.large_rows == 0 || self.large_nonzero {
-            return None;
-        }
-        // Only the `# Rank` lines count every rank (nThread × nGpus is one process's share).
-        let c = self
-            .collective
-            .as_deref()
-            .filter(|c| *c != "unknown")
-            .unwrap_or("the collective");
-        if self.repeated_ranks > 0 {
-            return Some(format!(
-                "{c} ran as {} separate jobs of {} rank(s) each (rank 0 printed {} times): \
-                 busbw is 0 by definition; nccl-tests built without MPI under mpirun/srun \
-                 starts one job per process: build it with MPI=1",
-                self.rank0_lines.max(2),
-                self.ranks,
-                self.rank0_lines.max(2)
-            ));
-        }
-        match self.ranks {
-            1 if expected_gpus > 1 => Some(format!(
-                "{c} ran as a 1-rank job on a node of {expected_gpus} GPUs: busbw is 0 by \
-                 definition (nccl-tests built without MPI under mpirun/srun runs one such job \
-                 per process; build with MPI=1, or run -g {expected_gpus})"
-            )),
-            n if n >= 2 => Some(format!(
-                "{c} busbw 0.00 at every size of 1 MiB and up over {n} ranks: no data moved"
-            )),
-            _ => None,
-        }
-    }
-}
-
 enum Inner {
     Nccl {
         parser: nccl_tests::NcclTestsParser,
@@ -306,28 +186,6 @@ pub struct OutputParser {
     streams: Vec<(Option<u32>, Inner)>,
     line_no: usize,
     launcher: Option<launcher::Launcher>,
-}
-
-/// `all_reduce_perf_mpi` → `all_reduce` (words after the program name are a comment).
-fn collective_of(program: &str) -> String {
-    let program = program.split_whitespace().next().unwrap_or(program);
-    let base = program.rsplit('/').next().unwrap_or(program);
-    let base = base.strip_suffix("_mpi").unwrap_or(base);
-    base.strip_suffix("_perf").unwrap_or(base).to_string()
-}
-
-fn step_metric(node: &str, s: trainlog::Step) -> PhaseMetric {
-    PhaseMetric::Step {
-        node: Some(node.to_string()),
-        step: s.step,
-        step_time_ms: s.step_time_ms,
-        data_wait_ms: s.data_wait_ms,
-        tokens_per_sec: s.tokens_per_sec,
-        tokens_per_sec_per_gpu: s.tokens_per_sec_per_gpu,
-        loss: s.loss,
-        world: s.world,
-        variant: None,
-    }
 }
 
 impl OutputParser {
@@ -396,115 +254,18 @@ impl OutputParser {
         let node = self.ctx.node.clone();
         let expected_gpus = self.ctx.expected_gpus;
         let line_no = self.line_no;
-        let problem = |text: &str| PhaseMetric::Problem {
-            node: node.clone(),
-            text: crate::model::fit(text.trim(), 200),
-        };
         let mut out = Vec::new();
         match &mut self.streams[at].1 {
-            Inner::Nccl { parser, job } => match parser.push(body)? {
-                Some(nccl_tests::Item::Started { program, .. }) => {
-                    out.extend(job.close(&node, expected_gpus));
-                    // The plan's echo, the tool's own "starting" line and its nThread line
-                    // open one run together: a run that has no rank or row yet carries on.
-                    if job.rows > 0 || job.ranks > 0 || !job.pending.is_empty() {
-                        *job = NcclJob::new(None);
-                    }
-                    if let Some(p) = program {
-                        job.collective = Some(collective_of(&p));
-                    }
+            Inner::Nccl { parser, job } => {
+                if let Some(item) = parser.push(body)? {
+                    job.take(item, &node, expected_gpus, line_no, &mut out)?;
                 }
-                Some(nccl_tests::Item::Rank { rank, .. }) => match rank {
-                    Some(0) if job.rank_ids.contains(&0) => {
-                        job.rank0_lines += 1;
-                        job.repeated_ranks += 1;
-                    }
-                    Some(0) => {
-                        job.rank0_lines += 1;
-                        job.rank_ids.insert(0);
-                        job.ranks += 1;
-                    }
-                    Some(r) if job.rank_ids.contains(&r) => job.repeated_ranks += 1,
-                    Some(r) if job.rank_ids.len() < 65_536 => {
-                        job.rank_ids.insert(r);
-                        job.ranks += 1;
-                    }
-                    _ => job.ranks += 1,
-                },
-                Some(nccl_tests::Item::Row(r)) => {
-                    // Numbers that disagree with each other are no reading (a garbled or
-                    // edited line): the row is left out and counted as not understood.
-                    if let Some(c) = &job.collective
-                        && let Some(ranks) = job.every_rank_listed()
-                        && let Some(why) = nccl_tests::inconsistent_busbw(&r, c, ranks)
-                    {
-                        return Err(LineError {
-                            line_no,
-                            message: why,
-                        });
-                    }
-                    if job.collective.is_none() {
-                        match nccl_tests::infer_collective(&r, job.ranks) {
-                            Some(c) => job.collective = Some(c.to_string()),
-                            None if job.pending.len() < MAX_PENDING_ROWS => {
-                                job.pending.push(r);
-                                return Ok(out);
-                            }
-                            None => job.collective = Some("unknown".into()),
-                        }
-                    }
-                    let pending = std::mem::take(&mut job.pending);
-                    for row in pending.into_iter().chain(std::iter::once(r)) {
-                        out.push(job.row_metric(&node, row));
-                    }
+            }
+            Inner::Perftest(p) => {
+                if let Some(item) = p.push(body)? {
+                    perftest_metrics(&node, item, &mut out);
                 }
-                Some(nccl_tests::Item::OutOfBounds { count }) if count > 0 => out.push(problem(
-                    &format!("nccl-tests: {count} out-of-bounds checks found wrong values"),
-                )),
-                Some(nccl_tests::Item::AvgBusBw {
-                    gb_per_s,
-                    min_bw_ok,
-                }) => {
-                    out.push(PhaseMetric::AvgBusBw {
-                        node: Some(node.clone()),
-                        collective: job.collective.clone().unwrap_or_else(|| "unknown".into()),
-                        ranks: job.ranks,
-                        gb_per_s,
-                    });
-                    if min_bw_ok == Some(false) {
-                        out.push(problem(&format!(
-                            "nccl-tests' own check failed: avg busbw {gb_per_s} under 90 % of NCCL_TESTS_MIN_BW"
-                        )));
-                    }
-                }
-                Some(nccl_tests::Item::Failure { text }) => out.push(problem(&text)),
-                Some(_) | None => {}
-            },
-            Inner::Perftest(p) => match p.push(body)? {
-                Some(perftest::Item::Row(r)) => out.push(PhaseMetric::LinkBw {
-                    node,
-                    device: r.device,
-                    test: r.test.map(|t| t.verb),
-                    size_bytes: r.size_bytes,
-                    bw_avg_gbit_per_s: r.bw_avg_gbit_per_s,
-                    bw_peak_gbit_per_s: r.bw_peak_gbit_per_s,
-                    msg_rate_mpps: r.msg_rate_mpps,
-                }),
-                Some(perftest::Item::Lat(r)) => {
-                    if let Some(latency_us) = r.t_typical_us.or(r.t_avg_us) {
-                        out.push(PhaseMetric::LinkLat {
-                            node,
-                            device: r.device,
-                            test: r.test.map(|t| t.verb),
-                            size_bytes: r.size_bytes,
-                            latency_us,
-                            p99_us: r.t_p99_us,
-                        })
-                    }
-                }
-                Some(perftest::Item::Failure { text }) => out.push(problem(&text)),
-                None => {}
-            },
+            }
             Inner::Nvbandwidth(p) => {
                 if let Some(item) = p.push(body)? {
                     out.extend(nvbandwidth_metrics(&node, item));
@@ -512,71 +273,17 @@ impl OutputParser {
             }
             Inner::Workload => {
                 if problem_line(body) {
-                    out.push(problem(problem_text(body)));
+                    out.push(problem(&node, problem_text(body)));
                 }
-                match workload::parse_line(line_no, body)? {
-                    Some(workload::Record::Gemm { gpu, dtype, tflops }) => {
-                        out.push(PhaseMetric::Tflops {
-                            node,
-                            gpu,
-                            dtype,
-                            tflops,
-                        })
-                    }
-                    Some(workload::Record::Step {
-                        step,
-                        step_time_ms,
-                        data_wait_ms,
-                        tokens_per_sec,
-                        loss,
-                        world,
-                        numa,
-                        reader,
-                    }) => out.push(PhaseMetric::Step {
-                        node: Some(node),
-                        step,
-                        step_time_ms: Some(step_time_ms),
-                        data_wait_ms: Some(data_wait_ms),
-                        tokens_per_sec: Some(tokens_per_sec),
-                        tokens_per_sec_per_gpu: None,
-                        loss: Some(loss),
-                        world,
-                        // Pinned (or unsaid) is the main job; unpinned and the loader through
-                        // cuFile are the comparisons.
-                        variant: if reader.as_deref() == Some("gds") {
-                            Some("gds".to_string())
-                        } else {
-                            (numa.as_deref() == Some("off")).then(|| "numa_off".to_string())
-                        },
-                    }),
-                    Some(workload::Record::GdsReader {
-                        reader,
-                        nvidia_fs,
-                        why,
-                        failed,
-                        compat,
-                    }) => out.push(workload::gds_reader_check(
-                        &node,
-                        &workload::GdsReaderSaid {
-                            reader,
-                            nvidia_fs,
-                            why,
-                            failed,
-                            compat,
-                        },
-                    )),
-                    Some(workload::Record::FirstBatch { ms }) => {
-                        out.push(PhaseMetric::FirstBatch { ms })
-                    }
-                    Some(workload::Record::Error { text }) => out.push(problem(&text)),
-                    Some(workload::Record::Other) | None => {}
+                if let Some(record) = workload::parse_line(line_no, body)? {
+                    workload_metrics(&node, record, &mut out);
                 }
             }
             Inner::Trainlog(p) => {
                 if problem_line(body) {
-                    out.push(problem(problem_text(body)));
+                    out.push(problem(&node, problem_text(body)));
                 } else if let Some(why) = trainlog::problem_of(body) {
-                    out.push(problem(&why));
+                    out.push(problem(&node, &why));
                 }
                 out.extend(p.push(body).into_iter().map(|s| step_metric(&node, s)));
             }
@@ -585,45 +292,20 @@ impl OutputParser {
             Inner::DcgmDiag(p) => p.push(body),
             Inner::Gdsio(p) => {
                 if gdsio::gdsio_failure(body) {
-                    out.push(problem(body));
+                    out.push(problem(&node, body));
                 }
                 if let Some((gpu, r)) = p.push(body) {
                     out.push(gds_run(&node, gpu, r));
                 }
             }
-            Inner::S3Probe => match s3_probe::parse_line(line_no, body)? {
-                Some(s3_probe::Record::S3Window(window)) => {
-                    out.push(PhaseMetric::Storage { node, window })
+            Inner::S3Probe => {
+                if let Some(record) = s3_probe::parse_line(line_no, body)? {
+                    s3_metrics(&node, record, &mut out);
                 }
-                Some(s3_probe::Record::S3Report { report }) => {
-                    for level in &report.levels {
-                        if let Some(cdf) = level.ttfb.map(|t| t.cdf()).filter(|c| !c.is_empty()) {
-                            out.push(PhaseMetric::LatencyCdf {
-                                node: node.clone(),
-                                what: "GET TTFB".into(),
-                                concurrency: Some(level.concurrency),
-                                points: cdf,
-                            });
-                        }
-                    }
-                    for (name, value) in report.figures() {
-                        out.push(PhaseMetric::Figure {
-                            node: node.clone(),
-                            gpu: None,
-                            name,
-                            value,
-                        });
-                    }
-                    if let Some(f) = &report.failure {
-                        out.push(problem(&format!("probe s3: {f}")));
-                    }
-                }
-                Some(s3_probe::Record::Error { text }) => out.push(problem(&text)),
-                Some(s3_probe::Record::Other) | None => {}
-            },
+            }
             Inner::None => {
                 if problem_line(body) {
-                    out.push(problem(problem_text(body)));
+                    out.push(problem(&node, problem_text(body)));
                 }
             }
         }
@@ -685,103 +367,11 @@ impl OutputParser {
     }
 }
 
-/// A check a parser made on `node`'s output.
-fn check_metric(
-    node: &str,
-    name: String,
-    status: crate::model::phase::CheckStatus,
-    detail: String,
-) -> PhaseMetric {
-    PhaseMetric::Check {
-        node: node.to_string(),
-        name,
-        status,
-        detail,
-    }
-}
-
-/// One gdsio run as the live pane takes it ([`PhaseMetric::GdsRun`]).
-pub fn gds_run(node: &str, gpu: Option<u32>, r: &gdsio::GdsioRow) -> PhaseMetric {
-    PhaseMetric::GdsRun {
-        node: node.to_string(),
-        gpu,
-        run: crate::model::phase::GdsRun {
-            xfer: r.xfer.clone(),
-            io: r.io.clone(),
-            io_size_kib: r.io_size_kib,
-            threads: r.threads,
-            gib_per_s: r.gib_per_s,
-            avg_latency_us: r.avg_latency_us,
-        },
-    }
-}
-
-fn nvbandwidth_metrics(node: &str, item: nvbandwidth::Item) -> Vec<PhaseMetric> {
-    use crate::model::phase::CheckStatus;
-    match item {
-        nvbandwidth::Item::Matrix {
-            test,
-            unit,
-            cells,
-            sum,
-        } => {
-            let detail = format!(
-                "{test}: {} cell(s) measured{}",
-                cells.len(),
-                sum.map(|s| format!(", SUM {s:.2} {}", unit.label()))
-                    .unwrap_or_else(|| ", no SUM line (the log ended inside it)".into())
-            );
-            let mut out: Vec<PhaseMetric> = cells
-                .into_iter()
-                .map(|c| match unit {
-                    nvbandwidth::Unit::GbPerS => PhaseMetric::PairBw {
-                        node: node.to_string(),
-                        test: test.clone(),
-                        src: c.row,
-                        dst: c.col,
-                        gb_per_s: c.value,
-                    },
-                    nvbandwidth::Unit::Ns => PhaseMetric::PairLat {
-                        node: node.to_string(),
-                        test: test.clone(),
-                        src: c.row,
-                        dst: c.col,
-                        ns: c.value,
-                    },
-                })
-                .collect();
-            out.push(PhaseMetric::Check {
-                node: node.to_string(),
-                name: "nvbandwidth-testcase".into(),
-                status: if out.is_empty() {
-                    CheckStatus::Failed
-                } else {
-                    CheckStatus::Ok
-                },
-                detail,
-            });
-            out
-        }
-        nvbandwidth::Item::Waived { text } => vec![PhaseMetric::Check {
-            node: node.to_string(),
-            name: "nvbandwidth-waived".into(),
-            status: CheckStatus::Failed,
-            detail: format!(
-                "nvbandwidth waived {text}: not measured (peer test cases are waived where \
-                 GPUs cannot reach each other peer-to-peer, or there are too few)"
-            ),
-        }],
-        nvbandwidth::Item::Failure { text } => vec![PhaseMetric::Problem {
-            node: node.to_string(),
-            text,
-        }],
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::parsers::fixtures::tool_output;
+    use nccl_job::collective_of;
 
     fn metrics(kind: ParserKind, rel: &str) -> Vec<PhaseMetric> {
         let mut p = OutputParser::new(
