@@ -39,6 +39,16 @@ enum ServiceState {
     Unknown(String),
 }
 
+/// A check of T0 on `node`.
+fn check(node: &str, name: &str, status: CheckStatus, detail: String) -> PhaseMetric {
+    PhaseMetric::Check {
+        node: node.to_string(),
+        name: name.to_string(),
+        status,
+        detail,
+    }
+}
+
 impl PreflightParser {
     /// A parser at the start of the output.
     pub fn new() -> Self {
@@ -123,95 +133,11 @@ impl PreflightParser {
 
     /// Judge every check for `node`, which should have `expected_gpus`.
     pub fn finish(&self, node: &str, expected_gpus: u32) -> Vec<PhaseMetric> {
-        let check = |name: &str, status, detail: String| PhaseMetric::Check {
-            node: node.to_string(),
-            name: name.to_string(),
-            status,
-            detail,
-        };
+        let check = |name: &str, status, detail: String| check(node, name, status, detail);
         let mut out: Vec<PhaseMetric> = self.sections.bounds_check(node).into_iter().collect();
-
-        // Driver branch and kernel module flavour, from the line the driver itself writes.
-        let driver_line = self
-            .sections
-            .get("driver")
-            .and_then(|ls| ls.iter().find(|l| l.starts_with("NVRM version")));
-        let driver = driver_line.and_then(|l| {
-            l.split_whitespace()
-                .find(|w| {
-                    w.split('.').count() >= 2 && w.split('.').all(|p| p.parse::<u32>().is_ok())
-                })
-                .map(str::to_string)
-        });
-        let branch = driver
-            .as_deref()
-            .and_then(|v| v.split('.').next())
-            .and_then(|b| b.parse::<u32>().ok());
-        match (driver_line, branch) {
-            (Some(line), Some(b)) if b >= MIN_DRIVER_BRANCH => out.push(check(
-                "driver-branch",
-                CheckStatus::Ok,
-                format!("R{b} ≥ R{MIN_DRIVER_BRANCH}: {line}"),
-            )),
-            (Some(line), Some(b)) => out.push(check(
-                "driver-branch",
-                CheckStatus::Failed,
-                format!("R{b} is older than R{MIN_DRIVER_BRANCH}: {line}"),
-            )),
-            (Some(line), None) => out.push(check(
-                "driver-branch",
-                CheckStatus::Unknown,
-                format!("no version in: {line}"),
-            )),
-            (None, _) => out.push(check(
-                "driver-branch",
-                CheckStatus::Failed,
-                format!(
-                    "no NVIDIA driver loaded: {}",
-                    self.first("driver")
-                        .unwrap_or("/proc/driver/nvidia/version not read")
-                ),
-            )),
-        }
-        if let Some(line) = driver_line {
-            let open = line.contains("Open Kernel Module");
-            out.push(check(
-                "open-kernel-module",
-                if open {
-                    CheckStatus::Ok
-                } else {
-                    CheckStatus::Failed
-                },
-                if open {
-                    format!("open kernel module in use: {line}")
-                } else {
-                    format!("the proprietary kernel module is loaded; Blackwell needs the open one: {line}")
-                },
-            ));
-        }
-
-        // GPU count.
+        let driver = self.driver_checks(node, &mut out);
         let gpus = self.gpus();
-        if gpus.len() as u32 == expected_gpus {
-            out.push(check(
-                "gpu-count",
-                CheckStatus::Ok,
-                format!("{} GPUs as expected", gpus.len()),
-            ));
-        } else {
-            out.push(check(
-                "gpu-count",
-                CheckStatus::Failed,
-                format!(
-                    "{} GPUs, expected {expected_gpus}{}",
-                    gpus.len(),
-                    self.first("gpus")
-                        .filter(|_| gpus.is_empty())
-                        .map(|l| format!(": {l}"))
-                        .unwrap_or_default()
-                ),
-            ));
-        }
+        out.push(self.gpu_count_check(node, &gpus, expected_gpus));
         let blackwell = gpus.iter().any(|g| {
             let name = g[1].to_ascii_uppercase();
             ["B200", "B300", "GB200", "GB300", "BLACKWELL"]
@@ -237,125 +163,10 @@ impl PreflightParser {
         ));
         let nvswitches = nvswitches.unwrap_or(0);
 
-        // NVLSM and the NVLink5 package: Blackwell with NVSwitches only.
         let packages = self.packages();
-        if blackwell && nvswitches > 0 {
-            out.push(match self.service("nvidia-nvlsm") {
-                ServiceState::Active => {
-                    check("nvlsm", CheckStatus::Ok, "nvidia-nvlsm active".into())
-                }
-                ServiceState::Not(w) => check(
-                    "nvlsm",
-                    CheckStatus::Failed,
-                    format!("nvidia-nvlsm is {w}; GPUs will not register with the NVLink fabric"),
-                ),
-                ServiceState::Unknown(why) => check(
-                    "nvlsm",
-                    CheckStatus::Unknown,
-                    format!("nvidia-nvlsm: {why}"),
-                ),
-            });
-            out.push(match &packages {
-                Ok(p) => match p.iter().find(|(n, _)| n.starts_with("nvlink5")) {
-                    Some((n, v)) => check("nvlink5-package", CheckStatus::Ok, format!("{n} {v}")),
-                    None => check(
-                        "nvlink5-package",
-                        CheckStatus::Failed,
-                        "no nvlink5 package installed".into(),
-                    ),
-                },
-                Err(why) => check("nvlink5-package", CheckStatus::Unknown, why.clone()),
-            });
-        } else {
-            let why = if nvswitches == 0 {
-                "no NVSwitch seen"
-            } else {
-                "not Blackwell"
-            };
-            out.push(check(
-                "nvlsm",
-                CheckStatus::Ok,
-                format!("not needed: {why}"),
-            ));
-        }
-
-        // Persistence: the daemon, or at least persistence mode on every GPU.
-        let persistent = !gpus.is_empty()
-            && gpus
-                .iter()
-                .all(|g| g.get(3).is_some_and(|m| m.eq_ignore_ascii_case("enabled")));
-        out.push(match self.service("nvidia-persistenced") {
-            ServiceState::Active => check(
-                "persistenced",
-                CheckStatus::Ok,
-                "nvidia-persistenced active".into(),
-            ),
-            state if persistent => check(
-                "persistenced",
-                CheckStatus::Warn,
-                format!(
-                    "persistence mode is on for every GPU, but nvidia-persistenced is {}",
-                    describe(&state)
-                ),
-            ),
-            ServiceState::Not(w) => check(
-                "persistenced",
-                CheckStatus::Failed,
-                format!("nvidia-persistenced is {w} and persistence mode is off"),
-            ),
-            ServiceState::Unknown(why) => check(
-                "persistenced",
-                CheckStatus::Unknown,
-                format!("nvidia-persistenced: {why}"),
-            ),
-        });
-
-        // RDMA user space: rdma-core or infiniband-diags installed, or their tools on PATH.
-        let tools: Vec<String> = self
-            .sections
-            .get("rdma-tools")
-            .unwrap_or_default()
-            .iter()
-            .filter(|l| !l.ends_with("missing"))
-            .filter_map(|l| l.split_whitespace().next().map(str::to_string))
-            .collect();
-        let rdma_pkgs: Vec<String> = packages
-            .as_ref()
-            .map(|p| {
-                p.iter()
-                    .filter(|(n, _)| n == "rdma-core" || n == "infiniband-diags")
-                    .map(|(n, v)| format!("{n} {v}"))
-                    .collect()
-            })
-            .unwrap_or_default();
-        out.push(
-            if !rdma_pkgs.is_empty() || tools.iter().any(|t| t == "ibstat") {
-                check(
-                    "rdma-userspace",
-                    CheckStatus::Ok,
-                    rdma_pkgs
-                        .iter()
-                        .cloned()
-                        .chain(tools.iter().map(|t| format!("{t} on PATH")))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                )
-            } else {
-                check(
-                    "rdma-userspace",
-                    CheckStatus::Failed,
-                    format!(
-                        "neither rdma-core nor infiniband-diags installed, no ibstat on PATH{}",
-                        packages
-                            .as_ref()
-                            .err()
-                            .map(|e| format!(" ({e})"))
-                            .unwrap_or_default()
-                    ),
-                )
-            },
-        );
-
+        self.nvlink_fabric_checks(node, blackwell, nvswitches, &packages, &mut out);
+        out.push(self.persistence_check(node, &gpus));
+        out.push(self.rdma_check(node, &packages));
         out.push(self.numa_check(node));
         out.push(self.acs_check(node));
         out.push(xid_check(node, self.sections.get("xid")));
@@ -377,6 +188,244 @@ impl PreflightParser {
             }
         }
         out
+    }
+
+    /// Driver branch and kernel module flavour, from the line the driver itself writes; the
+    /// driver's version for the fabric manager's check.
+    fn driver_checks(&self, node: &str, out: &mut Vec<PhaseMetric>) -> Option<String> {
+        let driver_line = self
+            .sections
+            .get("driver")
+            .and_then(|ls| ls.iter().find(|l| l.starts_with("NVRM version")));
+        let driver = driver_line.and_then(|l| {
+            l.split_whitespace()
+                .find(|w| {
+                    w.split('.').count() >= 2 && w.split('.').all(|p| p.parse::<u32>().is_ok())
+                })
+                .map(str::to_string)
+        });
+        let branch = driver
+            .as_deref()
+            .and_then(|v| v.split('.').next())
+            .and_then(|b| b.parse::<u32>().ok());
+        match (driver_line, branch) {
+            (Some(line), Some(b)) if b >= MIN_DRIVER_BRANCH => out.push(check(
+                node,
+                "driver-branch",
+                CheckStatus::Ok,
+                format!("R{b} ≥ R{MIN_DRIVER_BRANCH}: {line}"),
+            )),
+            (Some(line), Some(b)) => out.push(check(
+                node,
+                "driver-branch",
+                CheckStatus::Failed,
+                format!("R{b} is older than R{MIN_DRIVER_BRANCH}: {line}"),
+            )),
+            (Some(line), None) => out.push(check(
+                node,
+                "driver-branch",
+                CheckStatus::Unknown,
+                format!("no version in: {line}"),
+            )),
+            (None, _) => out.push(check(
+                node,
+                "driver-branch",
+                CheckStatus::Failed,
+                format!(
+                    "no NVIDIA driver loaded: {}",
+                    self.first("driver")
+                        .unwrap_or("/proc/driver/nvidia/version not read")
+                ),
+            )),
+        }
+        if let Some(line) = driver_line {
+            let open = line.contains("Open Kernel Module");
+            out.push(check(node,
+                "open-kernel-module",
+                if open {
+                    CheckStatus::Ok
+                } else {
+                    CheckStatus::Failed
+                },
+                if open {
+                    format!("open kernel module in use: {line}")
+                } else {
+                    format!("the proprietary kernel module is loaded; Blackwell needs the open one: {line}")
+                },
+            ));
+        }
+        driver
+    }
+
+    /// The GPU count against the inventory's.
+    fn gpu_count_check(&self, node: &str, gpus: &[Vec<String>], expected_gpus: u32) -> PhaseMetric {
+        if gpus.len() as u32 == expected_gpus {
+            check(
+                node,
+                "gpu-count",
+                CheckStatus::Ok,
+                format!("{} GPUs as expected", gpus.len()),
+            )
+        } else {
+            check(
+                node,
+                "gpu-count",
+                CheckStatus::Failed,
+                format!(
+                    "{} GPUs, expected {expected_gpus}{}",
+                    gpus.len(),
+                    self.first("gpus")
+                        .filter(|_| gpus.is_empty())
+                        .map(|l| format!(": {l}"))
+                        .unwrap_or_default()
+                ),
+            )
+        }
+    }
+
+    /// NVLSM and the NVLink5 package: Blackwell with NVSwitches only.
+    fn nvlink_fabric_checks(
+        &self,
+        node: &str,
+        blackwell: bool,
+        nvswitches: u32,
+        packages: &Result<Vec<(String, String)>, String>,
+        out: &mut Vec<PhaseMetric>,
+    ) {
+        if blackwell && nvswitches > 0 {
+            out.push(match self.service("nvidia-nvlsm") {
+                ServiceState::Active => {
+                    check(node, "nvlsm", CheckStatus::Ok, "nvidia-nvlsm active".into())
+                }
+                ServiceState::Not(w) => check(
+                    node,
+                    "nvlsm",
+                    CheckStatus::Failed,
+                    format!("nvidia-nvlsm is {w}; GPUs will not register with the NVLink fabric"),
+                ),
+                ServiceState::Unknown(why) => check(
+                    node,
+                    "nvlsm",
+                    CheckStatus::Unknown,
+                    format!("nvidia-nvlsm: {why}"),
+                ),
+            });
+            out.push(match packages {
+                Ok(p) => match p.iter().find(|(n, _)| n.starts_with("nvlink5")) {
+                    Some((n, v)) => {
+                        check(node, "nvlink5-package", CheckStatus::Ok, format!("{n} {v}"))
+                    }
+                    None => check(
+                        node,
+                        "nvlink5-package",
+                        CheckStatus::Failed,
+                        "no nvlink5 package installed".into(),
+                    ),
+                },
+                Err(why) => check(node, "nvlink5-package", CheckStatus::Unknown, why.clone()),
+            });
+        } else {
+            let why = if nvswitches == 0 {
+                "no NVSwitch seen"
+            } else {
+                "not Blackwell"
+            };
+            out.push(check(
+                node,
+                "nvlsm",
+                CheckStatus::Ok,
+                format!("not needed: {why}"),
+            ));
+        }
+    }
+
+    /// Persistence: the daemon, or at least persistence mode on every GPU.
+    fn persistence_check(&self, node: &str, gpus: &[Vec<String>]) -> PhaseMetric {
+        let persistent = !gpus.is_empty()
+            && gpus
+                .iter()
+                .all(|g| g.get(3).is_some_and(|m| m.eq_ignore_ascii_case("enabled")));
+        match self.service("nvidia-persistenced") {
+            ServiceState::Active => check(
+                node,
+                "persistenced",
+                CheckStatus::Ok,
+                "nvidia-persistenced active".into(),
+            ),
+            state if persistent => check(
+                node,
+                "persistenced",
+                CheckStatus::Warn,
+                format!(
+                    "persistence mode is on for every GPU, but nvidia-persistenced is {}",
+                    describe(&state)
+                ),
+            ),
+            ServiceState::Not(w) => check(
+                node,
+                "persistenced",
+                CheckStatus::Failed,
+                format!("nvidia-persistenced is {w} and persistence mode is off"),
+            ),
+            ServiceState::Unknown(why) => check(
+                node,
+                "persistenced",
+                CheckStatus::Unknown,
+                format!("nvidia-persistenced: {why}"),
+            ),
+        }
+    }
+
+    /// RDMA user space: rdma-core or infiniband-diags installed, or their tools on PATH.
+    fn rdma_check(
+        &self,
+        node: &str,
+        packages: &Result<Vec<(String, String)>, String>,
+    ) -> PhaseMetric {
+        let tools: Vec<String> = self
+            .sections
+            .get("rdma-tools")
+            .unwrap_or_default()
+            .iter()
+            .filter(|l| !l.ends_with("missing"))
+            .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+            .collect();
+        let rdma_pkgs: Vec<String> = packages
+            .as_ref()
+            .map(|p| {
+                p.iter()
+                    .filter(|(n, _)| n == "rdma-core" || n == "infiniband-diags")
+                    .map(|(n, v)| format!("{n} {v}"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !rdma_pkgs.is_empty() || tools.iter().any(|t| t == "ibstat") {
+            check(
+                node,
+                "rdma-userspace",
+                CheckStatus::Ok,
+                rdma_pkgs
+                    .iter()
+                    .cloned()
+                    .chain(tools.iter().map(|t| format!("{t} on PATH")))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            )
+        } else {
+            check(
+                node,
+                "rdma-userspace",
+                CheckStatus::Failed,
+                format!(
+                    "neither rdma-core nor infiniband-diags installed, no ibstat on PATH{}",
+                    packages
+                        .as_ref()
+                        .err()
+                        .map(|e| format!(" ({e})"))
+                        .unwrap_or_default()
+                ),
+            )
+        }
     }
 
     fn kernel_check(&self, node: &str) -> PhaseMetric {
