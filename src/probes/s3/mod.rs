@@ -174,215 +174,22 @@ pub async fn run(
         keys_from = %creds.source,
         "probe s3 starts"
     );
-    let parallel = spec.concurrency.first().copied().unwrap_or(8).max(1);
-
-    if spec.mode == Mode::Loader && spec.dir.is_some() {
-        // A local directory needs no bucket.
-    } else {
-        let probe_list = objects::list_objects(&client, &spec.bucket, &spec.prefix, 1).await;
-        if let Err(f) = probe_list {
-            let f = redactor.failure(f);
-            let missing = f.class == errors::ErrorClass::NotFound;
-            let may_create =
-                spec.create_bucket && (spec.prepare.is_some() || spec.mode == Mode::Checkpoint);
-            if missing && may_create {
-                say(&format!("creating bucket {}", spec.bucket));
-                client
-                    .create_bucket()
-                    .bucket(&spec.bucket)
-                    .send()
-                    .await
-                    .map_err(|e| {
-                        let f = redactor.failure(errors::from_sdk(&e));
-                        CannotRun(format!("creating bucket {:?}: {f}", spec.bucket))
-                    })?;
-            } else {
-                return Err(CannotRun(get::preflight_message(
-                    &f,
-                    &endpoint_url,
-                    &spec.bucket,
-                )));
-            }
-        }
-    }
-
+    let session = Session {
+        spec,
+        client,
+        endpoint_url,
+        redactor,
+        say,
+        parallel: spec.concurrency.first().copied().unwrap_or(8).max(1),
+    };
+    session.ensure_bucket().await?;
     if let Some(n) = spec.prepare {
-        objects::check_part_size(spec.object_size, spec.part_size).map_err(CannotRun)?;
-        // Shards already there at the right size are kept: a second run (or a 72-hour
-        // burn-in's hundredth) does not rewrite them.
-        let existing = objects::list_objects(&client, &spec.bucket, &spec.prefix, n + 10_000)
-            .await
-            .map_err(|f| CannotRun(format!("--prepare: {}", redactor.failure(f))))?;
-        let keys: Vec<(String, u64)> = (0..n)
-            .map(|i| (objects::test_object_key(&spec.prefix, i), spec.object_size))
-            .filter(|(k, size)| {
-                !existing
-                    .iter()
-                    .any(|o| &o.key == k && o.size_bytes == *size)
-            })
-            .collect();
-        report.prepare_kept = Some(n - keys.len());
-        if keys.is_empty() {
-            say(&format!(
-                "all {n} test object(s) of {} are already under s3://{}/{}",
-                report::human_bytes(spec.object_size),
-                spec.bucket,
-                spec.prefix
-            ));
-        } else {
-            say(&format!(
-                "writing {} test object(s) of {} under s3://{}/{} ({} parts in flight)",
-                keys.len(),
-                report::human_bytes(spec.object_size),
-                spec.bucket,
-                spec.prefix,
-                parallel
-            ));
-        }
-        let progress = Progress::default();
-        let total: u64 = keys.iter().map(|k| k.1).fold(0, u64::saturating_add);
-        let stats = with_progress(
-            objects::write_objects(
-                &client,
-                &spec.bucket,
-                &keys,
-                spec.part_size,
-                parallel,
-                &progress.bytes_written,
-            ),
-            &progress,
-            say,
-            |p, s| written_line("prepare", p, total, s),
-        )
-        .await
-        .map_err(|f| CannotRun(format!("--prepare: {}", redactor.failure(f))))?;
-        report.prepare = Some(stats);
+        session.prepare(n, &mut report).await?;
     }
-
     match spec.mode {
-        Mode::Get => {
-            let objects = objects_to_read(&client, spec, &endpoint_url, &redactor).await?;
-            report.set_objects(&objects);
-            let plan = GetPlan {
-                bucket: spec.bucket.clone(),
-                objects,
-                concurrency: spec.concurrency.clone(),
-                budget: spec.budget,
-                range_bytes: spec.range_bytes,
-                read_timeout: spec.endpoint.read_timeout,
-                progress_period: spec.progress_period,
-                endpoint: endpoint_url.clone(),
-            };
-            let scraper = server_scraper(spec, &endpoint_url, &creds, &mut report, say).await;
-            let mut notes = Vec::new();
-            report.levels = get::run_sweep(
-                &client,
-                &plan,
-                &redactor,
-                cancel,
-                progress,
-                scraper.as_ref(),
-                &mut notes,
-            )
-            .await;
-            report.server_metrics_notes.extend(notes);
-        }
-        Mode::Loader => {
-            let source = match &spec.dir {
-                Some(dir) => loader::LoaderSource::Dir {
-                    dir: dir.clone(),
-                    files: loader::dir_files(dir).map_err(CannotRun)?,
-                },
-                None => {
-                    let objects = objects_to_read(&client, spec, &endpoint_url, &redactor).await?;
-                    report.set_objects(&objects);
-                    loader::LoaderSource::S3 {
-                        client: client.clone(),
-                        bucket: spec.bucket.clone(),
-                        objects,
-                        endpoint: endpoint_url.clone(),
-                    }
-                }
-            };
-            let plan = loader::LoaderPlan {
-                source,
-                step_time: spec.step_time,
-                steps: spec.steps,
-                workers: parallel,
-                prefetch: spec.prefetch,
-                batch_bytes: spec.range_bytes,
-                read_timeout: spec.endpoint.read_timeout,
-            };
-            let progress = Progress::default();
-            let steps = plan.steps;
-            report.loader = Some(
-                with_progress(
-                    loader::run_loader(&plan, &redactor, cancel, &progress),
-                    &progress,
-                    say,
-                    |p, _| {
-                        let done = p.steps.load(std::sync::atomic::Ordering::Relaxed);
-                        let wait_s =
-                            p.wait_us.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1e6;
-                        format!(
-                            "loader: step {done} of {steps}, {wait_s:.2} s waited for data so far"
-                        )
-                    },
-                )
-                .await,
-            );
-        }
-        Mode::Checkpoint => {
-            objects::check_part_size(spec.checkpoint_size, spec.part_size).map_err(CannotRun)?;
-            let plan = checkpoint::CheckpointPlan {
-                bucket: spec.bucket.clone(),
-                key: format!(
-                    "{}{}burnin-checkpoint-{}.bin",
-                    spec.prefix,
-                    if spec.prefix.is_empty() || spec.prefix.ends_with('/') {
-                        ""
-                    } else {
-                        "/"
-                    },
-                    std::process::id()
-                ),
-                size_bytes: spec.checkpoint_size,
-                part_size: spec.part_size,
-                parallel,
-                keep: spec.keep,
-                read_timeout: spec.endpoint.read_timeout,
-            };
-            say(&format!(
-                "checkpoint: saving {} in parts of {}, {} in flight",
-                report::human_bytes(plan.size_bytes),
-                report::human_bytes(plan.part_size),
-                parallel
-            ));
-            let progress = Progress::default();
-            let size = plan.size_bytes;
-            let saved = with_progress(
-                checkpoint::run_checkpoint(&client, &plan, &progress),
-                &progress,
-                say,
-                |p, s| {
-                    let read = p.bytes_read.load(std::sync::atomic::Ordering::Relaxed);
-                    if read == 0 {
-                        written_line("checkpoint save", p, size, s)
-                    } else {
-                        format!(
-                            "checkpoint restore: {} of {}",
-                            report::human_bytes(read),
-                            report::human_bytes(size)
-                        )
-                    }
-                },
-            )
-            .await;
-            match saved {
-                Ok(c) => report.checkpoint = Some(c),
-                Err(f) => report.failure = Some(redactor.failure(f).to_string()),
-            }
-        }
+        Mode::Get => session.get(&creds, &mut report, cancel, progress).await?,
+        Mode::Loader => session.loader(&mut report, cancel).await?,
+        Mode::Checkpoint => session.checkpoint(&mut report).await?,
     }
     debug_assert_eq!(report.schema_version, SCHEMA_VERSION);
     tracing::info!(
@@ -391,6 +198,262 @@ pub async fn run(
         "probe s3 done"
     );
     Ok(report)
+}
+
+/// What every stage of one probe run shares: the plan, the client, the endpoint, the
+/// redactor of the keys, where progress is said, and how many requests go at once.
+struct Session<'a> {
+    spec: &'a ProbeSpec,
+    client: aws_sdk_s3::Client,
+    endpoint_url: String,
+    redactor: Redactor,
+    say: &'a (dyn Fn(&str) + Sync),
+    parallel: usize,
+}
+
+impl Session<'_> {
+    /// The bucket must answer a list; where it is missing and the run writes, it is made.
+    async fn ensure_bucket(&self) -> Result<(), CannotRun> {
+        if self.spec.mode == Mode::Loader && self.spec.dir.is_some() {
+            // A local directory needs no bucket.
+            return Ok(());
+        }
+        let probe_list =
+            objects::list_objects(&self.client, &self.spec.bucket, &self.spec.prefix, 1).await;
+        if let Err(f) = probe_list {
+            let f = self.redactor.failure(f);
+            let missing = f.class == errors::ErrorClass::NotFound;
+            let may_create = self.spec.create_bucket
+                && (self.spec.prepare.is_some() || self.spec.mode == Mode::Checkpoint);
+            if missing && may_create {
+                (self.say)(&format!("creating bucket {}", self.spec.bucket));
+                self.client
+                    .create_bucket()
+                    .bucket(&self.spec.bucket)
+                    .send()
+                    .await
+                    .map_err(|e| {
+                        let f = self.redactor.failure(errors::from_sdk(&e));
+                        CannotRun(format!("creating bucket {:?}: {f}", self.spec.bucket))
+                    })?;
+            } else {
+                return Err(CannotRun(get::preflight_message(
+                    &f,
+                    &self.endpoint_url,
+                    &self.spec.bucket,
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// `--prepare N`: the test objects written, those already there at the right size kept.
+    async fn prepare(&self, n: usize, report: &mut ProbeReport) -> Result<(), CannotRun> {
+        objects::check_part_size(self.spec.object_size, self.spec.part_size).map_err(CannotRun)?;
+        // Shards already there at the right size are kept: a second run (or a 72-hour
+        // burn-in's hundredth) does not rewrite them.
+        let existing = objects::list_objects(
+            &self.client,
+            &self.spec.bucket,
+            &self.spec.prefix,
+            n + 10_000,
+        )
+        .await
+        .map_err(|f| CannotRun(format!("--prepare: {}", self.redactor.failure(f))))?;
+        let keys: Vec<(String, u64)> = (0..n)
+            .map(|i| {
+                (
+                    objects::test_object_key(&self.spec.prefix, i),
+                    self.spec.object_size,
+                )
+            })
+            .filter(|(k, size)| {
+                !existing
+                    .iter()
+                    .any(|o| &o.key == k && o.size_bytes == *size)
+            })
+            .collect();
+        report.prepare_kept = Some(n - keys.len());
+        if keys.is_empty() {
+            (self.say)(&format!(
+                "all {n} test object(s) of {} are already under s3://{}/{}",
+                report::human_bytes(self.spec.object_size),
+                self.spec.bucket,
+                self.spec.prefix
+            ));
+        } else {
+            (self.say)(&format!(
+                "writing {} test object(s) of {} under s3://{}/{} ({} parts in flight)",
+                keys.len(),
+                report::human_bytes(self.spec.object_size),
+                self.spec.bucket,
+                self.spec.prefix,
+                self.parallel
+            ));
+        }
+        let progress = Progress::default();
+        let total: u64 = keys.iter().map(|k| k.1).fold(0, u64::saturating_add);
+        let stats = with_progress(
+            objects::write_objects(
+                &self.client,
+                &self.spec.bucket,
+                &keys,
+                self.spec.part_size,
+                self.parallel,
+                &progress.bytes_written,
+            ),
+            &progress,
+            self.say,
+            |p, s| written_line("prepare", p, total, s),
+        )
+        .await
+        .map_err(|f| CannotRun(format!("--prepare: {}", self.redactor.failure(f))))?;
+        report.prepare = Some(stats);
+        Ok(())
+    }
+
+    /// GET mode: the sweep over the concurrency levels, beside the server's own metrics.
+    async fn get(
+        &self,
+        creds: &client::S3Credentials,
+        report: &mut ProbeReport,
+        cancel: watch::Receiver<bool>,
+        progress: Option<mpsc::UnboundedSender<ProbeWindow>>,
+    ) -> Result<(), CannotRun> {
+        let objects =
+            objects_to_read(&self.client, self.spec, &self.endpoint_url, &self.redactor).await?;
+        report.set_objects(&objects);
+        let plan = GetPlan {
+            bucket: self.spec.bucket.clone(),
+            objects,
+            concurrency: self.spec.concurrency.clone(),
+            budget: self.spec.budget,
+            range_bytes: self.spec.range_bytes,
+            read_timeout: self.spec.endpoint.read_timeout,
+            progress_period: self.spec.progress_period,
+            endpoint: self.endpoint_url.clone(),
+        };
+        let scraper = server_scraper(self.spec, &self.endpoint_url, creds, report, self.say).await;
+        let mut notes = Vec::new();
+        report.levels = get::run_sweep(
+            &self.client,
+            &plan,
+            &self.redactor,
+            cancel,
+            progress,
+            scraper.as_ref(),
+            &mut notes,
+        )
+        .await;
+        report.server_metrics_notes.extend(notes);
+        Ok(())
+    }
+
+    /// Loader mode: a training loader's reads from the bucket or a local directory.
+    async fn loader(
+        &self,
+        report: &mut ProbeReport,
+        cancel: watch::Receiver<bool>,
+    ) -> Result<(), CannotRun> {
+        let source = match &self.spec.dir {
+            Some(dir) => loader::LoaderSource::Dir {
+                dir: dir.clone(),
+                files: loader::dir_files(dir).map_err(CannotRun)?,
+            },
+            None => {
+                let objects =
+                    objects_to_read(&self.client, self.spec, &self.endpoint_url, &self.redactor)
+                        .await?;
+                report.set_objects(&objects);
+                loader::LoaderSource::S3 {
+                    client: self.client.clone(),
+                    bucket: self.spec.bucket.clone(),
+                    objects,
+                    endpoint: self.endpoint_url.clone(),
+                }
+            }
+        };
+        let plan = loader::LoaderPlan {
+            source,
+            step_time: self.spec.step_time,
+            steps: self.spec.steps,
+            workers: self.parallel,
+            prefetch: self.spec.prefetch,
+            batch_bytes: self.spec.range_bytes,
+            read_timeout: self.spec.endpoint.read_timeout,
+        };
+        let progress = Progress::default();
+        let steps = plan.steps;
+        report.loader = Some(
+            with_progress(
+                loader::run_loader(&plan, &self.redactor, cancel, &progress),
+                &progress,
+                self.say,
+                |p, _| {
+                    let done = p.steps.load(std::sync::atomic::Ordering::Relaxed);
+                    let wait_s = p.wait_us.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1e6;
+                    format!("loader: step {done} of {steps}, {wait_s:.2} s waited for data so far")
+                },
+            )
+            .await,
+        );
+        Ok(())
+    }
+
+    /// Checkpoint mode: one checkpoint saved in parts and restored.
+    async fn checkpoint(&self, report: &mut ProbeReport) -> Result<(), CannotRun> {
+        objects::check_part_size(self.spec.checkpoint_size, self.spec.part_size)
+            .map_err(CannotRun)?;
+        let plan = checkpoint::CheckpointPlan {
+            bucket: self.spec.bucket.clone(),
+            key: format!(
+                "{}{}burnin-checkpoint-{}.bin",
+                self.spec.prefix,
+                if self.spec.prefix.is_empty() || self.spec.prefix.ends_with('/') {
+                    ""
+                } else {
+                    "/"
+                },
+                std::process::id()
+            ),
+            size_bytes: self.spec.checkpoint_size,
+            part_size: self.spec.part_size,
+            parallel: self.parallel,
+            keep: self.spec.keep,
+            read_timeout: self.spec.endpoint.read_timeout,
+        };
+        (self.say)(&format!(
+            "checkpoint: saving {} in parts of {}, {} in flight",
+            report::human_bytes(plan.size_bytes),
+            report::human_bytes(plan.part_size),
+            self.parallel
+        ));
+        let progress = Progress::default();
+        let size = plan.size_bytes;
+        let saved = with_progress(
+            checkpoint::run_checkpoint(&self.client, &plan, &progress),
+            &progress,
+            self.say,
+            |p, s| {
+                let read = p.bytes_read.load(std::sync::atomic::Ordering::Relaxed);
+                if read == 0 {
+                    written_line("checkpoint save", p, size, s)
+                } else {
+                    format!(
+                        "checkpoint restore: {} of {}",
+                        report::human_bytes(read),
+                        report::human_bytes(size)
+                    )
+                }
+            },
+        )
+        .await;
+        match saved {
+            Ok(c) => report.checkpoint = Some(c),
+            Err(f) => report.failure = Some(self.redactor.failure(f).to_string()),
+        }
+        Ok(())
+    }
 }
 
 /// The objects under the prefix, or why there are none to read.
