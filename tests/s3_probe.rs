@@ -76,7 +76,26 @@ fn probe_against_a_real_s3_server() {
     };
     let ep = server.endpoint.as_str();
 
-    // A missing bucket says so, and exits 2.
+    a_missing_bucket_exits_2(ep);
+    prepare_writes_multipart_objects_the_sweep_reads(ep);
+    seaweedfs_is_no_minio_to_scrape(ep);
+    minio_v2_metrics_with_a_jwt(ep);
+    a_second_prepare_keeps_the_objects(ep);
+    the_trace_log_holds_no_key(ep);
+    ranged_gets_read_exactly_the_range(ep);
+    the_human_table_names_endpoint_path_and_levels(ep);
+    wrong_keys_are_a_clear_403(ep);
+    no_keys_say_how_to_give_them(ep);
+    a_profile_of_a_shared_credentials_file(ep);
+    checkpoint_saves_restores_verifies_deletes(ep);
+    deleted_means_gone(ep);
+    loader_over_s3(ep);
+    loader_over_a_local_directory(ep);
+    sigterm_mid_sweep_keeps_partial_results(ep);
+}
+
+/// A missing bucket says so, and exits 2.
+fn a_missing_bucket_exits_2(ep: &str) {
     let o = probe(ep, &["--bucket", "no-such-bucket", "-q"], KEYS);
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
@@ -85,9 +104,11 @@ fn probe_against_a_real_s3_server() {
         "{err}"
     );
     assert_no_secret(&o);
+}
 
-    // --prepare writes multipart objects (8 MiB in 5 MiB parts) into a bucket it creates; the
-    // sweep reads them at two levels.
+/// --prepare writes multipart objects (8 MiB in 5 MiB parts) into a bucket it creates; the
+/// sweep reads them at two levels.
+fn prepare_writes_multipart_objects_the_sweep_reads(ep: &str) {
     let o = probe(
         ep,
         &[
@@ -141,8 +162,10 @@ fn probe_against_a_real_s3_server() {
         assert!(l["total"]["p50_ms"].as_f64().expect("total") >= p50, "{l}");
         assert!(l["throughput_gb_per_s"].as_f64().expect("gbps") > 0.0);
     }
+}
 
-    // SeaweedFS is not MinIO: the scrape says so, and the probe's own figures stand.
+/// SeaweedFS is not MinIO: the scrape says so, and the probe's own figures stand.
+fn seaweedfs_is_no_minio_to_scrape(ep: &str) {
     let r = json(&probe(
         ep,
         &[
@@ -159,10 +182,12 @@ fn probe_against_a_real_s3_server() {
     assert_eq!(r["server_metrics"], Value::Null);
     let notes = r["server_metrics_notes"].to_string();
     assert!(notes.contains("no MinIO metrics"), "{notes}");
+}
 
-    // A Prometheus endpoint serving MinIO's own v2 text (captured from play.min.io) with v3
-    // switched off: auto falls back to v2, reads the drives, and signs in with a JWT made
-    // from the S3 keys.
+/// A Prometheus endpoint serving MinIO's own v2 text (captured from play.min.io) with v3
+/// switched off: auto falls back to v2, reads the drives, and signs in with a JWT made
+/// from the S3 keys.
+fn minio_v2_metrics_with_a_jwt(ep: &str) {
     let metrics = MetricsEndpoint::start();
     let o = probe(
         ep,
@@ -196,8 +221,10 @@ fn probe_against_a_real_s3_server() {
         !text(&o).0.contains(jwt),
         "the scrape token is a credential too"
     );
+}
 
-    // A second --prepare keeps the objects already there.
+/// A second --prepare keeps the objects already there.
+fn a_second_prepare_keeps_the_objects(ep: &str) {
     let o = probe(
         ep,
         &[
@@ -223,9 +250,11 @@ fn probe_against_a_real_s3_server() {
     let r = json(&o);
     assert_eq!(r["prepare_kept"], 3);
     assert_eq!(r["prepare"]["objects"], 0);
+}
 
-    // Even at trace level the log file holds no key (the HTTP and signing crates are held at
-    // warn), and it says what ran.
+/// Even at trace level the log file holds no key (the HTTP and signing crates are held at
+/// warn), and it says what ran.
+fn the_trace_log_holds_no_key(ep: &str) {
     let log = std::env::temp_dir().join(format!("burnin-s3-trace-{}.log", std::process::id()));
     let o = burnin()
         .args([
@@ -253,8 +282,10 @@ fn probe_against_a_real_s3_server() {
         "a key reached the log"
     );
     std::fs::remove_file(&log).ok();
+}
 
-    // Ranged GETs read exactly the range.
+/// Ranged GETs read exactly the range.
+fn ranged_gets_read_exactly_the_range(ep: &str) {
     let o = probe(
         ep,
         &[
@@ -274,8 +305,10 @@ fn probe_against_a_real_s3_server() {
     let r = json(&o);
     assert_eq!(r["range_bytes"], MIB);
     assert_eq!(r["levels"][0]["bytes"], 10 * MIB);
+}
 
-    // The human table names the endpoint, the path and the levels.
+/// The human table names the endpoint, the path and the levels.
+fn the_human_table_names_endpoint_path_and_levels(ep: &str) {
     let o = probe(
         ep,
         &[
@@ -297,8 +330,10 @@ fn probe_against_a_real_s3_server() {
         "{out}"
     );
     assert!(err.is_empty(), "--quiet printed: {err}");
+}
 
-    // Wrong keys: a clear 403, exit 2, and the wrong secret is not printed either.
+/// Wrong keys: a clear 403, exit 2, and the wrong secret is not printed either.
+fn wrong_keys_are_a_clear_403(ep: &str) {
     let o = probe(
         ep,
         &["--bucket", "burnin-a"],
@@ -312,13 +347,17 @@ fn probe_against_a_real_s3_server() {
     );
     assert!(!err.contains("wrong-secret-123"), "{err}");
     assert_no_secret(&o);
+}
 
-    // No keys at all: says how to give them.
+/// No keys at all: says how to give them.
+fn no_keys_say_how_to_give_them(ep: &str) {
     let o = probe(ep, &["--bucket", "burnin-a"], None);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).1.contains("no S3 credentials"), "{}", text(&o).1);
+}
 
-    // A profile of a shared credentials file.
+/// A profile of a shared credentials file.
+fn a_profile_of_a_shared_credentials_file(ep: &str) {
     let creds = std::env::temp_dir().join(format!("burnin-creds-{}", std::process::id()));
     std::fs::write(
         &creds,
@@ -350,8 +389,10 @@ fn probe_against_a_real_s3_server() {
             .starts_with("profile aistor")
     );
     std::fs::remove_file(&creds).ok();
+}
 
-    // Checkpoint: save in parts, restore by ranges, verify, delete.
+/// Checkpoint: save in parts, restore by ranges, verify, delete.
+fn checkpoint_saves_restores_verifies_deletes(ep: &str) {
     let o = probe(
         ep,
         &[
@@ -384,7 +425,10 @@ fn probe_against_a_real_s3_server() {
             .contains("3 part(s)"),
         "{c}"
     );
-    // Deleted means gone: a GET sweep over that prefix finds nothing.
+}
+
+/// Deleted means gone: a GET sweep over that prefix finds nothing.
+fn deleted_means_gone(ep: &str) {
     let o = probe(
         ep,
         &["--bucket", "burnin-a", "--prefix", "ckpt/", "-q"],
@@ -396,8 +440,10 @@ fn probe_against_a_real_s3_server() {
         "{}",
         text(&o).1
     );
+}
 
-    // Loader over S3: every step gets a batch; the first batch's time is reported.
+/// Loader over S3: every step gets a batch; the first batch's time is reported.
+fn loader_over_s3(ep: &str) {
     let o = probe(
         ep,
         &[
@@ -433,8 +479,10 @@ fn probe_against_a_real_s3_server() {
             .expect("source")
             .starts_with("s3 http://127.0.0.1:")
     );
+}
 
-    // Loader over a local directory (the NVMe baseline) needs no keys.
+/// Loader over a local directory (the NVMe baseline) needs no keys.
+fn loader_over_a_local_directory(ep: &str) {
     let dir = std::env::temp_dir().join(format!("burnin-loaderdir-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     for i in 0..3 {
@@ -460,8 +508,10 @@ fn probe_against_a_real_s3_server() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
     assert_eq!(json(&o)["loader"]["steps_done"], 10);
     std::fs::remove_dir_all(&dir).ok();
+}
 
-    // SIGTERM mid-sweep: partial results, marked interrupted, exit 130.
+/// SIGTERM mid-sweep: partial results, marked interrupted, exit 130.
+fn sigterm_mid_sweep_keeps_partial_results(ep: &str) {
     let child = burnin()
         .args([
             "probe",
