@@ -93,22 +93,7 @@ pub fn figures(metrics: &[PhaseMetric]) -> Figures {
     // Per node and variant, then job size.
     let mut steps: BTreeMap<(String, Option<String>), BTreeMap<u32, Vec<StepRow>>> =
         BTreeMap::new();
-    // The most ranks each collective ran with, per node.
-    let mut most_ranks: BTreeMap<(&str, &str), u32> = BTreeMap::new();
-    for m in metrics {
-        if let PhaseMetric::BusBw {
-            node,
-            collective,
-            ranks,
-            ..
-        } = m
-        {
-            let e = most_ranks
-                .entry((collective.as_str(), node.as_deref().unwrap_or("job")))
-                .or_default();
-            *e = (*e).max(*ranks);
-        }
-    }
+    let most_ranks = most_ranks(metrics);
     for m in metrics {
         match m {
             PhaseMetric::Tflops {
@@ -249,6 +234,36 @@ pub fn figures(metrics: &[PhaseMetric]) -> Figures {
             _ => {}
         }
     }
+    put_step_figures(&mut f, steps);
+    f
+}
+
+/// The most ranks each collective ran with, per node (or `job`).
+fn most_ranks(metrics: &[PhaseMetric]) -> BTreeMap<(&str, &str), u32> {
+    let mut most: BTreeMap<(&str, &str), u32> = BTreeMap::new();
+    for m in metrics {
+        if let PhaseMetric::BusBw {
+            node,
+            collective,
+            ranks,
+            ..
+        } = m
+        {
+            let e = most
+                .entry((collective.as_str(), node.as_deref().unwrap_or("job")))
+                .or_default();
+            *e = (*e).max(*ranks);
+        }
+    }
+    most
+}
+
+/// The training figures of each node and variant: those of its largest job, and the scaling
+/// efficiency against a 1-GPU job beside it.
+fn put_step_figures(
+    f: &mut Figures,
+    steps: BTreeMap<(String, Option<String>), BTreeMap<u32, Vec<StepRow>>>,
+) {
     for ((node, variant), worlds) in steps {
         // The figures of a node are those of its largest job; a 1-GPU job beside it gives
         // the scaling efficiency. A variant's (e.g. the loader not NUMA-pinned) are kept
@@ -267,7 +282,7 @@ pub fn figures(metrics: &[PhaseMetric]) -> Figures {
         for (name, value) in per_node {
             if let Some(v) = value {
                 put(
-                    &mut f,
+                    f,
                     format!("{name}{suffix}"),
                     node.clone(),
                     "",
@@ -283,17 +298,9 @@ pub fn figures(metrics: &[PhaseMetric]) -> Figures {
             && t1 > 0.0
         {
             let pct = 100.0 * tn / (t1 * f64::from(largest));
-            put(
-                &mut f,
-                "scaling_pct".into(),
-                node.clone(),
-                "",
-                pct,
-                Keep::Last,
-            );
+            put(f, "scaling_pct".into(), node.clone(), "", pct, Keep::Last);
         }
     }
-    f
 }
 
 /// The name of a busbw figure: the run with the most ranks of its collective on its subject
