@@ -12,7 +12,7 @@ use super::{Ctx, fit, human_secs, pane_block, sparkline};
 use crate::app::keymap::BINDINGS;
 use crate::app::state::{Confirm, Overlay};
 use crate::model::phase::GateStatus;
-use crate::store::PhaseState;
+use crate::store::{GpuView, NodeView, PhaseState};
 
 /// Draw `overlay` over `area`.
 pub fn draw(overlay: &Overlay, ctx: &Ctx, area: Rect, buf: &mut Buffer) {
@@ -242,30 +242,65 @@ fn gpu_details(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
             t.muted,
         ));
     }
-    if let Some(place) = node
+    lines.extend(placement_line(ctx, node, gpu));
+    lines.extend(history_lines(ctx, gpu, spark_w, width));
+    if let Some(hello) = &node.hello {
+        lines.extend(unavailable_lines(ctx, hello, width));
+    }
+    lines.extend(link_error_line(ctx, gpu, width));
+    for x in &gpu.xids {
+        lines.push(Line::styled(
+            format!(
+                " Xid {} at {}: {}",
+                x.code,
+                super::clock(x.at_ms),
+                crate::triage::xid_meaning(x.code)
+            ),
+            t.crit,
+        ));
+    }
+    lines.extend(finding_lines(ctx, node, gpu, width));
+    boxed(
+        ctx,
+        format!(" {} GPU{} (Esc closes) ", node.name, gpu.index),
+        lines,
+        area,
+        width,
+        buf,
+    );
+}
+
+/// Where the GPU sits: its nearest NIC, NUMA node and CPUs, from the node's topology.
+fn placement_line(ctx: &Ctx, node: &NodeView, gpu: &GpuView) -> Option<Line<'static>> {
+    let place = node
         .hello
         .as_ref()
         .and_then(|h| h.topology.as_ref())
-        .and_then(|topo| topo.gpus.iter().find(|p| p.index == gpu.index))
-    {
-        let nic = if place.nearest_nics.is_empty() {
-            "none in the matrix".to_string()
-        } else {
-            format!(
-                "{} ({})",
-                place.nearest_nics.join(", "),
-                place.nic_link.as_ref().map_or("?".into(), |l| l.label())
-            )
-        };
-        lines.push(Line::styled(
-            format!(
-                " nearest NIC {nic} · NUMA {} · CPUs {}",
-                place.numa_node.map_or("n/a".into(), |n| n.to_string()),
-                place.cpu_affinity.as_deref().unwrap_or("n/a")
-            ),
-            t.text,
-        ));
-    }
+        .and_then(|topo| topo.gpus.iter().find(|p| p.index == gpu.index))?;
+    let nic = if place.nearest_nics.is_empty() {
+        "none in the matrix".to_string()
+    } else {
+        format!(
+            "{} ({})",
+            place.nearest_nics.join(", "),
+            place.nic_link.as_ref().map_or("?".into(), |l| l.label())
+        )
+    };
+    Some(Line::styled(
+        format!(
+            " nearest NIC {nic} · NUMA {} · CPUs {}",
+            place.numa_node.map_or("n/a".into(), |n| n.to_string()),
+            place.cpu_affinity.as_deref().unwrap_or("n/a")
+        ),
+        ctx.theme.text,
+    ))
+}
+
+/// The GPU's recent history, a sparkline a reading: power, utilization, temperature, SM clock,
+/// SM activity (where GPM reads it, or why it is n/a), NVLink tx.
+fn history_lines(ctx: &Ctx, gpu: &GpuView, spark_w: usize, width: u16) -> Vec<Line<'static>> {
+    let t = ctx.theme;
+    let mut lines = Vec::new();
     let limit = gpu.power_limit_watts().map(f64::from);
     let max_clock = gpu.sm_clock_max_mhz().map(f64::from);
     let hist = |label: &str, h, max, latest: String| {
@@ -328,78 +363,78 @@ fn gpu_details(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
             .latest()
             .map_or("n/a".into(), crate::model::format_rate),
     ));
-    // Why a blank is blank, for the readings this box and the GPU table show: a source that
-    // cannot give one (a Prometheus without the series) says so, rather than the screen
-    // leaving the engineer to guess at a dead GPU.
-    if let Some(hello) = &node.hello {
-        const SHOWN: [&str; 8] = [
-            "power",
-            "utilization",
-            "temperature",
-            "SM clock",
-            "SM active",
-            "tensor active",
-            "NVLink tx",
-            "clock-event reasons",
-        ];
-        let (shown, others): (Vec<_>, Vec<_>) = hello
-            .unavailable
-            .iter()
-            .partition(|u| SHOWN.contains(&u.reading.as_str()));
-        for u in &shown {
-            lines.push(Line::styled(
-                fit(
-                    &format!(" n/a {}: {}", u.reading, u.why),
-                    width as usize - 2,
-                ),
-                t.muted,
-            ));
-        }
-        if !others.is_empty() {
-            let names: Vec<&str> = others.iter().map(|u| u.reading.as_str()).collect();
-            lines.push(Line::styled(
-                fit(
-                    &format!(" also n/a from this source: {}", names.join(", ")),
-                    width as usize - 2,
-                ),
-                t.muted,
-            ));
-        }
-    }
-    // Links with errors since the driver loaded, worst first: the cable or tray to look at.
-    if let Some((_, links)) = gpu.link_errors.back()
-        && !links.is_empty()
-    {
-        let mut links = links.clone();
-        links.sort_by_key(|l| std::cmp::Reverse(l.crc + l.replay + l.recovery));
-        let text: Vec<String> = links
-            .iter()
-            .map(|l| {
-                format!(
-                    "link {}: CRC {} replay {} recovery {}",
-                    l.link, l.crc, l.replay, l.recovery
-                )
-            })
-            .collect();
+    lines
+}
+
+/// Why a blank is blank, for the readings this box and the GPU table show: a source that
+/// cannot give one (a Prometheus without the series) says so, rather than the screen leaving
+/// the engineer to guess at a dead GPU.
+fn unavailable_lines(ctx: &Ctx, hello: &crate::model::NodeHello, width: u16) -> Vec<Line<'static>> {
+    let t = ctx.theme;
+    let mut lines = Vec::new();
+    const SHOWN: [&str; 8] = [
+        "power",
+        "utilization",
+        "temperature",
+        "SM clock",
+        "SM active",
+        "tensor active",
+        "NVLink tx",
+        "clock-event reasons",
+    ];
+    let (shown, others): (Vec<_>, Vec<_>) = hello
+        .unavailable
+        .iter()
+        .partition(|u| SHOWN.contains(&u.reading.as_str()));
+    for u in &shown {
         lines.push(Line::styled(
             fit(
-                &format!(" NVLink errors since driver load · {}", text.join(" · ")),
+                &format!(" n/a {}: {}", u.reading, u.why),
                 width as usize - 2,
             ),
-            t.warn,
+            t.muted,
         ));
     }
-    for x in &gpu.xids {
+    if !others.is_empty() {
+        let names: Vec<&str> = others.iter().map(|u| u.reading.as_str()).collect();
         lines.push(Line::styled(
-            format!(
-                " Xid {} at {}: {}",
-                x.code,
-                super::clock(x.at_ms),
-                crate::triage::xid_meaning(x.code)
+            fit(
+                &format!(" also n/a from this source: {}", names.join(", ")),
+                width as usize - 2,
             ),
-            t.crit,
+            t.muted,
         ));
     }
+    lines
+}
+
+/// Links with errors since the driver loaded, worst first: the cable or tray to look at.
+fn link_error_line(ctx: &Ctx, gpu: &GpuView, width: u16) -> Option<Line<'static>> {
+    let (_, links) = gpu.link_errors.back().filter(|(_, l)| !l.is_empty())?;
+    let mut links = links.clone();
+    links.sort_by_key(|l| std::cmp::Reverse(l.crc + l.replay + l.recovery));
+    let text: Vec<String> = links
+        .iter()
+        .map(|l| {
+            format!(
+                "link {}: CRC {} replay {} recovery {}",
+                l.link, l.crc, l.replay, l.recovery
+            )
+        })
+        .collect();
+    Some(Line::styled(
+        fit(
+            &format!(" NVLink errors since driver load · {}", text.join(" · ")),
+            width as usize - 2,
+        ),
+        ctx.theme.warn,
+    ))
+}
+
+/// The findings on this GPU (or its whole node), each with what to do next.
+fn finding_lines(ctx: &Ctx, node: &NodeView, gpu: &GpuView, width: u16) -> Vec<Line<'static>> {
+    let t = ctx.theme;
+    let mut lines = Vec::new();
     let mine: Vec<_> = ctx
         .findings
         .iter()
@@ -434,14 +469,7 @@ fn gpu_details(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
             t.muted,
         ));
     }
-    boxed(
-        ctx,
-        format!(" {} GPU{} (Esc closes) ", node.name, gpu.index),
-        lines,
-        area,
-        width,
-        buf,
-    );
+    lines
 }
 
 /// The phase's checks (T0, T1): what failed, warned or could not be checked, node by node
