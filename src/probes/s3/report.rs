@@ -193,6 +193,18 @@ impl ProbeReport {
     /// The human table.
     pub fn render_table(&self) -> String {
         let mut out = String::new();
+        self.write_head(&mut out);
+        self.write_levels(&mut out);
+        self.write_loader(&mut out);
+        self.write_checkpoint(&mut out);
+        if let Some(f) = &self.failure {
+            let _ = writeln!(out, "\nFAILED: {f}");
+        }
+        out
+    }
+
+    /// Where it ran, what it read, what `--prepare` wrote.
+    fn write_head(&self, out: &mut String) {
         let _ = writeln!(
             out,
             "{} · bucket {} · prefix {:?} · {} · keys from {}",
@@ -239,6 +251,10 @@ impl ProbeReport {
                     .map_or(String::new(), |l| format!(", part p99 {}", ms(l.p99_ms)))
             );
         }
+    }
+
+    /// The GET sweep: a row per level, the server's side, the first errors.
+    fn write_levels(&self, out: &mut String) {
         if !self.levels.is_empty() {
             let _ = writeln!(
                 out,
@@ -322,6 +338,10 @@ impl ProbeReport {
                 }
             }
         }
+    }
+
+    /// The loader: steps, data wait, fetch times, errors.
+    fn write_loader(&self, out: &mut String) {
         if let Some(l) = &self.loader {
             let _ = writeln!(
                 out,
@@ -372,6 +392,10 @@ impl ProbeReport {
                 );
             }
         }
+    }
+
+    /// The checkpoint: save, restore, verified, deleted.
+    fn write_checkpoint(&self, out: &mut String) {
         if let Some(c) = &self.checkpoint {
             let _ = writeln!(
                 out,
@@ -399,10 +423,6 @@ impl ProbeReport {
                 if c.deleted { "deleted" } else { "kept" }
             );
         }
-        if let Some(f) = &self.failure {
-            let _ = writeln!(out, "\nFAILED: {f}");
-        }
-        out
     }
 }
 
