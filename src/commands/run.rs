@@ -18,7 +18,7 @@ use crate::model::phase::{PhaseEvent, Verdict};
 use crate::model::{Source, SourceEvent};
 use crate::phases::runner::{PhaseOutcome, RunContext, RunnerNode, reattach_phase, run_phase};
 use crate::plan::gates::Baseline;
-use crate::plan::{Plan, default_plan};
+use crate::plan::{PhaseSpec, Plan, default_plan};
 use crate::record::SUMMARY_SCHEMA;
 use crate::record::recording::TelemetryRecording;
 use crate::record::session::{RunSession, new_run_id, severity};
@@ -204,42 +204,10 @@ impl SaidOnce {
 pub async fn run(args: RunArgs) -> Result<i32> {
     let inventory = Inventory::load(&args.config).map_err(|e| eyre!("{e}"))?;
     let plan = Arc::new(load_plan(&inventory)?);
-    for id in &args.only {
-        if plan.find(id).is_none() {
-            let ids: Vec<&str> = plan.phases.iter().map(|p| p.id.as_str()).collect();
-            return Err(eyre!(
-                "--only {id}: no such phase in {} ({})",
-                plan.file,
-                ids.join(", ")
-            ));
-        }
-    }
+    check_only(&args.only, &plan)?;
     let (baseline_path, baseline) = baseline_for(&args.config, args.baseline.clone())?;
     let ssh = crate::transport::ssh::settings(args.ssh_config.clone(), &inventory);
-    let (mut session, resumed) = match &args.resume {
-        Some(dir) => {
-            let (s, st) = RunSession::resume(dir).map_err(|e| eyre!("--resume: {e}"))?;
-            if s.summary.plan != plan.file {
-                crate::eprintln_safe!(
-                    "burnin run: the run was started with plan {}, going on with {}",
-                    s.summary.plan,
-                    plan.file
-                );
-            }
-            (s, Some(st))
-        }
-        None => {
-            let s = RunSession::create(
-                &args.runs_dir,
-                &new_run_id(),
-                &inventory,
-                &plan,
-                baseline_path.as_deref(),
-            )
-            .map_err(|e| eyre!("run record: {e}"))?;
-            (s, None)
-        }
-    };
+    let (mut session, resumed) = open_session(&args, &inventory, &plan, baseline_path.as_deref())?;
     let run_id = session.summary.run_id.clone();
     let recording = TelemetryRecording::new(&session).map_err(|e| eyre!("record: {e}"))?;
     let segment = Arc::clone(&recording.telemetry);
@@ -319,74 +287,17 @@ pub async fn run(args: RunArgs) -> Result<i32> {
             session.blocked_by(spec)
         };
         let (outcome, started) = if let Some(reason) = skip {
-            let ev = PhaseEvent::Finished {
-                phase: spec.id.clone(),
-                at_ms: crate::model::now_ms(),
-                verdict: Verdict::Skipped,
-                reason: reason.clone(),
-            };
-            session.event(&ev).map_err(|e| eyre!("{e}"))?;
-            crate::eprintln_safe!("{:<4} SKIPPED  {reason}", spec.id);
-            let outcome = PhaseOutcome {
-                verdict: Verdict::Skipped,
-                reason,
-                metrics: Vec::new(),
-                findings: Vec::new(),
-            };
-            (outcome, None)
+            (skip_phase(&mut session, spec, reason)?, None)
         } else {
-            let how = if reattach.is_some() {
-                "re-attaching"
-            } else {
-                "..."
+            let phase = PhaseRun {
+                ctx: &ctx,
+                spec,
+                resumed: resumed.as_ref(),
+                reattach,
+                abort: abort_rx.clone(),
+                verbose: args.verbose,
             };
-            crate::eprintln_safe!(
-                "{:<4} {} ({}) {how}",
-                spec.id,
-                spec.title,
-                spec.scope.label()
-            );
-            let (tx, mut rx) = mpsc::channel::<PhaseEvent>(1024);
-            let task = {
-                let mut ctx = ctx.clone();
-                // A run taken over continues the attempt its record started; otherwise the
-                // next one.
-                let before = resumed
-                    .as_ref()
-                    .and_then(|st| st.attempts.get(&spec.id).copied())
-                    .unwrap_or(0);
-                ctx.attempt = if reattach.is_some() {
-                    before.max(1)
-                } else {
-                    before + 1
-                };
-                ctx.earlier = session.earlier_figures();
-                let spec = Arc::clone(spec);
-                let abort = abort_rx.clone();
-                let reattach = reattach.clone();
-                tokio::spawn(async move {
-                    match reattach {
-                        Some(recorded) => reattach_phase(&ctx, spec, abort, tx, recorded).await,
-                        None => run_phase(&ctx, spec, abort, tx).await,
-                    }
-                })
-            };
-            let mut started = resumed
-                .as_ref()
-                .filter(|_| reattach.is_some())
-                .and_then(|st| st.started_ms.get(&spec.id).copied());
-            while let Some(ev) = rx.recv().await {
-                if let PhaseEvent::Started { at_ms, .. } = &ev {
-                    started = Some(*at_ms);
-                }
-                say_progress(&spec.id, &ev, args.verbose);
-                if let Err(e) = session.event(&ev) {
-                    record_errors.say(&format!("burnin run: record: {e}"));
-                }
-            }
-            record_errors.flush();
-            let outcome = task.await.map_err(|e| eyre!("phase task: {e}"))?;
-            (outcome, started)
+            phase.drive(&mut session, &mut record_errors).await?
         };
         session
             .phase_done(spec, started, &outcome, ctx.telemetry.as_deref())
@@ -412,6 +323,153 @@ pub async fn run(args: RunArgs) -> Result<i32> {
     } else {
         0
     })
+}
+
+/// `--only` names phases of the plan.
+fn check_only(only: &[String], plan: &Plan) -> Result<()> {
+    for id in only {
+        if plan.find(id).is_none() {
+            let ids: Vec<&str> = plan.phases.iter().map(|p| p.id.as_str()).collect();
+            return Err(eyre!(
+                "--only {id}: no such phase in {} ({})",
+                plan.file,
+                ids.join(", ")
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The run's record: a new one, or the one `--resume` takes over (with what it holds).
+fn open_session(
+    args: &RunArgs,
+    inventory: &Inventory,
+    plan: &Plan,
+    baseline_path: Option<&Path>,
+) -> Result<(RunSession, Option<crate::record::RecordState>)> {
+    Ok(match &args.resume {
+        Some(dir) => {
+            let (s, st) = RunSession::resume(dir).map_err(|e| eyre!("--resume: {e}"))?;
+            if s.summary.plan != plan.file {
+                crate::eprintln_safe!(
+                    "burnin run: the run was started with plan {}, going on with {}",
+                    s.summary.plan,
+                    plan.file
+                );
+            }
+            (s, Some(st))
+        }
+        None => {
+            let s = RunSession::create(
+                &args.runs_dir,
+                &new_run_id(),
+                inventory,
+                plan,
+                baseline_path,
+            )
+            .map_err(|e| eyre!("run record: {e}"))?;
+            (s, None)
+        }
+    })
+}
+
+/// A phase that does not run (blocked by one before it, or the run was interrupted): said and
+/// recorded SKIPPED with why.
+fn skip_phase(session: &mut RunSession, spec: &PhaseSpec, reason: String) -> Result<PhaseOutcome> {
+    let ev = PhaseEvent::Finished {
+        phase: spec.id.clone(),
+        at_ms: crate::model::now_ms(),
+        verdict: Verdict::Skipped,
+        reason: reason.clone(),
+    };
+    session.event(&ev).map_err(|e| eyre!("{e}"))?;
+    crate::eprintln_safe!("{:<4} SKIPPED  {reason}", spec.id);
+    let outcome = PhaseOutcome {
+        verdict: Verdict::Skipped,
+        reason,
+        metrics: Vec::new(),
+        findings: Vec::new(),
+    };
+    Ok(outcome)
+}
+
+/// One phase to run (or re-attach to, in a run taken over), its events said and recorded as
+/// they come.
+struct PhaseRun<'a> {
+    ctx: &'a RunContext,
+    spec: &'a Arc<PhaseSpec>,
+    resumed: Option<&'a crate::record::RecordState>,
+    reattach: Option<BTreeMap<String, usize>>,
+    abort: watch::Receiver<Option<crate::phases::remote::StopReason>>,
+    verbose: bool,
+}
+
+impl PhaseRun<'_> {
+    /// Run it to its outcome, and when it started.
+    async fn drive(
+        self,
+        session: &mut RunSession,
+        record_errors: &mut SaidOnce,
+    ) -> Result<(PhaseOutcome, Option<u64>)> {
+        let Self {
+            ctx,
+            spec,
+            resumed,
+            reattach,
+            abort,
+            verbose,
+        } = self;
+        let how = if reattach.is_some() {
+            "re-attaching"
+        } else {
+            "..."
+        };
+        crate::eprintln_safe!(
+            "{:<4} {} ({}) {how}",
+            spec.id,
+            spec.title,
+            spec.scope.label()
+        );
+        let (tx, mut rx) = mpsc::channel::<PhaseEvent>(1024);
+        let task = {
+            let mut ctx = ctx.clone();
+            // A run taken over continues the attempt its record started; otherwise the
+            // next one.
+            let before = resumed
+                .as_ref()
+                .and_then(|st| st.attempts.get(&spec.id).copied())
+                .unwrap_or(0);
+            ctx.attempt = if reattach.is_some() {
+                before.max(1)
+            } else {
+                before + 1
+            };
+            ctx.earlier = session.earlier_figures();
+            let spec = Arc::clone(spec);
+            let reattach = reattach.clone();
+            tokio::spawn(async move {
+                match reattach {
+                    Some(recorded) => reattach_phase(&ctx, spec, abort, tx, recorded).await,
+                    None => run_phase(&ctx, spec, abort, tx).await,
+                }
+            })
+        };
+        let mut started = resumed
+            .filter(|_| reattach.is_some())
+            .and_then(|st| st.started_ms.get(&spec.id).copied());
+        while let Some(ev) = rx.recv().await {
+            if let PhaseEvent::Started { at_ms, .. } = &ev {
+                started = Some(*at_ms);
+            }
+            say_progress(&spec.id, &ev, verbose);
+            if let Err(e) = session.event(&ev) {
+                record_errors.say(&format!("burnin run: record: {e}"));
+            }
+        }
+        record_errors.flush();
+        let outcome = task.await.map_err(|e| eyre!("phase task: {e}"))?;
+        Ok((outcome, started))
+    }
 }
 
 /// Enter presses on this terminal, counted: how the operator confirms a drill's steps.
