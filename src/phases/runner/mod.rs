@@ -453,16 +453,7 @@ async fn execute(
     // The clients are done: a server still waiting is stopped; a server that failed on its
     // own says so.
     let _ = servers_stop.send(Some(StopReason::Aborted));
-    let mut server_failures = Vec::new();
-    while let Some(done) = servers.join_next().await {
-        if let Ok((name, r)) = done {
-            if let Some(f) = r.failed {
-                server_failures.push(format!("{name}: {f}"));
-            } else if r.stopped.is_none() && r.exit.is_some_and(|c| c != 0) {
-                server_failures.push(format!("{name} exited {}", r.exit.unwrap_or(0)));
-            }
-        }
-    }
+    let server_failures = server_failures(&mut servers).await;
     let mut metrics = Vec::new();
     let mut observed = Observed {
         nodes: order.clone(),
@@ -498,12 +489,34 @@ async fn execute(
         }
         metrics.extend(r.metrics);
     }
-    let early = if let Some(nodes) = stopped.get(&StopReason::Aborted) {
+    let early = stop_verdict(&stopped, started.elapsed(), ctx, spec);
+    let watched: Vec<String> = match spec.scope {
+        Scope::Mpirun => ctx.nodes.iter().map(|n| n.spec.name.clone()).collect(),
+        _ => order.clone(),
+    };
+    Executed {
+        early,
+        metrics,
+        observed,
+        failures,
+        watched,
+    }
+}
+
+/// An aborted or timed-out phase's verdict, naming the nodes where its process group was
+/// stopped; `None` when nothing was stopped for either.
+fn stop_verdict(
+    stopped: &BTreeMap<StopReason, Vec<String>>,
+    ran_for: Duration,
+    ctx: &RunContext,
+    spec: &PhaseSpec,
+) -> Option<(Verdict, String)> {
+    if let Some(nodes) = stopped.get(&StopReason::Aborted) {
         Some((
             Verdict::Aborted,
             format!(
                 "aborted by the operator after {} s; process group stopped (TERM, KILL after {} s) on {}",
-                started.elapsed().as_secs(),
+                ran_for.as_secs(),
                 ctx.plan.grace.as_secs(),
                 nodes.join(", ")
             ),
@@ -519,16 +532,21 @@ async fn execute(
                 ),
             )
         })
-    };
-    let watched: Vec<String> = match spec.scope {
-        Scope::Mpirun => ctx.nodes.iter().map(|n| n.spec.name.clone()).collect(),
-        _ => order.clone(),
-    };
-    Executed {
-        early,
-        metrics,
-        observed,
-        failures,
-        watched,
     }
+}
+
+/// The pair servers' own failures, once the clients are done (a server stopped by burnin is
+/// none).
+async fn server_failures(servers: &mut tokio::task::JoinSet<(String, NodeResult)>) -> Vec<String> {
+    let mut server_failures = Vec::new();
+    while let Some(done) = servers.join_next().await {
+        if let Ok((name, r)) = done {
+            if let Some(f) = r.failed {
+                server_failures.push(format!("{name}: {f}"));
+            } else if r.stopped.is_none() && r.exit.is_some_and(|c| c != 0) {
+                server_failures.push(format!("{name} exited {}", r.exit.unwrap_or(0)));
+            }
+        }
+    }
+    server_failures
 }
