@@ -134,32 +134,30 @@ impl NodeJob {
             .await;
     }
 
-    pub(super) async fn run(mut self) -> NodeResult {
-        let mut result = NodeResult::default();
-        let t = Arc::clone(&self.node.transport);
-        let mut deadline = Instant::now() + self.phase.timeout;
+    /// Launch the job on its node, or find the one an earlier console launched: when its time
+    /// limit runs out, or why it cannot run.
+    async fn start(&self, t: &dyn Transport) -> Result<Instant, String> {
         if self.reattach.is_some() {
             // It was launched before: it must still be there, and its time limit counts from
             // when it started on the node.
-            match run_script(t.as_ref(), &remote::status(&self.dir)).await {
+            match run_script(t, &remote::status(&self.dir)).await {
                 Ok((_, out, _)) => match remote::parse_status(out.trim()) {
                     Some(remote::Status {
                         state: RemoteState::Missing,
                         ..
                     })
                     | None => {
-                        result.failed = Some(format!(
+                        Err(format!(
                             "nothing to re-attach to on {}: {}",
                             self.node.spec.name,
                             out.trim()
-                        ));
-                        return result;
+                        ))
                     }
                     Some(st) => {
                         let ran_s = st
                             .started_s
                             .map_or(0, |s0| (now_ms() / 1000).saturating_sub(s0));
-                        deadline = Instant::now()
+                        let deadline = Instant::now()
                             + self
                                 .phase
                                 .timeout
@@ -168,31 +166,43 @@ impl NodeJob {
                             "re-attached after a console restart; it has run {ran_s} s"
                         ))
                         .await;
+                        Ok(deadline)
                     }
                 },
-                Err(why) => {
-                    result.failed = Some(format!(
-                        "cannot re-attach on {}: {why}",
-                        self.node.spec.name
-                    ));
-                    return result;
-                }
+                Err(why) => Err(format!(
+                    "cannot re-attach on {}: {why}",
+                    self.node.spec.name
+                )),
             }
         } else {
             let files = crate::workloads::referenced_by(&self.command);
             let launch = remote::launch(&self.dir, &self.command, &self.hostfile, &files);
-            match run_script(t.as_ref(), &launch).await {
-                Ok((_, out, _)) => self.say(out.trim().to_string()).await,
+            match run_script(t, &launch).await {
+                Ok((_, out, _)) => {
+                    self.say(out.trim().to_string()).await;
+                    Ok(Instant::now() + self.phase.timeout)
+                }
                 Err(why) => {
                     self.say(format!("could not launch: {why}")).await;
-                    result.failed = Some(format!(
+                    Err(format!(
                         "could not launch on {}: {why}",
                         self.node.spec.name
-                    ));
-                    return result;
+                    ))
                 }
             }
         }
+    }
+
+    pub(super) async fn run(mut self) -> NodeResult {
+        let mut result = NodeResult::default();
+        let t = Arc::clone(&self.node.transport);
+        let deadline = match self.start(t.as_ref()).await {
+            Ok(d) => d,
+            Err(why) => {
+                result.failed = Some(why);
+                return result;
+            }
+        };
         let contains: Vec<String> = self
             .phase
             .gates
