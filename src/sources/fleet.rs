@@ -346,27 +346,14 @@ async fn attempt(ctx: &NodeCtx, legacy_smi: bool, garbled_total: &mut u64) -> Op
             });
         }
     };
-    let (Some(stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
         return Some(Ended {
             reason: "no pipes to the child process".into(),
             streamed: false,
             legacy_smi: false,
         });
     };
-    let stderr_task = tokio::spawn(async move {
-        let mut kept = Vec::new();
-        let mut buf = [0u8; 1024];
-        while let Ok(n) = stderr.read(&mut buf).await {
-            if n == 0 {
-                break;
-            }
-            kept.extend_from_slice(&buf[..n]);
-            if kept.len() > STDERR_KEPT {
-                kept.drain(..kept.len() - STDERR_KEPT);
-            }
-        }
-        String::from_utf8_lossy(&kept).into_owned()
-    });
+    let stderr_task = tokio::spawn(stderr_tail(stderr));
     let mut decoder = match plan.smi_fields {
         Some(fields) => StreamDecoder::Smi(SmiDecoder::new(&ctx.node.name, fields, ctx.node.gpus)),
         None => StreamDecoder::Wire(Decoder::new()),
@@ -508,6 +495,42 @@ async fn attempt(ctx: &NodeCtx, legacy_smi: bool, garbled_total: &mut u64) -> Op
             })
             .await;
     }
+    let (status, stderr_text) = wait_ended(&mut child, stderr_task).await;
+    let stderr_invalid = stderr_text.contains(smi::INVALID_FIELD_MARK);
+    let reason = match (&agent_error, streamed) {
+        // An agent that said why it stopped (no driver, say) is the best reason.
+        (Some(e), false) => e.clone(),
+        _ => plan.transport.classify(status, &stderr_text),
+    };
+    Some(Ended {
+        reason,
+        streamed,
+        legacy_smi: plan.smi_fields.is_some() && (invalid_field || stderr_invalid),
+    })
+}
+
+/// The last [`STDERR_KEPT`] bytes a node's stream wrote on stderr.
+async fn stderr_tail(mut stderr: impl tokio::io::AsyncRead + Unpin) -> String {
+    let mut kept = Vec::new();
+    let mut buf = [0u8; 1024];
+    while let Ok(n) = stderr.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        kept.extend_from_slice(&buf[..n]);
+        if kept.len() > STDERR_KEPT {
+            kept.drain(..kept.len() - STDERR_KEPT);
+        }
+    }
+    String::from_utf8_lossy(&kept).into_owned()
+}
+
+/// The stream's process once its output ended: its exit status (killed when it does not exit
+/// within 2 s) and the tail of its stderr.
+async fn wait_ended(
+    child: &mut tokio::process::Child,
+    stderr_task: tokio::task::JoinHandle<String>,
+) -> (Option<std::process::ExitStatus>, String) {
     let status = match tokio::time::timeout(Duration::from_secs(2), child.wait()).await {
         Ok(Ok(s)) => Some(s),
         _ => {
@@ -520,17 +543,7 @@ async fn attempt(ctx: &NodeCtx, legacy_smi: bool, garbled_total: &mut u64) -> Op
         .ok()
         .and_then(Result::ok)
         .unwrap_or_default();
-    let stderr_invalid = stderr_text.contains(smi::INVALID_FIELD_MARK);
-    let reason = match (&agent_error, streamed) {
-        // An agent that said why it stopped (no driver, say) is the best reason.
-        (Some(e), false) => e.clone(),
-        _ => plan.transport.classify(status, &stderr_text),
-    };
-    Some(Ended {
-        reason,
-        streamed,
-        legacy_smi: plan.smi_fields.is_some() && (invalid_field || stderr_invalid),
-    })
+    (status, stderr_text)
 }
 
 #[cfg(test)]

@@ -146,13 +146,11 @@ impl NodeJob {
                         state: RemoteState::Missing,
                         ..
                     })
-                    | None => {
-                        Err(format!(
-                            "nothing to re-attach to on {}: {}",
-                            self.node.spec.name,
-                            out.trim()
-                        ))
-                    }
+                    | None => Err(format!(
+                        "nothing to re-attach to on {}: {}",
+                        self.node.spec.name,
+                        out.trim()
+                    )),
                     Some(st) => {
                         let ran_s = st
                             .started_s
