@@ -232,3 +232,101 @@ fn public_errors_are_typed_except_where_words_are_the_point() {
         "these answer a typed error now: take them out of WORDS_ALLOWED: {gone:?}"
     );
 }
+
+/// A function as a reader meets it: from its `fn` line to the closing brace at its indent.
+/// (The same count as `scripts/sizes.py`.)
+fn functions(text: &str) -> Vec<(String, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let body = line.trim_start();
+        let indent = &line[..line.len() - body.len()];
+        let mut rest = body;
+        for prefix in [
+            "pub(crate) ",
+            "pub(super) ",
+            "pub ",
+            "async ",
+            "const ",
+            "unsafe ",
+        ] {
+            rest = rest.strip_prefix(prefix).unwrap_or(rest);
+        }
+        let Some(sig) = rest.strip_prefix("fn ") else {
+            continue;
+        };
+        if line.trim_end().ends_with(';') {
+            continue;
+        }
+        let name: String = sig
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let close = format!("{indent}}}");
+        if let Some(end) = lines[i + 1..].iter().position(|l| *l == close) {
+            out.push((name, end + 2));
+        }
+    }
+    out
+}
+
+/// Every Rust file of the crate a reader opens: src/, tests/ and benches/.
+fn every_rust_file() -> Vec<(String, String)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    ["src", "tests", "benches"]
+        .iter()
+        .flat_map(|d| common::files_under(&root.join(d)))
+        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).expect("read a source file");
+            let rel = p.strip_prefix(root).expect("in the crate");
+            (rel.to_string_lossy().replace('\\', "/"), text)
+        })
+        .collect()
+}
+
+/// Issue 40's guides, held: no file past 1000 lines and no function past 200, tests included;
+/// a file past 800 or a function past 120 is an exception docs/sizes.md names with its reason.
+#[test]
+fn no_file_or_function_outgrows_the_guides_unnamed() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let named = std::fs::read_to_string(root.join("docs/sizes.md")).expect("docs/sizes.md");
+    let mut over = Vec::new();
+    let mut unnamed = Vec::new();
+    for (path, text) in every_rust_file() {
+        let lines = text.lines().count();
+        if lines > 1000 {
+            over.push(format!("{path}: {lines} lines"));
+        } else if lines > 800 && !named.contains(&format!("`{path}`")) {
+            unnamed.push(format!("{path}: {lines} lines"));
+        }
+        for (name, len) in functions(&text) {
+            if len > 200 {
+                over.push(format!("{path}::{name}: {len} lines"));
+            } else if len > 120 && !named.contains(&format!("`{path}::{name}`")) {
+                unnamed.push(format!("{path}::{name}: {len} lines"));
+            }
+        }
+    }
+    assert!(
+        over.is_empty(),
+        "past the limits (1000 lines a file, 200 a function): split them by what their parts \
+         are for: {over:#?}"
+    );
+    assert!(
+        unnamed.is_empty(),
+        "past the guides (800 lines a file, 120 a function): split them, or name each in \
+         docs/sizes.md (as `path` or `path::function`) with why it reads best whole: \
+         {unnamed:#?}"
+    );
+}
+
+/// The counter counts what a reader would.
+#[test]
+fn the_function_counter_counts_from_fn_to_its_closing_brace() {
+    let text = "fn a() {\n    x();\n}\n\nimpl T {\n    pub(crate) async fn b(&self) {\n        if y {\n        }\n    }\n    fn c();\n}\n";
+    assert_eq!(
+        functions(text),
+        [("a".to_string(), 3), ("b".to_string(), 4)]
+    );
+}

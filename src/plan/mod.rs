@@ -7,9 +7,9 @@
 pub mod drill;
 pub mod gates;
 mod load;
-#[cfg(test)]
-mod shipped_tests;
 pub mod template;
+#[cfg(test)]
+mod tests;
 mod together;
 
 use std::collections::BTreeMap;
