@@ -45,7 +45,10 @@
 #[macro_export]
 macro_rules! eprintln_safe {
     ($($arg:tt)*) => {
-        eprintln!("{}", $crate::model::terminal_safe(&format!($($arg)*)))
+        $crate::model::stdout::err(&format!(
+            "{}\n",
+            $crate::model::terminal_safe(&format!($($arg)*))
+        ))
     };
 }
 
@@ -53,7 +56,10 @@ macro_rules! eprintln_safe {
 #[macro_export]
 macro_rules! println_safe {
     ($($arg:tt)*) => {
-        println!("{}", $crate::model::terminal_safe(&format!($($arg)*)))
+        $crate::model::stdout::out(&format!(
+            "{}\n",
+            $crate::model::terminal_safe(&format!($($arg)*))
+        ))
     };
 }
 
@@ -62,7 +68,7 @@ macro_rules! println_safe {
 #[macro_export]
 macro_rules! print_safe {
     ($($arg:tt)*) => {
-        print!("{}", $crate::model::terminal_safe(&format!($($arg)*)))
+        $crate::model::stdout::out(&$crate::model::terminal_safe(&format!($($arg)*)))
     };
 }
 

@@ -66,14 +66,24 @@ fn init_tracing(
     path: &std::path::Path,
 ) -> Result<tracing_appender::non_blocking::WorkerGuard, String> {
     use std::io::Write;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
+    // Opened without waiting: a FIFO with no reader would hold `open` (and burnin) forever.
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
+        .custom_flags(libc::O_NONBLOCK)
         .open(path)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ENXIO) => "a FIFO nobody reads".to_string(),
+            _ => e.to_string(),
+        })?;
+    let kind = file.metadata().map_err(|e| e.to_string())?.file_type();
+    if kind.is_fifo() || kind.is_socket() {
+        return Err("not a file (a FIFO or a socket): a log must not hold burnin up".into());
+    }
     writeln!(
         file,
         "burnin {} (pid {}) logging here",

@@ -307,3 +307,78 @@ fn triage_on_the_demo_names_the_stall_and_exits_as_on_real_nodes() {
         String::from_utf8_lossy(&calm.stdout)
     );
 }
+
+/// Issue 41, case 5: a reader that stops reading (`| head -c 10`) made `println!` panic
+/// ("failed printing to stdout: Broken pipe", exit 101) after the record was written. The
+/// rest of the output is dropped and the command ends with its verdict's code.
+#[test]
+fn a_closed_pipe_ends_quietly_with_the_verdicts_code() {
+    let dir = scratch("pipe");
+    let runs = dir.join("runs");
+    let mut child = Command::new(BIN)
+        .args(["run", "--demo", "--json", "--runs-dir"])
+        .arg(&runs)
+        .current_dir(&dir)
+        .env("BURNIN_LOG", dir.join("burnin.log"))
+        .env_remove("RUST_BACKTRACE")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("burnin run --demo");
+    // The reader is gone before burnin writes (as `| head -c 10` is once it has its ten
+    // bytes): whatever it prints has nowhere to go.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "the demo run FAILs: {err}");
+    assert!(
+        !err.contains("panicked") && !err.contains("Broken pipe"),
+        "{err}"
+    );
+}
+
+/// Issue 41, case 7: a `--log-file` (or `BURNIN_LOG`) that is a FIFO held burnin at its start
+/// forever (opening a FIFO for writing waits for a reader). It is refused in one line and the
+/// command goes on without a log.
+#[test]
+fn a_log_that_is_a_fifo_does_not_hold_burnin_up() {
+    let dir = scratch("fifo");
+    let fifo = dir.join("log.fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    for via_env in [false, true] {
+        let mut cmd = Command::new(BIN);
+        if via_env {
+            cmd.env("BURNIN_LOG", &fifo);
+        } else {
+            cmd.arg("--log-file").arg(&fifo);
+        }
+        let mut child = cmd
+            .args(["status", "--demo", "--at", "30"])
+            .current_dir(&dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("burnin status --demo");
+        let started = std::time::Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().expect("wait") {
+                break s;
+            }
+            if started.elapsed() > std::time::Duration::from_secs(60) {
+                let _ = child.kill();
+                panic!("burnin hung on a FIFO log (env: {via_env})");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut err)
+            .expect("stderr");
+        assert!(status.success(), "{err}");
+        if !via_env {
+            assert!(err.contains("a FIFO nobody reads"), "{err}");
+        }
+    }
+}

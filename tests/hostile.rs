@@ -801,3 +801,45 @@ fn hostile_words_never_reach_the_terminal_as_control_characters() {
         "the words are shown, stripped: {shown}"
     );
 }
+
+/// Issue 41, case 8: bidi controls (U+202E, U+2066) in a NIC's or an interface's name, as a
+/// node reports them, reached the console's triage pane. No cell of any drawn screen holds one.
+#[test]
+fn bidi_controls_in_port_names_never_reach_the_screen() {
+    use burnin::app::state::Event;
+    use burnin::model::{NetSample, NicSample, NodeFrame, SourceEvent};
+    let mut state = common::empty_state("bidi", (160, 48));
+    for s in 0..30u64 {
+        let frame = NodeFrame {
+            node: "node01".into(),
+            at_ms: burnin::sim::SIM_EPOCH_MS + s * 1000,
+            gpus: Vec::new(),
+            nics: vec![NicSample {
+                device: "mlx5_\u{202E}0\u{2066}".into(),
+                port: 1,
+                state: Some(if s > 5 { "DOWN" } else { "ACTIVE" }.into()),
+                rate_gbps: Some(400.0),
+                ..NicSample::default()
+            }],
+            netdevs: vec![NetSample {
+                iface: "eth\u{202E}0".into(),
+                operstate: Some("down".into()),
+                ..NetSample::default()
+            }],
+        };
+        state.update(Event::Source(SourceEvent::Frame(frame)));
+        state.update(Event::Source(SourceEvent::Clock {
+            at_ms: burnin::sim::SIM_EPOCH_MS + s * 1000,
+        }));
+    }
+    for layout in 0..state.layouts.len() {
+        state.ui.layout = layout;
+        let drawn = common::screen(&state).backend().to_string();
+        assert!(
+            !drawn
+                .chars()
+                .any(|c| c != '\n' && burnin::model::is_terminal_unsafe(c)),
+            "layout {layout}: {drawn}"
+        );
+    }
+}

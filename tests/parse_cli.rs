@@ -119,3 +119,40 @@ fn a_kind_that_is_no_kind_is_said_as_such() {
         "{err}"
     );
 }
+
+/// Issue 41, case 7: a baseline written to a path that is a symbolic link wrote through it
+/// (the link's target was replaced). It is refused; the target stays as it was.
+#[test]
+fn a_baseline_is_never_written_through_a_link() {
+    let f = corpus("nvbandwidth/v0.10-h100-8gpu-d2d-read-ce-cov.txt");
+    let dir = std::env::temp_dir().join(format!("burnin-parse-link-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let target = dir.join("elsewhere.json");
+    std::fs::write(&target, "untouched").expect("target");
+    let link = dir.join("burnin-baseline.json");
+    std::os::unix::fs::symlink(&target, &link).expect("link");
+    let (code, out, err) = parse(&[
+        "nvbandwidth",
+        &f,
+        "--save-baseline",
+        link.to_str().expect("utf-8"),
+    ]);
+    assert_ne!(code, Some(0), "{out}{err}");
+    assert!(err.contains("symbolic link"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&target).expect("target"),
+        "untouched"
+    );
+    // A plain path is written, and reads back as a baseline.
+    let plain = dir.join("plain.json");
+    let (code, out, err) = parse(&[
+        "nvbandwidth",
+        &f,
+        "--save-baseline",
+        plain.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    burnin::record::session::read_baseline(&plain).expect("a baseline");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -580,8 +580,17 @@ pub fn baseline_save(run_dir: &Path, to: &Path) -> Result<i32> {
         );
         return Ok(1);
     }
+    if let Some(why) = b.unusable() {
+        crate::eprintln_safe!(
+            "burnin baseline: {} holds no reference: {why}; nothing saved",
+            run_dir.display()
+        );
+        return Ok(1);
+    }
     let text = serde_json::to_string_pretty(&b)?;
-    std::fs::write(to, text + "\n").map_err(|e| eyre!("{}: {e}", to.display()))?;
+    // Written beside and renamed over; a `to` that is a link is refused, never written through.
+    crate::record::files::write_replacing(to, (text + "\n").as_bytes())
+        .map_err(|e| eyre!("{e}"))?;
     crate::println_safe!(
         "baseline {}: {} from {}",
         to.display(),

@@ -144,6 +144,20 @@ impl PrometheusFile {
                 "[prometheus] url must start with http:// or https://",
             ));
         }
+        // user:password@host: the url is quoted in every message about the server (status,
+        // run, the record's events), so a password in it would be printed everywhere.
+        let authority = url.split_once("://").map_or("", |(_, rest)| {
+            rest.split(['/', '?', '#']).next().unwrap_or("")
+        });
+        if authority.contains('@') {
+            return Err(ConfigError::at(
+                file,
+                text,
+                Some(self.url.span()),
+                "[prometheus] url carries a user or password (user:pass@host): give them as \
+                 basic_auth_user and basic_auth_password_file, so no message quotes the password",
+            ));
+        }
         let selector = match &self.selector {
             None => String::new(),
             Some(s) if s.get_ref().contains(['{', '}']) => {
@@ -880,6 +894,20 @@ mod tests {
         );
         let e = bad("[prometheus]\nurl = \"prom:9090\"\n[[node]]\nhost = \"a\"\n");
         assert!(e.starts_with("p.toml:2:7:") && e.contains("http://"), "{e}");
+        // Issue 41: a password in the url would be quoted in every message about the server.
+        let e =
+            bad("[prometheus]\nurl = \"http://admin:s3cret@prom:9090\"\n[[node]]\nhost = \"a\"\n");
+        assert!(
+            e.contains("basic_auth_password_file") && !e.contains("s3cret"),
+            "{e}"
+        );
+        assert!(
+            Inventory::parse(
+                "p.toml",
+                "[prometheus]\nurl = \"http://prom:9090/api?x=a@b\"\n[[node]]\nhost = \"a\"\n"
+            )
+            .is_ok()
+        );
         let e = bad(
             "[prometheus]\nurl = \"http://p\"\nselector = '{job=\"x\"}'\n[[node]]\nhost = \"a\"\n",
         );

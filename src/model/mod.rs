@@ -2,6 +2,7 @@
 //! GPU's sample, one node's frame. Units are in the field names; a reading the hardware did not
 //! give (NVML `NotSupported`, nvidia-smi `[N/A]`) is `None`, never zero.
 
+pub mod bounds;
 pub mod figures;
 pub mod finding;
 pub mod names;
@@ -9,6 +10,7 @@ pub mod phase;
 pub mod probe;
 pub mod search;
 pub mod source;
+pub mod stdout;
 pub mod system;
 pub mod thresholds;
 pub mod topology;
@@ -640,6 +642,11 @@ pub fn strip_controls(s: &str) -> String {
             c => Some(c),
         })
         .collect()
+}
+
+/// A character no terminal may be sent from outside text: a control, or a bidi control.
+pub fn is_terminal_unsafe(c: char) -> bool {
+    c.is_control() || is_bidi_control(c)
 }
 
 /// The Unicode bidirectional embeddings, overrides and isolates: printed, they reorder the

@@ -57,4 +57,10 @@ pub struct Window {
     pub findings: Vec<FindingSeen>,
     /// Nodes with no frame in the window.
     pub silent: Vec<String>,
+    /// Nodes that sent frames but went without telemetry past the stale limit for part of the
+    /// window: (node, ms without, the window's ms). Nothing is claimed for them either.
+    pub stale: Vec<(String, u64, u64)>,
+    /// Xids that arrived in the window but were not kept (a node's flood past its bound): the
+    /// kept ones still hold every distinct code.
+    pub xids_dropped: u64,
 }

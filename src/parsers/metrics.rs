@@ -201,6 +201,14 @@ pub(super) fn workload_metrics(node: &str, record: workload::Record, out: &mut V
         )),
         workload::Record::FirstBatch { ms } => out.push(PhaseMetric::FirstBatch { ms }),
         workload::Record::Error { text } => out.push(problem(node, &text)),
+        workload::Record::Diverged { step, loss } => out.push(problem(
+            node,
+            &format!(
+                "training diverged: loss {} at step {} (the workload's own step line)",
+                crate::model::excerpt(&loss),
+                step.map_or_else(|| "?".to_string(), |s| s.to_string())
+            ),
+        )),
         workload::Record::Other => {}
     }
 }

@@ -70,6 +70,15 @@ pub enum Record {
         /// Its message.
         text: String,
     },
+    /// A training step whose loss is not a number (Python's `json.dumps` writes `NaN`,
+    /// `Infinity` or `-Infinity`, which is not JSON): the training diverged.
+    #[serde(skip)]
+    Diverged {
+        /// The step, where the line gave one.
+        step: Option<u64>,
+        /// The loss as written (`NaN`, `Infinity`).
+        loss: String,
+    },
     /// A kind this console does not know.
     #[serde(other)]
     Other,
@@ -157,13 +166,125 @@ pub fn gds_reader_check(node: &str, said: &GdsReaderSaid) -> crate::model::phase
 
 /// Read one line: `Ok(None)` for lines that are not ours.
 pub fn parse_line(line_no: usize, line: &str) -> Result<Option<Record>, LineError> {
-    super::tagged_json_line(line_no, line, "workload record", |r| *r != Record::Other)
+    match super::tagged_json_line(line_no, line, "workload record", |r| *r != Record::Other) {
+        Err(e) => match bare_non_finite(line) {
+            Some(found) => non_finite_record(line_no, &found),
+            None => Err(e),
+        },
+        ok => ok,
+    }
+}
+
+/// What Python's `json.dumps` wrote where a float was not finite: the line with `null` in
+/// place of each bare `NaN`, `Infinity` or `-Infinity` (outside strings), and the key and token
+/// of each. `None` when there is none.
+fn bare_non_finite(line: &str) -> Option<(String, Vec<(String, String)>)> {
+    const TOKENS: [&str; 3] = ["-Infinity", "Infinity", "NaN"];
+    let mut out = String::with_capacity(line.len());
+    let mut found = Vec::new();
+    let (mut in_string, mut escaped) = (false, false);
+    let mut string = String::new();
+    let mut last_string = String::new();
+    let mut rest = line;
+    while let Some(c) = rest.chars().next() {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+                last_string = std::mem::take(&mut string);
+            } else if string.len() < 64 {
+                string.push(c);
+            }
+        } else if c == '"' {
+            in_string = true;
+        } else if let Some(t) = TOKENS.iter().find(|t| rest.starts_with(**t)) {
+            out.push_str("null");
+            found.push((last_string.clone(), (*t).to_string()));
+            rest = &rest[t.len()..];
+            continue;
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    (!found.is_empty()).then_some((out, found))
+}
+
+/// A record with bare non-finite numbers: a step whose loss is one is a diverged training;
+/// any other field that is not a finite number is no reading, and the line an error.
+fn non_finite_record(
+    line_no: usize,
+    (text, found): &(String, Vec<(String, String)>),
+) -> Result<Option<Record>, LineError> {
+    let value: serde_json::Value = serde_json::from_str(text.trim()).map_err(|e| LineError {
+        line_no,
+        message: format!("workload record: {}", crate::model::excerpt(&e.to_string())),
+    })?;
+    let kind = value.get("burnin").and_then(|k| k.as_str()).unwrap_or("");
+    let loss = found.iter().find(|(key, _)| key == "loss");
+    match loss {
+        Some((_, token)) if kind == "step" => Ok(Some(Record::Diverged {
+            step: value.get("step").and_then(serde_json::Value::as_u64),
+            loss: token.clone(),
+        })),
+        _ => Err(LineError {
+            line_no,
+            message: format!(
+                "workload record {}: {} not a finite number",
+                crate::model::excerpt(kind),
+                found
+                    .iter()
+                    .map(|(k, t)| format!("{} = {t}", crate::model::excerpt(k)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// Issue 41: `train_synthetic.py` prints a diverged loss as Python's `json.dumps` does
+    /// (`NaN`, `Infinity`: not JSON). The step is a divergence, never a line to drop; a
+    /// non-finite figure elsewhere is an error that names it.
+    #[test]
+    fn a_loss_that_is_not_a_number_is_a_diverged_training() {
+        let line = r#"{"burnin": "step", "step": 212, "step_time_ms": 801.2, "data_wait_ms": 1.5, "tokens_per_sec": 650000.0, "loss": NaN, "world": 8, "numa": "gpu"}"#;
+        assert_eq!(
+            parse_line(1, line).expect("read"),
+            Some(Record::Diverged {
+                step: Some(212),
+                loss: "NaN".into()
+            })
+        );
+        let inf = line.replace("NaN", "-Infinity");
+        assert!(matches!(
+            parse_line(1, &inf),
+            Ok(Some(Record::Diverged { loss, .. })) if loss == "-Infinity"
+        ));
+        let e = parse_line(
+            1,
+            r#"{"burnin": "gemm", "gpu": 0, "dtype": "bf16", "tflops": NaN}"#,
+        )
+        .expect_err("no reading");
+        assert!(
+            e.message.contains("tflops = NaN not a finite number"),
+            "{}",
+            e.message
+        );
+        // A NaN inside a string is text, not a number.
+        assert_eq!(
+            parse_line(1, r#"{"burnin": "error", "text": "loss NaN at step 3"}"#).expect("read"),
+            Some(Record::Error {
+                text: "loss NaN at step 3".into()
+            })
+        );
+    }
 
     /// T8's GDS run as `train_synthetic.py --reader gds` prints it (`json.dumps` of its
     /// `emit` calls; written from the script, not captured: no node with a cuFile reader was at

@@ -316,8 +316,14 @@ pub const MAX_BASELINE_BYTES: u64 = 64 << 20;
 pub fn read_baseline(path: &Path) -> Result<Baseline, RecordError> {
     let text = crate::config::read_file_bounded(path, MAX_BASELINE_BYTES)
         .map_err(|e| RecordError::io(path, e))?;
-    serde_json::from_str(&text)
-        .map_err(|e| RecordError::refused(path, crate::model::excerpt(&e.to_string())))
+    let baseline: Baseline = serde_json::from_str(&text)
+        .map_err(|e| RecordError::refused(path, crate::model::excerpt(&e.to_string())))?;
+    // A reference of 0 (or less) would let every `baseline` gate pass: refused here, where it
+    // is read, rather than judged against.
+    match baseline.unusable() {
+        Some(why) => Err(RecordError::refused(path, format!("no reference: {why}"))),
+        None => Ok(baseline),
+    }
 }
 
 #[cfg(test)]
@@ -331,6 +337,32 @@ mod tests {
             .expect_err("a device")
             .to_string();
         assert!(e.contains("not a plain file"), "{e}");
+    }
+
+    /// Issue 41: a baseline of zeros made every "% of baseline" gate pass.
+    #[test]
+    fn a_baseline_of_zero_or_less_is_refused_where_it_is_read() {
+        let dir = std::env::temp_dir().join(format!("burnin-baseline0-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("b.json");
+        let with = |name: &str, value: f64| {
+            format!(
+                r#"{{"schema":1,"source":"r","phases":{{"T4":{{"{name}":[{{"subject":"gpu01","group":"","value":{value}}}]}}}}}}"#
+            )
+        };
+        std::fs::write(&p, with("busbw_all_reduce", 0.0)).unwrap();
+        let e = read_baseline(&p).expect_err("0 busbw").to_string();
+        assert!(
+            e.contains("no reference: T4 busbw_all_reduce gpu01: 0 is 0, which every value passes"),
+            "{e}"
+        );
+        std::fs::write(&p, with("busbw_all_reduce", -3.5)).unwrap();
+        let e = read_baseline(&p).expect_err("negative").to_string();
+        assert!(e.contains("-3.5 is negative"), "{e}");
+        // No data wait at all is a reference: lower is better.
+        std::fs::write(&p, with("data_wait_pct", 0.0)).unwrap();
+        assert!(read_baseline(&p).is_ok());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

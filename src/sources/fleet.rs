@@ -323,6 +323,9 @@ async fn node_loop(ctx: NodeCtx) {
 }
 
 /// One connection: returns how it ended, or `None` when the console stopped listening.
+/// Most characters of an agent's own error kept as its node's reason.
+const AGENT_ERROR_CHARS: usize = 400;
+
 async fn attempt(ctx: &NodeCtx, legacy_smi: bool, garbled_total: &mut u64) -> Option<Ended> {
     let plan = plan_for(
         &ctx.node,
@@ -364,7 +367,7 @@ async fn attempt(ctx: &NodeCtx, legacy_smi: bool, garbled_total: &mut u64) -> Op
     let mut streamed = false;
     let mut agent_error: Option<String> = None;
     let mut invalid_field = false;
-    let mut skew_noted = false;
+    let mut noted = FrameNotes::default();
     let mut reported_garbled = 0u64;
     // The first garbled line is reported at once; later ones at most once a period.
     let mut last_garbled_report = tokio::time::Instant::now()
@@ -430,32 +433,21 @@ async fn attempt(ctx: &NodeCtx, legacy_smi: bool, garbled_total: &mut u64) -> Op
                     }
                     SourceEvent::Hello(h)
                 }
-                WireMessage::Frame(mut f) => {
-                    f.node = ctx.node.name.clone();
+                WireMessage::Frame(f) => {
                     framed = true;
-                    // Frames are stamped on arrival: staleness and histories run on the console's
-                    // clock, so a node with a wrong clock neither flaps stale nor drags the others.
-                    let arrived = now_ms();
-                    let skew_s = (f.at_ms as i64 - arrived as i64) / 1000;
-                    f.at_ms = arrived;
-                    if skew_s.abs() >= CLOCK_SKEW_NOTE_S && !skew_noted {
-                        skew_noted = true;
-                        let text = format!(
-                            "node clock differs from the console's by {skew_s:+} s (frames are stamped on arrival)"
-                        );
-                        let note = SourceEvent::Note {
-                            node: ctx.node.name.clone(),
-                            at_ms: arrived,
-                            text,
-                        };
+                    let (frame, notes) = arrived_frame(&ctx.node.name, f, &mut noted);
+                    for note in notes {
                         if ctx.events.send(note).await.is_err() {
                             return None;
                         }
                     }
-                    SourceEvent::Frame(f)
+                    frame
                 }
                 WireMessage::Error(e) => {
                     invalid_field |= e.contains(smi::INVALID_FIELD_MARK);
+                    // A node's words become its unreachable reason, said in status, triage
+                    // and the record: a line, never a megabyte.
+                    let e = crate::model::excerpt_chars(&e, AGENT_ERROR_CHARS);
                     agent_error = Some(e.clone());
                     SourceEvent::Note {
                         node: ctx.node.name.clone(),
@@ -507,6 +499,54 @@ async fn attempt(ctx: &NodeCtx, legacy_smi: bool, garbled_total: &mut u64) -> Op
         streamed,
         legacy_smi: plan.smi_fields.is_some() && (invalid_field || stderr_invalid),
     })
+}
+
+/// What was said once a connection about its frames.
+#[derive(Debug, Default)]
+struct FrameNotes {
+    skew: bool,
+    bound: bool,
+}
+
+/// A frame as it enters burnin: named for its node, held to what a node can carry, stamped on
+/// arrival; with the notes it calls for (each said once a connection).
+fn arrived_frame(
+    node: &str,
+    mut f: crate::model::NodeFrame,
+    noted: &mut FrameNotes,
+) -> (SourceEvent, Vec<SourceEvent>) {
+    let mut notes = Vec::new();
+    f.node = node.to_string();
+    // What a node cannot have goes no further: not to the store, the run's telemetry, nor
+    // the record.
+    let left = crate::model::bounds::bound_frame(&mut f);
+    if !left.is_empty() && !noted.bound {
+        noted.bound = true;
+        notes.push(SourceEvent::Note {
+            node: node.to_string(),
+            at_ms: now_ms(),
+            text: format!(
+                "a frame carried more than a node has: {} left out",
+                left.describe()
+            ),
+        });
+    }
+    // Frames are stamped on arrival: staleness and histories run on the console's clock, so a
+    // node with a wrong clock neither flaps stale nor drags the others.
+    let arrived = now_ms();
+    let skew_s = (f.at_ms as i64 - arrived as i64) / 1000;
+    f.at_ms = arrived;
+    if skew_s.abs() >= CLOCK_SKEW_NOTE_S && !noted.skew {
+        noted.skew = true;
+        notes.push(SourceEvent::Note {
+            node: node.to_string(),
+            at_ms: arrived,
+            text: format!(
+                "node clock differs from the console's by {skew_s:+} s (frames are stamped on arrival)"
+            ),
+        });
+    }
+    (SourceEvent::Frame(f), notes)
 }
 
 /// The last [`STDERR_KEPT`] bytes a node's stream wrote on stderr.

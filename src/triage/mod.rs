@@ -12,6 +12,7 @@ mod fabric;
 mod gpu;
 use crate::model::thresholds;
 pub mod telemetry_log;
+pub mod watched;
 mod work;
 
 use std::collections::HashMap;

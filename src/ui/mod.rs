@@ -98,6 +98,29 @@ pub fn draw(state: &State, area: Rect, buf: &mut Buffer) {
         Overlay::None => {}
         other => overlay::draw(other, &ctx, pane_area, buf),
     }
+    scrub(area, buf);
+}
+
+/// The last guard between outside text and the terminal: no cell the screen sends holds a
+/// control or bidi character (a NIC name a node reported, say), whatever a pane forgot to
+/// strip. A bidi override would reorder the cells after it on the terminal.
+fn scrub(area: Rect, buf: &mut Buffer) {
+    use crate::model::is_terminal_unsafe;
+    for y in area.top()..area.bottom() {
+        for x in area.left()..area.right() {
+            let Some(cell) = buf.cell_mut((x, y)) else {
+                continue;
+            };
+            if cell.symbol().chars().any(is_terminal_unsafe) {
+                let clean: String = cell
+                    .symbol()
+                    .chars()
+                    .filter(|c| !is_terminal_unsafe(*c))
+                    .collect();
+                cell.set_symbol(if clean.is_empty() { " " } else { &clean });
+            }
+        }
+    }
 }
 
 /// A bordered block over `area` with the pane's title (whole parts of it that fit, never cut

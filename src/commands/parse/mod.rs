@@ -158,7 +158,9 @@ fn write_baseline(files: &[Reading], to: &Path) -> Result<(), String> {
         )
     })?;
     let text = serde_json::to_string_pretty(&b).map_err(|e| e.to_string())?;
-    std::fs::write(to, text + "\n").map_err(|e| format!("{}: {e}", to.display()))?;
+    // A `to` that is a link is refused, never written through.
+    crate::record::files::write_replacing(to, (text + "\n").as_bytes())
+        .map_err(|e| e.to_string())?;
     crate::eprintln_safe!(
         "baseline {}: {} from {} file(s)",
         to.display(),

@@ -52,6 +52,37 @@ pub struct Baseline {
     pub phases: BTreeMap<String, Figures>,
 }
 
+impl Baseline {
+    /// The first figure that can be no reference, and why: not a finite number, negative, or
+    /// 0 where higher is better (every value is at least 0 % of it, so a `baseline` gate on it
+    /// could never fail). A lower-is-better 0 (no data wait) is a reference.
+    pub fn unusable(&self) -> Option<String> {
+        for (phase, figures) in &self.phases {
+            for (name, samples) in figures {
+                for s in samples {
+                    let why = if !s.value.is_finite() {
+                        "not a finite number"
+                    } else if s.value < 0.0 {
+                        "negative"
+                    } else if s.value == 0.0 && !crate::model::figures::lower_is_better(name) {
+                        "0, which every value passes"
+                    } else {
+                        continue;
+                    };
+                    return Some(format!(
+                        "{} {} {}: {} is {why}",
+                        crate::model::excerpt(phase),
+                        crate::model::excerpt(name),
+                        crate::model::excerpt(&s.subject),
+                        s.value
+                    ));
+                }
+            }
+        }
+        None
+    }
+}
+
 /// What the runner saw of a phase, beyond its metrics.
 #[derive(Debug, Clone, Default)]
 pub struct Observed {

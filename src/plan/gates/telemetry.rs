@@ -10,8 +10,13 @@ pub(super) fn judge_no_xid(observed: &Observed, said: &mut Said) {
     judge_watched("Xid", observed, said, |t| {
         t.xids.first().map(|x| {
             format!(
-                "{} Xid during the phase, first Xid {} on {} GPU{}",
-                t.xids.len(),
+                "{} Xid during the phase{}, first Xid {} on {} GPU{}",
+                t.xids.len() as u64 + t.xids_dropped,
+                if t.xids_dropped > 0 {
+                    format!(" ({} repeats not kept)", t.xids_dropped)
+                } else {
+                    String::new()
+                },
                 x.code,
                 x.node,
                 x.gpu
@@ -58,13 +63,23 @@ fn judge_watched(
         )),
         Some(t) => match hit(t) {
             Some(why) => said.findings.push((Level::Fail, why)),
-            None if !t.silent.is_empty() => said.findings.push((
-                Level::Warn,
-                format!(
-                    "no telemetry from {}: {what} not judged there",
-                    t.silent.join(", ")
-                ),
-            )),
+            None if !t.silent.is_empty() || !t.stale.is_empty() => {
+                let mut without: Vec<String> = Vec::new();
+                if !t.silent.is_empty() {
+                    without.push(format!("no telemetry from {}", t.silent.join(", ")));
+                }
+                for (node, missing, span) in &t.stale {
+                    without.push(format!(
+                        "{node} without telemetry for {} of {} s",
+                        missing.div_ceil(1000),
+                        span.div_ceil(1000)
+                    ));
+                }
+                said.findings.push((
+                    Level::Warn,
+                    format!("{}: {what} not judged there", without.join("; ")),
+                ));
+            }
             None => said.summary.push(format!("no {what}")),
         },
     }

@@ -334,6 +334,17 @@ fn xid_and_unwatched_nodes() {
     });
     let (_, why) = judge(t2, &m, &o, None);
     assert!(why.contains("no telemetry from n1"), "{why}");
+    // Frames that stopped for most of the phase: not judged there either, with how long.
+    o.telemetry = Some(Window {
+        stale: vec![("node03".into(), 28_000, 31_000)],
+        ..Window::default()
+    });
+    let (v, why) = judge(t2, &m, &o, None);
+    assert_eq!(v, Verdict::Warn, "{why}");
+    assert!(
+        why.contains("node03 without telemetry for 28 of 31 s: Xid not judged there"),
+        "{why}"
+    );
     o.telemetry = Some(Window {
         xids: vec![XidSeen {
             node: "n1".into(),
