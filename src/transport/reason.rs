@@ -58,7 +58,15 @@ pub fn command_reason(code: Option<i32>, stderr: &str) -> Option<String> {
     let line = error_line(stderr).unwrap_or("");
     if code == Some(127) || low.contains("no such file or directory") || low.contains("not found") {
         // Our own program missing is the common case and has a remedy; anything else is the
-        // node's words.
+        // node's words. An smi node reads nvidia-smi, not the agent: its remedy is the driver's
+        // tools (a line can name both, as a path under burnin's cache does).
+        if line.contains("nvidia-smi") {
+            return Some(format!(
+                "nvidia-smi missing on the node (smi mode reads it: install the driver's tools, \
+                 or use agent mode): {}",
+                fit(line, QUOTED_CHARS)
+            ));
+        }
         if line.contains("burnin") {
             return Some(format!(
                 "agent missing on the node (burnin deploy copies it): {}",
@@ -79,6 +87,22 @@ pub fn command_reason(code: Option<i32>, stderr: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 41, case 10: an smi node without nvidia-smi was told "agent missing (burnin
+    /// deploy copies it)".
+    #[test]
+    fn a_missing_nvidia_smi_is_not_a_missing_agent() {
+        for stderr in [
+            "sh: 1: nvidia-smi: not found\n",
+            "bash: line 1: /home/u/.cache/burnin/nvidia-smi: No such file or directory\n",
+        ] {
+            let r = command_reason(Some(127), stderr).expect("a reason");
+            assert!(r.starts_with("nvidia-smi missing on the node"), "{r}");
+        }
+        let r =
+            command_reason(Some(127), "sh: 1: /opt/burnin/burnin: not found\n").expect("reason");
+        assert!(r.starts_with("agent missing on the node"), "{r}");
+    }
 
     /// What clap prints for an argument the agent does not know (burnin 0.x's own wording).
     const CLAP_REFUSAL: &str = "error: unexpected argument '--gpm-cadence' found\n\n  tip: to pass '--gpm-cadence' as a value, use '-- --gpm-cadence'\n\nUsage: burnin agent [OPTIONS]\n\nFor more information, try '--help'.\n";
@@ -122,8 +146,8 @@ mod tests {
         )
         .unwrap_or_default();
         assert!(r.starts_with("agent missing on the node"), "{r}");
-        let r = command_reason(Some(127), "sh: 1: nvidia-smi: not found").unwrap_or_default();
-        assert_eq!(r, "not found on the node: sh: 1: nvidia-smi: not found");
+        let r = command_reason(Some(127), "sh: 1: dcgmi: not found").unwrap_or_default();
+        assert_eq!(r, "not found on the node: sh: 1: dcgmi: not found");
         let r =
             command_reason(Some(126), "sh: 1: /opt/burnin: Permission denied").unwrap_or_default();
         assert_eq!(

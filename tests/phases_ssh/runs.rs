@@ -386,6 +386,50 @@ command = "sleep 8; echo done"
     )));
 }
 
+/// Issue 41, case 1: an agent that stops sending after 3 s (stopped, its connection still up)
+/// leaves its node without telemetry for most of the phase; `no-xid` is not met on that: the
+/// phase WARNs and says for how long, where it used to PASS "no Xid".
+#[test]
+fn a_node_without_telemetry_for_most_of_the_phase_is_not_judged_there() {
+    let plan = r#"
+[[phase]]
+id = "T2"
+title = "quiet work"
+scope = "each-node"
+parser = "none"
+gates = [{ kind = "no-xid" }]
+command = "sleep 20; echo done"
+"#;
+    let Some(site) = Site::new(1, 2, plan) else {
+        return;
+    };
+    let agent = site.cluster.install_tool(
+        "stopping-agent",
+        &format!(
+            "#!/bin/sh\n\"{BIN}\" \"$@\" &\npid=$!\ntrap 'kill -KILL $pid' EXIT HUP TERM\n\
+             sleep 3\nkill -STOP $pid\nsleep 600\n"
+        ),
+    );
+    std::fs::write(
+        &site.config,
+        format!(
+            "plan = \"plan.toml\"\n[defaults]\nmode = \"agent\"\ninterval = \"200ms\"\nconnect_timeout = \"5s\"\ngpus = 2\n\
+             agent_path = \"{}\"\nagent_args = [\"--sim\", \"--gpus\", \"2\"]\n[[node]]\nhost = \"node01\"\n",
+            agent.display()
+        ),
+    )
+    .expect("inventory");
+    let (code, doc, stderr) = finish(site.spawn(&["run", "--json"]));
+    assert_eq!(code, Some(0), "a WARN is no failure: {stderr}");
+    let t2 = phase(&doc, "T2");
+    assert_eq!(t2["verdict"], "WARN", "{doc}");
+    let reason = t2["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("node01 without telemetry for ") && reason.contains("Xid not judged there"),
+        "{reason}"
+    );
+}
+
 /// A `pairs` phase: a server on every node first, then every node a client of the next one;
 /// the client's figures are the link's, the servers' lines are recorded beside them.
 #[test]
@@ -400,7 +444,7 @@ scope = "pairs"
 parser = "perftest"
 requires = ["ib_devs"]
 gates = [{ kind = "peers", figure = "link_gbit_per_s", pct = 90 }]
-server = "for d in {ib_devs}; do ib_write_bw -d $d -F --report_gbits; done"
+server = "echo server on {node}; for d in {ib_devs}; do ib_write_bw -d $d -F --report_gbits; done"
 command = "for d in {ib_devs}; do ib_write_bw -d $d -F --report_gbits {peer}; done"
 "#;
     let Some(site) = Site::new(2, 1, plan) else {
@@ -440,6 +484,9 @@ command = "for d in {ib_devs}; do ib_write_bw -d $d -F --report_gbits {peer}; do
     assert!(client.contains("peer: node01"), "{client}");
     let server = std::fs::read_to_string(run_dir.join("logs/S1/node01-server.log")).expect("log");
     assert!(server.contains("Waiting for client to connect"), "{server}");
+    // The server's `{node}` is the node, as the plan documents (its lines are
+    // `node01-server`'s; issue 41 found `{node}` rendered as `node01-server`).
+    assert!(server.contains("server on node01\n"), "{server}");
 }
 
 #[test]

@@ -132,6 +132,18 @@ impl<'a> DrillRun<'a> {
             .await;
     }
 
+    /// The question the console shows the operator (`None` withdraws it).
+    async fn prompt(&self, text: Option<String>) {
+        let _ = self
+            .events
+            .send(PhaseEvent::Prompt {
+                phase: self.spec.id.clone(),
+                at_ms: now_ms(),
+                text,
+            })
+            .await;
+    }
+
     /// The load's event: fed to the tracker, then passed on.
     async fn on_event(&mut self, ev: PhaseEvent) {
         match &ev {
@@ -167,14 +179,7 @@ impl<'a> DrillRun<'a> {
             }
         } else if let Some(step) = self.tracker.asking() {
             self.tracker.confirm(now_ms());
-            let _ = self
-                .events
-                .send(PhaseEvent::Prompt {
-                    phase: self.spec.id.clone(),
-                    at_ms: now_ms(),
-                    text: None,
-                })
-                .await;
+            self.prompt(None).await;
             self.say(format!(
                 "the operator confirmed step {}/{steps}: timing the recovery",
                 step + 1
@@ -244,14 +249,7 @@ impl<'a> DrillRun<'a> {
             return;
         }
         self.say(format!("asks the operator: {text}")).await;
-        let _ = self
-            .events
-            .send(PhaseEvent::Prompt {
-                phase: self.spec.id.clone(),
-                at_ms: now_ms(),
-                text: Some(text),
-            })
-            .await;
+        self.prompt(Some(text)).await;
     }
 
     /// What the load said after it ended, passed on; a question still asked is withdrawn.
@@ -268,14 +266,7 @@ impl<'a> DrillRun<'a> {
             let _ = self.events.send(ev).await;
         }
         if self.tracker.asking().is_some() {
-            let _ = self
-                .events
-                .send(PhaseEvent::Prompt {
-                    phase: self.spec.id.clone(),
-                    at_ms: now_ms(),
-                    text: None,
-                })
-                .await;
+            self.prompt(None).await;
         }
     }
 

@@ -14,17 +14,22 @@ pub(super) struct JobSetup<'a> {
     pub(super) recorded: Option<&'a BTreeMap<String, usize>>,
 }
 
-/// The job that runs `template` on `node` (its name is also its directory on the node).
+/// The job that runs `template` on `node` (its name, with its `role` where it has one, is its
+/// directory on the node and how its lines are labelled; `{node}` is the node's own name).
 pub(super) fn job_for(
     setup: &JobSetup<'_>,
     node: RunnerNode,
+    role: Option<&str>,
     template: &str,
     peer: &str,
     parser: crate::parsers::ParserKind,
     stop: StopSwitch,
 ) -> Result<NodeJob, String> {
     let ctx = setup.ctx;
-    let name = node.spec.name.clone();
+    let name = match role {
+        Some(role) => format!("{}-{role}", node.spec.name),
+        None => node.spec.name.clone(),
+    };
     let dir = PhaseDir::new(
         &ctx.plan.remote_dir,
         &ctx.run_id,

@@ -386,12 +386,12 @@ async fn execute(
     if spec.scope == Scope::Pairs {
         let n = ctx.nodes.len();
         for (i, node) in targets.iter().enumerate() {
-            let mut server_node = node.clone();
-            server_node.spec.name = format!("{}-server", node.spec.name);
-            // The server's peer is the client that will reach it: the node before it.
+            // The server's peer is the client that will reach it: the node before it. Its
+            // lines are `<node>-server`'s; its `{node}` is the node.
             let job = match job_for(
                 &setup,
-                server_node,
+                node.clone(),
+                Some("server"),
                 &spec.server,
                 &peer_of(i, n - 1),
                 crate::parsers::ParserKind::None,
@@ -400,7 +400,7 @@ async fn execute(
                 Ok(j) => j,
                 Err(why) => return Executed::early(Verdict::Fail, why),
             };
-            let name = job.node.spec.name.clone();
+            let name = job.label.clone();
             servers.spawn(async move { (name, job.run().await) });
         }
         // Let the servers listen before the clients call.
@@ -412,6 +412,7 @@ async fn execute(
         let job = match job_for(
             &setup,
             node,
+            None,
             &spec.command,
             &peer_of(i, 1),
             spec.parser,
