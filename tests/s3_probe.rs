@@ -761,3 +761,48 @@ fn internal_tls_needs_the_sites_ca_bundle() {
     drop(server);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Issue 41, case 9: a server that answers every listing page "truncated", with a new token
+/// and no key, was listed forever (1 369 requests in a minute). The probe gives up after a
+/// bounded number of pages, says why, and exits 2.
+#[test]
+fn a_server_that_lists_forever_is_given_up_with_the_reason() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let ep = format!("http://{}", listener.local_addr().expect("addr"));
+    let requests = std::sync::Arc::new(AtomicUsize::new(0));
+    let seen = requests.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+            // Keep-alive: answer every request on this connection.
+            loop {
+                let mut request_line = String::new();
+                if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+                    break;
+                }
+                let mut line = String::new();
+                while reader.read_line(&mut line).is_ok() && line.trim() != "" {
+                    line.clear();
+                }
+                let n = seen.fetch_add(1, Ordering::SeqCst);
+                let body = format!(
+                    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Name>b</Name><Prefix></Prefix><KeyCount>0</KeyCount><MaxKeys>1000</MaxKeys><IsTruncated>true</IsTruncated><NextContinuationToken>token-{n}</NextContinuationToken></ListBucketResult>"
+                );
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\nContent-Length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        }
+    });
+    let o = probe(&ep, &["--bucket", "b", "-q"], KEYS);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("would list forever"), "{err}");
+    let asked = requests.load(Ordering::SeqCst);
+    assert!(asked <= 40, "{asked} listing requests");
+}

@@ -93,6 +93,7 @@ pub async fn list_objects(
 ) -> Result<Vec<ObjectRef>, Failure> {
     let mut out = Vec::new();
     let mut token: Option<String> = None;
+    let mut empty_pages = 0;
     loop {
         let mut req = client.list_objects_v2().bucket(bucket).prefix(prefix);
         if let Some(t) = &token {
@@ -115,9 +116,42 @@ pub async fn list_objects(
             }
         }
         match (page.is_truncated(), page.next_continuation_token()) {
-            (Some(true), Some(t)) => token = Some(t.to_string()),
+            (Some(true), Some(t)) => {
+                // A server that keeps saying "truncated" with nothing new (the same token, or
+                // page after page of no keys) would be listed forever (issue 41: 1 369
+                // requests in a minute).
+                empty_pages = if page.contents().is_empty() {
+                    empty_pages + 1
+                } else {
+                    0
+                };
+                if token.as_deref() == Some(t) || empty_pages > MAX_EMPTY_PAGES {
+                    return Err(endless_listing(empty_pages, token.as_deref() == Some(t)));
+                }
+                token = Some(t.to_string());
+            }
             _ => return Ok(out),
         }
+    }
+}
+
+/// Truncated pages with no key in a row before a listing is called endless.
+const MAX_EMPTY_PAGES: usize = 16;
+
+/// Why a listing was given up.
+fn endless_listing(empty_pages: usize, same_token: bool) -> Failure {
+    Failure {
+        class: ErrorClass::Other,
+        status: None,
+        code: None,
+        detail: if same_token {
+            "the server answered a listing page with the token it was given: it would list forever"
+                .into()
+        } else {
+            format!(
+                "the server answered {empty_pages} truncated listing pages in a row with no key: it would list forever"
+            )
+        },
     }
 }
 
