@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 const ENTER_ALT: &[u8] = b"\x1b[?1049h";
 const LEAVE_ALT: &[u8] = b"\x1b[?1049l";
 const SHOW_CURSOR: &[u8] = b"\x1b[?25h";
+const CLEAR_ALL: &[u8] = b"\x1b[2J";
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
@@ -39,6 +40,8 @@ enum Ending {
     Signal(&'static str),
     /// SIGTSTP, wait until the process is stopped, SIGCONT, let it redraw, then SIGTERM.
     StopThenContinue,
+    /// SIGSTOP (which burnin cannot see), SIGCONT, let it redraw, then SIGTERM.
+    HardStopThenContinue,
 }
 
 /// The state letter of `pid` in /proc (`T`: stopped).
@@ -80,11 +83,19 @@ fn run_and_end(ending: Ending) -> (Vec<u8>, bool) {
         .spawn()
         .expect("spawn script");
     let mut stdout = child.stdout.take().expect("stdout");
+    let shared = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = shared.clone();
     let reader = std::thread::spawn(move || {
-        let mut out = Vec::new();
-        let _ = stdout.read_to_end(&mut out);
-        out
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stdout.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            seen.lock().expect("output").extend_from_slice(&buf[..n]);
+        }
     });
+    // How much the terminal had received when the process was continued.
+    let mut continued_at = None;
     // Let it draw a few frames (and let the plan start).
     let started = Instant::now();
     let pid = loop {
@@ -111,23 +122,10 @@ fn run_and_end(ending: Ending) -> (Vec<u8>, bool) {
         }
         Ending::Signal(sig) => kill(sig, pid),
         Ending::StopThenContinue => {
-            kill("TSTP", pid);
-            let t0 = Instant::now();
-            while proc_state(pid) != Some('T') {
-                assert!(
-                    t0.elapsed() < Duration::from_secs(10),
-                    "burnin did not stop on SIGTSTP (state {:?})",
-                    proc_state(pid)
-                );
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            // util-linux `script` stops itself when its child stops (it mirrors job
-            // control), so it is continued too, as a shell's `fg` would.
-            kill("CONT", pid);
-            kill("CONT", child.id() as i32);
-            std::thread::sleep(Duration::from_millis(1500));
-            assert_ne!(proc_state(pid), Some('T'), "running again after SIGCONT");
-            kill("TERM", pid);
+            stop_and_continue("TSTP", pid, child.id() as i32, &shared);
+        }
+        Ending::HardStopThenContinue => {
+            continued_at = Some(stop_and_continue("STOP", pid, child.id() as i32, &shared));
         }
     }
     let deadline = Instant::now() + Duration::from_secs(15);
@@ -142,9 +140,50 @@ fn run_and_end(ending: Ending) -> (Vec<u8>, bool) {
         std::thread::sleep(Duration::from_millis(50));
     };
     drop(stdin);
-    let out = reader.join().expect("reader");
+    reader.join().expect("reader");
+    let out = std::mem::take(&mut *shared.lock().expect("output"));
     std::fs::remove_dir_all(&dir).ok();
+    if let Some(at) = continued_at {
+        // Everything drawn anew after the continue: the screen was cleared first.
+        assert!(
+            find(&out[at.min(out.len())..], CLEAR_ALL).is_some(),
+            "no full redraw after SIGCONT: {:?}",
+            String::from_utf8_lossy(&out[at.min(out.len())..])
+                .chars()
+                .take(300)
+                .collect::<String>()
+        );
+    }
     (out, status.success())
+}
+
+/// Stop burnin with `sig`, wait until it is stopped, continue it (and `script`, which mirrors
+/// its child's stop, as a shell's `fg` would), let it redraw, then SIGTERM. Returns how much
+/// the terminal had received when it was continued.
+fn stop_and_continue(
+    sig: &str,
+    pid: i32,
+    script_pid: i32,
+    shared: &std::sync::Mutex<Vec<u8>>,
+) -> usize {
+    kill(sig, pid);
+    let t0 = Instant::now();
+    while proc_state(pid) != Some('T') {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "burnin did not stop on SIG{sig} (state {:?})",
+            proc_state(pid)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let at = shared.lock().expect("output").len();
+    kill("CONT", pid);
+    kill("CONT", script_pid);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_ne!(proc_state(pid), Some('T'), "running again after SIGCONT");
+    kill("TERM", pid);
+    at
 }
 
 fn assert_restored(out: &[u8], ok: bool, how: &str) {
@@ -221,4 +260,28 @@ fn sigtstp_hands_the_terminal_back_and_sigcont_takes_it_again() {
         "showed the cursor before stopping"
     );
     assert_restored(&out[again..], ok, "SIGTSTP, SIGCONT, SIGTERM");
+}
+
+/// Issue 41, case 6: SIGUSR1 and SIGALRM ended the console by their default action, the
+/// terminal left raw, on the alternate screen, the cursor hidden.
+#[test]
+fn sigusr1_and_sigalrm_restore_the_terminal() {
+    if !have_script() {
+        return;
+    }
+    for sig in ["USR1", "ALRM"] {
+        let (out, ok) = run_and_end(Ending::Signal(sig));
+        assert_restored(&out, ok, sig);
+    }
+}
+
+/// Issue 41, case 6: after a stop burnin could not see (SIGSTOP) and a SIGCONT, only the cells
+/// that changed were redrawn (18 of 40 lines): the screen is now cleared and drawn whole.
+#[test]
+fn a_continue_after_any_stop_redraws_the_whole_screen() {
+    if !have_script() {
+        return;
+    }
+    let (out, ok) = run_and_end(Ending::HardStopThenContinue);
+    assert_restored(&out, ok, "SIGSTOP, SIGCONT, SIGTERM");
 }

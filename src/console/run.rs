@@ -51,6 +51,15 @@ impl Screen {
         Ok(())
     }
 
+    /// Clear the terminal and forget what it showed: the next draw sends every cell. Not
+    /// ratatui's `clear`, which first asks the terminal where its cursor is and, with no
+    /// answer (a pty relay, a slow link), gives up without clearing.
+    fn clear(&mut self) {
+        if let Screen::Terminal(t) = self {
+            full_redraw(t);
+        }
+    }
+
     /// SIGTSTP (`kill -TSTP`, a job-control stop): give the shell its terminal back (main
     /// screen, cooked mode, cursor shown), stop, and on SIGCONT take the terminal again and
     /// draw everything anew (the shell drew over it meanwhile). Returns the size to lay out.
@@ -74,9 +83,47 @@ impl Screen {
         let _ = crossterm::execute!(std::io::stdout(), crossterm::terminal::EnterAlternateScreen);
         // Through the terminal, so it knows the cursor is hidden and shows it again at the end.
         let _ = t.hide_cursor();
-        let _ = t.clear();
+        full_redraw(t);
         t.size().ok().map(|s| (s.width, s.height))
     }
+}
+
+/// The screen cleared, and ratatui's record of it emptied (both its buffers), so the next draw
+/// sends every cell: the screen is a full frame whatever was drawn over it.
+fn full_redraw<B: ratatui::backend::Backend + std::io::Write>(t: &mut ratatui::Terminal<B>) {
+    let _ = crossterm::execute!(
+        t.backend_mut(),
+        crossterm::terminal::Clear(crossterm::terminal::ClearType::All)
+    );
+    t.swap_buffers();
+}
+
+/// The other signals whose default action ends the process (and would leave the terminal raw,
+/// on the alternate screen, the cursor hidden): each ends the console as SIGTERM does.
+fn ending_signals() -> std::io::Result<mpsc::UnboundedReceiver<&'static str>> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    for (raw, name) in [
+        (libc::SIGUSR1, "SIGUSR1"),
+        (libc::SIGUSR2, "SIGUSR2"),
+        (libc::SIGALRM, "SIGALRM"),
+        (libc::SIGVTALRM, "SIGVTALRM"),
+        (libc::SIGPROF, "SIGPROF"),
+        (libc::SIGXCPU, "SIGXCPU"),
+        (libc::SIGXFSZ, "SIGXFSZ"),
+        (libc::SIGIO, "SIGIO"),
+        (libc::SIGPWR, "SIGPWR"),
+    ] {
+        let mut sig = signal(SignalKind::from_raw(raw))?;
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            while sig.recv().await.is_some() {
+                if tx.send(name).is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    Ok(rx)
 }
 
 /// Run the console over `source` until the user (or a signal, or `duration`) ends it.
@@ -184,6 +231,10 @@ async fn event_loop(
     // SIGQUIT's default would dump core with the terminal raw and on the alternate screen.
     let mut sigquit = signal(SignalKind::quit())?;
     let mut sigtstp = signal(SignalKind::from_raw(libc::SIGTSTP))?;
+    // Continued after a stop burnin did not see (SIGSTOP cannot be caught): the shell may have
+    // drawn over the screen meanwhile, so everything is drawn anew, not only what changed.
+    let mut sigcont = signal(SignalKind::from_raw(libc::SIGCONT))?;
+    let mut ending = ending_signals()?;
     let frame_period = Duration::from_millis(1000 / u64::from(opts.fps.clamp(1, 60)));
     let mut redraw = tokio::time::interval(frame_period);
     redraw.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -235,6 +286,12 @@ async fn event_loop(
             _ = sighup.recv() => state.update(Event::Signal("SIGHUP".into())),
             _ = sigint.recv() => state.update(Event::Signal("SIGINT".into())),
             _ = sigquit.recv() => state.update(Event::Signal("SIGQUIT".into())),
+            Some(name) = ending.recv() => state.update(Event::Signal(name.into())),
+            _ = sigcont.recv() => {
+                screen.clear();
+                dirty = true;
+                None
+            }
             _ = sigtstp.recv() => {
                 if let Some((w, h)) = screen.suspend() {
                     state.update(Event::Resize(w, h));
