@@ -84,6 +84,19 @@ fn init_tracing(
     if kind.is_fifo() || kind.is_socket() {
         return Err("not a file (a FIFO or a socket): a log must not hold burnin up".into());
     }
+    // Writes block again as a log's should (a terminal given as the log would drop lines with
+    // O_NONBLOCK left on).
+    {
+        use std::os::fd::AsRawFd;
+        let fd = file.as_raw_fd();
+        // SAFETY: fcntl on a descriptor this function owns, with integer arguments only.
+        unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFL);
+            if flags >= 0 {
+                libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK);
+            }
+        }
+    }
     writeln!(
         file,
         "burnin {} (pid {}) logging here",

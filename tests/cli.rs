@@ -382,3 +382,32 @@ fn a_log_that_is_a_fifo_does_not_hold_burnin_up() {
         }
     }
 }
+
+/// The other side of the closed pipe: output that cannot be written for any other reason (a
+/// full disk under `> out.json`) is not dropped without a word. It is said on stderr, once.
+#[test]
+fn output_lost_to_a_full_disk_is_said() {
+    let dir = scratch("full");
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    let out = Command::new(BIN)
+        .args(["run", "--demo", "--json", "--runs-dir"])
+        .arg(dir.join("runs"))
+        .current_dir(&dir)
+        .env("BURNIN_LOG", dir.join("burnin.log"))
+        .stdin(Stdio::null())
+        .stdout(full)
+        .stderr(Stdio::piped())
+        .output()
+        .expect("burnin run --demo");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.matches("burnin: standard output: No space left on device")
+            .count()
+            == 1,
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}

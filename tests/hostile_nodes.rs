@@ -15,6 +15,22 @@ use common::sshd::Cluster;
 
 const BIN: &str = env!("CARGO_BIN_EXE_burnin");
 
+/// An inventory (`name` in the cluster's directory) of node01 in agent mode at 200 ms, with
+/// `gpus` GPUs and `agent` as its agent.
+fn one_agent_node(cluster: &Cluster, name: &str, agent: &std::path::Path, gpus: u32) -> PathBuf {
+    let inv = cluster.dir.join(name);
+    std::fs::write(
+        &inv,
+        format!(
+            "[defaults]\nmode = \"agent\"\ninterval = \"200ms\"\nconnect_timeout = \"5s\"\ngpus = {gpus}\n\
+             agent_path = \"{}\"\n[[node]]\nhost = \"node01\"\n",
+            agent.display()
+        ),
+    )
+    .expect("inventory");
+    inv
+}
+
 /// Run the binary on a real pseudo-terminal (util-linux `script`) and return every byte it
 /// wrote there, and its exit code as `script` passes it on.
 fn on_a_pty(args: &[String], env: &[(&str, &std::path::Path)]) -> (Vec<u8>, Option<i32>) {
@@ -148,16 +164,7 @@ fn a_flood_of_new_gpus_and_ports_is_capped_over_real_ssh() {
          \x20   base += 20000\n\
          \x20   time.sleep(0.05)\n",
     );
-    let inv = cluster.dir.join("burnin.toml");
-    std::fs::write(
-        &inv,
-        format!(
-            "[defaults]\nmode = \"agent\"\ninterval = \"200ms\"\nconnect_timeout = \"5s\"\ngpus = 8\n\
-             agent_path = \"{}\"\n[[node]]\nhost = \"node01\"\n",
-            agent.display()
-        ),
-    )
-    .expect("inventory");
+    let inv = one_agent_node(&cluster, "burnin.toml", &agent, 8);
     let runtime = PathBuf::from(format!("/tmp/brf{}", std::process::id()));
     std::fs::create_dir_all(&runtime).expect("runtime dir");
     // Under GNU time, which reports this process's own peak memory (wait4 on a child of the
@@ -241,16 +248,7 @@ fn an_agent_error_of_a_megabyte_is_a_line_in_status() {
         "loud-agent",
         "#!/bin/sh\nprintf '{\"error\":\"boom '; head -c 1000000 /dev/zero | tr '\\0' x; printf ' end\"}\\n'\n",
     );
-    let inv = cluster.dir.join("burnin-loud.toml");
-    std::fs::write(
-        &inv,
-        format!(
-            "[defaults]\nmode = \"agent\"\ninterval = \"200ms\"\nconnect_timeout = \"5s\"\ngpus = 1\n\
-             agent_path = \"{}\"\n[[node]]\nhost = \"node01\"\n",
-            agent.display()
-        ),
-    )
-    .expect("inventory");
+    let inv = one_agent_node(&cluster, "burnin-loud.toml", &agent, 1);
     for json in [false, true] {
         let mut cmd = std::process::Command::new(BIN);
         cmd.args(["status", "--wait", "4s", "-c"])

@@ -305,15 +305,11 @@ fn fleet(inventory: Inventory, ssh_config: Option<PathBuf>) -> Result<FleetSourc
 
 /// Print to stdout; a closed pipe (`| head`) ends the output quietly instead of panicking.
 fn emit(text: &str) -> Result<()> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
     // The status table and JSON quote what nodes said: nothing in it may reach the terminal
     // as a control sequence (JSON escapes C0 only, not DEL or C1).
-    let text = crate::model::terminal_safe(text);
-    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(()),
-    }
+    Ok(crate::model::stdout::try_out(
+        &crate::model::terminal_safe(text),
+    )?)
 }
 
 /// Where diagnostics go when `--log-file` is not given.

@@ -111,6 +111,7 @@ fn ending_signals() -> std::io::Result<mpsc::UnboundedReceiver<&'static str>> {
         (libc::SIGXCPU, "SIGXCPU"),
         (libc::SIGXFSZ, "SIGXFSZ"),
         (libc::SIGIO, "SIGIO"),
+        #[cfg(target_os = "linux")]
         (libc::SIGPWR, "SIGPWR"),
     ] {
         let mut sig = signal(SignalKind::from_raw(raw))?;

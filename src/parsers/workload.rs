@@ -231,14 +231,20 @@ fn non_finite_record(
         })),
         _ => Err(LineError {
             line_no,
+            // The first three fields said; a line of thousands says how many more.
             message: format!(
-                "workload record {}: {} not a finite number",
+                "workload record {}: {}{} not a finite number",
                 crate::model::excerpt(kind),
                 found
                     .iter()
-                    .map(|(k, t)| format!("{} = {t}", crate::model::excerpt(k)))
+                    .take(3)
+                    .map(|(k, t)| format!("{} = {t}", crate::model::excerpt_chars(k, 40)))
                     .collect::<Vec<_>>()
-                    .join(", ")
+                    .join(", "),
+                match found.len() {
+                    0..=3 => String::new(),
+                    n => format!(" and {} more", n - 3),
+                }
             ),
         }),
     }
@@ -274,6 +280,18 @@ mod tests {
         .expect_err("no reading");
         assert!(
             e.message.contains("tflops = NaN not a finite number"),
+            "{}",
+            e.message
+        );
+        // A line of thousands of them is still a short error.
+        let many = format!(
+            "{{\"burnin\": \"gemm\", \"gpu\": 0, \"x\": [{}NaN]}}",
+            "NaN, ".repeat(20_000)
+        );
+        let e = parse_line(1, &many).expect_err("no reading");
+        assert!(e.message.len() < 300, "{} bytes", e.message.len());
+        assert!(
+            e.message.ends_with("and 19998 more not a finite number"),
             "{}",
             e.message
         );

@@ -18,9 +18,10 @@ pub use crate::model::watch::{FindingSeen, Window, XidSeen};
 
 const KEPT: usize = 4096;
 
-/// A stretch without frames shorter than this (or the store's stale limit, if longer) costs
-/// no evidence: an agent that is alive queues its Xids and sends them with its next frame. A
-/// longer one is time nothing can be claimed for.
+/// A stretch without frames shorter than this (or the store's stale limit, or three of the
+/// node's own intervals, whichever is longest) costs no evidence: an agent that is alive queues
+/// its Xids and sends them with its next frame. A longer one is time nothing can be claimed
+/// for.
 const JUDGED_GAP_MS: u64 = 10_000;
 
 struct Inner {
@@ -85,7 +86,7 @@ impl TelemetryLog {
                     .coverage
                     .entry(f.node.clone())
                     .or_default()
-                    .frame(at_ms, stale_ms);
+                    .frame(at_ms, stale_ms.max(JUDGED_GAP_MS));
                 for gpu in &f.gpus {
                     for x in &gpu.xid_events {
                         let kept = inner.xids.entry(f.node.clone()).or_default();

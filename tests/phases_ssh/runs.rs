@@ -322,15 +322,11 @@ command = "sleep 8; echo done"
         return;
     };
     // The node's agent is this binary, simulating 2 GPUs; GPU1 reports Xid 79 after 3 s.
-    std::fs::write(
-        &site.config,
-        format!(
-            "plan = \"plan.toml\"\n[defaults]\nmode = \"agent\"\ninterval = \"200ms\"\nconnect_timeout = \"5s\"\ngpus = 2\n\
-             agent_path = \"{BIN}\"\nagent_args = [\"--sim\", \"--gpus\", \"2\", \"--fault\", \"xid79:1@3\"]\n\
-             [[node]]\nhost = \"node01\"\n"
-        ),
-    )
-    .expect("inventory");
+    agent_node(
+        &site,
+        BIN,
+        r#"["--sim", "--gpus", "2", "--fault", "xid79:1@3"]"#,
+    );
     let (code, doc, stderr) = finish(site.spawn(&["run", "--json"]));
     assert_eq!(code, Some(1), "{stderr}");
     let t2 = phase(&doc, "T2");
@@ -410,15 +406,11 @@ command = "sleep 20; echo done"
              sleep 3\nkill -STOP $pid\nsleep 600\n"
         ),
     );
-    std::fs::write(
-        &site.config,
-        format!(
-            "plan = \"plan.toml\"\n[defaults]\nmode = \"agent\"\ninterval = \"200ms\"\nconnect_timeout = \"5s\"\ngpus = 2\n\
-             agent_path = \"{}\"\nagent_args = [\"--sim\", \"--gpus\", \"2\"]\n[[node]]\nhost = \"node01\"\n",
-            agent.display()
-        ),
-    )
-    .expect("inventory");
+    agent_node(
+        &site,
+        &agent.display().to_string(),
+        r#"["--sim", "--gpus", "2"]"#,
+    );
     let (code, doc, stderr) = finish(site.spawn(&["run", "--json"]));
     assert_eq!(code, Some(0), "a WARN is no failure: {stderr}");
     let t2 = phase(&doc, "T2");
@@ -779,4 +771,17 @@ compare = ["s3_gb_per_s"]
         ),
         "{md}"
     );
+}
+
+/// The site's inventory: node01 in agent mode at 200 ms with 2 GPUs, its agent `agent_path`
+/// run with `agent_args` (a TOML array), the telemetry watched beside the plan's phases.
+fn agent_node(site: &Site, agent_path: &str, agent_args: &str) {
+    std::fs::write(
+        &site.config,
+        format!(
+            "plan = \"plan.toml\"\n[defaults]\nmode = \"agent\"\ninterval = \"200ms\"\nconnect_timeout = \"5s\"\ngpus = 2\n\
+             agent_path = \"{agent_path}\"\nagent_args = {agent_args}\n[[node]]\nhost = \"node01\"\n"
+        ),
+    )
+    .expect("inventory");
 }

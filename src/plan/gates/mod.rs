@@ -55,7 +55,8 @@ pub struct Baseline {
 impl Baseline {
     /// The first figure that can be no reference, and why: not a finite number, negative, or
     /// 0 where higher is better (every value is at least 0 % of it, so a `baseline` gate on it
-    /// could never fail). A lower-is-better 0 (no data wait) is a reference.
+    /// could never fail). A lower-is-better 0 (no data wait) is a reference, and so is a 0 of a
+    /// figure no gate can name (a count the run kept beside its figures).
     pub fn unusable(&self) -> Option<String> {
         for (phase, figures) in &self.phases {
             for (name, samples) in figures {
@@ -64,7 +65,10 @@ impl Baseline {
                         "not a finite number"
                     } else if s.value < 0.0 {
                         "negative"
-                    } else if s.value == 0.0 && !crate::model::figures::lower_is_better(name) {
+                    } else if s.value == 0.0
+                        && crate::model::figures::known_figure(name)
+                        && !crate::model::figures::lower_is_better(name)
+                    {
                         "0, which every value passes"
                     } else {
                         continue;
