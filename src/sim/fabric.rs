@@ -203,12 +203,13 @@ mod tests {
             let flaky: Vec<usize> =
                 flaky.into_iter().filter(|f| *f < n && !bad.contains(f)).collect();
             // A search needs good partners (at most a quarter of the nodes bad) and a peers
-            // level (fewer than three quarters of the screen's tests slow).
+            // level: fewer than half of the screen's tests slow (with most slow it says it cannot
+            // tell slow from healthy, and names no one: n = 9, nodes 0 and 3 bad, groups of 3).
             prop_assume!(bad.len() * 4 <= n);
             let screen = if pairs { Screen::Pairs } else { Screen::Groups };
             let groups = crate::phases::localize::search::partition(n, screen.group_size(n));
             let hit = groups.iter().filter(|g| g.iter().any(|x| bad.contains(x) || flaky.contains(x))).count();
-            prop_assume!(hit * 4 < groups.len() * 3);
+            prop_assume!(hit * 2 < groups.len());
             let mut faults: Vec<FabricFault> = bad.iter().map(|b| FabricFault::BadNode(*b)).collect();
             faults.extend(flaky.iter().map(|f| FabricFault::FlakyNode(*f)));
             let mut f = SimFabric::new(n, faults, seed);
