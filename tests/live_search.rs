@@ -192,13 +192,12 @@ async fn a_search_from_the_console_names_the_bad_node_while_frames_keep_coming()
     );
     let timeline = burnin::sources::replay::Timeline::load(&runs[0]).expect("replay");
     let last = timeline
-        .events
-        .iter()
-        .rev()
-        .find_map(|(_, e)| match e {
-            SourceEvent::Search(s) => Some(s.clone()),
+        .play()
+        .filter_map(|(_, e)| match e {
+            SourceEvent::Search(s) => Some(s),
             _ => None,
         })
+        .last()
         .expect("the replay plays the search");
     assert!(
         !last.running && last.named[0].starts_with("node03:"),

@@ -80,6 +80,18 @@ pub enum RecordEvent {
         /// The search as it stood.
         search: Box<crate::model::search::SearchSnapshot>,
     },
+    /// Lines of a node's output written to its log only (`record::logs` says which
+    /// `events.jsonl` keeps), counted since the last such event of that node and phase.
+    Held {
+        /// When it was said.
+        at_ms: UnixMillis,
+        /// The phase.
+        phase: String,
+        /// The node.
+        node: String,
+        /// How many lines.
+        lines: u64,
+    },
     /// The operator did something: started or aborted a phase, quit, detached.
     Operator {
         /// When.

@@ -12,10 +12,15 @@ use std::path::{Path, PathBuf};
 /// The largest `summary.json` read: a 72-hour run's summary is under a megabyte.
 pub const SUMMARY_MAX_BYTES: u64 = 64 << 20;
 
-/// The largest `events.jsonl` read: every output line of every node of a long run is in it
-/// (tens of megabytes for 72 hours of 12 nodes), and `report` and `replay` hold its events in
-/// memory; past this it is not a record burnin wrote.
+/// The largest `events.jsonl` read whole (`record::read_events`, for tests and small tools);
+/// `report`, `replay` and a resumed run walk it an event at a time instead.
 pub const EVENTS_MAX_BYTES: u64 = 512 << 20;
+
+/// The largest `events.jsonl` walked an event at a time: `record::logs` keeps a phase's
+/// output there to about 5 million lines over 72 hours (under a gigabyte); records written
+/// before it kept every line (1.16 GB for a phase printing 6 million); past this it is not a
+/// record burnin wrote, and reading it through would take minutes.
+pub const EVENTS_WALK_MAX_BYTES: u64 = 4 << 30;
 
 /// The largest line of `events.jsonl` or of a telemetry segment: a node's output line is cut
 /// at 64 KiB before it is recorded, and escaping in JSON at most sextuples it.

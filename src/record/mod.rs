@@ -21,11 +21,14 @@ use crate::plan::gates::Figures;
 pub mod error;
 pub mod events;
 pub mod files;
+pub mod logs;
+pub mod read;
 pub mod recording;
 pub mod session;
 pub mod telemetry;
 
 pub use events::{Change, ChangeLog, RecordEvent};
+pub use read::{EventReader, RecordState, Recorded, read_events, read_state};
 
 /// Version of `summary.json`.
 pub const SUMMARY_SCHEMA: u32 = 1;
@@ -131,7 +134,7 @@ pub struct Summary {
 pub struct RunRecord {
     dir: PathBuf,
     events: BufWriter<File>,
-    logs: BTreeMap<(String, String), BufWriter<File>>,
+    logs: logs::NodeLogs,
     /// The record's `lock` file, `flock`ed for as long as this writer lives (the kernel lets
     /// go when the process ends, however it ends).
     _lock: File,
@@ -144,6 +147,11 @@ pub const LOCK_FILE: &str = "lock";
 impl Drop for RunRecord {
     fn drop(&mut self) {
         use std::os::unix::fs::MetadataExt;
+        // The logs first: the lock stays until they are compressed, so no one takes the
+        // run over while its files are still being written.
+        if let Some(why) = self.logs.wait() {
+            tracing::warn!("run record: {why}");
+        }
         // Only our own lock file: one that replaced it is another writer's.
         let path = self.dir.join(LOCK_FILE);
         let ours = self._lock.metadata().ok().map(|m| (m.dev(), m.ino()));
@@ -233,9 +241,9 @@ impl RunRecord {
             .open(&path)
             .map_err(|e| io_err(&path, e))?;
         Ok(Self {
+            logs: logs::NodeLogs::new(&dir),
             dir,
             events: BufWriter::new(events),
-            logs: BTreeMap::new(),
             _lock: lock,
         })
     }
@@ -253,8 +261,14 @@ impl RunRecord {
         if let Ok(phases) = std::fs::read_dir(&logs) {
             for phase in phases.flatten() {
                 if let Ok(files) = std::fs::read_dir(phase.path()) {
+                    // Only the plain logs a crash can tear mid-line: a compressed one is
+                    // whole (renamed into place), and cutting it at a newline byte would
+                    // ruin it.
                     for f in files.flatten() {
-                        cut_torn_tail(&f.path())?;
+                        let path = f.path();
+                        if path.extension().is_some_and(|e| e == "log") {
+                            cut_torn_tail(&path)?;
+                        }
                     }
                 }
             }
@@ -264,10 +278,12 @@ impl RunRecord {
             .custom_flags(libc::O_NOFOLLOW)
             .open(&events_path)
             .map_err(|e| io_err(&events_path, e))?;
+        let mut logs = logs::NodeLogs::new(dir);
+        logs.finish_left_aside();
         Ok(Self {
             dir: dir.to_path_buf(),
             events: BufWriter::new(events),
-            logs: BTreeMap::new(),
+            logs,
             _lock: lock,
         })
     }
@@ -277,47 +293,62 @@ impl RunRecord {
         &self.dir
     }
 
-    /// Append one event; a node's output line also goes to its log file. Flushed when a
-    /// phase ends.
+    /// Append one event. A node's output line goes to its log file, and to `events.jsonl`
+    /// as far as [`logs`] keeps it there; a phase's end closes its logs (then compressed).
+    /// Everything is flushed at once.
     pub fn event(&mut self, ev: &PhaseEvent) -> Result<(), RecordError> {
-        let line = serde_json::to_string(ev)?;
-        let path = self.dir.join("events.jsonl");
-        writeln!(self.events, "{line}").map_err(|e| io_err(&path, e))?;
-        if let PhaseEvent::Line {
-            phase,
-            node: Some(node),
-            text,
-            ..
-        } = ev
-        {
-            let key = (phase.clone(), node.clone());
-            if !self.logs.contains_key(&key) {
-                let dir = self.dir.join("logs").join(phase);
-                std::fs::create_dir_all(&dir).map_err(|e| io_err(&dir, e))?;
-                let p = dir.join(format!("{node}.log"));
-                let f = OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .custom_flags(libc::O_NOFOLLOW)
-                    .open(&p)
-                    .map_err(|e| io_err(&p, e))?;
-                self.logs.insert(key.clone(), BufWriter::new(f));
+        match ev {
+            PhaseEvent::Line {
+                phase,
+                node: Some(node),
+                text,
+                at_ms,
+            } => match self.logs.line(phase, node, *at_ms, text)? {
+                logs::Keep::Line => self.write_event(ev)?,
+                logs::Keep::Held(Some(held)) => self.write_record_event(&held)?,
+                logs::Keep::Held(None) => {}
+            },
+            PhaseEvent::Finished { phase, at_ms, .. } => {
+                for held in self.logs.phase_ended(phase, *at_ms)? {
+                    self.write_record_event(&held)?;
+                }
+                self.write_event(ev)?;
             }
-            if let Some(w) = self.logs.get_mut(&key) {
-                writeln!(w, "{text}").map_err(|e| io_err(&self.log_path(&key), e))?;
-            }
+            _ => self.write_event(ev)?,
         }
         // Every event reaches the disk at once: a console killed mid-phase leaves a record that
         // a restarted one can go on from, line for line.
         self.flush()
     }
 
+    fn write_event(&mut self, ev: &PhaseEvent) -> Result<(), RecordError> {
+        let line = serde_json::to_string(ev)?;
+        let path = self.dir.join("events.jsonl");
+        writeln!(self.events, "{line}").map_err(|e| io_err(&path, e))
+    }
+
+    fn write_record_event(&mut self, ev: &RecordEvent) -> Result<(), RecordError> {
+        let line = serde_json::to_string(ev)?;
+        let path = self.dir.join("events.jsonl");
+        writeln!(self.events, "{line}").map_err(|e| io_err(&path, e))
+    }
+
+    /// What each (phase, node)'s log holds so far, as this writer wrote it.
+    pub fn log_counts(&self) -> &BTreeMap<(String, String), logs::LogCount> {
+        self.logs.counts()
+    }
+
+    /// Wait until every finished phase's log is compressed (a test, or a report made at
+    /// once); the first failure in words.
+    pub fn wait_for_logs(&mut self) -> Option<String> {
+        self.logs.wait()
+    }
+
     /// Append one of the run's own events (a finding, a node state, an operator key) to
     /// `events.jsonl`, flushed at once like the phase events.
     pub fn record_event(&mut self, ev: &RecordEvent) -> Result<(), RecordError> {
-        let line = serde_json::to_string(ev)?;
+        self.write_record_event(ev)?;
         let path = self.dir.join("events.jsonl");
-        writeln!(self.events, "{line}").map_err(|e| io_err(&path, e))?;
         self.events.flush().map_err(|e| io_err(&path, e))
     }
 
@@ -325,16 +356,7 @@ impl RunRecord {
     pub fn flush(&mut self) -> Result<(), RecordError> {
         let events = self.dir.join("events.jsonl");
         self.events.flush().map_err(|e| io_err(&events, e))?;
-        let dir = self.dir.clone();
-        for (key, w) in self.logs.iter_mut() {
-            w.flush().map_err(|e| io_err(&log_path_in(&dir, key), e))?;
-        }
-        Ok(())
-    }
-
-    /// The log file of a (phase, node) in this record.
-    fn log_path(&self, key: &(String, String)) -> PathBuf {
-        log_path_in(&self.dir, key)
+        self.logs.flush()
     }
 
     /// Replace `summary.json` (write a temporary file, then rename: never half a file).
@@ -344,15 +366,10 @@ impl RunRecord {
     }
 }
 
-/// The log file of a (phase, node) in the run directory `dir`.
-fn log_path_in(dir: &Path, (phase, node): &(String, String)) -> PathBuf {
-    dir.join("logs").join(phase).join(format!("{node}.log"))
-}
-
 /// A record taken over is written into: no link may be in it (`logs → /etc` would put node
 /// output there). The run directory's entries and the log folders are checked, not followed.
 fn refuse_links(dir: &Path) -> Result<(), RecordError> {
-    let mut check = vec![dir.to_path_buf()];
+    let mut check = vec![dir.to_path_buf(), dir.join("logs")];
     if let Ok(phases) = std::fs::read_dir(dir.join("logs")) {
         check.extend(phases.flatten().map(|e| e.path()));
     }
@@ -407,96 +424,6 @@ fn cut_torn_tail(path: &Path) -> Result<(), RecordError> {
         f.set_len(keep).map_err(|e| io_err(path, e))?;
     }
     Ok(())
-}
-
-/// What a run's record says about its phases, for a console that takes the run over.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct RecordState {
-    /// Phases with a verdict.
-    pub finished: std::collections::BTreeSet<String>,
-    /// Phases started and not finished, in the order they started.
-    pub unfinished: Vec<String>,
-    /// Output lines recorded per (phase, node) (the runner's own notes are not output).
-    pub lines: BTreeMap<(String, String), usize>,
-    /// When each phase last started.
-    pub started_ms: BTreeMap<String, u64>,
-    /// How many times each phase started (its attempt number on the nodes).
-    pub attempts: BTreeMap<String, u32>,
-}
-
-/// Read `events.jsonl` and the logs of a run directory (a torn last line is skipped).
-pub fn read_state(run_dir: &Path) -> Result<RecordState, RecordError> {
-    let (events, _) = read_events(run_dir)?;
-    let mut st = RecordState::default();
-    for ev in events {
-        let Recorded::Phase(ev) = ev else { continue };
-        match ev {
-            PhaseEvent::Started { phase, at_ms } => {
-                st.started_ms.insert(phase.clone(), at_ms);
-                *st.attempts.entry(phase.clone()).or_default() += 1;
-                st.finished.remove(&phase);
-                st.unfinished.retain(|p| *p != phase);
-                st.unfinished.push(phase);
-            }
-            PhaseEvent::Finished { phase, .. } => {
-                st.unfinished.retain(|p| *p != phase);
-                st.finished.insert(phase);
-            }
-            PhaseEvent::Line {
-                phase,
-                node: Some(node),
-                ..
-            } => {
-                *st.lines.entry((phase, node)).or_default() += 1;
-            }
-            _ => {}
-        }
-    }
-    Ok(st)
-}
-
-/// One line of `events.jsonl`: a phase's event or one of the run's own.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Recorded {
-    /// Started, line, note, metric, finished.
-    Phase(PhaseEvent),
-    /// Finding, node state, operator.
-    Run(RecordEvent),
-}
-
-/// Every event of a run in order, and how many lines did not decode (a torn last line after
-/// a crash among them).
-pub fn read_events(run_dir: &Path) -> Result<(Vec<Recorded>, u64), RecordError> {
-    let p = run_dir.join("events.jsonl");
-    let file = files::open_regular(&p, files::EVENTS_MAX_BYTES)?;
-    let mut reader = std::io::BufReader::new(file);
-    let mut out = Vec::new();
-    let mut bad = 0;
-    let mut buf = Vec::new();
-    loop {
-        // Bytes, not a string: a crash can tear the last line inside a multi-byte character,
-        // and that must cost the line, not the whole record.
-        match files::read_line_bounded(&mut reader, &mut buf, files::LINE_MAX_BYTES)
-            .map_err(|e| io_err(&p, e))?
-        {
-            files::Line::End => break,
-            files::Line::TooLong => bad += 1,
-            files::Line::Whole | files::Line::Unterminated => {
-                let line = String::from_utf8_lossy(&buf);
-                if line.trim().is_empty() {
-                    continue;
-                }
-                if let Ok(ev) = serde_json::from_str::<PhaseEvent>(&line) {
-                    out.push(Recorded::Phase(ev));
-                } else if let Ok(ev) = serde_json::from_str::<RecordEvent>(&line) {
-                    out.push(Recorded::Run(ev));
-                } else {
-                    bad += 1;
-                }
-            }
-        }
-    }
-    Ok((out, bad))
 }
 
 /// Read a run directory's `summary.json`.
@@ -660,10 +587,10 @@ mod tests {
         let ev = std::fs::read_to_string(root.join("r1/events.jsonl")).unwrap();
         assert_eq!(ev.lines().count(), 2);
         assert!(ev.contains(r#""event":"finished""#), "{ev}");
-        assert_eq!(
-            std::fs::read_to_string(root.join("r1/logs/T1/n1.log")).unwrap(),
-            "hello\n"
-        );
+        // The phase ended: its log is compressed (by a thread of its own) and the plain one gone.
+        assert_eq!(r.wait_for_logs(), None);
+        assert!(!root.join("r1/logs/T1/n1.log").exists());
+        assert_eq!(logs::read_gz(&root.join("r1/logs/T1/n1.log.gz")), "hello\n");
         let s = Summary {
             schema: SUMMARY_SCHEMA,
             run_id: "r1".into(),

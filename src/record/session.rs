@@ -154,6 +154,8 @@ impl RunSession {
         let state = crate::record::read_state(run_dir)?;
         summary.ended_ms = None;
         summary.interrupted = false;
+        // Where it is written now: a record copied or moved says where it was made.
+        summary.run_dir = record.dir().display().to_string();
         let verdicts = summary
             .phases
             .iter()
@@ -302,6 +304,10 @@ impl RunSession {
         self.summary.ended_ms = Some(self.now_ms());
         let mut record = locked(&self.record)?;
         record.flush()?;
+        // The run ends with its logs compressed, whether or not the process lingers.
+        if let Some(why) = record.wait_for_logs() {
+            tracing::warn!("run record: {why}");
+        }
         record.write_summary(&self.summary)?;
         Ok(verdict)
     }

@@ -211,6 +211,9 @@ pub(super) fn document(d: &ReportData) -> Vec<Block<'_>> {
     doc.push(super::nodes::node_table(d));
     doc.push(Block::Heading("Phases"));
     doc.push(phases_table(d));
+    for note in &d.output {
+        doc.push(Block::Note(note));
+    }
     doc.extend(super::localize::section(&d.searches));
     if let Some(table) = super::dcgm::dcgm_table(d) {
         doc.push(Block::Heading("DCGM diagnostic beside burnin"));

@@ -8,6 +8,7 @@
 mod busbw;
 mod dcgm;
 mod document;
+mod events;
 pub mod localize;
 mod nodes;
 pub mod plots;
@@ -21,7 +22,7 @@ use crate::model::phase::{PhaseEvent, PhaseMetric};
 use crate::plan::Plan;
 use crate::plan::gates::Baseline;
 use crate::record::telemetry::visit_telemetry;
-use crate::record::{Change, RecordEvent, Recorded, Summary, read_events, read_summary};
+use crate::record::{Change, RecordEvent, Recorded, Summary, read_summary};
 use plots::{Axis, Chart, PALETTE, Series};
 
 /// Everything a report says, gathered from the record.
@@ -48,6 +49,8 @@ pub struct ReportData {
     pub signoff: Vec<(String, String)>,
     /// The fault searches run into this record.
     pub searches: Vec<localize::SearchShown>,
+    /// Nodes whose output was more than the record's events keep, and where all of it is.
+    pub output: Vec<String>,
 }
 
 /// One finding of the run: one row however often it came and went.
@@ -91,7 +94,12 @@ const FLAGGED: &[&str] = &["#000000", "#8c1c13", "#3a0ca3", "#006d2c", "#7a4b00"
 /// Gather the report's content from `run_dir`.
 pub fn gather(run_dir: &Path) -> Result<ReportData, RecordError> {
     let summary = read_summary(run_dir)?;
-    let (events, bad) = read_events(run_dir)?;
+    let events::ReportEvents {
+        kept: events,
+        bad,
+        output,
+    } = events::report_events(run_dir)?;
+    let output = events::output_notes(run_dir, &output);
     // Only each GPU's power over time is needed from the telemetry: folded while the segments
     // stream past, so a 72-hour record is never held whole.
     let mut power: BTreeMap<(String, u32), Vec<(f64, f64)>> = BTreeMap::new();
@@ -227,6 +235,7 @@ pub fn gather(run_dir: &Path) -> Result<ReportData, RecordError> {
         .collect();
     let searches = localize::read_searches(run_dir, &mut damage);
     Ok(ReportData {
+        output,
         searches,
         together_limits,
         signoff,

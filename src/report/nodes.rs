@@ -154,7 +154,10 @@ pub(super) fn evidence_on(d: &ReportData, node: &str, except: &[&str]) -> Vec<No
             verdict,
             gpu: clauses.iter().find_map(|c| gpu_after(c, node)),
             finding: format!("{} {}: {}", p.id, p.verdict.label(), clauses.join("; ")),
-            next: format!("read logs/{}/{node}.log, then re-run {} on it", p.id, p.id),
+            next: format!(
+                "read logs/{}/{node}.log.gz (zcat), then re-run {} on it",
+                p.id, p.id
+            ),
         });
     }
     out.sort_by_key(|r| std::cmp::Reverse(rank(r.verdict)));

@@ -16,7 +16,7 @@ use crate::model::UnixMillis;
 use crate::model::phase::{PhaseCommand, PhaseEvent};
 use crate::model::{Source, SourceEvent, SourceTask};
 use crate::record::telemetry::TelemetryStream;
-use crate::record::{RecordEvent, Recorded, read_events, read_summary};
+use crate::record::{EventReader, RecordEvent, Recorded, read_summary};
 
 /// The longest record a replay takes: a month, well past any burn-in.
 pub const MAX_SPAN_S: u64 = 31 * 86_400;
@@ -27,9 +27,8 @@ pub const MAX_SPAN_S: u64 = 31 * 86_400;
 /// way (see [`Timeline::play`]).
 #[derive(Debug, Clone)]
 pub struct Timeline {
-    /// The record's own events with the instant they belong to, in the order the console
-    /// takes them (no frames, no clock ticks).
-    pub events: Vec<(UnixMillis, SourceEvent)>,
+    /// What each node said of itself, from the summary: played first.
+    hellos: Vec<SourceEvent>,
     /// When the run started.
     pub start_ms: UnixMillis,
     /// The last instant the record knows.
@@ -54,71 +53,94 @@ fn rank(ev: &SourceEvent) -> u8 {
     }
 }
 
+/// A recorded event as the console takes it, with the instant it belongs to (`None`: the
+/// console was not told it live).
+fn timed(r: Recorded) -> Option<(UnixMillis, SourceEvent)> {
+    Some(match r {
+        Recorded::Phase(ev) => (ev.at_ms(), SourceEvent::Phase(ev)),
+        Recorded::Run(RecordEvent::NodeState {
+            at_ms,
+            node,
+            state,
+            detail,
+        }) => {
+            let link = match state.as_str() {
+                "streaming" => crate::model::NodeLink::Streaming,
+                "stale" => crate::model::NodeLink::Stale,
+                "unreachable" => crate::model::NodeLink::Unreachable(
+                    detail.unwrap_or_else(|| "unreachable".into()),
+                ),
+                _ => crate::model::NodeLink::Connecting,
+            };
+            (at_ms, SourceEvent::Link { node, at_ms, link })
+        }
+        Recorded::Run(RecordEvent::Probe { window }) => (window.at_ms, SourceEvent::Probe(window)),
+        Recorded::Run(RecordEvent::Search { at_ms, search }) => {
+            (at_ms, SourceEvent::Search(search))
+        }
+        // Replayed only where the live console was told: a simulated cluster tells nothing
+        // of the kind, a fleet of real (or `sim`-mode) nodes does.
+        Recorded::Run(RecordEvent::Expect {
+            at_ms,
+            node,
+            gpus,
+            nic_rate_gbps,
+        }) => (
+            at_ms,
+            SourceEvent::Expect {
+                node,
+                gpus,
+                nic_rate_gbps,
+            },
+        ),
+        // Lines the record left to the node's log: said where they were, as the runner's
+        // words, so a replay does not look like a node that went quiet.
+        Recorded::Run(RecordEvent::Held {
+            at_ms,
+            phase,
+            node,
+            lines,
+        }) => (
+            at_ms,
+            SourceEvent::Phase(PhaseEvent::Note {
+                text: format!(
+                    "{lines} more line(s) only in logs/{phase}/{node}.log.gz (the record keeps a sample)"
+                ),
+                phase,
+                at_ms,
+                node: Some(node),
+            }),
+        ),
+        Recorded::Run(RecordEvent::Finding { .. } | RecordEvent::Operator { .. }) => return None,
+    })
+}
+
 impl Timeline {
-    /// Read `run_dir`'s events into a timeline (the telemetry stays on disk).
+    /// Walk `run_dir`'s events once for the record's end and damage (nothing is held: the
+    /// events and the telemetry are streamed again each time the record plays).
     pub fn load(run_dir: &Path) -> Result<Self, crate::record::RecordError> {
         let summary = read_summary(run_dir)?;
-        let (recorded, bad) = read_events(run_dir)?;
+        let mut reader = EventReader::open(run_dir)?;
+        let mut last = None::<UnixMillis>;
+        for r in reader.by_ref() {
+            if let Some((t, _)) = timed(r) {
+                last = Some(last.map_or(t, |l| l.max(t)));
+            }
+        }
+        let bad = reader.finish()?;
         let mut damage = Vec::new();
         if bad > 0 {
             damage.push(format!("{bad} line(s) of events.jsonl did not decode"));
         }
         let start = summary.started_ms;
-        let mut timed: Vec<(UnixMillis, SourceEvent)> = Vec::new();
-        for n in &summary.nodes {
-            if let Some(h) = &n.hello {
-                timed.push((start, SourceEvent::Hello(h.clone())));
-            }
-        }
-        for r in recorded {
-            match r {
-                Recorded::Phase(ev) => timed.push((ev.at_ms(), SourceEvent::Phase(ev))),
-                Recorded::Run(RecordEvent::NodeState {
-                    at_ms,
-                    node,
-                    state,
-                    detail,
-                }) => {
-                    let link = match state.as_str() {
-                        "streaming" => crate::model::NodeLink::Streaming,
-                        "stale" => crate::model::NodeLink::Stale,
-                        "unreachable" => crate::model::NodeLink::Unreachable(
-                            detail.unwrap_or_else(|| "unreachable".into()),
-                        ),
-                        _ => crate::model::NodeLink::Connecting,
-                    };
-                    timed.push((at_ms, SourceEvent::Link { node, at_ms, link }));
-                }
-                Recorded::Run(RecordEvent::Probe { window }) => {
-                    timed.push((window.at_ms, SourceEvent::Probe(window)));
-                }
-                Recorded::Run(RecordEvent::Search { at_ms, search }) => {
-                    timed.push((at_ms, SourceEvent::Search(search)));
-                }
-                // Replayed only where the live console was told: a simulated cluster tells
-                // nothing of the kind, a fleet of real (or `sim`-mode) nodes does.
-                Recorded::Run(RecordEvent::Expect {
-                    at_ms,
-                    node,
-                    gpus,
-                    nic_rate_gbps,
-                }) => timed.push((
-                    at_ms,
-                    SourceEvent::Expect {
-                        node,
-                        gpus,
-                        nic_rate_gbps,
-                    },
-                )),
-                Recorded::Run(RecordEvent::Finding { .. } | RecordEvent::Operator { .. }) => {}
-            }
-        }
+        let hellos = summary
+            .nodes
+            .iter()
+            .filter_map(|n| n.hello.clone().map(SourceEvent::Hello))
+            .collect();
         // The end as the summary and the events know it; telemetry written after the last
         // event of a crashed run still plays, the cursor just stops at this end.
-        let end = timed
-            .iter()
-            .map(|(t, _)| *t)
-            .max()
+        let end = last
             .unwrap_or(start)
             .max(summary.ended_ms.unwrap_or(start))
             .max(start);
@@ -135,10 +157,8 @@ impl Timeline {
                 ),
             ));
         }
-        // Stable: within a second and rank, the record's own order stands.
-        timed.sort_by_key(|(t, ev)| (t / 1000, rank(ev)));
         Ok(Self {
-            events: timed,
+            hellos,
             start_ms: start,
             end_ms: end,
             damage,
@@ -149,16 +169,29 @@ impl Timeline {
     /// The whole record from its start, in the order the console takes it: the events, a clock
     /// tick ahead of each second, and the telemetry streamed from disk.
     pub fn play(&self) -> Playthrough<'_> {
-        Playthrough {
+        let mut p = Playthrough {
             timeline: self,
-            next_event: 0,
             next_clock: self.start_ms / 1000,
             stream: TelemetryStream::open(&self.run_dir),
             stream_done: false,
+            events: None,
             ahead: std::collections::BTreeMap::new(),
             newest_read: 0,
+            newest_event: 0,
             seq: 0,
+        };
+        let first = self.start_ms / 1000;
+        for h in &self.hellos {
+            p.queue(first, self.start_ms, h.clone());
         }
+        match EventReader::open(&self.run_dir) {
+            Ok(reader) => p.events = Some(reader),
+            // Gone since the timeline was loaded: a record with telemetry only plays that.
+            Err(crate::record::RecordError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => p.say(format!("replay: {e}")),
+        }
+        p
     }
 
     /// Everything up to and including the second `start + at_s`.
@@ -181,26 +214,32 @@ fn out_of_span(timeline: &Timeline, t: UnixMillis) -> bool {
         || t / 1000 > timeline.start_ms / 1000 + MAX_SPAN_S
 }
 
-/// One pass over a [`Timeline`] (see [`Timeline::play`]).
+/// One pass over a [`Timeline`] (see [`Timeline::play`]): the record's events and its
+/// telemetry, both streamed from disk and put in time order within [`REORDER_S`].
 pub struct Playthrough<'a> {
     timeline: &'a Timeline,
-    next_event: usize,
     /// The next second to tick, in Unix seconds.
     next_clock: u64,
     stream: TelemetryStream,
     stream_done: bool,
-    /// Frames read ahead (and notices about the stream), by (second, read order).
-    ahead: std::collections::BTreeMap<(u64, u64), (UnixMillis, SourceEvent)>,
-    /// The newest second read from the stream so far.
+    /// The record's events, read as the playing needs them (`None`: read to the end).
+    events: Option<EventReader>,
+    /// Events and frames read ahead (and notices about the streams), by (second, where in
+    /// its second, read order).
+    ahead: std::collections::BTreeMap<(u64, u8, u64), (UnixMillis, SourceEvent)>,
+    /// The newest second read from the telemetry so far.
     newest_read: u64,
+    /// The newest second read from the events so far.
+    newest_event: u64,
     seq: u64,
 }
 
 impl Playthrough<'_> {
-    /// Queue `ev` to play in `second`, after whatever was read before it for that second.
+    /// Queue `ev` to play in `second`, after whatever was read before it for that second
+    /// and rank.
     fn queue(&mut self, second: u64, t: UnixMillis, ev: SourceEvent) {
         self.seq += 1;
-        self.ahead.insert((second, self.seq), (t, ev));
+        self.ahead.insert((second, rank(&ev), self.seq), (t, ev));
     }
 
     /// Say something about the stream where the playing has reached: after the newest line
@@ -210,15 +249,43 @@ impl Playthrough<'_> {
         self.queue(second, second * 1000, SourceEvent::Notice { text });
     }
 
-    /// Read the stream until the earliest frame read ahead is safe to play (nothing earlier
-    /// can still come) or the stream ends.
+    /// Whether what is read ahead may play: nothing earlier can still come from `newest`.
+    fn settled(&self, newest: u64) -> bool {
+        self.ahead
+            .first_key_value()
+            .is_some_and(|((second, _, _), _)| newest > second + REORDER_S)
+    }
+
+    /// Read both streams until the earliest thing read ahead is safe to play (nothing
+    /// earlier can still come from either) or they end.
     fn fill(&mut self) {
-        while !self.stream_done {
-            if let Some(((second, _), _)) = self.ahead.first_key_value()
-                && self.newest_read > second + REORDER_S
-            {
-                return;
+        self.fill_events();
+        self.fill_telemetry();
+    }
+
+    fn fill_events(&mut self) {
+        while self.events.is_some() && !self.settled(self.newest_event) {
+            let next = self.events.as_mut().and_then(Iterator::next);
+            match next {
+                Some(r) => {
+                    let Some((t, ev)) = timed(r) else { continue };
+                    self.newest_event = self.newest_event.max(t / 1000);
+                    self.queue(t / 1000, t, ev);
+                }
+                None => {
+                    // Counted when the timeline was loaded; only a read that failed is new.
+                    if let Some(reader) = self.events.take()
+                        && let Err(e) = reader.finish()
+                    {
+                        self.say(format!("replay: {e}"));
+                    }
+                }
             }
+        }
+    }
+
+    fn fill_telemetry(&mut self) {
+        while !self.stream_done && !self.settled(self.newest_read) {
             match self.stream.next() {
                 Some(Ok(s)) => {
                     let t = s.last.at_ms;
@@ -252,37 +319,25 @@ impl Iterator for Playthrough<'_> {
 
     fn next(&mut self) -> Option<Self::Item> {
         self.fill();
-        let event = self.timeline.events.get(self.next_event);
-        let frame = self.ahead.first_key_value().map(|((s, _), _)| *s);
+        let first = self.ahead.first_key_value().map(|(k, _)| *k);
         // Tick while anything is left at or after this second, or the record's end is ahead.
-        let last = [
-            event.map(|(t, _)| t / 1000),
-            frame,
-            Some(self.timeline.end_ms / 1000),
-        ]
-        .into_iter()
-        .flatten()
-        .max()?;
-        let clock = (self.next_clock <= last).then_some(self.next_clock);
-        // The smallest (second, rank) goes first; on a tie the event list comes before frames,
-        // the clock before both (its rank is the lowest after who-the-nodes-are).
-        let key_event = event.map(|(t, ev)| (t / 1000, rank(ev)));
-        let key_clock = clock.map(|s| (s, 1u8));
-        let key_frame = frame.map(|s| (s, 3u8));
-        let best = [key_event, key_clock, key_frame]
+        let last = first
+            .map(|(s, _, _)| s)
             .into_iter()
-            .flatten()
-            .min()?;
-        if key_event == Some(best) {
-            self.next_event += 1;
-            return event.cloned();
+            .chain(Some(self.timeline.end_ms / 1000))
+            .max()?;
+        let clock = (self.next_clock <= last).then_some(self.next_clock);
+        // The smallest (second, rank) goes first; the clock before all but who the nodes
+        // are (rank 0), as a live source ticks.
+        let key_ahead = first.map(|(s, r, _)| (s, r));
+        let key_clock = clock.map(|s| (s, 1u8));
+        let best = [key_ahead, key_clock].into_iter().flatten().min()?;
+        if key_ahead == Some(best) {
+            return self.ahead.pop_first().map(|(_, ev)| ev);
         }
-        if key_clock == Some(best) {
-            self.next_clock += 1;
-            let at_ms = best.0 * 1000;
-            return Some((at_ms, SourceEvent::Clock { at_ms }));
-        }
-        self.ahead.pop_first().map(|(_, frame)| frame)
+        self.next_clock += 1;
+        let at_ms = best.0 * 1000;
+        Some((at_ms, SourceEvent::Clock { at_ms }))
     }
 }
 
@@ -483,7 +538,7 @@ mod tests {
     /// plays, which is all playback looks at.
     fn clocks(len_s: u64) -> Timeline {
         Timeline {
-            events: Vec::new(),
+            hellos: Vec::new(),
             start_ms: START,
             end_ms: START + len_s * 1000,
             damage: Vec::new(),
@@ -634,7 +689,7 @@ mod tests {
         )
         .expect("w");
         let timeline = Timeline {
-            events: Vec::new(),
+            hellos: Vec::new(),
             start_ms: START,
             end_ms: START + 2000,
             damage: Vec::new(),

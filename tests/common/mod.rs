@@ -181,3 +181,21 @@ pub fn gnu_time_peak_kb(out: &std::path::Path) -> i64 {
         .find_map(|l| l.trim().parse().ok())
         .unwrap_or_else(|| panic!("no peak RSS in GNU time's output: {text}"))
 }
+
+/// What a node printed in a phase, as the record keeps it: `logs/<phase>/<node>.log.gz` once
+/// the phase ended (every gzip member), the plain `.log` while it runs.
+pub fn node_log(run_dir: &std::path::Path, phase: &str, node: &str) -> String {
+    use std::io::Read;
+    let dir = run_dir.join("logs").join(phase);
+    match std::fs::File::open(dir.join(format!("{node}.log.gz"))) {
+        Ok(f) => {
+            let mut out = String::new();
+            flate2::read::MultiGzDecoder::new(f)
+                .read_to_string(&mut out)
+                .expect("a gzip log");
+            out
+        }
+        Err(_) => std::fs::read_to_string(dir.join(format!("{node}.log")))
+            .unwrap_or_else(|e| panic!("no log of {node} in {phase}: {e}")),
+    }
+}

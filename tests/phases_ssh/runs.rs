@@ -81,7 +81,7 @@ command = "printf '%s|' 'a b' \"it's\" '$(touch PWNED)' ';' 'x;y' && echo"
     assert_eq!(doc["verdict"], "PASS");
     // Every line reached the record, once, in order.
     let run_dir = PathBuf::from(doc["run_dir"].as_str().expect("run_dir"));
-    let log = std::fs::read_to_string(run_dir.join("logs/T4/node02.log")).expect("log");
+    let log = common::node_log(&run_dir, "T4", "node02");
     let capture = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/nccl-tests/h100-2node-16rank-allreduce.txt"),
@@ -91,7 +91,7 @@ command = "printf '%s|' 'a b' \"it's\" '$(touch PWNED)' ';' 'x;y' && echo"
     let want: Vec<&str> = capture.lines().skip(1).collect();
     assert_eq!(tool_lines, want);
     // Quotes, $(…) and ; in the command reached the program as written; nothing ran.
-    let q = std::fs::read_to_string(run_dir.join("logs/Q/node01.log")).expect("Q log");
+    let q = common::node_log(&run_dir, "Q", "node01");
     assert!(q.contains("a b|it's|$(touch PWNED)|;|x;y|"), "{q}");
     let pwned = site.phase_dir("Q", "node01").map(|d| d.join("PWNED"));
     assert!(pwned.is_some_and(|p| !p.exists()));
@@ -190,7 +190,7 @@ command = "i=0; while [ $i -lt 80 ]; do echo \"line $i\"; i=$((i+1)); sleep 0.05
     assert_eq!(phase(&doc, "T5")["verdict"], "PASS", "{doc}");
     assert!(stderr.contains("re-attaching at byte"), "{stderr}");
     let run_dir = PathBuf::from(doc["run_dir"].as_str().expect("run_dir"));
-    let log = std::fs::read_to_string(run_dir.join("logs/T5/node01.log")).expect("log");
+    let log = common::node_log(&run_dir, "T5", "node01");
     let lines: Vec<&str> = log.lines().collect();
     let want: Vec<String> = (0..80).map(|i| format!("line {i}")).collect();
     assert_eq!(lines, want);
@@ -376,7 +376,7 @@ command = "sleep 8; echo done"
         "{events}"
     );
     let timeline = burnin::sources::replay::Timeline::load(&dir).expect("timeline");
-    assert!(timeline.events.iter().any(|(_, e)| matches!(
+    assert!(timeline.play().any(|(_, e)| matches!(
         e,
         burnin::model::SourceEvent::Expect { node, gpus: 2, .. } if node == "node01"
     )));
@@ -470,11 +470,11 @@ command = "for d in {ib_devs}; do ib_write_bw -d $d -F --report_gbits {peer}; do
     }
     let run_dir = PathBuf::from(doc["run_dir"].as_str().expect("run_dir"));
     // The ring: node01 called node02, node02 called node01.
-    let client = std::fs::read_to_string(run_dir.join("logs/S1/node01.log")).expect("log");
+    let client = common::node_log(&run_dir, "S1", "node01");
     assert!(client.contains("peer: node02"), "{client}");
-    let client = std::fs::read_to_string(run_dir.join("logs/S1/node02.log")).expect("log");
+    let client = common::node_log(&run_dir, "S1", "node02");
     assert!(client.contains("peer: node01"), "{client}");
-    let server = std::fs::read_to_string(run_dir.join("logs/S1/node01-server.log")).expect("log");
+    let server = common::node_log(&run_dir, "S1", "node01-server");
     assert!(server.contains("Waiting for client to connect"), "{server}");
     // The server's `{node}` is the node, as the plan documents (its lines are
     // `node01-server`'s; issue 41 found `{node}` rendered as `node01-server`).
@@ -552,7 +552,7 @@ command = "AWS_SHARED_CREDENTIALS_FILE={{creds}} {{burnin}} probe s3 --endpoint 
         std::fs::read_to_string(site.cluster.dir.join("plan.toml")).expect("plan")
     );
     std::fs::write(site.cluster.dir.join("plan.toml"), "[[phase]\nbroken").expect("plan");
-    let log = std::fs::read_to_string(run_dir.join("logs/S2/node01.log")).expect("log");
+    let log = common::node_log(&run_dir, "S2", "node01");
     assert!(log.contains("S3 over HTTP (TCP; not RDMA)"), "{log}");
     // The live pane's windows are in the record, and no key is anywhere in it.
     let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events");
@@ -742,7 +742,7 @@ compare = ["s3_gb_per_s"]
     // They truly overlapped: each member's log in the group says so in its own directory.
     let run_dir = PathBuf::from(doc["run_dir"].as_str().expect("run_dir"));
     for (member, node) in [("N", "node01"), ("S2", "node02")] {
-        let log = run_dir.join(format!("logs/C1/{member}@{node}.log"));
+        let log = run_dir.join(format!("logs/C1/{member}@{node}.log.gz"));
         assert!(log.exists(), "{}", log.display());
     }
     let run = std::fs::read_dir(&site.remote)
