@@ -15,7 +15,9 @@
 //!   waits up to the grace period, then KILL.
 //!
 //! Layout on the node: `<remote_dir>/<run>/<phase>/<node>/{pid,started,log,rc,stopped,command}`
-//! and `<remote_dir>/<run>/workloads/`. The command runs in its phase directory.
+//! and `<remote_dir>/<run>/workloads/`. The command runs in `<phase dir>/work`, beside the
+//! control files and not among them: a tool that writes `./pid` or `./log` into its working
+//! directory cannot take the runner's stop and status from it.
 
 use crate::transport::RemoteCommand;
 
@@ -25,13 +27,13 @@ const PRELUDE: &str = r#"case "$1" in "~/"*) d="$HOME/${1#"~/"}" ;; *) d="$1" ;;
 
 const LAUNCH: &str = r#"w="$2"; cmd="$3"; hostfile="$4"; shift 4
 case "$w" in "~/"*) w="$HOME/${w#"~/"}" ;; esac
-mkdir -p "$d" "$w" || { echo "burnin: cannot create $d" >&2; exit 90; }
+mkdir -p "$d/work" "$w" || { echo "burnin: cannot create $d" >&2; exit 90; }
 cd "$d" || exit 90
 if [ -e pid ]; then echo "burnin: a phase was already launched in $d" >&2; exit 91; fi
 while [ $# -ge 2 ]; do printf '%s' "$2" > "$w/$1.tmp.$$" && mv "$w/$1.tmp.$$" "$w/$1" || exit 90; shift 2; done
 [ -n "$hostfile" ] && printf '%s\n' "$hostfile" > hostfile
 printf '%s\n' "$cmd" > command
-setsid sh -c ': > log; echo $$ > pid.tmp && mv pid.tmp pid; date +%s > started; sh -c "$1" > log 2>&1 < /dev/null; echo $? > rc.tmp && mv rc.tmp rc' burnin-phase "$cmd" < /dev/null > /dev/null 2>&1 &
+setsid sh -c ': > log; echo $$ > pid.tmp && mv pid.tmp pid; date +%s > started; (cd work && exec sh -c "$1") > log 2>&1 < /dev/null; echo $? > rc.tmp && mv rc.tmp rc' burnin-phase "$cmd" < /dev/null > /dev/null 2>&1 &
 i=0
 while [ ! -e pid ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
 [ -e pid ] || { echo "burnin: the phase did not start in $d" >&2; exit 92; }
@@ -54,6 +56,7 @@ const STOP: &str = r#"cd "$d" 2>/dev/null || { echo "burnin: no phase directory 
 [ -e rc ] && { echo "already exited"; exit 0; }
 pid=$(cat pid 2>/dev/null)
 [ -n "$pid" ] || { echo "burnin: no pid in $d" >&2; exit 94; }
+case "$pid" in *[!0-9]*|0|1) echo "burnin: $d/pid holds no process group ($pid); nothing signalled" >&2; exit 94 ;; esac
 [ -e stopped ] || { echo "$3" > stopped.tmp && mv stopped.tmp stopped; }
 kill -TERM "-$pid" 2>/dev/null || { echo "already gone"; exit 0; }
 i=0; n=$(( $2 * 5 ))
@@ -287,7 +290,8 @@ mod tests {
         let root = tmpdir("rt");
         let dir = PhaseDir::new(root.to_str().unwrap(), "r1", "T1", "n1").unwrap();
         // Quotes, $(…), ; and a literal file: all reach the command as written.
-        let command = r#"printf '%s\n' "a 'b' \$(echo no); c"; cat ../../workloads/w.py; exit 3"#;
+        let command =
+            r#"printf '%s\n' "a 'b' \$(echo no); c"; cat ../../../workloads/w.py; exit 3"#;
         let (rc, out, err) = sh(&launch(
             &dir,
             command,
@@ -371,6 +375,34 @@ mod tests {
         let st = parse_status(st.trim()).unwrap();
         assert_eq!(st.state, RemoteState::Ended);
         assert_eq!(st.stopped, Some(StopReason::Aborted));
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    /// Issue 41, case 7: a phase that writes `./pid`, `./rc` and `./log` where it runs (its
+    /// working directory) leaves the runner's files alone: status says running, and stop
+    /// takes its whole process group.
+    #[test]
+    fn a_command_writing_pid_where_it_runs_is_still_stopped() {
+        let root = tmpdir("pidfile");
+        let dir = PhaseDir::new(root.to_str().unwrap(), "r1", "T5", "n1").unwrap();
+        let command = "echo 1 > pid; echo 0 > rc; : > log; echo working; sleep 300";
+        let (rc, out, err) = sh(&launch(&dir, command, "", &[]));
+        assert_eq!(rc, 0, "{out}{err}");
+        wait_for(|| root.join("r1/T5/n1/work/pid").exists());
+        let pgid: i32 = std::fs::read_to_string(root.join("r1/T5/n1/pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert_ne!(pgid, 1);
+        let (_, st, _) = sh(&status(&dir));
+        assert_eq!(parse_status(st.trim()).unwrap().state, RemoteState::Running);
+        let (rc, out, _) = sh(&stop(&dir, 1, StopReason::Timeout));
+        assert_eq!(rc, 0, "{out}");
+        // SAFETY: kill(2) with signal 0 only checks whether the group exists.
+        wait_for(|| unsafe { libc::kill(-pgid, 0) } != 0);
+        let (_, log, _) = sh(&attach(&dir, 0));
+        assert_eq!(log, "working\n");
         let _ = std::fs::remove_dir_all(&root);
     }
 

@@ -167,7 +167,8 @@ within = "20s"
 
 /// A D2-like drill over real sshd on one node: a stand-in training job prints workload step
 /// records; burnin's own step (`run`) "kills" it by a marker in its directory, and the job
-/// does `on_kill` when it sees the marker. The run's exit code, summary and stderr.
+/// does `on_kill` when it sees the marker (at `../killed`: the job runs in `{dir}/work`).
+/// The run's exit code, summary and stderr.
 fn kill_drill(on_kill: &str) -> Option<(Option<i32>, serde_json::Value, String)> {
     let plan = r#"
 [[phase]]
@@ -191,7 +192,7 @@ within = "20s"
     site.cluster.install_tool(
         "train",
         &format!(
-            "#!/bin/sh\ni=0\nwhile :; do\n  if [ -e killed ]; then {on_kill}; fi\n  printf '{{\"burnin\":\"step\",\"step\":%d,\"step_time_ms\":100.0,\"data_wait_ms\":0.5,\"tokens_per_sec\":8192.0,\"loss\":2.5,\"world\":1}}\\n' $i\n  i=$((i+1))\n  sleep 0.1\ndone\n"
+            "#!/bin/sh\ni=0\nwhile :; do\n  if [ -e ../killed ]; then {on_kill}; fi\n  printf '{{\"burnin\":\"step\",\"step\":%d,\"step_time_ms\":100.0,\"data_wait_ms\":0.5,\"tokens_per_sec\":8192.0,\"loss\":2.5,\"world\":1}}\\n' $i\n  i=$((i+1))\n  sleep 0.1\ndone\n"
         ),
     );
     Some(finish(site.spawn(&["run", "--json", "--no-telemetry"])))
@@ -201,7 +202,7 @@ within = "20s"
 /// from its checkpoint does; the drill times the first step after and the return.
 #[test]
 fn a_drill_step_burnin_runs_itself_times_the_first_step_after_it() {
-    let Some((code, doc, stderr)) = kill_drill("rm -f killed; sleep 4") else {
+    let Some((code, doc, stderr)) = kill_drill("rm -f ../killed; sleep 4") else {
         return;
     };
     let d = phase(&doc, "D2");
