@@ -17,6 +17,7 @@ command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)         # renders th
 command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)       # promtool, and a real server scraping agents
 command -v groff >/dev/null 2>&1 || need_apt+=(groff-base)          # renders `burnin man` as man does
 [ -x /usr/bin/time ] || need_apt+=(time)                              # GNU time: a process's own peak memory
+command -v cmark-gfm >/dev/null 2>&1 || need_apt+=(cmark-gfm)    # GitHub's Markdown renderer: report.md as GitHub shows it
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq

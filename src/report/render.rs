@@ -40,19 +40,60 @@ fn cell(s: &str) -> String {
 fn md(s: &str) -> String {
     let one_line = crate::model::strip_controls(&s.replace(['\n', '\r'], " "));
     let mut out = String::with_capacity(one_line.len());
-    for c in one_line.chars() {
-        match c {
-            // `<` opens every tag; `&` an entity. `>` alone opens nothing mid-line: `>=` stays.
-            '<' => out.push_str("&lt;"),
-            '&' => out.push_str("&amp;"),
-            '\\' | '[' | ']' => {
-                out.push('\\');
-                out.push(c);
+    for (i, word) in one_line.split(' ').enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        if would_autolink(word) {
+            code_span(word, &mut out);
+            continue;
+        }
+        for c in word.chars() {
+            match c {
+                // `<` opens every tag; `&` an entity. `>` alone opens nothing mid-line: `>=`
+                // stays.
+                '<' => out.push_str("&lt;"),
+                '&' => out.push_str("&amp;"),
+                '\\' | '[' | ']' => {
+                    out.push('\\');
+                    out.push(c);
+                }
+                c => out.push(c),
             }
-            c => out.push(c),
         }
     }
     out
+}
+
+/// A word GitHub's Markdown would make a link of without brackets (its autolink extension:
+/// `www.`, a scheme's `://`, `mailto:`, an e-mail address): a node's text must not become a
+/// link in a report that leaves the site.
+fn would_autolink(word: &str) -> bool {
+    let lower = word.to_ascii_lowercase();
+    lower.contains("www.")
+        || lower.contains("://")
+        || lower.contains("mailto:")
+        || lower.contains("xmpp:")
+        || lower
+            .split_once('@')
+            .is_some_and(|(_, domain)| domain.contains('.'))
+}
+
+/// `word` as a code span, which Markdown never links nor reads markup in: fenced by one more
+/// backtick than the longest run inside it.
+fn code_span(word: &str, out: &mut String) {
+    let longest = word.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    let pad = if word.starts_with('`') || word.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    out.push_str(&fence);
+    out.push_str(pad);
+    out.push_str(word);
+    out.push_str(pad);
+    out.push_str(&fence);
 }
 
 /// One table cell as both formats write it: bold in Markdown, a coloured badge in HTML; a
