@@ -340,3 +340,86 @@ fn tls_and_basic_auth_as_the_site_configures_them() {
         "{why}"
     );
 }
+
+/// A server posing as Prometheus that answers every query with `body`.
+fn answering_with(body: std::sync::Arc<Vec<u8>>) -> SocketAddr {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let body = body.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+                let mut line = String::new();
+                while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line.trim() != "" {
+                    line.clear();
+                }
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = stream.write_all(&body);
+            });
+        }
+    });
+    addr
+}
+
+/// An answer of `len` bytes of series with many tiny labels, the costliest shape to decode.
+fn tiny_labels_answer(len: usize) -> Vec<u8> {
+    let mut out = br#"{"status":"success","data":{"resultType":"vector","result":["#.to_vec();
+    let labels: String = (0..200)
+        .map(|i| format!(r#""l{i}":"v""#))
+        .collect::<Vec<_>>()
+        .join(",");
+    let series = format!(r#"{{"metric":{{{labels}}},"value":[1800000000,"1"]}}"#);
+    while out.len() + series.len() + 8 < len {
+        out.extend_from_slice(series.as_bytes());
+        out.push(b',');
+    }
+    out.pop();
+    out.extend_from_slice(b"]}}");
+    out
+}
+
+/// `burnin status` against `server`, under GNU time: (stdout, peak RSS kB).
+fn status_measured(dir: &Path, server: SocketAddr) -> (String, i64) {
+    std::fs::write(
+        dir.join("burnin.toml"),
+        format!(
+            "[defaults]\nmode = \"prometheus\"\ngpus = 2\ninterval = \"1s\"\n\
+             [prometheus]\nurl = \"http://{server}\"\n[[node]]\nhost = \"sim01\"\n"
+        ),
+    )
+    .expect("inventory");
+    let rss = dir.join("peak-rss");
+    let out = common::under_gnu_time(env!("CARGO_BIN_EXE_burnin"), &rss)
+        .args(["status", "--json", "--wait", "3s", "-c"])
+        .arg(dir.join("burnin.toml"))
+        .output()
+        .expect("burnin status");
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        common::gnu_time_peak_kb(&rss),
+    )
+}
+
+/// Issue 41, case 9: a 400 MB answer (under the 512 MiB limit then) cost `status` about 7 GB.
+/// The limit is 128 MiB now, refused before a byte is read where the server says the length;
+/// an answer under it of the costliest shape (many tiny labels) is decoded in about twice
+/// its size.
+#[test]
+fn a_huge_prometheus_answer_costs_memory_in_proportion_not_gigabytes() {
+    let dir = TempDir::new("prom-huge");
+    let huge = answering_with(std::sync::Arc::new(tiny_labels_answer(400 << 20)));
+    let (out, huge_kb) = status_measured(&dir.0, huge);
+    assert!(out.contains("over 128 MiB"), "{out}");
+    let big = answering_with(std::sync::Arc::new(tiny_labels_answer(100 << 20)));
+    let (_, big_kb) = status_measured(&dir.0, big);
+    eprintln!("peak RSS: 400 MB answer {huge_kb} kB, 100 MB answer {big_kb} kB");
+    assert!(huge_kb < 100_000, "400 MB answer: peak RSS {huge_kb} kB");
+    assert!(big_kb < 600_000, "100 MB answer: peak RSS {big_kb} kB");
+}

@@ -806,3 +806,116 @@ fn a_server_that_lists_forever_is_given_up_with_the_reason() {
     let asked = requests.load(Ordering::SeqCst);
     assert!(asked <= 40, "{asked} listing requests");
 }
+
+/// Issue 41, case 9: a server that answers CompleteMultipartUpload with 200 and an error in
+/// the body (S3 documents that it may) was reported as "HTTP 200: status 200". The probe says
+/// the server's own code and message (S3's XML error, after the whitespace S3 sends while it
+/// works), or what the body said where it is no S3 answer at all.
+#[test]
+fn a_multipart_upload_completed_with_an_error_body_says_the_servers_words() {
+    for (body, said) in [
+        (
+            "          \n<Error><Code>InternalError</Code><Message>We encountered an internal error. Please try again.</Message><RequestId>r1</RequestId></Error>",
+            ["InternalError", "We encountered an internal error"],
+        ),
+        (
+            "ERROR: write quorum not reached (2 of 4 drives online)\n",
+            [
+                "answered 200",
+                "write quorum not reached (2 of 4 drives online)",
+            ],
+        ),
+    ] {
+        let err = complete_answered(body);
+        for s in said {
+            assert!(err.contains(s), "{s:?} in {err}");
+        }
+        assert!(!err.contains("status 200"), "{err}");
+    }
+}
+
+/// What `probe s3 --prepare 1` says when a local server answers CompleteMultipartUpload 200
+/// with `error_body` (and everything else as S3 does).
+fn complete_answered(error_body: &'static str) -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let ep = format!("http://{}", listener.local_addr().expect("addr"));
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+                loop {
+                    let mut request_line = String::new();
+                    if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+                        break;
+                    }
+                    let mut length = 0usize;
+                    let mut line = String::new();
+                    while reader.read_line(&mut line).is_ok() && line.trim() != "" {
+                        if let Some((k, v)) = line.split_once(':')
+                            && k.eq_ignore_ascii_case("content-length")
+                        {
+                            length = v.trim().parse().unwrap_or(0);
+                        }
+                        line.clear();
+                    }
+                    let mut body = vec![0u8; length];
+                    if reader.read_exact(&mut body).is_err() {
+                        break;
+                    }
+                    let (method, target) = request_line
+                        .split_once(' ')
+                        .map(|(m, rest)| (m, rest.split(' ').next().unwrap_or("")))
+                        .unwrap_or(("", ""));
+                    let (status, extra, body) = if method == "POST" && target.contains("uploads") {
+                        (
+                            "200 OK",
+                            "",
+                            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<InitiateMultipartUploadResult><Bucket>b</Bucket><Key>k</Key><UploadId>up-1</UploadId></InitiateMultipartUploadResult>".to_string(),
+                        )
+                    } else if method == "PUT" && target.contains("partNumber") {
+                        ("200 OK", "ETag: \"e\"\r\n", String::new())
+                    } else if method == "POST" && target.contains("uploadId") {
+                        ("200 OK", "", error_body.to_string())
+                    } else if method == "DELETE" {
+                        ("204 No Content", "", String::new())
+                    } else if method == "HEAD" {
+                        ("404 Not Found", "", String::new())
+                    } else if method == "GET" && target.contains("list-type") {
+                        (
+                            "200 OK",
+                            "",
+                            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListBucketResult><Name>b</Name><Prefix></Prefix><KeyCount>0</KeyCount><MaxKeys>1000</MaxKeys><IsTruncated>false</IsTruncated></ListBucketResult>".to_string(),
+                        )
+                    } else {
+                        ("200 OK", "", String::new())
+                    };
+                    let _ = write!(
+                        stream,
+                        "HTTP/1.1 {status}\r\nContent-Type: application/xml\r\n{extra}Content-Length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                }
+            });
+        }
+    });
+    let o = probe(
+        &ep,
+        &[
+            "--bucket",
+            "b",
+            "--prepare",
+            "1",
+            "--object-size",
+            "8MiB",
+            "--part-size",
+            "5MiB",
+            "-q",
+        ],
+        KEYS,
+    );
+    let (out, err) = text(&o);
+    assert_ne!(o.status.code(), Some(0), "{out}{err}");
+    err
+}

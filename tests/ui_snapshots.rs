@@ -595,12 +595,7 @@ fn a_prometheus_node_says_why_its_blanks_are_blank() {
         burnin::model::units::Period::from_millis(5_000).expect("period"),
     );
     let series = |labels: &[(&str, &str)], v: f64| Series {
-        labels: Labels(
-            labels
-                .iter()
-                .map(|(k, v)| ((*k).into(), (*v).into()))
-                .collect(),
-        ),
+        labels: Labels::from_pairs(labels.iter().copied()),
         points: vec![(SIM_EPOCH_MS, v)],
     };
     let mut values = Vec::new();

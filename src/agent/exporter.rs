@@ -6,9 +6,11 @@
 //! reason as its own 0/1 series, Xid events counted, NVLink links up, and the agent's own frame
 //! count and last frame time (a scrape can tell a live agent from a stuck one).
 //!
-//! The server is a plain HTTP/1.1 responder on its own thread: one request per connection, a
-//! read timeout so a silent client cannot hold it, `GET /metrics` only. A scrape renders the
-//! latest frame; it never touches NVML.
+//! The server is a plain HTTP/1.1 responder: one request per connection, each connection on a
+//! thread of its own (at most [`MAX_CONNECTIONS`] at once; past that a client is answered 503
+//! at once), the request read within [`REQUEST_DEADLINE`] so a silent or trickling client
+//! holds only its own thread and never the scrapes beside it. `GET /metrics` only. A scrape
+//! renders the latest frame; it never touches NVML.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -39,6 +41,12 @@ struct State {
     frames: u64,
 }
 
+/// Connections answered at once; past this a client gets 503 without being read.
+pub const MAX_CONNECTIONS: usize = 64;
+
+/// How long a client has to send its request.
+pub const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
+
 /// The latest frame, shared between the agent's tick and the HTTP thread.
 #[derive(Debug, Clone, Default)]
 pub struct Exporter {
@@ -56,12 +64,40 @@ impl Exporter {
         std::thread::Builder::new()
             .name("metrics-http".into())
             .spawn(move || {
+                let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
                 for stream in listener.incoming().flatten() {
-                    // A client that misbehaves costs its own connection, nothing more.
-                    let _ = serving.answer(stream);
+                    serving.take(stream, &open);
                 }
             })?;
         Ok((exporter, bound))
+    }
+
+    /// Answer one connection on a thread of its own, or 503 where [`MAX_CONNECTIONS`] are
+    /// open already. A client that misbehaves costs its own connection, nothing more.
+    fn take(&self, mut stream: TcpStream, open: &Arc<std::sync::atomic::AtomicUsize>) {
+        use std::sync::atomic::Ordering;
+        if open.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+            open.fetch_sub(1, Ordering::SeqCst);
+            let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
+            let _ = respond(
+                &mut stream,
+                "503 Service Unavailable",
+                "text/plain",
+                "too many connections open\n",
+            );
+            return;
+        }
+        let serving = self.clone();
+        let done = Arc::clone(open);
+        let spawned = std::thread::Builder::new()
+            .name("metrics-conn".into())
+            .spawn(move || {
+                let _ = serving.answer(stream);
+                done.fetch_sub(1, Ordering::SeqCst);
+            });
+        if spawned.is_err() {
+            open.fetch_sub(1, Ordering::SeqCst);
+        }
     }
 
     /// The agent introduced itself: the labels every series carries.
@@ -102,11 +138,18 @@ impl Exporter {
     }
 
     fn answer(&self, mut stream: TcpStream) -> std::io::Result<()> {
-        stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+        let deadline = std::time::Instant::now() + REQUEST_DEADLINE;
         stream.set_write_timeout(Some(Duration::from_secs(5)))?;
         let mut request = Vec::with_capacity(1024);
         let mut buf = [0u8; 1024];
         while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+            // The whole request within the deadline, not each read: a byte every few seconds
+            // would hold the connection for hours.
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return Err(std::io::ErrorKind::TimedOut.into());
+            }
+            stream.set_read_timeout(Some(left))?;
             let n = stream.read(&mut buf)?;
             if n == 0 {
                 break;
@@ -587,6 +630,41 @@ mod tests {
         );
         assert!(get("GET /nope HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 404"));
         assert!(get("POST /metrics HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 405"));
+    }
+
+    /// Issue 41, case 9: ten clients that connect and say nothing held the one-at-a-time
+    /// server, so every scrape behind them failed. Each connection is its own now: the scrape
+    /// is answered while they wait, and past the cap a client is told 503 at once.
+    #[test]
+    fn silent_clients_do_not_hold_a_scrape() {
+        let (hello, frame) = sim();
+        let Ok((exporter, addr)) = Exporter::listen("127.0.0.1:0") else {
+            panic!("cannot bind loopback");
+        };
+        exporter.hello(&hello);
+        exporter.frame(frame);
+        let silent: Vec<TcpStream> = (0..10)
+            .map(|_| TcpStream::connect(addr).expect("connect"))
+            .collect();
+        let scrape = || {
+            let mut s = TcpStream::connect(addr).expect("connect");
+            // Well inside the 5 s a silent client is given: the scrape did not wait on them.
+            s.set_read_timeout(Some(Duration::from_secs(3)))
+                .expect("timeout");
+            s.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").expect("send");
+            let mut answer = String::new();
+            let _ = s.read_to_string(&mut answer);
+            answer
+        };
+        let ok = scrape();
+        assert!(ok.starts_with("HTTP/1.1 200 OK"), "{ok:?}");
+        // Up to the cap, then 503.
+        let more: Vec<TcpStream> = (0..MAX_CONNECTIONS)
+            .map(|_| TcpStream::connect(addr).expect("connect"))
+            .collect();
+        let busy = scrape();
+        assert!(busy.starts_with("HTTP/1.1 503"), "{busy:?}");
+        drop((silent, more));
     }
 
     proptest! {

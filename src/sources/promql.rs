@@ -104,19 +104,54 @@ pub enum PromError {
     },
 }
 
-/// A series' labels, in the order the server sent them. A handful per series: a list searched
-/// in order costs less than a map to build, and 1024 nodes × 8 GPUs × 30 families of them
-/// arrive every period.
+/// A series' labels, in the order the server sent them: their text in one string, with where
+/// each name and value ends. A handful per series, searched in order (cheaper than a map to
+/// build: 1024 nodes × 8 GPUs × 30 families of them arrive every period), and one allocation
+/// per series, not two per label: an answer of many tiny labels costs about twice its JSON,
+/// not ten times.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Labels(pub Vec<(Box<str>, Box<str>)>);
+pub struct Labels {
+    text: String,
+    /// Per label: where its name ends and where its value ends in `text`.
+    ends: Vec<(u32, u32)>,
+}
 
 impl Labels {
+    /// Labels from (name, value) pairs, in order.
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        let mut out = Self::default();
+        for (k, v) in pairs {
+            out.push(k, v);
+        }
+        out
+    }
+
+    fn push(&mut self, name: &str, value: &str) {
+        // An answer is at most MAX_ANSWER_BYTES, so offsets fit in u32; saturate regardless.
+        self.text.push_str(name);
+        let name_end = u32::try_from(self.text.len()).unwrap_or(u32::MAX);
+        self.text.push_str(value);
+        let value_end = u32::try_from(self.text.len()).unwrap_or(u32::MAX);
+        self.ends.push((name_end, value_end));
+    }
+
+    /// Each (name, value), in the order the server sent them.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        let mut start = 0usize;
+        self.ends.iter().map(move |&(n, v)| {
+            let (n, v) = (n as usize, v as usize);
+            let pair = (
+                self.text.get(start..n).unwrap_or(""),
+                self.text.get(n..v).unwrap_or(""),
+            );
+            start = v;
+            pair
+        })
+    }
+
     /// A label's value.
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.0
-            .iter()
-            .find(|(k, _)| k.as_ref() == name)
-            .map(|(_, v)| v.as_ref())
+        self.iter().find(|(k, _)| *k == name).map(|(_, v)| v)
     }
 }
 
@@ -130,16 +165,27 @@ impl<'de> Deserialize<'de> for Labels {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Labels, A::Error> {
                 use std::borrow::Cow;
-                let mut out = Vec::with_capacity(map.size_hint().unwrap_or(4));
+                let mut out = Labels::default();
                 while let Some((k, v)) = map.next_entry::<Cow<'de, str>, Cow<'de, str>>()? {
-                    out.push((Box::from(k.as_ref()), Box::from(v.as_ref())));
+                    if out.ends.len() >= MAX_LABELS {
+                        return Err(serde::de::Error::custom(format!(
+                            "a series with more than {MAX_LABELS} labels"
+                        )));
+                    }
+                    out.push(&k, &v);
                 }
-                Ok(Labels(out))
+                out.text.shrink_to_fit();
+                out.ends.shrink_to_fit();
+                Ok(out)
             }
         }
         d.deserialize_map(V)
     }
 }
+
+/// Most labels a series may have: dcgm-exporter's carry about a dozen, kube-state's a few
+/// dozen; past this the answer is not what burnin asked for.
+pub const MAX_LABELS: usize = 256;
 
 /// A sample's value as Prometheus writes it (a string: `"41"`, `"NaN"`, `"+Inf"`), read
 /// without keeping the string.
@@ -154,7 +200,9 @@ impl<'de> Deserialize<'de> for Number {
 }
 
 /// One series of an answer: its labels and its newest (instant) or every (range) point.
-#[derive(Debug, Clone, PartialEq)]
+/// Decoded through [`Item`] one series at a time, so an answer is never held twice.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(from = "Item")]
 pub struct Series {
     /// Labels, `__name__` included when the query kept it.
     pub labels: Labels,
@@ -184,7 +232,7 @@ struct Envelope {
 struct Data {
     #[serde(rename = "resultType")]
     result_type: String,
-    result: Vec<Item>,
+    result: Vec<Series>,
 }
 
 /// `data` of an answer that is not series, for the error's words.
@@ -202,6 +250,20 @@ struct Item {
     metric: Labels,
     value: Option<(f64, Number)>,
     values: Option<Vec<(f64, Number)>>,
+}
+
+impl From<Item> for Series {
+    fn from(i: Item) -> Series {
+        let points = match (i.value, i.values) {
+            (Some((t, v)), _) => vec![(millis(t), v.0)],
+            (None, Some(vs)) => vs.into_iter().map(|(t, v)| (millis(t), v.0)).collect(),
+            (None, None) => Vec::new(),
+        };
+        Series {
+            labels: i.metric,
+            points,
+        }
+    }
 }
 
 fn number(text: &str) -> f64 {
@@ -265,26 +327,14 @@ pub fn decode(server: &str, body: &[u8]) -> Result<Vec<Series>, PromError> {
             got: excerpt(&data.result_type),
         });
     }
-    Ok(data
-        .result
-        .into_iter()
-        .map(|i| {
-            let points = match (i.value, i.values) {
-                (Some((t, v)), _) => vec![(millis(t), v.0)],
-                (None, Some(vs)) => vs.into_iter().map(|(t, v)| (millis(t), v.0)).collect(),
-                (None, None) => Vec::new(),
-            };
-            Series {
-                labels: i.metric,
-                points,
-            }
-        })
-        .collect())
+    Ok(data.result)
 }
 
 /// Largest answer read. One poll of 1024 nodes × 8 GPUs is tens of MB (an estimate: about
-/// 270 000 series of about 150 bytes each; not measured).
-pub const MAX_ANSWER_BYTES: usize = 512 << 20;
+/// 270 000 series of about 150 bytes each; not measured); decoded, an answer costs about twice
+/// its size at worst (tiny labels), so this bounds a poll near half a gigabyte. At 512 MiB a
+/// hostile 400 MB answer cost 7 GB.
+pub const MAX_ANSWER_BYTES: usize = 128 << 20;
 
 /// Quote a label value for PromQL (double quotes, backslash escapes).
 pub fn quote(value: &str) -> String {
@@ -389,7 +439,15 @@ impl PromClient {
         let status = resp.status();
         // Read in chunks up to a limit: a URL that points at something else (a file server, a
         // proxy's endless page) must not take the console's memory.
-        let mut body: Vec<u8> = Vec::new();
+        // Sized once where the server says how long (within the limit): growing by doubling
+        // would hold the old buffer beside the new one at the end.
+        let said = resp.content_length().unwrap_or(0);
+        if said > MAX_ANSWER_BYTES as u64 {
+            return Err(PromError::TooLarge {
+                server: self.base.clone(),
+            });
+        }
+        let mut body: Vec<u8> = Vec::with_capacity(usize::try_from(said).unwrap_or(0));
         loop {
             let chunk = resp
                 .chunk()

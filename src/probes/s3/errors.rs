@@ -193,10 +193,19 @@ where
             let status = service.raw().status_code();
             let meta = service.err();
             let code = meta.code().map(str::to_string);
-            let detail = meta
-                .message()
-                .map(str::to_string)
-                .unwrap_or_else(|| status_words(status));
+            let detail = match (meta.message(), status) {
+                (Some(m), _) => m.to_string(),
+                // A success status with a body that is no S3 answer (S3 itself may answer
+                // CompleteMultipartUpload 200 and fail in the body): what the body said.
+                (None, 200..=299) => format!(
+                    "the server answered {status} with a body that is no S3 answer: {}",
+                    service
+                        .raw()
+                        .body_excerpt()
+                        .unwrap_or_else(|| "(empty)".into())
+                ),
+                (None, _) => status_words(status),
+            };
             Failure {
                 class: classify(Some(status), false, None),
                 status: Some(status),
@@ -245,11 +254,24 @@ fn status_words(status: u16) -> String {
 pub trait HasStatus {
     /// Status code.
     fn status_code(&self) -> u16;
+
+    /// The start of the body as one line of text, where the response still holds it.
+    fn body_excerpt(&self) -> Option<String> {
+        None
+    }
 }
 
 impl HasStatus for aws_sdk_s3::config::http::HttpResponse {
     fn status_code(&self) -> u16 {
         self.status().as_u16()
+    }
+
+    fn body_excerpt(&self) -> Option<String> {
+        let bytes = self.body().bytes()?;
+        let text = String::from_utf8_lossy(&bytes[..bytes.len().min(4096)]);
+        let line =
+            crate::model::strip_controls(&text.split_whitespace().collect::<Vec<_>>().join(" "));
+        (!line.is_empty()).then(|| crate::model::excerpt(&line))
     }
 }
 

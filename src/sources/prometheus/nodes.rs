@@ -541,12 +541,7 @@ pub(super) mod tests {
 
     fn series(labels: &[(&str, &str)], at_ms: UnixMillis, v: f64) -> Series {
         Series {
-            labels: crate::sources::promql::Labels(
-                labels
-                    .iter()
-                    .map(|(k, v)| ((*k).into(), (*v).into()))
-                    .collect(),
-            ),
+            labels: crate::sources::promql::Labels::from_pairs(labels.iter().copied()),
             points: vec![(at_ms, v)],
         }
     }
@@ -711,10 +706,10 @@ pub(super) mod tests {
         );
         assert_eq!(w.history_steps(), crate::store::HISTORY_SLOTS);
         let power = |host: &str, points: Vec<(UnixMillis, f64)>| Series {
-            labels: crate::sources::promql::Labels(vec![
-                ("__name__".into(), "DCGM_FI_DEV_POWER_USAGE".into()),
-                ("Hostname".into(), host.into()),
-                ("gpu".into(), "0".into()),
+            labels: crate::sources::promql::Labels::from_pairs([
+                ("__name__", "DCGM_FI_DEV_POWER_USAGE"),
+                ("Hostname", host),
+                ("gpu", "0"),
             ]),
             points,
         };
