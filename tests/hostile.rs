@@ -565,6 +565,85 @@ fn one_console_takes_a_run_over_at_a_time() {
     burnin::record::session::RunSession::resume(&run).expect("free again");
 }
 
+/// Issue 41, case 7: a record copied elsewhere and resumed there says where it is written
+/// now, not where it was made (the copied summary's `run_dir`).
+#[test]
+fn a_resumed_copy_says_the_directory_it_writes() {
+    let dir = TempDir::new("moved");
+    std::fs::write(
+        dir.path().join("burnin.toml"),
+        "plan = \"plan.toml\"\n[[node]]\nhost = \"n1\"\nmode = \"local\"\ngpus = 1\n",
+    )
+    .expect("inventory");
+    std::fs::write(
+        dir.path().join("plan.toml"),
+        "[[phase]]\nid = \"T1\"\ntitle = \"quick\"\nscope = \"each-node\"\nparser = \"none\"\ncommand = \"echo ok\"\n",
+    )
+    .expect("plan");
+    let (code, _, err) = burnin(dir.path(), &["run", "--no-telemetry", "--runs-dir", "runs"]);
+    assert_eq!(code, Some(0), "{err}");
+    let run = std::fs::read_dir(dir.path().join("runs"))
+        .expect("runs")
+        .flatten()
+        .map(|e| e.path())
+        .next()
+        .expect("a run directory");
+    let moved = dir.path().join("moved");
+    let copied = Command::new("cp")
+        .arg("-a")
+        .arg(&run)
+        .arg(&moved)
+        .status()
+        .expect("cp");
+    assert!(copied.success());
+    let (code, out, err) = burnin(
+        dir.path(),
+        &[
+            "run",
+            "--no-telemetry",
+            "--json",
+            "--resume",
+            moved.to_str().expect("utf-8"),
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let printed: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(printed["run_dir"], moved.display().to_string(), "{out}");
+    let kept: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(moved.join("summary.json")).expect("summary"),
+    )
+    .expect("json");
+    assert_eq!(kept["run_dir"], moved.display().to_string());
+    assert!(!err.contains(&run.display().to_string()), "{err}");
+}
+
+/// Issue 41, case 10: a node that exits 3 with nothing for the gates to read FAILs for that,
+/// and the reason does not also say "exit 0 everywhere".
+#[test]
+fn a_failed_exit_is_not_also_called_exit_0_everywhere() {
+    let dir = TempDir::new("exit3");
+    std::fs::write(
+        dir.path().join("burnin.toml"),
+        "plan = \"plan.toml\"\n[[node]]\nhost = \"n1\"\nmode = \"local\"\ngpus = 1\n",
+    )
+    .expect("inventory");
+    std::fs::write(
+        dir.path().join("plan.toml"),
+        "[[phase]]\nid = \"T1\"\ntitle = \"fails\"\nscope = \"each-node\"\nparser = \"none\"\ncommand = \"exit 3\"\n",
+    )
+    .expect("plan");
+    let (code, out, err) = burnin(
+        dir.path(),
+        &["run", "--no-telemetry", "--json", "--runs-dir", "runs"],
+    );
+    assert_eq!(code, Some(1), "{err}");
+    let summary: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let reason = summary["phases"][0]["reason"].as_str().expect("reason");
+    assert_eq!(summary["phases"][0]["verdict"], "FAIL", "{out}");
+    assert!(reason.contains("n1") && reason.contains('3'), "{reason}");
+    assert!(!reason.contains("exit 0 everywhere"), "{reason}");
+}
+
 /// Names, titles and reasons holding HTML, a link, an image and escape sequences: report.md
 /// carries them as text, never as markup (most Markdown viewers render raw HTML).
 #[test]
@@ -576,7 +655,8 @@ fn report_markdown_carries_hostile_text_as_text() {
         serde_json::from_str(&std::fs::read_to_string(&path).expect("summary")).expect("json");
     summary["phases"][0]["title"] = "<script>alert(1)</script>".into();
     summary["phases"][0]["reason"] =
-        "see ![x](http://tracker.example/p.png) and [here](javascript:alert(1)) \u{1b}]0;T\u{7}"
+        "see ![x](http://tracker.example/p.png) and [here](javascript:alert(1)) \u{1b}]0;T\u{7} \
+         www.evil.example, ops@evil.example (https://evil.example/x) | `tick"
             .into();
     summary["nodes"][0]["name"] = "<img src=x onerror=alert(1)>".into();
     std::fs::write(&path, summary.to_string()).expect("write");
@@ -586,12 +666,51 @@ fn report_markdown_carries_hostile_text_as_text() {
     assert!(!md.contains("<script"), "{md}");
     assert!(!md.contains("<img"), "{md}");
     assert!(md.contains("&lt;script>alert(1)&lt;/script>"), "{md}");
-    assert!(!md.contains("![x]("), "no image: {md}");
+    // An image with a scheme in it is a code span (inert); without, its brackets escaped.
+    assert!(
+        md.contains("`![x](http://tracker.example/p.png)`"),
+        "no image: {md}"
+    );
     assert!(!md.contains("[here]("), "no link: {md}");
     assert!(
         !md.contains('\u{1b}') && !md.contains('\u{7}'),
         "no escapes"
     );
+    // Issue 41, case 8: what GitHub's Markdown links without brackets (www., an address, a
+    // scheme) goes in code spans. Rendered by cmark-gfm, GitHub's own renderer, with its
+    // autolink extension: no link to anything the node wrote.
+    assert!(md.contains("`www.evil.example,`"), "{md}");
+    assert!(md.contains("`ops@evil.example`"), "{md}");
+    match Command::new("cmark-gfm")
+        .args(["-e", "autolink", "-e", "table"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+    {
+        Ok(mut child) => {
+            std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), md.as_bytes())
+                .expect("md in");
+            let out = child.wait_with_output().expect("cmark-gfm");
+            let html = String::from_utf8_lossy(&out.stdout);
+            assert!(html.contains("<code>www.evil.example,</code>"), "{html}");
+            // The report's own plots are images; nothing the node wrote is a link or one.
+            for attr in ["href=\"", "src=\""] {
+                for target in html.split(attr).skip(1) {
+                    let target = target.split('"').next().unwrap_or("");
+                    assert!(
+                        !target.contains("example") && !target.starts_with("javascript"),
+                        "a link to the node's text: {target}"
+                    );
+                }
+            }
+        }
+        Err(_) if std::env::var("BURNIN_REQUIRE_REAL").as_deref() == Ok("1") => {
+            panic!(
+                "cmark-gfm not found (Debian: apt-get install cmark-gfm) and BURNIN_REQUIRE_REAL=1"
+            )
+        }
+        Err(_) => eprintln!("cmark-gfm not found: report.md not rendered as GitHub renders it"),
+    }
 }
 
 /// A record with a link inside (`logs → elsewhere`) is not taken over: node output would be

@@ -269,3 +269,89 @@ fn an_agent_error_of_a_megabyte_is_a_line_in_status() {
         );
     }
 }
+
+/// Issue 41, case 3: `burnin run` while the node's agent names 40 000 new GPUs in one frame
+/// and sends 25 000 Xid events on one GPU in the next, each line under the 1 MiB a node's line
+/// may be: the run path holds what the console's store holds (3.99 GB and 1.65 GB before),
+/// and the record's telemetry lines stay under the reader's 1 MiB line cap, so the report
+/// reads every second of them.
+#[test]
+fn burnin_run_under_a_flooding_agent_stays_small_and_its_record_reportable() {
+    use common::site::Site;
+    let plan = "[[phase]]\nid = \"T1\"\ntitle = \"quiet work\"\nscope = \"each-node\"\n\
+                parser = \"none\"\ncommand = \"sleep 8; echo done\"\n";
+    let Some(site) = Site::new(1, 8, plan) else {
+        return;
+    };
+    let agent = site.cluster.install_tool(
+        "flood-agent",
+        "#!/usr/bin/env python3\nimport json, sys, time\n\
+         print(json.dumps({'hello': {'node': 'x', 'host': 'x', 'agent_version': 'flood', 'gpus': []}}), flush=True)\n\
+         base = 0\n\
+         n = 0\n\
+         while True:\n\
+         \x20   now = int(time.time() * 1000)\n\
+         \x20   if n % 2:\n\
+         \x20       xids = [{'code': 13 + i % 50, 'at_ms': now} for i in range(25000)]\n\
+         \x20       rows = [[i, 100.0, 50.0, xids if i == 0 else []] for i in range(8)]\n\
+         \x20   else:\n\
+         \x20       rows = [[base + i, 100.0, 50.0, []] for i in range(40000)]\n\
+         \x20       base += 40000\n\
+         \x20   f = {'frame': {'node': 'x', 'at_ms': now, 'gpu_fields': ['index', 'power_avg_watts', 'utilization_pct', 'xid_events'], 'gpu_rows': rows}}\n\
+         \x20   sys.stdout.write(json.dumps(f, separators=(',', ':')) + '\\n'); sys.stdout.flush()\n\
+         \x20   n += 1\n\
+         \x20   time.sleep(0.2)\n",
+    );
+    std::fs::write(
+        &site.config,
+        format!(
+            "plan = \"plan.toml\"\n[defaults]\nmode = \"agent\"\ninterval = \"200ms\"\nconnect_timeout = \"5s\"\ngpus = 8\n\
+             agent_path = \"{}\"\n[[node]]\nhost = \"node01\"\n",
+            agent.display()
+        ),
+    )
+    .expect("inventory");
+    let rss_file = site.cluster.dir.join("run-peak-rss");
+    let out = common::under_gnu_time(BIN, &rss_file)
+        .args(["run", "--json", "-c"])
+        .arg(&site.config)
+        .arg("--ssh-config")
+        .arg(&site.cluster.ssh_config)
+        .arg("--runs-dir")
+        .arg(&site.runs)
+        .env("XDG_RUNTIME_DIR", &site.runtime)
+        .env("BURNIN_LOG", site.cluster.dir.join("burnin.log"))
+        .output()
+        .expect("burnin run");
+    let peak_kb = common::gnu_time_peak_kb(&rss_file);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let doc: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("run --json: {e}\n{stderr}"));
+    // The Xid storm is evidence: the phase is not a PASS on it.
+    assert_ne!(doc["phases"][0]["verdict"], "PASS", "{doc}");
+    eprintln!("burnin run under the flood: peak RSS {peak_kb} kB\n{doc}");
+    assert!(peak_kb < 400_000, "peak RSS {peak_kb} kB");
+    // Every telemetry line of the record is one the reader takes.
+    let run = site.the_run();
+    let mut longest = 0usize;
+    let mut lines = 0usize;
+    for seg in std::fs::read_dir(run.join("telemetry"))
+        .expect("telemetry")
+        .flatten()
+    {
+        let mut text = String::new();
+        std::io::Read::read_to_string(
+            &mut flate2::read::MultiGzDecoder::new(std::fs::File::open(seg.path()).expect("seg")),
+            &mut text,
+        )
+        .expect("gzip");
+        for l in text.lines() {
+            longest = longest.max(l.len());
+            lines += 1;
+        }
+    }
+    assert!(lines > 3, "{lines} telemetry lines");
+    assert!(longest < 1 << 20, "a telemetry line of {longest} bytes");
+    let md = common::site::report_md(&run, &site.cluster.dir.join("burnin.log"));
+    assert!(!md.contains("did not decode"), "{md}");
+}

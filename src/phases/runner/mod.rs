@@ -313,6 +313,9 @@ fn verdict_of(
     let gate_metrics = judged.gate_metrics();
     if ran.failures.is_empty() {
         (judged.verdict, judged.reason, gate_metrics)
+    } else if judged.reason == gates::NOTHING_FOUND {
+        // "exit 0 everywhere" beside a node that did not: the failures alone.
+        (Verdict::Fail, ran.failures.join("; "), gate_metrics)
     } else {
         (
             Verdict::Fail,
