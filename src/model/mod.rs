@@ -10,6 +10,7 @@ pub mod phase;
 pub mod probe;
 pub mod search;
 pub mod source;
+pub mod spec;
 pub mod stdout;
 pub mod system;
 pub mod thresholds;

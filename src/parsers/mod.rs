@@ -9,6 +9,7 @@ pub mod dcgm_diag;
 pub mod doctor;
 pub mod gds;
 pub mod gdsio;
+pub mod gpu_model;
 pub mod launcher;
 mod metrics;
 mod nccl_job;

@@ -138,6 +138,7 @@ impl PreflightParser {
         let driver = self.driver_checks(node, &mut out);
         let gpus = self.gpus();
         out.push(self.gpu_count_check(node, &gpus, expected_gpus));
+        out.push(super::gpu_model::check(node, &gpus));
         let blackwell = gpus.iter().any(|g| {
             let name = g[1].to_ascii_uppercase();
             ["B200", "B300", "GB200", "GB300", "BLACKWELL"]
@@ -676,8 +677,8 @@ mod tests {
     const HGX_B300: &str = "== driver
 NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build  (dvs-builder@U22-I3-AF03-09-1)  Fri Sep 26 21:16:01 UTC 2025
 == gpus
-0, NVIDIA B300 SXM6 AC, 00000000:18:00.0, Enabled
-1, NVIDIA B300 SXM6 AC, 00000000:2A:00.0, Enabled
+0, NVIDIA B300 SXM6 AC, 00000000:18:00.0, Enabled, 0x318210DE
+1, NVIDIA B300 SXM6 AC, 00000000:2A:00.0, Enabled, 0x318210DE
 == nvswitches
 2
 == kernel
@@ -714,7 +715,7 @@ ACSCtl:\tSrcValid- TransBlk- ReqRedir- CmpltRedir- UpstreamFwd- EgressCtrl- Dire
         for (name, status, detail) in &c {
             assert_eq!(*status, CheckStatus::Ok, "{name}: {detail}");
         }
-        assert_eq!(c.len(), 13, "{c:?}");
+        assert_eq!(c.len(), 14, "{c:?}");
     }
 
     #[test]
@@ -773,7 +774,10 @@ ACSCtl:\tSrcValid- TransBlk- ReqRedir- CmpltRedir- UpstreamFwd- EgressCtrl- Dire
         assert_eq!(status_of(&c, "xid").0, CheckStatus::Failed);
         let c = broken("manager dpkg", "manager none");
         assert_eq!(status_of(&c, "nvlink5-package").0, CheckStatus::Unknown);
-        let c = broken("1, NVIDIA B300 SXM6 AC, 00000000:2A:00.0, Enabled\n", "");
+        let c = broken(
+            "1, NVIDIA B300 SXM6 AC, 00000000:2A:00.0, Enabled, 0x318210DE\n",
+            "",
+        );
         assert_eq!(status_of(&c, "gpu-count").0, CheckStatus::Failed);
     }
 

@@ -229,7 +229,7 @@ fn t0_preflight_runs_as_shipped_over_ssh_and_names_what_is_wrong_per_node() {
         (
             "nvidia-smi",
             format!(
-                "#!/bin/sh\n{bad}\nn=8; [ -n \"$bad\" ] && n=7\ni=0; while [ $i -lt $n ]; do echo \"$i, NVIDIA B300 SXM6 AC, 00000000:1$i:00.0, Enabled\"; i=$((i+1)); done\n"
+                "#!/bin/sh\n{bad}\nn=8; [ -n \"$bad\" ] && n=7\ni=0; while [ $i -lt $n ]; do echo \"$i, NVIDIA B300 SXM6 AC, 00000000:1$i:00.0, Enabled, 0x318210DE\"; i=$((i+1)); done\n"
             ),
         ),
         ("uname", "#!/bin/sh\necho 6.8.0-60-generic\n".to_string()),
@@ -282,6 +282,14 @@ fn t0_preflight_runs_as_shipped_over_ssh_and_names_what_is_wrong_per_node() {
         );
     }
     assert!(check("node01", "driver-branch").1.contains("580.95.05"));
+    // Issue 42: the node's model found in the spec table by the PCI ID its nvidia-smi printed.
+    assert_eq!(
+        check("node01", "gpu-model"),
+        (
+            "ok".to_string(),
+            "8 × B300 (PCI 0x3182), as specs/hardware.toml knows it".to_string()
+        )
+    );
     let (status, detail) = check("node02", "driver-branch");
     assert_eq!(status, "failed", "{detail}");
     assert!(detail.contains("550"), "{detail}");
