@@ -570,16 +570,7 @@ fn one_console_takes_a_run_over_at_a_time() {
 #[test]
 fn a_resumed_copy_says_the_directory_it_writes() {
     let dir = TempDir::new("moved");
-    std::fs::write(
-        dir.path().join("burnin.toml"),
-        "plan = \"plan.toml\"\n[[node]]\nhost = \"n1\"\nmode = \"local\"\ngpus = 1\n",
-    )
-    .expect("inventory");
-    std::fs::write(
-        dir.path().join("plan.toml"),
-        "[[phase]]\nid = \"T1\"\ntitle = \"quick\"\nscope = \"each-node\"\nparser = \"none\"\ncommand = \"echo ok\"\n",
-    )
-    .expect("plan");
+    common::local_node_with_phase(dir.path(), "echo ok");
     let (code, _, err) = burnin(dir.path(), &["run", "--no-telemetry", "--runs-dir", "runs"]);
     assert_eq!(code, Some(0), "{err}");
     let run = std::fs::read_dir(dir.path().join("runs"))
@@ -622,16 +613,7 @@ fn a_resumed_copy_says_the_directory_it_writes() {
 #[test]
 fn a_failed_exit_is_not_also_called_exit_0_everywhere() {
     let dir = TempDir::new("exit3");
-    std::fs::write(
-        dir.path().join("burnin.toml"),
-        "plan = \"plan.toml\"\n[[node]]\nhost = \"n1\"\nmode = \"local\"\ngpus = 1\n",
-    )
-    .expect("inventory");
-    std::fs::write(
-        dir.path().join("plan.toml"),
-        "[[phase]]\nid = \"T1\"\ntitle = \"fails\"\nscope = \"each-node\"\nparser = \"none\"\ncommand = \"exit 3\"\n",
-    )
-    .expect("plan");
+    common::local_node_with_phase(dir.path(), "exit 3");
     let (code, out, err) = burnin(
         dir.path(),
         &["run", "--no-telemetry", "--json", "--runs-dir", "runs"],

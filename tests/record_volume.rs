@@ -14,27 +14,7 @@ use std::process::Stdio;
 
 const BIN: &str = env!("CARGO_BIN_EXE_burnin");
 
-/// A fresh directory under the system's temp dir, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let d = std::env::temp_dir().join(format!(
-            "burnin-volume-{tag}-{}-{:?}",
-            std::process::id(),
-            std::thread::current().id()
-        ));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).expect("temp dir");
-        TempDir(d)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use common::prom::TempDir;
 
 /// `burnin args` in `dir` under GNU time: (exit code, stdout, stderr, peak RSS kB).
 fn burnin_measured(dir: &Path, args: &[&str]) -> (i32, String, String, i64) {
@@ -78,18 +58,8 @@ fn gunzip(path: &Path) -> String {
 /// a few a second, and says how many it left to the log; the report says where the whole is.
 #[test]
 fn a_phase_printing_a_million_lines_keeps_them_in_its_log_and_a_sample_in_the_events() {
-    let dir = TempDir::new("flood");
-    std::fs::write(
-        dir.0.join("burnin.toml"),
-        "plan = \"plan.toml\"\n[[node]]\nhost = \"n1\"\nmode = \"local\"\ngpus = 1\n",
-    )
-    .expect("config");
-    std::fs::write(
-        dir.0.join("plan.toml"),
-        "[[phase]]\nid = \"T1\"\ntitle = \"verbose\"\nscope = \"each-node\"\nparser = \"none\"\n\
-         command = \"seq 1 1000000\"\n",
-    )
-    .expect("plan");
+    let dir = TempDir::new("volume-flood");
+    common::local_node_with_phase(&dir.0, "seq 1 1000000");
     let (code, _, err, run_kb) =
         burnin_measured(&dir.0, &["run", "--no-telemetry", "--runs-dir", "runs"]);
     assert_eq!(code, 0, "{err}");
@@ -139,7 +109,7 @@ fn a_phase_printing_a_million_lines_keeps_them_in_its_log_and_a_sample_in_the_ev
 /// and `replay` walk it an event at a time, in memory that does not grow with it.
 #[test]
 fn report_and_replay_walk_a_million_events_in_little_memory() {
-    let dir = TempDir::new("walk");
+    let dir = TempDir::new("volume-walk");
     let (code, _, err, _) = burnin_measured(&dir.0, &["run", "--demo", "--runs-dir", "runs"]);
     assert!(matches!(code, 0..=2), "run --demo: {err}");
     let run = the_run(&dir.0.join("runs"));

@@ -776,27 +776,33 @@ fn a_server_that_lists_forever_is_given_up_with_the_reason() {
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
-            // Keep-alive: answer every request on this connection.
-            loop {
-                let mut request_line = String::new();
-                if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
-                    break;
+            let seen = seen.clone();
+            // Each connection on its own thread: the SDK may open another while one is idle
+            // in keep-alive (it did on a loaded CI machine), and a server that serves one at
+            // a time would leave that one unanswered.
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+                // Keep-alive: answer every request on this connection.
+                loop {
+                    let mut request_line = String::new();
+                    if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+                        break;
+                    }
+                    let mut line = String::new();
+                    while reader.read_line(&mut line).is_ok() && line.trim() != "" {
+                        line.clear();
+                    }
+                    let n = seen.fetch_add(1, Ordering::SeqCst);
+                    let body = format!(
+                        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Name>b</Name><Prefix></Prefix><KeyCount>0</KeyCount><MaxKeys>1000</MaxKeys><IsTruncated>true</IsTruncated><NextContinuationToken>token-{n}</NextContinuationToken></ListBucketResult>"
+                    );
+                    let _ = write!(
+                        stream,
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\nContent-Length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
                 }
-                let mut line = String::new();
-                while reader.read_line(&mut line).is_ok() && line.trim() != "" {
-                    line.clear();
-                }
-                let n = seen.fetch_add(1, Ordering::SeqCst);
-                let body = format!(
-                    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Name>b</Name><Prefix></Prefix><KeyCount>0</KeyCount><MaxKeys>1000</MaxKeys><IsTruncated>true</IsTruncated><NextContinuationToken>token-{n}</NextContinuationToken></ListBucketResult>"
-                );
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\nContent-Length: {}\r\n\r\n{body}",
-                    body.len()
-                );
-            }
+            });
         }
     });
     let o = probe(&ep, &["--bucket", "b", "-q"], KEYS);

@@ -110,6 +110,51 @@ pub fn check(node: &str, gpus: &[Vec<String>]) -> PhaseMetric {
     )
 }
 
+/// The model a `gpu-model` check that held names (`H200 (PCI 0x2335)`), from its words.
+fn model_in(detail: &str) -> Option<&str> {
+    let (_, rest) = detail.split_once(" × ")?;
+    let model = rest.split(", as specs/hardware.toml").next()?;
+    let model = model.split(" (by name").next()?;
+    (!model.is_empty() && !model.contains(" × ")).then_some(model)
+}
+
+/// Across a phase's nodes: the nodes whose GPU model differs from their peers', in words, from
+/// each node's `gpu-model` check that held (`(node, detail)`). A model most nodes share names
+/// the others; where no model is shared by more than half, every node's is said.
+pub fn differing_nodes(held: &[(&str, &str)]) -> Option<String> {
+    let mut by_model: std::collections::BTreeMap<&str, Vec<&str>> =
+        std::collections::BTreeMap::new();
+    for (node, detail) in held {
+        if let Some(model) = model_in(detail) {
+            by_model.entry(model).or_default().push(node);
+        }
+    }
+    if by_model.len() < 2 {
+        return None;
+    }
+    let total: usize = by_model.values().map(Vec::len).sum();
+    let (common, peers) = by_model
+        .iter()
+        .max_by_key(|(_, nodes)| nodes.len())
+        .map(|(m, n)| (*m, n.len()))?;
+    if peers * 2 > total {
+        let odd: Vec<String> = by_model
+            .iter()
+            .filter(|(m, _)| **m != common)
+            .flat_map(|(m, nodes)| nodes.iter().map(move |n| format!("{n} has {m}")))
+            .collect();
+        return Some(format!(
+            "{} where its {peers} peers have {common}",
+            odd.join(", ")
+        ));
+    }
+    let all: Vec<String> = by_model
+        .iter()
+        .map(|(m, nodes)| format!("{} on {}", m, nodes.join(", ")))
+        .collect();
+    Some(format!("the nodes' GPU models differ: {}", all.join("; ")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,5 +233,28 @@ mod tests {
         assert!(detail.contains("1 × H200 (by name"), "{detail}");
         let (status, _) = said("");
         assert_eq!(status, CheckStatus::Unknown);
+    }
+
+    #[test]
+    fn a_node_whose_model_differs_from_its_peers_is_named() {
+        let h200 = "8 × H200 (PCI 0x2335), as specs/hardware.toml knows it";
+        let h100 = "8 × H100 SXM (PCI 0x2330), as specs/hardware.toml knows it";
+        assert_eq!(differing_nodes(&[("n1", h200), ("n2", h200)]), None);
+        assert_eq!(
+            differing_nodes(&[("n1", h200), ("n2", h100), ("n3", h200)]).as_deref(),
+            Some("n2 has H100 SXM (PCI 0x2330) where its 2 peers have H200 (PCI 0x2335)")
+        );
+        // Two nodes, two models: neither is the odd one.
+        assert_eq!(
+            differing_nodes(&[("n1", h200), ("n2", h100)]).as_deref(),
+            Some(
+                "the nodes' GPU models differ: H100 SXM (PCI 0x2330) on n2; H200 (PCI 0x2335) on n1"
+            )
+        );
+        // Told by name (an older query) and by ID: the same model only where the words agree.
+        let by_name =
+            "8 × H200 (by name: the query has no pci.device_id), as specs/hardware.toml knows it";
+        assert_eq!(model_in(by_name), Some("H200"));
+        assert_eq!(model_in("garbage"), None);
     }
 }

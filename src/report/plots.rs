@@ -378,6 +378,68 @@ pub fn svg(chart: &Chart) -> String {
     out
 }
 
+/// A series thinned while its points stream past, so a 72-hour record of 96 nodes is never
+/// held point by point: runs of `width` consecutive points kept as their sums, adjacent runs
+/// merged (the width doubled) whenever more than twice `max` are kept. [`Thinning::points`]
+/// then thins the run means as [`thin_out`] thins points; a series of at most twice `max`
+/// points is kept whole, so its chart is what [`thin_out`] makes of it.
+#[derive(Debug, Clone)]
+pub struct Thinning {
+    max: usize,
+    width: usize,
+    /// Per run: sum of x, sum of y, points in it.
+    runs: Vec<(f64, f64, usize)>,
+}
+
+impl Thinning {
+    /// A series to be drawn with at most `max` points.
+    pub fn new(max: usize) -> Self {
+        Self {
+            max: max.max(1),
+            width: 1,
+            runs: Vec::new(),
+        }
+    }
+
+    /// The next point, in order.
+    pub fn push(&mut self, x: f64, y: f64) {
+        match self.runs.last_mut() {
+            Some(run) if run.2 < self.width => {
+                run.0 += x;
+                run.1 += y;
+                run.2 += 1;
+            }
+            _ => self.runs.push((x, y, 1)),
+        }
+        if self.runs.len() > 2 * self.max {
+            self.width *= 2;
+            self.runs = self
+                .runs
+                .chunks(2)
+                .map(|c| {
+                    c.iter()
+                        .fold((0.0, 0.0, 0), |a, r| (a.0 + r.0, a.1 + r.1, a.2 + r.2))
+                })
+                .collect();
+        }
+    }
+
+    /// The x of the last point pushed (`None`: none yet).
+    pub fn last_x(&self) -> Option<f64> {
+        self.runs.last().map(|r| r.0 / r.2 as f64)
+    }
+
+    /// At most `max` points to draw.
+    pub fn points(&self) -> Vec<(f64, f64)> {
+        let means: Vec<(f64, f64)> = self
+            .runs
+            .iter()
+            .map(|r| (r.0 / r.2 as f64, r.1 / r.2 as f64))
+            .collect();
+        thin_out(&means, self.max)
+    }
+}
+
 /// At most `max` points: means over equal runs of consecutive points (long runs stay drawable).
 pub fn thin_out(points: &[(f64, f64)], max: usize) -> Vec<(f64, f64)> {
     if points.len() <= max || max == 0 {
@@ -399,6 +461,36 @@ pub fn thin_out(points: &[(f64, f64)], max: usize) -> Vec<(f64, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A long series thinned as it streams ends as [`thin_out`] makes of it held whole (within
+    /// rounding), holding at most twice `max` runs on the way; a short one is kept exact.
+    #[test]
+    fn a_streamed_series_is_thinned_as_a_held_one_is() {
+        let pts: Vec<(f64, f64)> = (0..100_000).map(|i| (i as f64, (i % 97) as f64)).collect();
+        let mut t = Thinning::new(400);
+        for (x, y) in &pts {
+            t.push(*x, *y);
+            assert!(t.runs.len() <= 800);
+        }
+        let streamed = t.points();
+        assert!(
+            streamed.len() <= 400 && streamed.len() > 300,
+            "{}",
+            streamed.len()
+        );
+        let held = thin_out(&pts, 400);
+        let span = |v: &[(f64, f64)]| (v[0].0, v[v.len() - 1].0);
+        assert!((span(&streamed).0 - span(&held).0).abs() < 300.0);
+        assert!((span(&streamed).1 - span(&held).1).abs() < 300.0);
+        let mean = |v: &[(f64, f64)]| v.iter().map(|p| p.1).sum::<f64>() / v.len() as f64;
+        assert!((mean(&streamed) - mean(&held)).abs() < 0.5);
+        let short: Vec<(f64, f64)> = pts[..700].to_vec();
+        let mut t = Thinning::new(400);
+        for (x, y) in &short {
+            t.push(*x, *y);
+        }
+        assert_eq!(t.points(), thin_out(&short, 400));
+    }
 
     #[test]
     fn an_empty_chart_says_so() {

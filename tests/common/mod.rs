@@ -199,3 +199,21 @@ pub fn node_log(run_dir: &std::path::Path, phase: &str, node: &str) -> String {
             .unwrap_or_else(|e| panic!("no log of {node} in {phase}: {e}")),
     }
 }
+
+/// In `dir`: a `burnin.toml` of one `local` node n1 (1 GPU) whose plan (`plan.toml`) is one
+/// phase T1 running `command` with no parser, as `burnin run` reads them there.
+pub fn local_node_with_phase(dir: &std::path::Path, command: &str) {
+    std::fs::write(
+        dir.join("burnin.toml"),
+        "plan = \"plan.toml\"\n[[node]]\nhost = \"n1\"\nmode = \"local\"\ngpus = 1\n",
+    )
+    .expect("inventory");
+    std::fs::write(
+        dir.join("plan.toml"),
+        format!(
+            "[[phase]]\nid = \"T1\"\ntitle = \"one command\"\nscope = \"each-node\"\nparser = \"none\"\ncommand = {}\n",
+            toml::Value::String(command.to_string())
+        ),
+    )
+    .expect("plan");
+}

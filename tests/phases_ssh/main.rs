@@ -13,6 +13,7 @@ mod common;
 
 mod console;
 mod drills;
+mod preflight;
 mod runs;
 
 use std::path::{Path, PathBuf};

@@ -33,6 +33,17 @@ pub(super) fn judge_checks(metrics: &[PhaseMetric], said: &mut Said) {
         .filter(|c| c.2 == CheckStatus::Warn)
         .map(|c| format!("{} {}: {}", c.0, c.1, c.3))
         .collect();
+    // T0's gpu-model, across the nodes: one node of another model is a node to return (or a
+    // plan whose floors fit none of them), whatever its own checks say.
+    let models: Vec<(&str, &str)> = checks
+        .iter()
+        .filter(|c| c.1 == "gpu-model" && c.2 == CheckStatus::Ok)
+        .map(|c| (c.0.as_str(), c.3.as_str()))
+        .collect();
+    if let Some(words) = crate::parsers::gpu_model::differing_nodes(&models) {
+        said.findings
+            .push((Level::Fail, format!("gpu-model: {words}")));
+    }
     if checks.is_empty() {
         said.findings
             .push((Level::Fail, "no checks in the output".into()));
