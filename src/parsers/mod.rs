@@ -14,6 +14,7 @@ pub mod launcher;
 mod metrics;
 mod nccl_job;
 pub mod nccl_tests;
+pub mod nic_model;
 pub mod nvbandwidth;
 pub mod perftest;
 pub mod preflight;

@@ -7,7 +7,8 @@
 //! Sections: `driver` (`/proc/driver/nvidia/version`), `gpus` (`nvidia-smi
 //! --query-gpu=index,name,pci.bus_id,persistence_mode`), `nvswitches` (NVSwitch devices the
 //! driver sees), `kernel` (`uname -r`), `os` (`/etc/os-release`), `fabricmanager-version`,
-//! `services` (`systemctl is-active` of the fabric manager, persistenced and NVLSM),
+//! `services` (`systemctl is-active` of the fabric manager, persistenced and NVLSM), `nics`
+//! (each RDMA device port: name, port, PCI device ID, link layer, rate; `parsers::nic_model`),
 //! `packages` (`manager dpkg|rpm|none`, then installed `ii NAME VERSION` lines), `rdma-tools`,
 //! `numa` (`nodes N`, then `BDF numa_node` per GPU), `acs` (`lspci -vvv` bridge lines and their
 //! `ACSCtl`), `xid` (as T1); with `gds = "true"` in the plan, `gds-module` (nvidia_fs's version
@@ -168,6 +169,10 @@ impl PreflightParser {
         self.nvlink_fabric_checks(node, blackwell, nvswitches, &packages, &mut out);
         out.push(self.persistence_check(node, &gpus));
         out.push(self.rdma_check(node, &packages));
+        // Plans written before T0 listed the NICs have no `nics` section: no check then.
+        if let Some(lines) = self.sections.get("nics") {
+            out.push(super::nic_model::check(node, lines));
+        }
         out.push(self.numa_check(node));
         out.push(self.acs_check(node));
         out.push(xid_check(node, self.sections.get("xid")));
@@ -699,6 +704,9 @@ ii rdma-core 50.0-2ubuntu0.2
 ii infiniband-diags 50.0-2ubuntu0.2
 == rdma-tools
 ibstat /usr/sbin/ibstat
+== nics
+mlx5_0 1 0x1023 InfiniBand 800 Gb/sec (4X XDR)
+mlx5_1 1 0x1023 InfiniBand 800 Gb/sec (4X XDR)
 == numa
 nodes 2
 0000:18:00.0 0
@@ -715,7 +723,7 @@ ACSCtl:\tSrcValid- TransBlk- ReqRedir- CmpltRedir- UpstreamFwd- EgressCtrl- Dire
         for (name, status, detail) in &c {
             assert_eq!(*status, CheckStatus::Ok, "{name}: {detail}");
         }
-        assert_eq!(c.len(), 14, "{c:?}");
+        assert_eq!(c.len(), 15, "{c:?}");
     }
 
     #[test]
