@@ -89,6 +89,23 @@ fn a_phase_printing_a_million_lines_keeps_them_in_its_log_and_a_sample_in_the_ev
         .expect("events")
         .len();
     assert!(size < 4 << 20, "events.jsonl is {size} bytes");
+    // A replay says once where the whole output is, not once per held count.
+    let timeline = burnin::sources::replay::Timeline::load(&run).expect("timeline");
+    let said: Vec<String> = timeline
+        .play()
+        .filter_map(|(_, e)| match e {
+            burnin::model::SourceEvent::Notice { text } if text.contains("keeps a sample") => {
+                Some(text)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        said,
+        [
+            "replay: the record keeps a sample of T1's output past each node's first lines; all of it is in logs/T1/"
+        ]
+    );
     // The report, in little memory, says where the whole output is.
     let (code, _, err, report_kb) = burnin_measured(&dir.0, &["report", run.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");

@@ -93,24 +93,9 @@ fn timed(r: Recorded) -> Option<(UnixMillis, SourceEvent)> {
                 nic_rate_gbps,
             },
         ),
-        // Lines the record left to the node's log: said where they were, as the runner's
-        // words, so a replay does not look like a node that went quiet.
-        Recorded::Run(RecordEvent::Held {
-            at_ms,
-            phase,
-            node,
-            lines,
-        }) => (
-            at_ms,
-            SourceEvent::Phase(PhaseEvent::Note {
-                text: format!(
-                    "{lines} more line(s) only in logs/{phase}/{node}.log.gz (the record keeps a sample)"
-                ),
-                phase,
-                at_ms,
-                node: Some(node),
-            }),
-        ),
+        // Lines the record left to the node's log: said once per phase by the playing
+        // (`Playthrough::fill_events`), not here: 96 nodes would say it every few seconds.
+        Recorded::Run(RecordEvent::Held { .. }) => return None,
         Recorded::Run(RecordEvent::Finding { .. } | RecordEvent::Operator { .. }) => return None,
     })
 }
@@ -178,6 +163,7 @@ impl Timeline {
             ahead: std::collections::BTreeMap::new(),
             newest_read: 0,
             newest_event: 0,
+            thinned: std::collections::BTreeSet::new(),
             seq: 0,
         };
         let first = self.start_ms / 1000;
@@ -231,6 +217,8 @@ pub struct Playthrough<'a> {
     newest_read: u64,
     /// The newest second read from the events so far.
     newest_event: u64,
+    /// Phases whose thinned output the playing has said.
+    thinned: std::collections::BTreeSet<String>,
     seq: u64,
 }
 
@@ -267,6 +255,21 @@ impl Playthrough<'_> {
         while self.events.is_some() && !self.settled(self.newest_event) {
             let next = self.events.as_mut().and_then(Iterator::next);
             match next {
+                Some(Recorded::Run(RecordEvent::Held { at_ms, phase, .. })) => {
+                    // The first time a phase's output was thinned: where the whole of it is.
+                    if self.thinned.insert(phase.clone()) {
+                        self.newest_event = self.newest_event.max(at_ms / 1000);
+                        self.queue(
+                            at_ms / 1000,
+                            at_ms,
+                            SourceEvent::Notice {
+                                text: format!(
+                                    "replay: the record keeps a sample of {phase}'s output past each node's first lines; all of it is in logs/{phase}/"
+                                ),
+                            },
+                        );
+                    }
+                }
                 Some(r) => {
                     let Some((t, ev)) = timed(r) else { continue };
                     self.newest_event = self.newest_event.max(t / 1000);
