@@ -67,6 +67,7 @@ pub fn check(node: &str, lines: &[String]) -> PhaseMetric {
         std::collections::BTreeMap::new();
     let mut unknown: Vec<String> = Vec::new();
     let mut slow: Vec<String> = Vec::new();
+    let mut unbelievable: Vec<String> = Vec::new();
     for p in &ports {
         let Some(model) = p.id.and_then(|id| spec.nic_by_pci(id)) else {
             unknown.push(format!(
@@ -81,7 +82,21 @@ pub fn check(node: &str, lines: &[String]) -> PhaseMetric {
             .entry(format!("{} (PCI {id:#06x})", model.model))
             .or_default()
             .insert(p.device);
-        if let (Some(rate), Some(line)) = (p.rate_gbits, model.figure("line_rate_gbits"))
+        let line = model.figure("line_rate_gbits");
+        // A port faster than its model can run is a reading that cannot be true (the wrong
+        // ID, a garbled rate file): not believed, never counted as "at line rate".
+        if let (Some(rate), Some(line)) = (p.rate_gbits, line)
+            && rate > line.value
+        {
+            unbelievable.push(format!(
+                "{} port {} reads {rate} Gb/s, above its {}'s line rate {}: not believed",
+                crate::model::excerpt(p.device),
+                crate::model::excerpt(p.port),
+                model.model,
+                line.value
+            ));
+        }
+        if let (Some(rate), Some(line)) = (p.rate_gbits, line)
             && rate < line.value
         {
             slow.push(format!(
@@ -105,6 +120,9 @@ pub fn check(node: &str, lines: &[String]) -> PhaseMetric {
             unknown.len(),
             unknown.join(", ")
         ));
+    }
+    if !unbelievable.is_empty() {
+        warn.push(unbelievable.join("; "));
     }
     if !slow.is_empty() {
         warn.push(format!(
@@ -193,5 +211,14 @@ mod tests {
         // A rate that is no number is not judged against the line rate.
         let (status, _) = said("mlx5_0 1 0x1021 InfiniBand NaN Gb/sec");
         assert_eq!(status, CheckStatus::Ok);
+        // A ConnectX-7 port reading 800: cannot be true, so never "at line rate".
+        let (status, detail) = said("mlx5_0 1 0x1021 InfiniBand 800 Gb/sec (4X XDR)");
+        assert_eq!(status, CheckStatus::Warn, "{detail}");
+        assert!(
+            detail.contains(
+                "mlx5_0 port 1 reads 800 Gb/s, above its ConnectX-7's line rate 400: not believed"
+            ),
+            "{detail}"
+        );
     }
 }

@@ -304,30 +304,25 @@ impl RunRecord {
                 text,
                 at_ms,
             } => match self.logs.line(phase, node, *at_ms, text)? {
-                logs::Keep::Line => self.write_event(ev)?,
-                logs::Keep::Held(Some(held)) => self.write_record_event(&held)?,
+                logs::Keep::Line => self.write_line(ev)?,
+                logs::Keep::Held(Some(held)) => self.write_line(&held)?,
                 logs::Keep::Held(None) => {}
             },
             PhaseEvent::Finished { phase, at_ms, .. } => {
                 for held in self.logs.phase_ended(phase, *at_ms)? {
-                    self.write_record_event(&held)?;
+                    self.write_line(&held)?;
                 }
-                self.write_event(ev)?;
+                self.write_line(ev)?;
             }
-            _ => self.write_event(ev)?,
+            _ => self.write_line(ev)?,
         }
         // Every event reaches the disk at once: a console killed mid-phase leaves a record that
         // a restarted one can go on from, line for line.
         self.flush()
     }
 
-    fn write_event(&mut self, ev: &PhaseEvent) -> Result<(), RecordError> {
-        let line = serde_json::to_string(ev)?;
-        let path = self.dir.join("events.jsonl");
-        writeln!(self.events, "{line}").map_err(|e| io_err(&path, e))
-    }
-
-    fn write_record_event(&mut self, ev: &RecordEvent) -> Result<(), RecordError> {
+    /// One line of `events.jsonl` (a phase event or one of the run's own), not yet flushed.
+    fn write_line<T: Serialize>(&mut self, ev: &T) -> Result<(), RecordError> {
         let line = serde_json::to_string(ev)?;
         let path = self.dir.join("events.jsonl");
         writeln!(self.events, "{line}").map_err(|e| io_err(&path, e))
@@ -347,7 +342,7 @@ impl RunRecord {
     /// Append one of the run's own events (a finding, a node state, an operator key) to
     /// `events.jsonl`, flushed at once like the phase events.
     pub fn record_event(&mut self, ev: &RecordEvent) -> Result<(), RecordError> {
-        self.write_record_event(ev)?;
+        self.write_line(ev)?;
         let path = self.dir.join("events.jsonl");
         self.events.flush().map_err(|e| io_err(&path, e))
     }

@@ -389,6 +389,8 @@ pub struct Thinning {
     width: usize,
     /// Per run: sum of x, sum of y, points in it.
     runs: Vec<(f64, f64, usize)>,
+    /// The x of the last point pushed.
+    last_x: Option<f64>,
 }
 
 impl Thinning {
@@ -398,11 +400,13 @@ impl Thinning {
             max: max.max(1),
             width: 1,
             runs: Vec::new(),
+            last_x: None,
         }
     }
 
     /// The next point, in order.
     pub fn push(&mut self, x: f64, y: f64) {
+        self.last_x = Some(x);
         match self.runs.last_mut() {
             Some(run) if run.2 < self.width => {
                 run.0 += x;
@@ -426,7 +430,7 @@ impl Thinning {
 
     /// The x of the last point pushed (`None`: none yet).
     pub fn last_x(&self) -> Option<f64> {
-        self.runs.last().map(|r| r.0 / r.2 as f64)
+        self.last_x
     }
 
     /// At most `max` points to draw.
