@@ -140,6 +140,7 @@ async fn the_runner_refuses_a_placeholder_value_with_shell_syntax() {
         run_id: "r1".into(),
         attempt: 1,
         earlier: Default::default(),
+        parts: Default::default(),
         confirm: None,
         plan: Arc::new(plan.clone()),
         nodes,

@@ -94,6 +94,7 @@ async fn a_search_from_the_console_names_the_bad_node_while_frames_keep_coming()
             run_id: String::new(),
             attempt: 1,
             earlier: Default::default(),
+            parts: Default::default(),
             confirm: None,
             plan: std::sync::Arc::clone(&plan),
             nodes,

@@ -342,7 +342,10 @@ fn t0_checklist_shows_what_failed_warned_or_was_unknown_with_the_line_read() {
             p.push(l);
         }
         for metric in p.finish(node, gpus) {
-            assert!(matches!(metric, PhaseMetric::Check { .. }));
+            assert!(matches!(
+                metric,
+                PhaseMetric::Check { .. } | PhaseMetric::Parts { .. }
+            ));
             events.push(phase(PhaseEvent::Metric {
                 phase: "T0".into(),
                 at_ms: t,

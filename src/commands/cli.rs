@@ -544,6 +544,9 @@ pub enum Command {
         /// becomes what the `baseline` gates compare with.
         #[arg(long, value_name = "FILE")]
         save_baseline: Option<PathBuf>,
+        /// What the nodes behind the files were, for the gates that read the spec table.
+        #[command(flatten)]
+        hardware: ParseHardware,
     },
     /// Shell completions for every subcommand and option, on stdout.
     #[command(
@@ -711,4 +714,19 @@ pub enum WorkloadAction {
         /// gemm, allreduce or train_synthetic.
         name: String,
     },
+}
+
+/// `burnin parse`'s account of the nodes an output came from: the `spec` gates judge with
+/// the spec table's entries for them (without it they are not judged offline).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ParseHardware {
+    /// Nodes the job spanned (a job across nodes is judged per RDMA port with it).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub nodes: Option<u32>,
+    /// The GPU model of every node, as the spec table names it (`H100 SXM`, `B300`).
+    #[arg(long, value_name = "MODEL")]
+    pub gpu_model: Option<String>,
+    /// Each node's RDMA ports NCCL can use, `COUNTxMODEL` (`8xConnectX-7`).
+    #[arg(long, value_name = "COUNTxMODEL")]
+    pub nics: Option<String>,
 }

@@ -209,6 +209,7 @@ pub async fn localize(args: LocalizeArgs) -> Result<i32> {
         run_id: String::new(),
         attempt: 1,
         earlier: BTreeMap::new(),
+        parts: BTreeMap::new(),
         confirm: None,
         plan: Arc::clone(&plan),
         nodes: Vec::new(),

@@ -230,6 +230,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
         run_id: run_id.clone(),
         attempt: 1,
         earlier: Default::default(),
+        parts: Default::default(),
         confirm,
         plan: Arc::clone(&plan),
         nodes: runner_nodes(&inventory, &ssh),
@@ -445,6 +446,7 @@ impl PhaseRun<'_> {
                 before + 1
             };
             ctx.earlier = session.earlier_figures();
+            ctx.parts = session.node_parts();
             let spec = Arc::clone(spec);
             let reattach = reattach.clone();
             tokio::spawn(async move {

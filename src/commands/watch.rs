@@ -48,6 +48,7 @@ pub(super) async fn watch(
             run_id: String::new(),
             attempt: 1,
             earlier: Default::default(),
+            parts: Default::default(),
             confirm: None,
             plan,
             nodes: crate::commands::run::runner_nodes(&inventory, &ssh),

@@ -513,6 +513,7 @@ impl PhaseDriver {
                 let mut ctx = ctx.clone();
                 ctx.attempt = attempt;
                 ctx.earlier = record_read(&session, |s| s.earlier_figures()).unwrap_or_default();
+                ctx.parts = record_read(&session, |s| s.node_parts()).unwrap_or_default();
                 let (tx, mut rx) = mpsc::channel::<PhaseEvent>(1024);
                 let task = {
                     let spec = Arc::clone(&spec);

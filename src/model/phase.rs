@@ -282,6 +282,14 @@ pub enum PhaseMetric {
         /// Each test DCGM ran on it, in DCGM's order.
         tests: Vec<DiagGpuTest>,
     },
+    /// What T0 read the node to be made of (its GPUs' and RDMA ports' PCI IDs): kept in the
+    /// record so later phases take their floors from the spec table for that model.
+    Parts {
+        /// Node name.
+        node: String,
+        /// Its parts.
+        parts: crate::model::spec::NodeParts,
+    },
     /// A failure the tool printed (NCCL/CUDA failure, ASSERT, Python traceback, OOM).
     Problem {
         /// Node name.

@@ -164,6 +164,7 @@ struct RawTable {
 #[derive(Deserialize)]
 struct RawEntry {
     model: String,
+    #[serde(default)]
     pci_device_ids: Vec<String>,
     #[serde(default)]
     names: Vec<String>,
@@ -210,15 +211,92 @@ impl HardwareSpec {
                 figures,
             });
         }
-        let mut seen = std::collections::BTreeSet::new();
-        for id in out.gpus.iter().flat_map(|g| g.pci_device_ids.iter()) {
-            if !seen.insert(*id) {
-                return Err(err(format!(
-                    "GPU PCI device ID {id:#06x} is in two entries"
-                )));
+        out.unique_ids().map_err(err)?;
+        Ok(out)
+    }
+
+    /// This table with a site's entries (a plan's `[[spec.gpu]]` and `[[spec.nic]]`, as TOML
+    /// text) laid over it: an entry of a model the table has replaces the figures it names and
+    /// keeps the others (its IDs too, unless it gives its own with their source); an entry of
+    /// a new model needs its IDs and their source like any other. Every figure still needs its
+    /// source. `file` names the plan in errors.
+    pub fn with_site(&self, file: &str, text: &str) -> Result<Self, SpecError> {
+        let err = |why: String| SpecError {
+            file: file.to_string(),
+            why: format!("[spec]: {why}"),
+        };
+        let raw: RawTable =
+            toml::from_str(text).map_err(|e| err(crate::model::excerpt(&e.to_string())))?;
+        let mut out = self.clone();
+        for e in &raw.gpu {
+            let have = out
+                .gpus
+                .iter()
+                .position(|g| g.model.eq_ignore_ascii_case(e.model.trim()));
+            match have {
+                Some(i) => {
+                    let (ids, figures) = check_override(e, GPU_FIGURES, 0x10DE).map_err(err)?;
+                    let g = &mut out.gpus[i];
+                    if let Some(ids) = ids {
+                        g.pci_device_ids = ids;
+                    }
+                    g.names.extend(e.names.iter().cloned());
+                    g.figures.extend(figures);
+                }
+                None => {
+                    let (model, ids, figures) = check_entry(e, GPU_FIGURES, 0x10DE).map_err(err)?;
+                    out.gpus.push(GpuSpec {
+                        model,
+                        pci_device_ids: ids,
+                        names: e.names.clone(),
+                        figures,
+                    });
+                }
             }
         }
+        for e in &raw.nic {
+            let have = out
+                .nics
+                .iter()
+                .position(|n| n.model.eq_ignore_ascii_case(e.model.trim()));
+            match have {
+                Some(i) => {
+                    let (ids, figures) = check_override(e, NIC_FIGURES, 0x15B3).map_err(err)?;
+                    let n = &mut out.nics[i];
+                    if let Some(ids) = ids {
+                        n.pci_device_ids = ids;
+                    }
+                    n.figures.extend(figures);
+                }
+                None => {
+                    let (model, ids, figures) = check_entry(e, NIC_FIGURES, 0x15B3).map_err(err)?;
+                    out.nics.push(NicSpec {
+                        model,
+                        pci_device_ids: ids,
+                        figures,
+                    });
+                }
+            }
+        }
+        out.unique_ids().map_err(err)?;
         Ok(out)
+    }
+
+    /// No PCI ID in two entries of one kind.
+    fn unique_ids(&self) -> Result<(), String> {
+        let mut seen = std::collections::BTreeSet::new();
+        for id in self.gpus.iter().flat_map(|g| g.pci_device_ids.iter()) {
+            if !seen.insert(*id) {
+                return Err(format!("GPU PCI device ID {id:#06x} is in two entries"));
+            }
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for id in self.nics.iter().flat_map(|n| n.pci_device_ids.iter()) {
+            if !seen.insert(*id) {
+                return Err(format!("NIC PCI device ID {id:#06x} is in two entries"));
+            }
+        }
+        Ok(())
     }
 
     /// The GPU model with this PCI device ID.
@@ -260,6 +338,49 @@ impl NicSpec {
 
 type Checked = (String, Vec<u16>, BTreeMap<String, Figure>);
 
+/// A site's entry over a model: its IDs (`None`: the table's) and its figures.
+type Override = (Option<Vec<u16>>, BTreeMap<String, Figure>);
+
+/// A site's entry over a model the table has: its IDs (`None`: keep the table's) and figures,
+/// each checked as [`check_entry`] checks them.
+fn check_override(
+    e: &RawEntry,
+    known: &[(&str, &str, &str)],
+    vendor: u16,
+) -> Result<Override, String> {
+    if e.pci_device_ids.is_empty() {
+        let model = e.model.trim();
+        check_figures(model, &e.figures, known)?;
+        return Ok((None, e.figures.clone()));
+    }
+    let (_, ids, figures) = check_entry(e, known, vendor)?;
+    Ok((Some(ids), figures))
+}
+
+fn check_figures(
+    model: &str,
+    figures: &BTreeMap<String, Figure>,
+    known: &[(&str, &str, &str)],
+) -> Result<(), String> {
+    for (name, f) in figures {
+        if !known.iter().any(|(k, _, _)| k == name) {
+            return Err(format!("{model}: {name} is no figure burnin knows"));
+        }
+        if !f.value.is_finite() || f.value <= 0.0 {
+            return Err(format!(
+                "{model}: {name} = {} is not a positive number",
+                f.value
+            ));
+        }
+        if f.source.trim().is_empty() {
+            return Err(format!(
+                "{model}: {name} has no source (a number without one is left out)"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// An entry's name, IDs and figures, each checked: a known figure name, a finite positive
 /// value, a source.
 fn check_entry(e: &RawEntry, known: &[(&str, &str, &str)], vendor: u16) -> Result<Checked, String> {
@@ -281,22 +402,7 @@ fn check_entry(e: &RawEntry, known: &[(&str, &str, &str)], vendor: u16) -> Resul
             format!("{model}: {id:?} is no PCI device ID (0xNNNN, or 0xNNNN{vendor:04X} as nvidia-smi prints it)")
         })?);
     }
-    for (name, f) in &e.figures {
-        if !known.iter().any(|(k, _, _)| k == name) {
-            return Err(format!("{model}: {name} is no figure burnin knows"));
-        }
-        if !f.value.is_finite() || f.value <= 0.0 {
-            return Err(format!(
-                "{model}: {name} = {} is not a positive number",
-                f.value
-            ));
-        }
-        if f.source.trim().is_empty() {
-            return Err(format!(
-                "{model}: {name} has no source (a number without one is left out)"
-            ));
-        }
-    }
+    check_figures(model, &e.figures, known)?;
     Ok((model.to_string(), ids, e.figures.clone()))
 }
 
@@ -319,6 +425,30 @@ pub fn parse_device_id(text: &str, vendor: u16) -> Option<u16> {
 /// What nvidia-smi's `pci.device_id` (`0x233510DE`) says of an NVIDIA GPU's device ID.
 pub fn nvidia_device_id(text: &str) -> Option<u16> {
     parse_device_id(text, 0x10DE)
+}
+
+mod node;
+pub use node::{MAX_PARTS, NodeHardware, NodeParts, Part};
+
+/// Where a figure's unit is a rate that converts to another (GB/s and Gbit/s): the factor
+/// from `from` to `to`, `Some(1.0)` for the same unit, `None` where they do not convert.
+pub fn unit_factor(from: &str, to: &str) -> Option<f64> {
+    match (from, to) {
+        (a, b) if a == b => Some(1.0),
+        ("GB/s", "Gbit/s") => Some(8.0),
+        ("Gbit/s", "GB/s") => Some(1.0 / 8.0),
+        ("TFLOP/s", "TFLOPS") | ("TFLOPS", "TFLOP/s") => Some(1.0),
+        _ => None,
+    }
+}
+
+/// A figure name's unit, from [`GPU_FIGURES`] or [`NIC_FIGURES`] (`None`: no such figure).
+pub fn figure_unit(name: &str) -> Option<&'static str> {
+    GPU_FIGURES
+        .iter()
+        .chain(NIC_FIGURES.iter())
+        .find(|(n, _, _)| *n == name)
+        .map(|(_, unit, _)| *unit)
 }
 
 #[cfg(test)]

@@ -110,6 +110,20 @@ pub fn check(node: &str, gpus: &[Vec<String>]) -> PhaseMetric {
     )
 }
 
+/// The GPUs of nvidia-smi's list as parts: by PCI device ID (the 5th column), by name where
+/// the query has none. An ID column that reads as no ID keeps the name and no ID.
+pub fn parts(gpus: &[Vec<String>]) -> Vec<crate::model::spec::Part> {
+    let mut out = Vec::new();
+    for g in gpus {
+        let name = g.get(1).map(String::as_str).unwrap_or("");
+        let id = g
+            .get(4)
+            .and_then(|t| crate::model::spec::nvidia_device_id(t));
+        crate::model::spec::NodeParts::add(&mut out, id, name);
+    }
+    out
+}
+
 /// The model a `gpu-model` check that held names (`H200 (PCI 0x2335)`), from its words.
 fn model_in(detail: &str) -> Option<&str> {
     let (_, rest) = detail.split_once(" × ")?;

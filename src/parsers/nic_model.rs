@@ -49,6 +49,18 @@ fn port(line: &str) -> Option<Port<'_>> {
     })
 }
 
+/// The `nics` section's ports as parts (by PCI device ID; the name is the link layer).
+pub fn parts(lines: &[String]) -> Vec<crate::model::spec::Part> {
+    let mut out = Vec::new();
+    for l in lines {
+        if let Some(p) = port(l) {
+            let layer = l.split_whitespace().nth(3).unwrap_or("");
+            crate::model::spec::NodeParts::add(&mut out, p.id, layer);
+        }
+    }
+    out
+}
+
 /// The node's NICs by model, and any port trained below its model's line rate (a WARN: a
 /// site may run NDR200 on a ConnectX-7 by choice; the bandwidth phases judge what it carries).
 /// A device the table does not know WARNs naming its ID, never a guess; no RDMA device at all

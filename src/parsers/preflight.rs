@@ -173,6 +173,21 @@ impl PreflightParser {
         if let Some(lines) = self.sections.get("nics") {
             out.push(super::nic_model::check(node, lines));
         }
+        // What the node is made of, for the later phases' floors (`model::spec`).
+        if !gpus.is_empty() {
+            out.push(PhaseMetric::Parts {
+                node: node.to_string(),
+                parts: crate::model::spec::NodeParts {
+                    gpus: super::gpu_model::parts(&gpus),
+                    nics: self
+                        .sections
+                        .get("nics")
+                        .map(super::nic_model::parts)
+                        .unwrap_or_default(),
+                    from: "T0".into(),
+                },
+            });
+        }
         out.push(self.numa_check(node));
         out.push(self.acs_check(node));
         out.push(xid_check(node, self.sections.get("xid")));
@@ -626,6 +641,42 @@ mod tests {
             .find(|c| c.0 == name)
             .map(|c| (c.1, c.2.clone()))
             .unwrap_or_else(|| panic!("no {name} in {checks:?}"))
+    }
+
+    /// T0 says what the node is made of, for the later phases' spec floors: the real H200
+    /// VM's older query by name (no ID), a B300 node by PCI ID with its RDMA ports.
+    #[test]
+    fn t0_keeps_the_parts_the_spec_floors_need() {
+        use crate::model::spec::HardwareSpec;
+        let parts = |text: &str| {
+            let mut p = PreflightParser::new();
+            for l in text.lines() {
+                p.push(l);
+            }
+            p.finish("n1", 1)
+                .into_iter()
+                .find_map(|m| match m {
+                    PhaseMetric::Parts { parts, .. } => Some(parts),
+                    _ => None,
+                })
+                .expect("a parts metric")
+        };
+        let h200 = parts(&crate::parsers::fixtures::tool_output(
+            "preflight/h200-vm-ubuntu24.txt",
+        ));
+        assert_eq!(h200.gpus.len(), 1, "{h200:?}");
+        assert_eq!((h200.gpus[0].pci_id, h200.gpus[0].count), (None, 1));
+        let hw = HardwareSpec::shipped().resolve(&h200);
+        assert_eq!(hw.gpu.map(|g| g.model), Ok("H200".to_string()));
+        let b300 = parts(&HGX_B300.replace(
+            "== numa",
+            "mlx5_2 1 0xa2dc Ethernet 200 Gb/sec (2X HDR)\n== numa",
+        ));
+        let hw = HardwareSpec::shipped().resolve(&b300);
+        assert_eq!(hw.gpu.map(|g| g.model), Ok("B300".to_string()));
+        // The compute fabric's ports: the InfiniBand ConnectX-8s, not the Ethernet BlueField.
+        assert_eq!(hw.nic.map(|n| n.model), Ok("ConnectX-8".to_string()));
+        assert_eq!((hw.nic_ports, hw.gpus), (2, 2));
     }
 
     #[test]

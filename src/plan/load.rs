@@ -24,6 +24,8 @@ struct PlanFile {
     #[serde(default)]
     phase: Vec<toml::Spanned<PhaseFile>>,
     kubernetes: Option<toml::Spanned<KubernetesFile>>,
+    /// `[[spec.gpu]]`, `[[spec.nic]]`: the site's entries over the shipped spec table.
+    spec: Option<toml::Spanned<toml::Value>>,
 }
 
 /// `[kubernetes]`: where Jobs go and what they run in.
@@ -115,6 +117,17 @@ impl Plan {
             None => None,
             Some(k) => Some(kube_settings(file, text, k)?),
         };
+        let hardware = match &shape.spec {
+            None => crate::model::spec::HardwareSpec::shipped().clone(),
+            Some(site) => {
+                let table = toml::to_string(site.get_ref()).map_err(|e| {
+                    ConfigError::at(file, text, Some(site.span()), format!("[spec]: {e}"))
+                })?;
+                crate::model::spec::HardwareSpec::shipped()
+                    .with_site(file, &table)
+                    .map_err(|e| ConfigError::at(file, text, Some(site.span()), e.why))?
+            }
+        };
         let mut phases: Vec<Arc<PhaseSpec>> = Vec::new();
         let mut ids = BTreeSet::new();
         for entry in &shape.phase {
@@ -153,6 +166,7 @@ impl Plan {
                 .unwrap_or_else(|| "~/.cache/burnin/runs".into()),
             grace: Duration::from_secs(shape.settings.grace_s.unwrap_or(10).clamp(1, 600)),
             kubernetes,
+            hardware: Arc::new(hardware),
         })
     }
 
@@ -513,6 +527,41 @@ pub(super) fn check_gate_figure(
             if !(pct.is_finite() && *pct > 0.0 && *pct <= 1000.0) =>
         {
             return bad(format!("gate pct {pct} must be above 0 and at most 1000"));
+        }
+        Gate::Spec { pct, .. } if !(pct.is_finite() && *pct > 0.0 && *pct <= 1000.0) => {
+            return bad(format!("gate pct {pct} must be above 0 and at most 1000"));
+        }
+        Gate::Spec {
+            figure,
+            floor,
+            per,
+            miss,
+            ..
+        } => {
+            let Some(floor_unit) = crate::model::spec::figure_unit(floor) else {
+                return bad(format!(
+                    "{:?} is no figure of the spec table; known: {}",
+                    crate::model::excerpt(floor),
+                    crate::model::spec::GPU_FIGURES
+                        .iter()
+                        .chain(crate::model::spec::NIC_FIGURES.iter())
+                        .map(|(n, _, _)| *n)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            };
+            if crate::model::spec::unit_factor(crate::plan::unit_of(figure), floor_unit).is_none() {
+                return bad(format!(
+                    "{figure} is in {:?} and the spec's {floor} in {floor_unit:?}: they do not compare",
+                    crate::plan::unit_of(figure)
+                ));
+            }
+            if per.as_deref().is_some_and(|p| p != "nic") {
+                return bad("gate per: only \"nic\" (a job across nodes, per RDMA port)".into());
+            }
+            if miss.as_deref().is_some_and(|m| m != "warn" && m != "fail") {
+                return bad("gate miss: \"fail\" (the default) or \"warn\"".into());
+            }
         }
         Gate::Together { worse_pct, .. }
             if !(worse_pct.is_finite() && (0.0..=1000.0).contains(worse_pct)) =>

@@ -118,6 +118,27 @@ pub enum Gate {
         /// Percent.
         pct: f64,
     },
+    /// Every subject at least `pct` % of the spec table's `floor` for its node's model (GPU
+    /// or NIC entry, found by T0's PCI IDs): a model the table does not know warns with its
+    /// ID and leaves the plan's own floors to judge; a model without that figure is not
+    /// judged by this gate.
+    Spec {
+        /// Figure name.
+        figure: String,
+        /// A figure of the spec table ([`crate::model::spec::GPU_FIGURES`], `NIC_FIGURES`).
+        floor: String,
+        /// Percent of the floor a subject must reach.
+        #[serde(default = "hundred")]
+        pct: f64,
+        /// `nic`: a job across nodes is judged per RDMA port (its busbw divided by the ports
+        /// each node's ranks use; docs/spec.md derives it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        per: Option<String>,
+        /// `warn`: below the floor warns rather than fails (a floor measured under a condition
+        /// the run does not prove, e.g. NCCL's NVLS).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        miss: Option<String>,
+    },
     /// In a `together` phase: run beside the others, the figure is at most `worse_pct` % worse
     /// than the same member's run alone, for every subject (a bandwidth lower, a latency
     /// higher: [`lower_is_better`] says which way is worse).
@@ -127,6 +148,10 @@ pub enum Gate {
         /// Percent it may worsen.
         worse_pct: f64,
     },
+}
+
+fn hundred() -> f64 {
+    100.0
 }
 
 pub use crate::model::figures::{Better, FIGURES, known_figure, lower_is_better, unit_of};
@@ -146,7 +171,8 @@ impl Gate {
     /// The figure the gate reads, if it reads one.
     pub fn figure(&self) -> Option<&str> {
         match self {
-            Gate::Min { figure, .. }
+            Gate::Spec { figure, .. }
+            | Gate::Min { figure, .. }
             | Gate::Max { figure, .. }
             | Gate::Baseline { figure, .. }
             | Gate::Peers { figure, .. }
@@ -171,6 +197,20 @@ impl Gate {
             Gate::NoXid => "no Xid during the phase".into(),
             Gate::NoFinding { rule } => format!("no {rule} finding during the phase"),
             Gate::Scaling { pct } => format!("1 -> N GPU scaling >= {pct} %"),
+            Gate::Spec {
+                figure,
+                floor,
+                pct,
+                per,
+                ..
+            } => {
+                let per = if per.is_some() { " per RDMA port" } else { "" };
+                if *pct == 100.0 {
+                    format!("{figure}{per} >= the spec's {floor} for the model")
+                } else {
+                    format!("{figure}{per} >= {pct} % of the spec's {floor} for the model")
+                }
+            }
             Gate::Together { figure, worse_pct } => {
                 format!("{figure} at most {worse_pct} % worse together than alone")
             }
@@ -262,6 +302,9 @@ pub struct Plan {
     pub text: String,
     /// `[kubernetes]`: the cluster and image for phases with `launcher = "kubernetes"`.
     pub kubernetes: Option<KubeSettings>,
+    /// The spec table the `spec` gates read: the one burnin ships with the plan's `[spec]`
+    /// entries laid over it.
+    pub hardware: Arc<crate::model::spec::HardwareSpec>,
 }
 
 /// The shipped plan's text (what `burnin init` writes as plan.toml).

@@ -48,6 +48,10 @@ pub struct RecordNode {
     /// GPU ↔ NIC ↔ NUMA topology (`None`: not watched, or it never answered).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hello: Option<crate::model::NodeHello>,
+    /// What T0 read the node to be made of (GPU and RDMA PCI IDs), for the floors of the
+    /// phases after it (`None`: T0 has not run, or records before it kept this).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parts: Option<crate::model::spec::NodeParts>,
 }
 
 /// One phase's result.

@@ -90,6 +90,7 @@ impl RunSession {
                     mode: n.mode.name().to_string(),
                     gpus: n.gpus,
                     hello: None,
+                    parts: None,
                 })
                 .collect(),
             phases: Vec::new(),
@@ -194,6 +195,29 @@ impl RunSession {
             .collect()
     }
 
+    /// What each node is made of, for the floors of the spec table: as T0 read it (PCI IDs),
+    /// else the GPUs' names its telemetry said (no IDs: found by name); a node of neither is
+    /// left out (its floors are not known).
+    pub fn node_parts(&self) -> BTreeMap<String, crate::model::spec::NodeParts> {
+        use crate::model::spec::NodeParts;
+        let mut out = BTreeMap::new();
+        for n in &self.summary.nodes {
+            if let Some(p) = &n.parts {
+                out.insert(n.name.clone(), p.clone());
+            } else if let Some(h) = n.hello.as_ref().filter(|h| !h.gpus.is_empty()) {
+                let mut parts = NodeParts {
+                    from: "telemetry".into(),
+                    ..NodeParts::default()
+                };
+                for g in &h.gpus {
+                    NodeParts::add(&mut parts.gpus, None, &g.name);
+                }
+                out.insert(n.name.clone(), parts);
+            }
+        }
+        out
+    }
+
     /// The phases `spec` needs that ended badly in this run, in words (`None`: free to run).
     pub fn blocked_by(&self, spec: &PhaseSpec) -> Option<String> {
         let blocked: Vec<String> = spec
@@ -241,6 +265,11 @@ impl RunSession {
                     together.push(change.clone())
                 }
                 crate::model::phase::PhaseMetric::Drill { outcome } => drill.push(outcome.clone()),
+                crate::model::phase::PhaseMetric::Parts { node, parts } => {
+                    if let Some(n) = self.summary.nodes.iter_mut().find(|n| n.name == *node) {
+                        n.parts = Some(parts.clone());
+                    }
+                }
                 crate::model::phase::PhaseMetric::DiagGpu { node, gpu, tests } => {
                     dcgm.push(super::RecordDiagGpu {
                         node: node.clone(),

@@ -599,6 +599,10 @@ impl SimCluster {
             observed
                 .node_gpus
                 .insert(name.clone(), self.config.gpus_per_node);
+            observed.hardware.insert(
+                name.clone(),
+                plan.hardware.resolve(&sim_parts(self.config.gpus_per_node)),
+            );
         }
         for gate in &spec.gates {
             if let crate::plan::Gate::OutputContains { text, evidence } = gate {
@@ -635,6 +639,26 @@ impl SimCluster {
 /// The simulated cluster's figures in health, per phase: the baseline its phases are judged
 /// against (a site saves its own with `burnin baseline save RUN`). One subject per figure, so
 /// every GPU, pair or node is held to the nominal figure.
+/// What T0 would read a simulated node to be made of: B300s (PCI 0x3182) and eight
+/// ConnectX-7 InfiniBand ports (0x1021), the 400G rails the simulated fabric runs at.
+pub fn sim_parts(gpus: u32) -> crate::model::spec::NodeParts {
+    use crate::model::spec::{NodeParts, Part};
+    NodeParts {
+        gpus: vec![Part {
+            pci_id: Some(0x3182),
+            name: "NVIDIA B300 SXM6 AC".into(),
+            count: gpus,
+        }],
+        nics: vec![Part {
+            pci_id: Some(0x1021),
+            name: "InfiniBand".into(),
+            count: 8,
+        }],
+        from: "T0".into(),
+    }
+}
+
+/// The baseline the simulated cluster judges with.
 pub fn nominal_baseline(config: &SimConfig) -> Baseline {
     let gpus = f64::from(config.gpus_per_node) * config.nodes as f64;
     let training = |step_ms: f64| STEP_TOKENS * gpus / (step_ms / 1000.0);

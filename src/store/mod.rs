@@ -455,7 +455,8 @@ impl ClusterStore {
             | PhaseMetric::Problem { .. }
             | PhaseMetric::Together { .. }
             | PhaseMetric::Drill { .. }
-            | PhaseMetric::LatencyCdf { .. } => {}
+            | PhaseMetric::LatencyCdf { .. }
+            | PhaseMetric::Parts { .. } => {}
         }
     }
 

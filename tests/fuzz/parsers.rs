@@ -114,6 +114,24 @@ pub(crate) fn parse_options(seed: &Seed, baseline: bool) -> Options {
         }),
         gpus: 8,
         smi_fields: seed.fields.clone(),
+        // With a baseline, also as the nodes of a B300 site of 96 nodes (eight ConnectX-8 ports
+        // each): the `spec` gates judge the mutated output too.
+        hardware: baseline.then(|| parse::hardware::NodesAs {
+            nodes: 96,
+            parts: burnin::model::spec::NodeParts {
+                gpus: vec![burnin::model::spec::Part {
+                    pci_id: Some(0x3182),
+                    name: "NVIDIA B300 SXM6 AC".into(),
+                    count: 8,
+                }],
+                nics: vec![burnin::model::spec::Part {
+                    pci_id: Some(0x1023),
+                    name: "InfiniBand".into(),
+                    count: 8,
+                }],
+                from: "fuzz".into(),
+            },
+        }),
     }
 }
 

@@ -52,6 +52,7 @@ impl Console {
                 run_id: String::new(),
                 attempt: 1,
                 earlier: Default::default(),
+                parts: Default::default(),
                 confirm: None,
                 plan: Arc::clone(&plan),
                 nodes: burnin::commands::run::runner_nodes(&inventory, &ssh),

@@ -15,6 +15,7 @@ mod console;
 mod drills;
 mod preflight;
 mod runs;
+mod spec_floors;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -13,6 +13,7 @@
 //! store's TTFB and drives.
 
 mod detect;
+pub mod hardware;
 mod read;
 mod render;
 mod telemetry;
@@ -44,6 +45,19 @@ pub struct Options {
     pub gpus: u32,
     /// For nvidia-smi CSV without a header: the `--query-gpu` fields, in order.
     pub smi_fields: Option<Vec<String>>,
+    /// What the nodes behind the files were (`--nodes`, `--gpu-model`, `--nics`), for the
+    /// `spec` gates; `None`: those gates are not judged offline.
+    pub hardware: Option<hardware::NodesAs>,
+}
+
+/// What `burnin parse` was given besides its files.
+pub(super) struct Given {
+    pub plan: Option<PathBuf>,
+    pub baseline: Option<PathBuf>,
+    pub gpus: u32,
+    pub fields: Vec<String>,
+    pub save_baseline: Option<PathBuf>,
+    pub hardware: crate::commands::cli::ParseHardware,
 }
 
 /// The whole answer of `burnin parse --json`.
@@ -181,13 +195,17 @@ fn first_looks_like_a_path(p: &Path) -> bool {
 pub(super) fn parse_files(
     args: Vec<String>,
     json: bool,
-    plan: Option<PathBuf>,
-    baseline: Option<PathBuf>,
-    gpus: u32,
-    fields: Vec<String>,
-    save_baseline: Option<PathBuf>,
+    given: Given,
 ) -> color_eyre::eyre::Result<i32> {
     use crate::commands::parse::{Kind, Options};
+    let Given {
+        plan,
+        baseline,
+        gpus,
+        fields,
+        save_baseline,
+        hardware,
+    } = given;
     let mut args = args.into_iter();
     let first = args.next().unwrap_or_default();
     let (kind, files): (Option<Kind>, Vec<PathBuf>) =
@@ -240,11 +258,19 @@ pub(super) fn parse_files(
         },
         None => None,
     };
+    let hardware = match hardware::nodes_as(&hardware, &plan, gpus) {
+        Ok(h) => h,
+        Err(why) => {
+            crate::eprintln_safe!("burnin parse: {why}");
+            return Ok(2);
+        }
+    };
     let opts = Options {
         plan,
         baseline,
         gpus,
         smi_fields: (!fields.is_empty()).then_some(fields),
+        hardware,
     };
     Ok(run(&files, kind, &opts, json, save_baseline.as_deref()))
 }
@@ -257,5 +283,6 @@ fn test_options() -> Options {
         baseline: None,
         gpus: 8,
         smi_fields: None,
+        hardware: None,
     }
 }

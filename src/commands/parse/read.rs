@@ -250,9 +250,11 @@ fn read_tool(r: &mut Reading, text: &str, kind: ParserKind, opts: &Options) {
     r.launcher = parser.launcher().map(|l| l.describe().to_string());
     r.format = trainlog.framework().map(|f| f.name().to_string());
     fill_from_metrics(r);
+    let (node_gpus, hardware) = nodes_behind(opts, &node);
     let observed = Observed {
         nodes: vec![node.clone()],
-        node_gpus: BTreeMap::from([(node.clone(), opts.gpus)]),
+        node_gpus,
+        hardware,
         seen,
         unparsed: (r.unread_lines, r.unread.first().cloned()),
         offline: true,
@@ -440,6 +442,39 @@ pub(super) fn triage_findings(
             why: f.why.clone(),
         })
         .collect()
+}
+
+/// The nodes behind a file and their spec entries: as `--nodes`, `--gpu-model` and `--nics`
+/// say (the job spans that many nodes of those parts), else one node of parts not known.
+type NodesBehind = (
+    BTreeMap<String, u32>,
+    BTreeMap<String, crate::model::spec::NodeHardware>,
+);
+
+fn nodes_behind(opts: &Options, node: &str) -> NodesBehind {
+    match &opts.hardware {
+        Some(h) if h.nodes > 1 => {
+            let names: Vec<String> = (1..=h.nodes).map(|i| format!("node{i}")).collect();
+            let hw = opts.plan.hardware.resolve(&h.parts);
+            (
+                names.iter().map(|n| (n.clone(), opts.gpus)).collect(),
+                names
+                    .iter()
+                    .map(String::as_str)
+                    .chain(std::iter::once(node))
+                    .map(|n| (n.to_string(), hw.clone()))
+                    .collect(),
+            )
+        }
+        Some(h) => (
+            BTreeMap::from([(node.to_string(), opts.gpus)]),
+            BTreeMap::from([(node.to_string(), opts.plan.hardware.resolve(&h.parts))]),
+        ),
+        None => (
+            BTreeMap::from([(node.to_string(), opts.gpus)]),
+            BTreeMap::new(),
+        ),
+    }
 }
 
 #[cfg(test)]

@@ -184,6 +184,7 @@ fn metric_kind(m: &PhaseMetric) -> &'static str {
         PhaseMetric::Drill { .. } => "drill outcomes",
         PhaseMetric::Problem { .. } => "failure lines",
         PhaseMetric::Gate { .. } => "gate outcomes",
+        PhaseMetric::Parts { .. } => "node parts (PCI IDs)",
     }
 }
 

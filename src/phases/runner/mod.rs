@@ -69,6 +69,9 @@ pub struct RunContext {
     /// Figures of the phases that passed or warned earlier in this run: a `together` phase
     /// compares its members with them.
     pub earlier: BTreeMap<String, gates::Figures>,
+    /// What each node was found to be made of earlier in this run (T0's PCI IDs, else its
+    /// telemetry's GPU names): the `spec` gates' floors come from it.
+    pub parts: BTreeMap<String, crate::model::spec::NodeParts>,
     /// Counts the operator's confirmations (a drill's "done": `c` in the console, Enter on
     /// `burnin run`'s terminal); `None` where nobody can confirm.
     pub confirm: Option<watch::Receiver<u64>>,
@@ -274,6 +277,16 @@ fn node_gpus(ctx: &RunContext) -> BTreeMap<String, u32> {
         .collect()
 }
 
+/// Each node's entries of the plan's spec table, from what the run found it made of.
+pub(super) fn node_hardware(
+    ctx: &RunContext,
+) -> BTreeMap<String, crate::model::spec::NodeHardware> {
+    ctx.parts
+        .iter()
+        .map(|(node, parts)| (node.clone(), ctx.plan.hardware.resolve(parts)))
+        .collect()
+}
+
 fn found_in(observed: &Observed) -> Vec<String> {
     observed
         .telemetry
@@ -465,6 +478,7 @@ async fn execute(
         expected_ranks: (spec.scope == Scope::Mpirun)
             .then(|| ctx.nodes.iter().map(|n| n.spec.gpus).sum()),
         node_gpus: node_gpus(ctx),
+        hardware: node_hardware(ctx),
         ..Observed::default()
     };
     let mut failures = server_failures;

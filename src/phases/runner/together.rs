@@ -116,6 +116,7 @@ pub(super) async fn drive_together(
         nodes: watched.clone(),
         telemetry: window.clone(),
         node_gpus: node_gpus(ctx),
+        hardware: node_hardware(ctx),
         ..Observed::default()
     };
     // Figures compared: those the gates read and those the plan asks to see; every figure

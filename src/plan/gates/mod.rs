@@ -31,6 +31,7 @@ pub const MIN_LOSS_STEPS: usize = 20;
 mod bounds;
 mod figures;
 mod output;
+mod spec;
 mod telemetry;
 mod training;
 
@@ -109,6 +110,9 @@ pub struct Observed {
     pub expected_ranks: Option<u32>,
     /// GPUs each node of the phase should have, from the inventory (absent: not known).
     pub node_gpus: BTreeMap<String, u32>,
+    /// Each node's entries of the plan's spec table (from T0's PCI IDs, else its telemetry's
+    /// GPU names), for the `spec` gates; a node absent here has no known model.
+    pub hardware: BTreeMap<String, crate::model::spec::NodeHardware>,
     /// Judged offline from a file (`burnin parse`): no exit status and no telemetry exist,
     /// so the gates that need them say they were not judged instead of warning.
     pub offline: bool,
@@ -316,41 +320,7 @@ pub fn judge_gates(
         figs: &figs,
         checked_ok,
     };
-    let mut outcomes = Vec::with_capacity(spec.gates.len());
-    for gate in &spec.gates {
-        let (f0, s0) = (said.findings.len(), said.summary.len());
-        match gate {
-            Gate::Checks => judge_checks(metrics, &mut said),
-            Gate::ZeroWrong => judge_zero_wrong(metrics, &mut said),
-            Gate::OutputContains { text, evidence } => {
-                judge_output_contains(text, evidence, observed, &mut said)
-            }
-            Gate::Scaling { pct } => judge_scaling(*pct, &j, &mut said),
-            Gate::NoXid => judge_no_xid(observed, &mut said),
-            Gate::NoFinding { rule } => judge_no_finding(rule, observed, &mut said),
-            Gate::LossFalling => judge_loss(true, metrics, &mut said),
-            Gate::LossFinite => judge_loss(false, metrics, &mut said),
-            Gate::Together { figure, worse_pct } => {
-                judge_together(figure, worse_pct, observed, &mut said)
-            }
-            Gate::Min { figure, value } => judge_bound(true, figure, value, &j, &mut said),
-            Gate::Max { figure, value } => judge_bound(false, figure, value, &j, &mut said),
-            Gate::Peers { figure, pct } => judge_peers(figure, pct, &j, &mut said),
-            Gate::Baseline { figure, pct } => judge_baseline(figure, pct, &j, &mut said),
-        }
-        let (found, summed) = (&said.findings[f0..], &said.summary[s0..]);
-        let status = gate_status(found, summed);
-        let words: Vec<&str> = found
-            .iter()
-            .map(|f| f.1.as_str())
-            .chain(summed.iter().map(String::as_str))
-            .collect();
-        outcomes.push(GateOutcome {
-            gate: gate.describe(),
-            status,
-            words: words.join("; "),
-        });
-    }
+    let outcomes = judge_each_gate(spec, metrics, observed, &j, &mut said);
     if !spec.gates.iter().any(|g| matches!(g, Gate::Checks)) {
         say_ungated_checks(metrics, &mut said);
     }
@@ -407,6 +377,72 @@ pub fn judge_gates(
         reason: parts.join("; "),
         gates: outcomes,
     }
+}
+
+/// Each gate of the plan's entry in its order, with what it said and how it came out.
+fn judge_each_gate(
+    spec: &PhaseSpec,
+    metrics: &[PhaseMetric],
+    observed: &Observed,
+    j: &Judging<'_>,
+    said: &mut Said,
+) -> Vec<GateOutcome> {
+    let mut outcomes = Vec::with_capacity(spec.gates.len());
+    for gate in &spec.gates {
+        let (f0, s0) = (said.findings.len(), said.summary.len());
+        match gate {
+            Gate::Checks => judge_checks(metrics, said),
+            Gate::ZeroWrong => judge_zero_wrong(metrics, said),
+            Gate::OutputContains { text, evidence } => {
+                judge_output_contains(text, evidence, observed, said)
+            }
+            Gate::Scaling { pct } => judge_scaling(*pct, j, said),
+            Gate::NoXid => judge_no_xid(observed, said),
+            Gate::NoFinding { rule } => judge_no_finding(rule, observed, said),
+            Gate::LossFalling => judge_loss(true, metrics, said),
+            Gate::LossFinite => judge_loss(false, metrics, said),
+            Gate::Together { figure, worse_pct } => {
+                judge_together(figure, worse_pct, observed, said)
+            }
+            Gate::Min { figure, value } => judge_bound(true, figure, value, j, said),
+            Gate::Max { figure, value } => judge_bound(false, figure, value, j, said),
+            Gate::Peers { figure, pct } => judge_peers(figure, pct, j, said),
+            Gate::Baseline { figure, pct } => judge_baseline(figure, pct, j, said),
+            Gate::Spec {
+                figure,
+                floor,
+                pct,
+                per,
+                miss,
+            } => {
+                let gate = spec::SpecGate {
+                    figure,
+                    floor,
+                    pct: *pct,
+                    per_nic: per.as_deref() == Some("nic"),
+                    miss: if miss.as_deref() == Some("warn") {
+                        Level::Warn
+                    } else {
+                        Level::Fail
+                    },
+                };
+                spec::judge_spec(&gate, metrics, j, said)
+            }
+        }
+        let (found, summed) = (&said.findings[f0..], &said.summary[s0..]);
+        let status = gate_status(found, summed);
+        let words: Vec<&str> = found
+            .iter()
+            .map(|f| f.1.as_str())
+            .chain(summed.iter().map(String::as_str))
+            .collect();
+        outcomes.push(GateOutcome {
+            gate: gate.describe(),
+            status,
+            words: words.join("; "),
+        });
+    }
+    outcomes
 }
 
 /// What a judgement says when its gates found nothing to say: true only where every node

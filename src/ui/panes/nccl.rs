@@ -247,6 +247,9 @@ impl BusbwGates {
         judged.extend(phase.gates.iter().filter(|g| {
             !busbw_gate(&g.gate) && matches!(g.status, GateStatus::Missed | GateStatus::Warned)
         }));
+        // What failed first: the line is cut at the pane's width, and a gate not judged (a
+        // model without that floor) must not push a missed one out of sight.
+        judged.sort_by_key(|g| std::cmp::Reverse(severity(g.status)));
         if !judged.is_empty() {
             let worst = judged.iter().map(|g| g.status).max_by_key(|s| severity(*s));
             let mut text = judged

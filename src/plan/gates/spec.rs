@@ -1,0 +1,371 @@
+//! The `spec` gate: a figure against the spec table's floor for the model T0 found on the
+//! subject's node (`model::spec`), with the floor's source in its words. A job across nodes
+//! judged per RDMA port divides its busbw by the ports each node's ranks use (docs/spec.md).
+
+use super::*;
+use crate::model::spec::{NodeHardware, figure_unit, unit_factor};
+
+/// What the gate reads of one `spec` entry of the plan.
+pub(super) struct SpecGate<'a> {
+    pub figure: &'a str,
+    pub floor: &'a str,
+    pub pct: f64,
+    pub per_nic: bool,
+    pub miss: Level,
+}
+
+/// The floor one subject is judged against, or why it is not.
+enum Floor {
+    /// Model, value (in the floor's unit), its source, and (per RDMA port) the ports divided by.
+    Known {
+        model: String,
+        value: f64,
+        source: String,
+        ports: Option<f64>,
+    },
+    /// A model the table does not know, or nodes of different models: warns, names the ID.
+    Unknown(String),
+    /// Not judged, and why (no T0 result, no such figure for the model).
+    NotJudged(String),
+}
+
+/// The node a subject belongs to: `gpu01/gpu3`, `gpu01 0->1 …`, `gpu01/mlx5_0 write`.
+fn node_of(subject: &str) -> &str {
+    subject
+        .split(['/', ' '])
+        .next()
+        .filter(|n| !n.is_empty())
+        .unwrap_or(subject)
+}
+
+/// The nodes a subject's figure came from: a job across nodes (judged per RDMA port) spans
+/// every node the phase ran over (`mpirun`: the inventory); any other subject is its node's.
+fn nodes_of<'a>(subject: &'a str, observed: &'a Observed, per_nic: bool) -> Vec<&'a str> {
+    if per_nic {
+        observed.node_gpus.keys().map(String::as_str).collect()
+    } else {
+        vec![node_of(subject)]
+    }
+}
+
+/// The ranks of the run a busbw figure names: as nccl-tests computed its busbw (the ratio of
+/// busbw to algbw is its bus factor, 2(n-1)/n for all_reduce: a pasted log's device list may
+/// be cut, its rows are not), else as its device list counted them; and which it was.
+fn ranks_of(figure: &str, metrics: &[PhaseMetric]) -> Option<(u32, &'static str)> {
+    let collective = figure.strip_prefix("busbw_")?;
+    let mut listed = 0u32;
+    let mut best: Option<(f64, f64)> = None;
+    for m in metrics {
+        if let PhaseMetric::BusBw {
+            collective: c,
+            ranks,
+            busbw_gb_per_s,
+            algbw_gb_per_s,
+            ..
+        } = m
+            && c == collective
+        {
+            listed = listed.max(*ranks);
+            // The fastest row: its two figures carry the most digits.
+            if best.is_none_or(|(a, _)| *algbw_gb_per_s > a) {
+                best = Some((*algbw_gb_per_s, *busbw_gb_per_s));
+            }
+        }
+    }
+    let from_rows = best.and_then(|(algbw, busbw)| ranks_from_factor(collective, algbw, busbw));
+    match from_rows {
+        Some(n) => Some((n, "from busbw / algbw")),
+        None => (listed > 0).then_some((listed, "from the device list")),
+    }
+}
+
+/// The rank count whose bus factor turns `algbw` into `busbw` as nccl-tests printed them (two
+/// decimals each), for the collectives whose factor names it.
+fn ranks_from_factor(collective: &str, algbw: f64, busbw: f64) -> Option<u32> {
+    if !(algbw.is_finite() && busbw.is_finite()) || algbw < 1.0 {
+        return None;
+    }
+    let r = busbw / algbw;
+    let n = match collective {
+        "all_reduce" if r > 1.0 && r < 2.0 => 2.0 / (2.0 - r),
+        "all_gather" | "reduce_scatter" | "alltoall" if r > 0.5 && r < 1.0 => 1.0 / (1.0 - r),
+        _ => return None,
+    };
+    let n = n.round();
+    if !(2.0..=1_000_000.0).contains(&n) {
+        return None;
+    }
+    let factor = crate::parsers::nccl_tests::bus_factor(collective, n as u32)?;
+    // Both figures were rounded to 0.01: the product may be off by the factor's share of it.
+    ((algbw * factor - busbw).abs() <= 0.005 * factor + 0.005 + 1e-9).then_some(n as u32)
+}
+
+/// The entry (GPU or NIC) a floor figure belongs to on one node, as (model, the figure).
+fn entry_floor(hw: &NodeHardware, floor: &str) -> Result<(String, Option<(f64, String)>), String> {
+    let is_gpu = crate::model::spec::GPU_FIGURES
+        .iter()
+        .any(|(n, _, _)| *n == floor);
+    if is_gpu {
+        let g = hw.gpu.as_ref().map_err(Clone::clone)?;
+        Ok((
+            g.model.clone(),
+            g.figure(floor).map(|f| (f.value, f.source.clone())),
+        ))
+    } else {
+        let n = hw.nic.as_ref().map_err(Clone::clone)?;
+        Ok((
+            n.model.clone(),
+            n.figure(floor).map(|f| (f.value, f.source.clone())),
+        ))
+    }
+}
+
+/// The floor for `subject`: every node it spans must be known and of one model.
+fn floor_for(
+    gate: &SpecGate<'_>,
+    subject: &str,
+    observed: &Observed,
+    metrics: &[PhaseMetric],
+) -> Floor {
+    let nodes = nodes_of(subject, observed, gate.per_nic);
+    let unread: Vec<&str> = nodes
+        .iter()
+        .copied()
+        .filter(|n| !observed.hardware.contains_key(*n))
+        .collect();
+    if !unread.is_empty() {
+        return Floor::NotJudged(format!(
+            "{} not known (no T0 result in this run names it, nor its telemetry): {} not judged",
+            if unread.len() == 1 {
+                format!("{}'s model", unread[0])
+            } else {
+                format!("the model of {} nodes, first {}", unread.len(), unread[0])
+            },
+            gate.floor
+        ));
+    }
+    let mut model: Option<(String, Option<(f64, String)>)> = None;
+    for n in &nodes {
+        let Some(hw) = observed.hardware.get(*n) else {
+            continue;
+        };
+        match entry_floor(hw, gate.floor) {
+            Err(why) => {
+                return Floor::Unknown(format!(
+                    "{n}: {why}: the spec's {} does not judge it, the plan's own floors do",
+                    gate.floor
+                ));
+            }
+            Ok(found) => match &model {
+                Some((m, _)) if *m != found.0 => {
+                    return Floor::Unknown(format!(
+                        "{subject} spans nodes of {m} and of {} ({n}): no one spec floor judges it",
+                        found.0
+                    ));
+                }
+                Some(_) => {}
+                None => model = Some(found),
+            },
+        }
+    }
+    let Some((model, figure)) = model else {
+        return Floor::NotJudged(format!("{subject}: no node: {} not judged", gate.floor));
+    };
+    let Some((value, source)) = figure else {
+        return Floor::NotJudged(format!(
+            "the spec has no {} for {model} (no source gives one): not judged by the spec, the plan's own floors judge it",
+            gate.floor
+        ));
+    };
+    let ports = if gate.per_nic {
+        match ports_used(subject, &nodes, observed, metrics, gate.figure) {
+            Ok(p) => Some(p),
+            Err(why) => return Floor::NotJudged(why),
+        }
+    } else {
+        None
+    };
+    Floor::Known {
+        model,
+        value,
+        source,
+        ports,
+    }
+}
+
+/// The RDMA ports a job's busbw crossed per node: the most compute ports a node of the job
+/// has (a node missing a rail is then the one that reads slow), times the share of each
+/// node's GPUs that were ranks (one rank per node of eight uses one port of eight; where a
+/// GPU has several ports, it uses them all).
+fn ports_used(
+    subject: &str,
+    nodes: &[&str],
+    observed: &Observed,
+    metrics: &[PhaseMetric],
+    figure: &str,
+) -> Result<f64, String> {
+    if nodes.len() < 2 {
+        return Err(format!(
+            "{subject}: per RDMA port judges a job across nodes, and this one ran on one: not judged"
+        ));
+    }
+    let ports = nodes
+        .iter()
+        .filter_map(|n| observed.hardware.get(*n))
+        .map(|h| h.nic_ports)
+        .max()
+        .unwrap_or(0);
+    let node_gpus = nodes
+        .iter()
+        .filter_map(|n| observed.hardware.get(*n))
+        .map(|h| h.gpus)
+        .max()
+        .unwrap_or(0);
+    let Some((ranks, _)) = ranks_of(figure, metrics).filter(|r| r.0 > 0) else {
+        return Err(format!(
+            "{figure}: the output names no rank count: the ports it crossed are not known, not judged"
+        ));
+    };
+    if ports == 0 || node_gpus == 0 {
+        return Err("the nodes' RDMA ports or GPUs are not known: not judged".into());
+    }
+    let per_node = f64::from(ranks) / nodes.len() as f64;
+    let share = (per_node / f64::from(node_gpus)).min(1.0);
+    Ok((f64::from(ports) * share).max(1.0))
+}
+
+/// `spec`: every subject at least `pct` % of its model's floor.
+pub(super) fn judge_spec(
+    gate: &SpecGate<'_>,
+    metrics: &[PhaseMetric],
+    j: &Judging<'_>,
+    said: &mut Said,
+) {
+    let Some(samples) = j.figs.get(gate.figure) else {
+        said.findings.push(j.missing(gate.figure));
+        return;
+    };
+    let floor_unit = figure_unit(gate.floor).unwrap_or("");
+    let unit = crate::plan::unit_of(gate.figure);
+    let factor = unit_factor(unit, floor_unit).unwrap_or(1.0);
+    let (mut below, mut met, mut unknown, mut unjudged) =
+        (Vec::new(), 0usize, Vec::new(), Vec::new());
+    let mut worst: Option<(f64, String)> = None;
+    for s in samples {
+        match floor_for(gate, &s.subject, j.observed, metrics) {
+            Floor::Unknown(why) => unknown.push(why),
+            Floor::NotJudged(why) => unjudged.push(why),
+            Floor::Known {
+                model,
+                value,
+                source,
+                ports,
+            } => {
+                let per = s.value / ports.unwrap_or(1.0);
+                let converted = per * factor;
+                let limit = value * gate.pct / 100.0;
+                let share = converted / value * 100.0;
+                let how = match ports {
+                    Some(p) => format!(
+                        "{} {unit} over {} RDMA ports a node = {} {floor_unit} a port",
+                        fmt_value(s.value),
+                        if p.fract() == 0.0 {
+                            format!("{p:.0}")
+                        } else {
+                            format!("{p:.2}")
+                        },
+                        fmt_value(converted)
+                    ),
+                    None if factor != 1.0 => {
+                        format!(
+                            "{} {unit} = {} {floor_unit}",
+                            fmt_value(s.value),
+                            fmt_value(converted)
+                        )
+                    }
+                    None => format!("{} {unit}", fmt_value(s.value)),
+                };
+                let words = format!(
+                    "{} {how}, {share:.0} % of {model}'s {} {} {floor_unit} ({source})",
+                    s.subject,
+                    gate.floor,
+                    fmt_value(value)
+                );
+                if converted < limit {
+                    below.push(words);
+                } else {
+                    met += 1;
+                    if worst.as_ref().is_none_or(|(w, _)| share < *w) {
+                        worst = Some((share, words));
+                    }
+                }
+            }
+        }
+    }
+    let pct = if gate.pct == 100.0 {
+        String::new()
+    } else {
+        format!("{} % of ", gate.pct)
+    };
+    if let Some(first) = below.first() {
+        said.findings.push((
+            gate.miss,
+            format!(
+                "{} below {pct}the spec's {} on {} subject(s): {first}",
+                gate.figure,
+                gate.floor,
+                below.len()
+            ),
+        ));
+    }
+    if let Some(first) = unknown.first() {
+        said.findings.push((
+            Level::Warn,
+            format!(
+                "{first}{}: not judged",
+                if unknown.len() > 1 {
+                    format!(" (and {} more)", unknown.len() - 1)
+                } else {
+                    String::new()
+                }
+            ),
+        ));
+    }
+    if !unjudged.is_empty() {
+        // Many subjects of one node or model share one reason: said once, with the count.
+        let mut reasons: Vec<(String, usize)> = Vec::new();
+        for why in unjudged {
+            match reasons.iter_mut().find(|(w, _)| *w == why) {
+                Some((_, n)) => *n += 1,
+                None => reasons.push((why, 1)),
+            }
+        }
+        let (first, n) = &reasons[0];
+        let more = reasons.len() - 1;
+        said.summary.push(format!(
+            "{first}{}{}",
+            if *n > 1 {
+                format!(" ({n} subjects)")
+            } else {
+                String::new()
+            },
+            if more > 0 {
+                format!(" (and {more} other reason(s))")
+            } else {
+                String::new()
+            }
+        ));
+    }
+    if below.is_empty()
+        && let Some((_, words)) = worst
+    {
+        said.summary.push(format!(
+            "{} at {pct}the spec's {} on {met} subject(s), lowest {words}",
+            gate.figure, gate.floor
+        ));
+    }
+}
+
+#[cfg(test)]
+#[path = "spec_tests.rs"]
+mod tests;

@@ -1,0 +1,256 @@
+use super::*;
+use crate::model::spec::{HardwareSpec, NodeParts, Part};
+use crate::plan::Plan;
+
+fn parts(gpu: u16, gpus: u32, nic: Option<(u16, u32)>) -> NodeParts {
+    NodeParts {
+        gpus: vec![Part {
+            pci_id: Some(gpu),
+            name: "a GPU".into(),
+            count: gpus,
+        }],
+        nics: nic
+            .map(|(id, n)| {
+                vec![Part {
+                    pci_id: Some(id),
+                    name: "InfiniBand".into(),
+                    count: n,
+                }]
+            })
+            .unwrap_or_default(),
+        from: "T0".into(),
+    }
+}
+
+fn busbw(node: &str, ranks: u32, bus: f64) -> PhaseMetric {
+    let f = 2.0 * f64::from(ranks - 1) / f64::from(ranks);
+    PhaseMetric::BusBw {
+        node: Some(node.into()),
+        collective: "all_reduce".into(),
+        size_bytes: 1 << 30,
+        busbw_gb_per_s: bus,
+        algbw_gb_per_s: (bus / f * 100.0).round() / 100.0,
+        wrong: Some(0),
+        deviation: false,
+        ranks,
+    }
+}
+
+/// Observed of a phase over `nodes`, each made of `p`, resolved with `spec`.
+fn observed(nodes: &[&str], gpus: u32, p: &NodeParts, spec: &HardwareSpec) -> Observed {
+    Observed {
+        nodes: nodes.iter().map(|n| n.to_string()).collect(),
+        exit: nodes.iter().map(|n| (n.to_string(), Some(0))).collect(),
+        node_gpus: nodes.iter().map(|n| (n.to_string(), gpus)).collect(),
+        hardware: nodes
+            .iter()
+            .map(|n| (n.to_string(), spec.resolve(p)))
+            .collect(),
+        telemetry: Some(crate::model::watch::Window::default()),
+        ..Observed::default()
+    }
+}
+
+fn phase(gates: &str) -> Plan {
+    Plan::parse(
+        "p.toml",
+        &format!("[[phase]]\nid = \"X\"\ntitle = \"x\"\nscope = \"mpirun\"\nparser = \"nccl-tests\"\ncommand = \"x\"\ngates = [{gates}]\n"),
+    )
+    .expect("plan")
+}
+
+const PER_NIC: &str = r#"{ kind = "spec", figure = "busbw_all_reduce", per = "nic", floor = "line_rate_gbits", pct = 60 }"#;
+
+fn spec_gate(j: &Judgement) -> &GateOutcome {
+    j.gates
+        .iter()
+        .find(|g| g.gate.contains("spec"))
+        .expect("a spec gate")
+}
+
+/// A job of one rank on each of two 8-GPU nodes uses one port of each (the real 2-node H200
+/// job over one NIC a node read 31.9 GB/s: 255 Gbit/s, 64 % of NDR400); the same busbw over all
+/// 16 GPUs is eight ports' worth, an eighth each.
+#[test]
+fn a_job_of_one_gpu_a_node_is_judged_by_the_one_port_it_used() {
+    let plan = phase(PER_NIC);
+    let x = &plan.phases[0];
+    let p = parts(0x2335, 8, Some((0x1021, 8)));
+    let o = observed(&["a", "b"], 8, &p, &plan.hardware);
+    let j = judge_gates(x, &[busbw("a", 2, 31.9)], &o, None);
+    let g = spec_gate(&j);
+    assert_eq!(g.status, GateStatus::Met, "{g:?}");
+    assert!(
+        g.words.contains(
+            "31.9 GB/s over 1 RDMA ports a node = 255 Gbit/s a port, 64 % of ConnectX-7's"
+        ),
+        "{}",
+        g.words
+    );
+    let j = judge_gates(x, &[busbw("a", 16, 31.9)], &o, None);
+    assert_eq!(j.verdict, Verdict::Fail, "{}", j.reason);
+    assert!(
+        j.reason.contains(
+            "over 8 RDMA ports a node = 31.9 Gbit/s a port, 8 % of ConnectX-7's line_rate_gbits 400"
+        ),
+        "{}",
+        j.reason
+    );
+}
+
+/// A GPU the table does not know warns with its PCI ID and says the plan's floors judge it;
+/// a known model the table has no such figure for is not judged, and leaves the verdict be;
+/// a node nothing named is not judged, never met.
+#[test]
+fn unknown_models_warn_with_their_id_and_missing_figures_are_not_judged() {
+    let plan = phase(
+        r#"{ kind = "spec", figure = "busbw_all_reduce", floor = "nccl_all_reduce_in_node_gbs" }"#,
+    );
+    let x = &plan.phases[0];
+    let m = [busbw("a", 8, 300.0)];
+    let unknown = parts(0x9999, 8, None);
+    let j = judge_gates(x, &m, &observed(&["a"], 8, &unknown, &plan.hardware), None);
+    assert_eq!(j.verdict, Verdict::Warn, "{}", j.reason);
+    let g = spec_gate(&j);
+    assert_eq!(g.status, GateStatus::NotJudged, "{g:?}");
+    assert!(
+        g.words
+            .contains("a: PCI 0x9999 \"a GPU\" is no model of the spec table"),
+        "{}",
+        g.words
+    );
+    assert!(g.words.contains("the plan's own floors do"), "{}", g.words);
+
+    let b300 = parts(0x3182, 8, None);
+    let j = judge_gates(x, &m, &observed(&["a"], 8, &b300, &plan.hardware), None);
+    assert_eq!(j.verdict, Verdict::Pass, "{}", j.reason);
+    let g = spec_gate(&j);
+    assert_eq!(g.status, GateStatus::NotJudged, "{g:?}");
+    assert!(
+        g.words
+            .contains("the spec has no nccl_all_reduce_in_node_gbs for B300"),
+        "{}",
+        g.words
+    );
+
+    let mut none = observed(&["a"], 8, &b300, &plan.hardware);
+    none.hardware.clear();
+    let g = spec_gate(&judge_gates(x, &m, &none, None)).clone();
+    assert_eq!(g.status, GateStatus::NotJudged, "{g:?}");
+    assert!(g.words.contains("a's model not known"), "{}", g.words);
+
+    let h200 = parts(0x2335, 8, None);
+    let j = judge_gates(x, &m, &observed(&["a"], 8, &h200, &plan.hardware), None);
+    assert_eq!(j.verdict, Verdict::Fail, "{}", j.reason);
+    assert!(
+        j.reason
+            .contains("a 300 GB/s, 70 % of H200's nccl_all_reduce_in_node_gbs 431 GB/s (aznhc"),
+        "{}",
+        j.reason
+    );
+}
+
+/// A site's plan lays its own entries over the table: a figure of a model it has, or a model
+/// it lacks (found by the IDs the entry gives); each figure still needs its source.
+#[test]
+fn a_site_overrides_an_entry_in_its_plan_and_every_figure_keeps_a_source() {
+    let site = |entry: &str| {
+        Plan::parse(
+            "p.toml",
+            &format!(
+                "{entry}\n[[phase]]\nid = \"X\"\ntitle = \"x\"\nscope = \"mpirun\"\nparser = \"nccl-tests\"\ncommand = \"x\"\ngates = [{PER_NIC}]\n"
+            ),
+        )
+    };
+    let plan = site("[[spec.nic]]\nmodel = \"ConnectX-7\"\nline_rate_gbits = { value = 200, source = \"site contract: NDR200\" }\n").expect("plan");
+    let cx7 = plan.hardware.nic_by_pci(0x1021).expect("kept its IDs");
+    assert_eq!(cx7.figure("line_rate_gbits").map(|f| f.value), Some(200.0));
+    assert!(
+        cx7.figure("one_way_gbits").is_some(),
+        "the other figures stay"
+    );
+    let x = &plan.phases[0];
+    let p = parts(0x2335, 8, Some((0x1021, 8)));
+    let j = judge_gates(
+        x,
+        &[busbw("a", 16, 185.0)],
+        &observed(&["a", "b"], 8, &p, &plan.hardware),
+        None,
+    );
+    assert!(
+        spec_gate(&j)
+            .words
+            .contains("92 % of ConnectX-7's line_rate_gbits 200 Gbit/s (site contract: NDR200)"),
+        "{:?}",
+        spec_gate(&j)
+    );
+
+    let efa = site("[[spec.nic]]\nmodel = \"EFA\"\npci_device_ids = [\"0xEFA1\"]\nids_source = \"the site\"\nline_rate_gbits = { value = 100, source = \"site\" }\n").expect("plan");
+    assert_eq!(
+        efa.hardware.nic_by_pci(0xEFA1).map(|n| n.model.as_str()),
+        Some("EFA")
+    );
+
+    for (entry, says) in [
+        (
+            "[[spec.nic]]\nmodel = \"ConnectX-7\"\nline_rate_gbits = { value = 200, source = \"\" }\n",
+            "has no source",
+        ),
+        (
+            "[[spec.gpu]]\nmodel = \"B300\"\nnccl_floor = { value = 1, source = \"x\" }\n",
+            "no figure burnin knows",
+        ),
+        (
+            "[[spec.gpu]]\nmodel = \"A100\"\nmemory_gb = { value = 80, source = \"x\" }\n",
+            "no PCI device ID",
+        ),
+        (
+            "[[spec.gpu]]\nmodel = \"B300\"\nmemory_gb = { value = nan, source = \"x\" }\n",
+            "not a positive number",
+        ),
+        (
+            "[[spec.gpu]]\nmodel = \"Mine\"\npci_device_ids = [\"0x2335\"]\nids_source = \"x\"\n",
+            "in two entries",
+        ),
+    ] {
+        let e = site(entry).expect_err(entry);
+        assert!(e.message.contains(says), "{entry}: {e}");
+    }
+    for (gate, says) in [
+        (
+            r#"{ kind = "spec", figure = "busbw_all_reduce", floor = "line_rate" }"#,
+            "no figure of the spec table",
+        ),
+        (
+            r#"{ kind = "spec", figure = "busbw_all_reduce", floor = "memory_gb" }"#,
+            "do not compare",
+        ),
+        (
+            r#"{ kind = "spec", figure = "busbw_all_reduce", floor = "line_rate_gbits", per = "gpu" }"#,
+            "only \"nic\"",
+        ),
+        (
+            r#"{ kind = "spec", figure = "busbw_all_reduce", floor = "line_rate_gbits", pct = 0 }"#,
+            "above 0",
+        ),
+    ] {
+        let e = Plan::parse("p.toml", &format!("[[phase]]\nid = \"X\"\ntitle = \"x\"\nscope = \"mpirun\"\nparser = \"nccl-tests\"\ncommand = \"x\"\ngates = [{gate}]\n")).expect_err(gate);
+        assert!(e.message.contains(says), "{gate}: {e}");
+    }
+}
+
+/// The rank count is read back from the bus factor nccl-tests applied (a pasted log's device
+/// list may be cut); where the figures cannot say it, none is claimed.
+#[test]
+fn ranks_come_from_the_bus_factor_where_it_names_them() {
+    assert_eq!(ranks_from_factor("all_reduce", 259.78, 487.09), Some(16));
+    assert_eq!(ranks_from_factor("all_reduce", 186.39, 369.86), Some(128));
+    assert_eq!(ranks_from_factor("all_reduce", 100.0, 100.0), None);
+    assert_eq!(ranks_from_factor("broadcast", 100.0, 100.0), None);
+    assert_eq!(ranks_from_factor("all_reduce", f64::NAN, 1.5), None);
+    assert_eq!(
+        ranks_from_factor("all_reduce", 100.0, 175.3),
+        None,
+        "no n gives 1.753 to 0.01"
+    );
+}
