@@ -594,7 +594,7 @@ pub use crate::probes::s3::cli::S3ProbeArgs;
 pub enum BaselineAction {
     /// Save the figures of a run's passed (or warned) phases.
     #[command(
-        after_help = "Examples:\n  burnin baseline save burnin-runs/2026-12-05T0930Z-ab12 --to site/baseline.json"
+        after_help = "Examples:\n  burnin baseline save burnin-runs/2026-12-05T0930Z-ab12 --to site/baseline.json\n  burnin baseline save --fleet burnin-runs/2026-12-05T0930Z-ab12"
     )]
     Save {
         /// The run directory (burnin-runs/RUN_ID).
@@ -602,7 +602,29 @@ pub enum BaselineAction {
         /// Baseline file to write (default: burnin-baseline.json beside burnin.toml).
         #[arg(long)]
         to: Option<PathBuf>,
+        /// Build it from the fleet: per figure, the mean of every node of the run, each node
+        /// worse than that mean by more than --drop-pct left out, again until none is (the
+        /// nodes dropped are named). Phases that failed count too: their healthy nodes are
+        /// the reference the slow ones missed.
+        #[arg(long)]
+        fleet: bool,
+        /// With --fleet: how much worse than the fleet's mean a subject may be and still count.
+        #[arg(long, default_value_t = 5.0, requires = "fleet", value_parser = drop_pct)]
+        drop_pct: f64,
     },
+}
+
+/// A --drop-pct: above 0, below 100.
+fn drop_pct(text: &str) -> Result<f64, String> {
+    let v: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is no number"))?;
+    if v.is_finite() && v > 0.0 && v < 100.0 {
+        Ok(v)
+    } else {
+        Err(format!("{v} is not above 0 and below 100"))
+    }
 }
 
 /// `burnin bench …`.

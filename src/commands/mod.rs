@@ -199,10 +199,20 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
         Some(Command::Report { run_dir }) => Ok(report(&run_dir)),
         Some(Command::Replay { run_dir, at, play }) => watch::replay(&run_dir, at, &play).await,
         Some(Command::Baseline {
-            action: BaselineAction::Save { run_dir, to },
+            action:
+                BaselineAction::Save {
+                    run_dir,
+                    to,
+                    fleet,
+                    drop_pct,
+                },
         }) => {
             let to = to.unwrap_or_else(|| run::default_baseline_path(&config));
-            run::baseline_save(&run_dir, &to)
+            if fleet {
+                run::baseline_save_fleet(&run_dir, &to, drop_pct)
+            } else {
+                run::baseline_save(&run_dir, &to)
+            }
         }
         Some(Command::Workload { action }) => init::workload(action),
         Some(Command::Init { force }) => init::init(&config, force),

@@ -17,6 +17,7 @@ use crate::model::NodeLink;
 use crate::model::phase::{PhaseEvent, Verdict};
 use crate::model::{Source, SourceEvent};
 use crate::phases::runner::{PhaseOutcome, RunContext, RunnerNode, reattach_phase, run_phase};
+use crate::plan::gates;
 use crate::plan::gates::Baseline;
 use crate::plan::{PhaseSpec, Plan, default_plan};
 use crate::record::SUMMARY_SCHEMA;
@@ -561,10 +562,69 @@ fn say_run_verdict(run_id: &str, summary: &crate::record::Summary) {
 }
 
 /// `burnin baseline save RUN_DIR`: the figures of the run's PASS/WARN phases.
+/// `burnin baseline save --fleet RUN`: the baseline of the run's fleet (every phase that
+/// finished with figures, a failed one too), each subject worse than its group's mean by more
+/// than `pct` % left out and named ([`gates::fleet_baseline`]).
+pub fn baseline_save_fleet(run_dir: &Path, to: &Path, pct: f64) -> Result<i32> {
+    let s = crate::record::read_summary(run_dir).map_err(|e| eyre!("{e}"))?;
+    let phases: Vec<(&str, &gates::Figures)> = s
+        .phases
+        .iter()
+        .filter(|p| matches!(p.verdict, Verdict::Pass | Verdict::Warn | Verdict::Fail))
+        .filter(|p| !p.figures.is_empty())
+        .map(|p| (p.id.as_str(), &p.figures))
+        .collect();
+    if phases.is_empty() {
+        crate::eprintln_safe!(
+            "burnin baseline: {} has no finished phase with figures; nothing saved",
+            run_dir.display()
+        );
+        return Ok(1);
+    }
+    let b = gates::fleet_baseline(&phases, pct, &format!("the fleet of {}", run_dir.display()));
+    if let Some(why) = b.unusable() {
+        crate::eprintln_safe!(
+            "burnin baseline: {} holds no reference: {why}; nothing saved",
+            run_dir.display()
+        );
+        return Ok(1);
+    }
+    let text = serde_json::to_string_pretty(&b)?;
+    crate::record::files::write_replacing(to, (text + "\n").as_bytes())
+        .map_err(|e| eyre!("{e}"))?;
+    let ids: Vec<&str> = phases.iter().map(|(id, _)| *id).collect();
+    crate::println_safe!(
+        "baseline {}: {} from the fleet of {} (a subject more than {pct} % worse than its group's mean left out)",
+        to.display(),
+        ids.join(", "),
+        run_dir.display()
+    );
+    if let Some(o) = &b.fleet {
+        let total = o.dropped.len() as u64 + o.dropped_more;
+        crate::println_safe!("dropped: {total}");
+        for d in &o.dropped {
+            crate::println_safe!("  {}", d.describe());
+        }
+        if o.dropped_more > 0 {
+            crate::println_safe!(
+                "  … and {} more (the file lists the first {})",
+                o.dropped_more,
+                gates::DROPPED_NAMED
+            );
+        }
+        if o.unusable > 0 {
+            crate::println_safe!("left out as no number: {}", o.unusable);
+        }
+    }
+    Ok(0)
+}
+
+/// `burnin baseline save RUN`: the figures of the run's passed (or warned) phases.
 pub fn baseline_save(run_dir: &Path, to: &Path) -> Result<i32> {
     let s = crate::record::read_summary(run_dir).map_err(|e| eyre!("{e}"))?;
     let mut b = Baseline {
         schema: 1,
+        fleet: None,
         source: run_dir.display().to_string(),
         phases: BTreeMap::new(),
     };

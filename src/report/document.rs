@@ -258,11 +258,28 @@ fn facts(d: &ReportData) -> Block<'_> {
     let gpus: u32 = s.nodes.iter().map(|n| n.gpus).fold(0, u32::saturating_add);
     let baseline = match (&s.baseline, &d.baseline) {
         (None, _) => "none: gates against a baseline were not judged".to_string(),
-        (Some(path), Some(b)) => format!(
-            "{path} (from {}; figures of {} phase(s))",
-            b.source,
-            b.phases.len()
-        ),
+        (Some(path), Some(b)) => match &b.fleet {
+            None => format!(
+                "{path} (from {}; figures of {} phase(s))",
+                b.source,
+                b.phases.len()
+            ),
+            // A baseline from the fleet says its rule and what it left out of the reference.
+            Some(o) => {
+                let dropped = o.dropped.len() as u64 + o.dropped_more;
+                let first = o
+                    .dropped
+                    .first()
+                    .map(|d| format!(", first {}", d.describe()))
+                    .unwrap_or_default();
+                format!(
+                    "{path} (built from {}: figures of {} phase(s), each the mean of its nodes, a node more than {} % worse left out: {dropped} left out{first})",
+                    b.source,
+                    b.phases.len(),
+                    o.pct
+                )
+            }
+        },
         (Some(path), None) => format!("{path} (could not be read now)"),
     };
     Block::Facts(vec![

@@ -133,6 +133,7 @@ pub fn run(
 pub fn baseline_of(files: &[Reading]) -> Option<Baseline> {
     let mut b = Baseline {
         schema: 1,
+        fleet: None,
         source: format!(
             "burnin parse: {}",
             files

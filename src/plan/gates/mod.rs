@@ -30,6 +30,7 @@ pub const MIN_LOSS_STEPS: usize = 20;
 
 mod bounds;
 mod figures;
+mod fleet;
 mod output;
 mod spec;
 mod telemetry;
@@ -38,6 +39,7 @@ mod training;
 use bounds::{judge_baseline, judge_bound, judge_peers, judge_together};
 pub(crate) use figures::median;
 pub use figures::{PeerShare, figures, peer_shares};
+pub use fleet::{DROPPED_NAMED, Dropped, FleetOrigin, fleet_baseline};
 use output::{judge_checks, judge_output_contains, judge_zero_wrong, say_ungated_checks};
 use telemetry::{judge_no_finding, judge_no_xid};
 use training::{judge_loss, judge_scaling};
@@ -51,6 +53,10 @@ pub struct Baseline {
     pub source: String,
     /// Phase id → figures.
     pub phases: BTreeMap<String, Figures>,
+    /// Built from the fleet of one run (`burnin baseline save --fleet`): the rule and the
+    /// subjects it left out. `None`: a good run's own figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<FleetOrigin>,
 }
 
 impl Baseline {

@@ -89,6 +89,7 @@ fn without_a_baseline_t2_warns_and_says_so() {
     assert!(why.contains("no baseline for tflops_bf16"), "{why}");
     let base = Baseline {
         schema: 1,
+        fleet: None,
         source: "r".into(),
         phases: [("T2".to_string(), figures(&m))].into_iter().collect(),
     };
