@@ -234,6 +234,39 @@ fn ports_used(
     Ok((f64::from(ports) * share).max(1.0))
 }
 
+/// The reasons subjects were not judged, each once with how many it was (many subjects of
+/// one node or model share one).
+fn say_unjudged(unjudged: Vec<String>, said: &mut Said) {
+    if unjudged.is_empty() {
+        return;
+    }
+    {
+        // Many subjects of one node or model share one reason: said once, with the count.
+        let mut reasons: Vec<(String, usize)> = Vec::new();
+        for why in unjudged {
+            match reasons.iter_mut().find(|(w, _)| *w == why) {
+                Some((_, n)) => *n += 1,
+                None => reasons.push((why, 1)),
+            }
+        }
+        let (first, n) = &reasons[0];
+        let more = reasons.len() - 1;
+        said.summary.push(format!(
+            "{first}{}{}",
+            if *n > 1 {
+                format!(" ({n} subjects)")
+            } else {
+                String::new()
+            },
+            if more > 0 {
+                format!(" (and {more} other reason(s))")
+            } else {
+                String::new()
+            }
+        ));
+    }
+}
+
 /// `spec`: every subject at least `pct` % of its model's floor.
 pub(super) fn judge_spec(
     gate: &SpecGate<'_>,
@@ -331,31 +364,7 @@ pub(super) fn judge_spec(
             ),
         ));
     }
-    if !unjudged.is_empty() {
-        // Many subjects of one node or model share one reason: said once, with the count.
-        let mut reasons: Vec<(String, usize)> = Vec::new();
-        for why in unjudged {
-            match reasons.iter_mut().find(|(w, _)| *w == why) {
-                Some((_, n)) => *n += 1,
-                None => reasons.push((why, 1)),
-            }
-        }
-        let (first, n) = &reasons[0];
-        let more = reasons.len() - 1;
-        said.summary.push(format!(
-            "{first}{}{}",
-            if *n > 1 {
-                format!(" ({n} subjects)")
-            } else {
-                String::new()
-            },
-            if more > 0 {
-                format!(" (and {more} other reason(s))")
-            } else {
-                String::new()
-            }
-        ));
-    }
+    say_unjudged(unjudged, said);
     if below.is_empty()
         && let Some((_, words)) = worst
     {
