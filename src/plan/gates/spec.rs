@@ -240,31 +240,29 @@ fn say_unjudged(unjudged: Vec<String>, said: &mut Said) {
     if unjudged.is_empty() {
         return;
     }
-    {
-        // Many subjects of one node or model share one reason: said once, with the count.
-        let mut reasons: Vec<(String, usize)> = Vec::new();
-        for why in unjudged {
-            match reasons.iter_mut().find(|(w, _)| *w == why) {
-                Some((_, n)) => *n += 1,
-                None => reasons.push((why, 1)),
-            }
+    // Many subjects of one node or model share one reason: said once, with the count.
+    let mut reasons: Vec<(String, usize)> = Vec::new();
+    for why in unjudged {
+        match reasons.iter_mut().find(|(w, _)| *w == why) {
+            Some((_, n)) => *n += 1,
+            None => reasons.push((why, 1)),
         }
-        let (first, n) = &reasons[0];
-        let more = reasons.len() - 1;
-        said.summary.push(format!(
-            "{first}{}{}",
-            if *n > 1 {
-                format!(" ({n} subjects)")
-            } else {
-                String::new()
-            },
-            if more > 0 {
-                format!(" (and {more} other reason(s))")
-            } else {
-                String::new()
-            }
-        ));
     }
+    let (first, n) = &reasons[0];
+    let more = reasons.len() - 1;
+    said.summary.push(format!(
+        "{first}{}{}",
+        if *n > 1 {
+            format!(" ({n} subjects)")
+        } else {
+            String::new()
+        },
+        if more > 0 {
+            format!(" (and {more} other reason(s))")
+        } else {
+            String::new()
+        }
+    ));
 }
 
 /// `spec`: every subject at least `pct` % of its model's floor.
