@@ -84,6 +84,16 @@ pub const GPU_FIGURES: &[(&str, &str, &str)] = &[
         "°C",
         "HBM temperature above which a node is unhealthy",
     ),
+    (
+        "hang_power_below_w",
+        "W",
+        "GPU-hang sign: loaded yet drawing under this (a kernel spinning on a few SMs)",
+    ),
+    (
+        "hang_sm_clock_above_mhz",
+        "MHz",
+        "GPU-hang sign: the SM clock stays at or above this (not a power-saving idle)",
+    ),
 ];
 
 /// The figures a NIC entry may carry: name, unit, what it is.

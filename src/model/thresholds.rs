@@ -22,6 +22,22 @@ pub const BUSY_IDLE_SM_PCT: f64 = 5.0;
 /// 700 on the H200 capture), a GEMM near the limit (688 W). Mean power over the window under
 /// this share of the enforced limit corroborates the GPM reading.
 pub const BUSY_IDLE_POWER_PCT: f64 = 50.0;
+/// The GPU-hang sign that needs no GPM, as scitix/sichek ships it
+/// (`components/gpuevents/config/default_event_rules.yaml` @3ef7ea1, `GPUHang`): utilization at
+/// or above 95 %, power under the model's floor, SM clock at or above the model's, PCIe rx and
+/// tx each at most 300 MB/s, held 60 s, then re-checked every 10 s until 5 detections.
+pub const HANG_UTIL_PCT: f64 = 95.0;
+/// sichek `GPUHang` `rxpci`/`txpci`: 300 MB/s each.
+pub const HANG_PCIE_BYTES_PER_SEC: f64 = 300e6;
+/// sichek `GPUHang` `pwr` default (models without their own: all but H100 and H200).
+pub const HANG_POWER_DEFAULT_W: f64 = 100.0;
+/// sichek `GPUHang` `smclk` default.
+pub const HANG_SM_CLOCK_DEFAULT_MHZ: f64 = 1400.0;
+/// sichek `GPUHang` `duration_threshold` (60 s) plus four re-checks `query_interval_after_abnormal`
+/// (10 s) apart for its 5 detections: the pattern must hold over this whole window.
+pub const HANG_WINDOW_MS: u64 = 60_000 + 4 * 10_000;
+/// Readings the window needs at least (sichek's `abnormal_detected_times`).
+pub const HANG_DETECTIONS: usize = 5;
 /// SM clock under this share of its maximum while loaded is a finding. An H200 at its 700 W cap
 /// runs at 67–75 % of max (shared/fixtures/h200), so the default sits well below that.
 pub const CLOCK_LOW_PCT: f64 = 50.0;

@@ -35,6 +35,10 @@ pub struct GpuView {
     pub error_counts: ChangeWindow<ErrorCounts>,
     /// GPM SM activity, percent (Hopper and later; gaps elsewhere).
     pub sm_active_pct: History,
+    /// PCIe transmit, bytes/s (a hung GPU's link is quiet).
+    pub pcie_tx: History,
+    /// PCIe receive, bytes/s.
+    pub pcie_rx: History,
     /// Xid events seen, newest last.
     pub xids: VecDeque<XidEvent>,
     /// Each link's error counters, a snapshot whenever they changed (newest last, bounded).
@@ -107,6 +111,8 @@ impl GpuView {
             nvlink_rx: h(),
             error_counts: ChangeWindow::default(),
             sm_active_pct: h(),
+            pcie_tx: h(),
+            pcie_rx: h(),
             xids: VecDeque::new(),
             link_errors: VecDeque::new(),
         }
@@ -165,6 +171,8 @@ impl GpuView {
             },
         );
         self.sm_active_pct.push(at_ms, f(sample.sm_active_pct));
+        self.pcie_tx.push(at_ms, sample.pcie_tx_bytes_per_sec);
+        self.pcie_rx.push(at_ms, sample.pcie_rx_bytes_per_sec);
         if self.link_errors.back().map(|(_, v)| v) != Some(&sample.nvlink_link_errors) {
             if self.link_errors.len() == LINK_ERROR_SNAPSHOTS {
                 self.link_errors.pop_front();

@@ -106,9 +106,9 @@ fn gpu_rules(node: &NodeView, gpu: &GpuView, ctx: &Ctx, out: &mut Vec<Raw>) {
 
     // A kernel spinning on a few SMs reads as busy but is not working; that is the more
     // precise why, so the stall rule (which its low power may also trip) stays quiet then.
-    if let Some(why) = busy_idle_evidence(node, gpu, ctx) {
+    if let Some((severity, why)) = super::hang::busy_idle(node, gpu, ctx) {
         out.push(raw(
-            Severity::Crit,
+            severity,
             "busy-idle",
             name.clone(),
             idx,
@@ -429,7 +429,7 @@ type Window = Vec<Option<f64>>;
 /// A windowed rule: it fires when `judge` holds over the whole window; once fired, it keeps
 /// firing while the newest few samples still hold. The evidence is the whole window's when it
 /// still holds, so the numbers quoted always match the "for N s" they claim.
-fn windowed(
+pub(super) fn windowed(
     ctx: &Ctx,
     rule: &'static str,
     node: &NodeView,
@@ -509,43 +509,6 @@ fn stall_over(node: &NodeView, gpu: &GpuView, ctx: &Ctx, n: usize) -> Option<Str
         peer_util_sum / k,
         my_power_sum / k,
         peer_power_sum / k,
-    ))
-}
-
-/// Busy but idle: utilization reads loaded while GPM says almost no SM is active, for the whole
-/// window. NVML's utilization counts time with any kernel resident, so one kernel spinning on a
-/// handful of SMs (a collective waiting for a peer that never comes) reads 100 %.
-fn busy_idle_evidence(node: &NodeView, gpu: &GpuView, ctx: &Ctx) -> Option<String> {
-    windowed(ctx, "busy-idle", node, gpu, |n| busy_idle_over(gpu, ctx, n))
-}
-
-fn busy_idle_over(gpu: &GpuView, ctx: &Ctx, n: usize) -> Option<String> {
-    let t = &ctx.thresholds;
-    let util: Vec<f64> = gpu.util_pct.tail(n).flatten().collect();
-    let sm: Vec<f64> = gpu.sm_active_pct.tail(n).flatten().collect();
-    let power: Vec<f64> = gpu.power_watts.tail(n).flatten().collect();
-    if util.len() < n || sm.len() < n {
-        return None;
-    }
-    let busy = util.iter().all(|u| *u >= t.loaded_util_pct);
-    let idle = sm.iter().all(|s| *s < t.busy_idle_sm_pct);
-    if !(busy && idle) {
-        return None;
-    }
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-    // The power must agree: a kernel spinning on a few SMs draws little. Without a power
-    // reading and a limit, or with the GPU near its limit, GPM's word alone is no evidence.
-    let limit = f64::from(gpu.power_limit_watts()?);
-    if power.len() < n || limit <= 0.0 || mean(&power) >= t.busy_idle_power_pct / 100.0 * limit {
-        return None;
-    }
-    Some(format!(
-        "util {:.0} % but SM activity {:.1} % at {:.0} W of {:.0} for {} s: a kernel spins on a few SMs (a hung collective?)",
-        mean(&util),
-        mean(&sm),
-        mean(&power),
-        limit,
-        ctx.window_secs(n)
     ))
 }
 

@@ -10,6 +10,7 @@
 
 mod fabric;
 mod gpu;
+mod hang;
 use crate::model::thresholds;
 pub mod telemetry_log;
 pub mod watched;
@@ -187,10 +188,11 @@ impl Triage {
     }
 
     /// History slots a store needs for these rules to judge it at `period`: the stall
-    /// window and one more (at most the panes' ten minutes, which is all any store keeps).
+    /// window or the hang sign's, and one more (at most the panes' ten minutes, which is all any store keeps).
     /// Counters are judged from their change windows, which every store keeps whole.
     pub fn history_slots(&self, period: crate::model::units::Period) -> usize {
         samples_in(self.thresholds.stall_window_ms, period.millis())
+            .max(samples_in(thresholds::HANG_WINDOW_MS, period.millis()))
             .saturating_add(1)
             .min(crate::store::HISTORY_SLOTS)
     }
@@ -761,12 +763,13 @@ mod tests {
     #[test]
     fn a_store_for_triage_alone_keeps_its_longest_window_and_one_more() {
         let second = crate::model::units::Period::SECOND;
-        assert_eq!(Triage::default().history_slots(second), 11);
+        // The hang sign's 100 s (sichek's minute and four re-checks) is the longest.
+        assert_eq!(Triage::default().history_slots(second), 101);
         let long = Thresholds {
-            stall_window_ms: 20_000,
+            stall_window_ms: 200_000,
             ..Thresholds::default()
         };
-        assert_eq!(Triage::with_thresholds(long).history_slots(second), 21);
+        assert_eq!(Triage::with_thresholds(long).history_slots(second), 201);
         let hour = Thresholds {
             stall_window_ms: 3_600_000,
             ..Thresholds::default()
