@@ -1,9 +1,10 @@
 //! Issue 42: the second sign of a hung GPU, the one that needs no GPM (scitix/sichek's rule:
 //! loaded, power under the model's floor, SM clock high, PCIe quiet, held 60 s and re-checked
-//! four times 10 s apart). The streams are the real H200 agent captures of
-//! `tests/fixtures/h200-burnin/`: a spinning kernel (`torch.cuda._sleep`, 21 loaded frames) and
-//! a bf16 GEMM (8 frames), each cycled with fresh timestamps to the 110 s the rule needs — a
-//! stand-in stream made of real readings, since the captures are shorter than the rule's window.
+//! four times 10 s apart). The streams are real agent captures: on an H100
+//! (`tests/fixtures/h100-hang/`), a spinning kernel for 130 s and gemm.py for 120 s, replayed as
+//! captured; on an H200 (`tests/fixtures/h200-burnin/`), a 21-frame spin and an 8-frame GEMM,
+//! cycled with fresh timestamps to the 110 s the rule needs (a stand-in stream made of real
+//! readings) to break the pattern once with a real frame of work.
 
 // A test (or bench) fails loudly on what it did not expect: expect and unwrap are its asserts.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
@@ -15,8 +16,13 @@ use burnin::triage::Triage;
 use burnin::wire::{Decoded, Decoder, WireMessage};
 
 fn capture(name: &str) -> (Vec<NodeHello>, Vec<NodeFrame>) {
+    let path = if name.contains('/') {
+        name.to_string()
+    } else {
+        format!("h200-burnin/{name}")
+    };
     let text = std::fs::read_to_string(format!(
-        "{}/tests/fixtures/h200-burnin/{name}",
+        "{}/tests/fixtures/{path}",
         env!("CARGO_MANIFEST_DIR")
     ))
     .expect("fixture");
@@ -120,4 +126,45 @@ fn a_stream_broken_once_by_real_work_and_real_work_itself_show_no_hang() {
     let (gh, gf) = capture("agent-load-before-toggle.ndjson");
     assert!(run(&gh, &gf, 110, |_, f| no_gpm(f)).is_none());
     assert!(run(&gh, &gf, 110, |_, _| {}).is_none());
+}
+
+/// The H100 capture as it came, 130 frames of a real spinning kernel: both signs, critical, as
+/// the live `burnin triage` beside it said (`triage-spin-125s.json`); without GPM, the power
+/// sign alone warns. gemm.py's 120 frames near the 700 W limit: no sign, with GPM or without.
+#[test]
+fn the_real_h100_spin_is_found_by_both_signs_and_its_gemm_by_neither() {
+    let (h, f) = capture("h100-hang/agent-spin-130s.ndjson");
+    assert_eq!(f.len(), 130);
+    let as_is = |frames: &[NodeFrame], strip: bool| {
+        run(&h, frames, frames.len() as u64, |_, f| {
+            if strip {
+                no_gpm(f)
+            }
+        })
+    };
+    let both = as_is(&f, false).expect("busy-idle");
+    assert_eq!(both.severity, Severity::Crit, "{both:?}");
+    assert!(
+        both.why.contains("and without GPM: util 100 % at 118 W (under H100 SXM's 160 W) with the SM clock at 1980 MHz and PCIe at most 0.4 MB/s for 100 s"),
+        "{}",
+        both.why
+    );
+    let live: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(format!(
+            "{}/tests/fixtures/h100-hang/triage-spin-125s.json",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .expect("fixture"),
+    )
+    .expect("json");
+    assert_eq!(live["findings"][0]["rule"], "busy-idle");
+    assert_eq!(live["findings"][0]["severity"], "crit");
+    let alone = as_is(&f, true).expect("busy-idle");
+    assert_eq!(alone.severity, Severity::Warn, "{alone:?}");
+    let (gh, gemm) = capture("h100-hang/agent-gemm-120s.ndjson");
+    assert_eq!(gemm.len(), 120);
+    let watts = gemm[60].gpus[0].power_avg_watts.unwrap_or(0.0);
+    assert!(watts > 500.0, "{watts}");
+    assert!(run(&gh, &gemm, 120, |_, _| {}).is_none());
+    assert!(run(&gh, &gemm, 120, |_, f| no_gpm(f)).is_none());
 }

@@ -219,3 +219,83 @@ fn a_node_named_twice_is_refused() {
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(said.contains("node01 is named twice in --nodes"), "{said}");
 }
+
+/// Issue 42: the fault search judges each group with the spec table's floor for the nodes'
+/// NIC model, per RDMA port, at whatever size the group is. T0 (stand-in tools) reads every
+/// node as one B300 with eight ConnectX-8 ports (800G); the stand-in all_reduce runs at
+/// 370 GB/s everywhere, 46 % of line rate a port: a fabric slow as a whole, which comparing
+/// groups with each other cannot see. Every group of every round misses the floor, in its words.
+#[test]
+fn the_search_judges_every_group_by_the_nic_models_floor() {
+    let plan = format!(
+        r#"
+[[phase]]
+id = "T0"
+title = "preflight (stand-in)"
+scope = "each-node"
+parser = "preflight"
+gates = [{{ kind = "checks" }}]
+command = '''
+echo "== gpus"
+echo "0, NVIDIA B300 SXM6 AC, 00000000:10:00.0, Enabled, 0x318210DE"
+echo "== nics"
+i=0; while [ $i -lt 8 ]; do echo "mlx5_$i 1 0x1023 InfiniBand 800 Gb/sec (4X XDR)"; i=$((i+1)); done
+'''
+{}"#,
+        PLAN.replace(
+            r#"{ kind = "min", figure = "busbw_all_reduce", value = 10 }"#,
+            r#"{ kind = "spec", figure = "busbw_all_reduce", per = "nic", floor = "line_rate_gbits", pct = 60 }"#
+        )
+    );
+    let Some(site) = Site::new(4, 1, &plan) else {
+        return;
+    };
+    site.cluster
+        .install_tool("all_reduce_perf", &stand_in(&[], &[], None, "/nonexistent"));
+    let base = |args: &[&str]| {
+        let mut c = Command::new(BIN);
+        c.args(args)
+            .arg("-c")
+            .arg(&site.config)
+            .arg("--ssh-config")
+            .arg(&site.cluster.ssh_config)
+            .env("XDG_RUNTIME_DIR", &site.runtime)
+            .env("BURNIN_LOG", site.cluster.dir.join("burnin.log"));
+        c
+    };
+    let runs = site.runs.display().to_string();
+    let out = base(&[
+        "run",
+        "--no-telemetry",
+        "--only",
+        "T0,T7",
+        "--runs-dir",
+        &runs,
+    ])
+    .output()
+    .expect("run");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = site.the_run();
+    let run_arg = run.display().to_string();
+    let out = base(&["localize", "--json", "--run", &run_arg])
+        .output()
+        .expect("localize");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let groups = doc["groups"].as_array().expect("groups");
+    assert!(!groups.is_empty(), "{doc}");
+    for g in groups {
+        let words = g["result"]["words"].as_str().unwrap_or("");
+        assert_eq!(g["result"]["failed"], true, "{g}");
+        assert!(
+            words.contains("over 8 RDMA ports a node = 370 Gbit/s a port, 46 % of ConnectX-8's line_rate_gbits 800"),
+            "{words}"
+        );
+    }
+}

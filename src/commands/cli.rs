@@ -364,7 +364,7 @@ pub enum Command {
         #[arg(long, default_value = "burnin-runs")]
         runs_dir: PathBuf,
         /// Keep the search in this run's record instead (its report then says where the fault
-        /// is).
+        /// is); the nodes' models its T0 found give each group the spec table's floors.
         #[arg(long, value_name = "RUN_DIR")]
         run: Option<PathBuf>,
     },

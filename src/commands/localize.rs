@@ -205,11 +205,19 @@ pub async fn localize(args: LocalizeArgs) -> Result<i32> {
         return Ok(2);
     }
     crate::eprintln_safe!("record: {}", record.display());
+    // The nodes' parts as the run's T0 read them: each group is judged by the spec's floors
+    // for its model (T7 per RDMA port, the same floor at every group size).
+    let parts = args
+        .run
+        .as_ref()
+        .and_then(|r| crate::record::read_summary(r).ok())
+        .map(|s| s.node_parts())
+        .unwrap_or_default();
     let base = RunContext {
         run_id: String::new(),
         attempt: 1,
         earlier: BTreeMap::new(),
-        parts: BTreeMap::new(),
+        parts,
         confirm: None,
         plan: Arc::clone(&plan),
         nodes: Vec::new(),

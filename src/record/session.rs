@@ -195,27 +195,9 @@ impl RunSession {
             .collect()
     }
 
-    /// What each node is made of, for the floors of the spec table: as T0 read it (PCI IDs),
-    /// else the GPUs' names its telemetry said (no IDs: found by name); a node of neither is
-    /// left out (its floors are not known).
+    /// What each node is made of, for the floors of the spec table ([`Summary::node_parts`]).
     pub fn node_parts(&self) -> BTreeMap<String, crate::model::spec::NodeParts> {
-        use crate::model::spec::NodeParts;
-        let mut out = BTreeMap::new();
-        for n in &self.summary.nodes {
-            if let Some(p) = &n.parts {
-                out.insert(n.name.clone(), p.clone());
-            } else if let Some(h) = n.hello.as_ref().filter(|h| !h.gpus.is_empty()) {
-                let mut parts = NodeParts {
-                    from: "telemetry".into(),
-                    ..NodeParts::default()
-                };
-                for g in &h.gpus {
-                    NodeParts::add(&mut parts.gpus, None, &g.name);
-                }
-                out.insert(n.name.clone(), parts);
-            }
-        }
-        out
+        self.summary.node_parts()
     }
 
     /// The phases `spec` needs that ended badly in this run, in words (`None`: free to run).

@@ -123,7 +123,7 @@ fn power_sign_over(gpu: &GpuView, ctx: &Ctx, n: usize) -> Option<String> {
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
     let most = |v: &[f64]| v.iter().copied().fold(0.0_f64, f64::max);
     Some(format!(
-        "util {:.0} % at {:.0} W (under {whose} {watts_below:.0} W) with the SM clock at {:.0} MHz and PCIe at most {:.0} MB/s for {} s: loaded, yet drawing no work (a hung kernel?)",
+        "util {:.0} % at {:.0} W (under {whose} {watts_below:.0} W) with the SM clock at {:.0} MHz and PCIe at most {:.1} MB/s for {} s: loaded, yet drawing no work (a hung kernel?)",
         mean(&util),
         mean(&power),
         mean(&clock),
@@ -261,7 +261,7 @@ mod tests {
         let b = busy_idle(&f).expect("busy-idle");
         assert_eq!(b.severity, Severity::Warn, "{b:?}");
         assert!(
-            b.why.starts_with("util 100 % at 120 W (under H200's 160 W) with the SM clock at 1980 MHz and PCIe at most 40 MB/s for 100 s"),
+            b.why.starts_with("util 100 % at 120 W (under H200's 160 W) with the SM clock at 1980 MHz and PCIe at most 40.0 MB/s for 100 s"),
             "{}",
             b.why
         );

@@ -64,6 +64,10 @@ pub struct NodeHardware {
     pub nic: Result<NicSpec, String>,
     /// RDMA ports of that NIC model on the node (0 where the model is not known).
     pub nic_ports: u32,
+    /// Whether the node's RDMA ports were read at all (T0 lists them; a node known only from
+    /// its telemetry's GPU names was not asked): unread, a NIC floor is not judged rather than
+    /// warned of as an unknown model.
+    pub nics_read: bool,
     /// GPUs on the node.
     pub gpus: u32,
     /// Where the parts were read (`T0`, `telemetry`).
@@ -108,6 +112,7 @@ impl HardwareSpec {
             gpu,
             nic,
             nic_ports,
+            nics_read: !parts.nics.is_empty() || parts.from == "T0",
             gpus: parts.gpus.iter().map(|p| p.count).sum(),
             from: parts.from.clone(),
         }

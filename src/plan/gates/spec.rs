@@ -144,6 +144,20 @@ fn floor_for(
             gate.floor
         ));
     }
+    let nic_floor = !crate::model::spec::GPU_FIGURES
+        .iter()
+        .any(|(f, _, _)| *f == gate.floor);
+    let unasked: Vec<&str> = nodes
+        .iter()
+        .copied()
+        .filter(|n| nic_floor && observed.hardware.get(*n).is_some_and(|h| !h.nics_read))
+        .collect();
+    if let Some(first) = unasked.first() {
+        return Floor::NotJudged(format!(
+            "{first}'s RDMA ports not read (T0 lists them; its telemetry names only its GPUs): {} not judged",
+            gate.floor
+        ));
+    }
     let mut model: Option<(String, Option<(f64, String)>)> = None;
     for n in &nodes {
         let Some(hw) = observed.hardware.get(*n) else {

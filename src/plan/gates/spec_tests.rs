@@ -254,3 +254,30 @@ fn ranks_come_from_the_bus_factor_where_it_names_them() {
         "no n gives 1.753 to 0.01"
     );
 }
+
+/// A node known only from its telemetry's GPU names was never asked about its RDMA ports: a
+/// NIC floor is not judged there (not warned of as a model the table lacks).
+#[test]
+fn unread_ports_are_not_judged_not_warned() {
+    let plan = phase(PER_NIC);
+    let x = &plan.phases[0];
+    let named = NodeParts {
+        gpus: vec![Part {
+            pci_id: None,
+            name: "NVIDIA H200".into(),
+            count: 8,
+        }],
+        nics: Vec::new(),
+        from: "telemetry".into(),
+    };
+    let j = judge_gates(
+        x,
+        &[busbw("a", 16, 370.0)],
+        &observed(&["a", "b"], 8, &named, &plan.hardware),
+        None,
+    );
+    assert_eq!(j.verdict, Verdict::Pass, "{}", j.reason);
+    let g = spec_gate(&j);
+    assert_eq!(g.status, GateStatus::NotJudged, "{g:?}");
+    assert!(g.words.contains("a's RDMA ports not read"), "{}", g.words);
+}
