@@ -7,6 +7,8 @@
 // A test (or bench) fails loudly on what it did not expect: expect and unwrap are its asserts.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+mod common;
+
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -15,7 +17,6 @@ use burnin::model::{NodeFrame, SourceEvent};
 use burnin::sim::{Fault, FaultKind, SIM_EPOCH_MS, SimCluster, SimConfig};
 use burnin::store::ClusterStore;
 use burnin::triage::Triage;
-use burnin::wire::{Decoded, Decoder, WireMessage};
 
 /// The agent's background round.
 const ROUND_S: u64 = 2;
@@ -111,20 +112,7 @@ fn busy_idle_from(
 
 #[test]
 fn the_real_spinning_kernel_is_found_as_soon_as_before() {
-    let text = std::fs::read_to_string(format!(
-        "{}/tests/fixtures/h200-burnin/agent-busy-idle.ndjson",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .expect("fixture");
-    let mut d = Decoder::new();
-    let (mut hellos, mut frames) = (Vec::new(), Vec::new());
-    for line in text.lines() {
-        match d.decode(line) {
-            Ok(Decoded::Message(WireMessage::Hello(h))) => hellos.push(h),
-            Ok(Decoded::Message(WireMessage::Frame(f))) => frames.push(f),
-            other => panic!("{other:?}"),
-        }
-    }
+    let (hellos, frames) = common::agent_capture("h200-burnin/agent-busy-idle.ndjson");
     let node = frames[0].node.clone();
     let before = busy_idle_from(&hellos, &as_sent(&frames, Schedule::EveryRound), &node, 0);
     let after = busy_idle_from(&hellos, &as_sent(&frames, Schedule::Cadence), &node, 0);

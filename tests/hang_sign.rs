@@ -9,33 +9,19 @@
 // A test (or bench) fails loudly on what it did not expect: expect and unwrap are its asserts.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+mod common;
+
 use burnin::model::finding::{Finding, Severity};
 use burnin::model::{NodeFrame, NodeHello, SourceEvent};
 use burnin::store::ClusterStore;
 use burnin::triage::Triage;
-use burnin::wire::{Decoded, Decoder, WireMessage};
 
 fn capture(name: &str) -> (Vec<NodeHello>, Vec<NodeFrame>) {
-    let path = if name.contains('/') {
-        name.to_string()
+    if name.contains('/') {
+        common::agent_capture(name)
     } else {
-        format!("h200-burnin/{name}")
-    };
-    let text = std::fs::read_to_string(format!(
-        "{}/tests/fixtures/{path}",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .expect("fixture");
-    let mut d = Decoder::new();
-    let (mut hellos, mut frames) = (Vec::new(), Vec::new());
-    for line in text.lines() {
-        match d.decode(line) {
-            Ok(Decoded::Message(WireMessage::Hello(h))) => hellos.push(h),
-            Ok(Decoded::Message(WireMessage::Frame(f))) => frames.push(f),
-            other => panic!("{other:?}"),
-        }
+        common::agent_capture(&format!("h200-burnin/{name}"))
     }
-    (hellos, frames)
 }
 
 /// The spinning kernel's loaded frames (the agent started before the spin did).

@@ -62,6 +62,19 @@ fn localize(n: usize, script: impl Fn(&str) -> String) -> Option<(i32, serde_jso
     Some((out.status.code().unwrap_or(-1), doc, stderr))
 }
 
+/// `burnin ARGS` against the site's config and sshd nodes.
+fn burnin_at(site: &Site, args: &[&str]) -> Command {
+    let mut c = Command::new(BIN);
+    c.args(args)
+        .arg("-c")
+        .arg(&site.config)
+        .arg("--ssh-config")
+        .arg(&site.cluster.ssh_config)
+        .env("XDG_RUNTIME_DIR", &site.runtime)
+        .env("BURNIN_LOG", site.cluster.dir.join("burnin.log"));
+    c
+}
+
 fn names(v: &serde_json::Value) -> Vec<String> {
     v.as_array()
         .map(|a| a.iter().map(|x| x.to_string().replace('"', "")).collect())
@@ -143,17 +156,7 @@ fn a_search_kept_in_a_run_is_in_its_report() {
         "all_reduce_perf",
         &stand_in(&["node04"], &[], None, "/nonexistent"),
     );
-    let base = |args: &[&str]| {
-        let mut c = Command::new(BIN);
-        c.args(args)
-            .arg("-c")
-            .arg(&site.config)
-            .arg("--ssh-config")
-            .arg(&site.cluster.ssh_config)
-            .env("XDG_RUNTIME_DIR", &site.runtime)
-            .env("BURNIN_LOG", site.cluster.dir.join("burnin.log"));
-        c
-    };
+    let base = |args: &[&str]| burnin_at(&site, args);
     // The whole-cluster T7 first: a run record to keep the search in.
     let runs = site.runs.display().to_string();
     let out = base(&["run", "--no-telemetry", "--only", "T7", "--runs-dir", &runs])
@@ -252,17 +255,7 @@ i=0; while [ $i -lt 8 ]; do echo "mlx5_$i 1 0x1023 InfiniBand 800 Gb/sec (4X XDR
     };
     site.cluster
         .install_tool("all_reduce_perf", &stand_in(&[], &[], None, "/nonexistent"));
-    let base = |args: &[&str]| {
-        let mut c = Command::new(BIN);
-        c.args(args)
-            .arg("-c")
-            .arg(&site.config)
-            .arg("--ssh-config")
-            .arg(&site.cluster.ssh_config)
-            .env("XDG_RUNTIME_DIR", &site.runtime)
-            .env("BURNIN_LOG", site.cluster.dir.join("burnin.log"));
-        c
-    };
+    let base = |args: &[&str]| burnin_at(&site, args);
     let runs = site.runs.display().to_string();
     let out = base(&[
         "run",
@@ -294,7 +287,7 @@ i=0; while [ $i -lt 8 ]; do echo "mlx5_$i 1 0x1023 InfiniBand 800 Gb/sec (4X XDR
         let words = g["result"]["words"].as_str().unwrap_or("");
         assert_eq!(g["result"]["failed"], true, "{g}");
         assert!(
-            words.contains("over 8 RDMA ports a node = 370 Gbit/s a port, 46 % of ConnectX-8's line_rate_gbits 800"),
+            words.contains("over 8 RDMA ports a node (T0's) = 370 Gbit/s a port, 46 % of ConnectX-8's line_rate_gbits 800"),
             "{words}"
         );
     }

@@ -207,12 +207,16 @@ pub async fn localize(args: LocalizeArgs) -> Result<i32> {
     crate::eprintln_safe!("record: {}", record.display());
     // The nodes' parts as the run's T0 read them: each group is judged by the spec's floors
     // for its model (T7 per RDMA port, the same floor at every group size).
-    let parts = args
-        .run
-        .as_ref()
-        .and_then(|r| crate::record::read_summary(r).ok())
-        .map(|s| s.node_parts())
-        .unwrap_or_default();
+    let parts = match args.run.as_ref().map(|r| crate::record::read_summary(r)) {
+        Some(Ok(s)) => s.node_parts(),
+        Some(Err(e)) => {
+            crate::eprintln_safe!(
+                "burnin localize: the run's record does not read ({e}): the groups are judged without the spec table's floors"
+            );
+            BTreeMap::new()
+        }
+        None => BTreeMap::new(),
+    };
     let base = RunContext {
         run_id: String::new(),
         attempt: 1,

@@ -567,12 +567,15 @@ fn say_run_verdict(run_id: &str, summary: &crate::record::Summary) {
 /// than `pct` % left out and named ([`gates::fleet_baseline`]).
 pub fn baseline_save_fleet(run_dir: &Path, to: &Path, pct: f64) -> Result<i32> {
     let s = crate::record::read_summary(run_dir).map_err(|e| eyre!("{e}"))?;
-    let phases: Vec<(&str, &gates::Figures)> = s
+    let phases: Vec<(&str, &gates::Figures, bool)> = s
         .phases
         .iter()
         .filter(|p| matches!(p.verdict, Verdict::Pass | Verdict::Warn | Verdict::Fail))
         .filter(|p| !p.figures.is_empty())
-        .map(|p| (p.id.as_str(), &p.figures))
+        .map(|p| {
+            let passed = matches!(p.verdict, Verdict::Pass | Verdict::Warn);
+            (p.id.as_str(), &p.figures, passed)
+        })
         .collect();
     if phases.is_empty() {
         crate::eprintln_safe!(
@@ -582,17 +585,10 @@ pub fn baseline_save_fleet(run_dir: &Path, to: &Path, pct: f64) -> Result<i32> {
         return Ok(1);
     }
     let b = gates::fleet_baseline(&phases, pct, &format!("the fleet of {}", run_dir.display()));
-    if let Some(why) = b.unusable() {
-        crate::eprintln_safe!(
-            "burnin baseline: {} holds no reference: {why}; nothing saved",
-            run_dir.display()
-        );
+    if !write_baseline(&b, run_dir, to)? {
         return Ok(1);
     }
-    let text = serde_json::to_string_pretty(&b)?;
-    crate::record::files::write_replacing(to, (text + "\n").as_bytes())
-        .map_err(|e| eyre!("{e}"))?;
-    let ids: Vec<&str> = phases.iter().map(|(id, _)| *id).collect();
+    let ids: Vec<&str> = phases.iter().map(|(id, _, _)| *id).collect();
     crate::println_safe!(
         "baseline {}: {} from the fleet of {} (a subject more than {pct} % worse than its group's mean left out)",
         to.display(),
@@ -615,8 +611,28 @@ pub fn baseline_save_fleet(run_dir: &Path, to: &Path, pct: f64) -> Result<i32> {
         if o.unusable > 0 {
             crate::println_safe!("left out as no number: {}", o.unusable);
         }
+        for why in &o.left_out {
+            crate::println_safe!("left out: {why}");
+        }
     }
     Ok(0)
+}
+
+/// Write `b` to `to`, unless it holds a figure that can be no reference (said, naming the run):
+/// whether it was written.
+fn write_baseline(b: &Baseline, run_dir: &Path, to: &Path) -> Result<bool> {
+    if let Some(why) = b.unusable() {
+        crate::eprintln_safe!(
+            "burnin baseline: {} holds no reference: {why}; nothing saved",
+            run_dir.display()
+        );
+        return Ok(false);
+    }
+    let text = serde_json::to_string_pretty(b)?;
+    // Written beside and renamed over; a `to` that is a link is refused, never written through.
+    crate::record::files::write_replacing(to, (text + "\n").as_bytes())
+        .map_err(|e| eyre!("{e}"))?;
+    Ok(true)
 }
 
 /// `burnin baseline save RUN`: the figures of the run's passed (or warned) phases.
@@ -642,17 +658,9 @@ pub fn baseline_save(run_dir: &Path, to: &Path) -> Result<i32> {
         );
         return Ok(1);
     }
-    if let Some(why) = b.unusable() {
-        crate::eprintln_safe!(
-            "burnin baseline: {} holds no reference: {why}; nothing saved",
-            run_dir.display()
-        );
+    if !write_baseline(&b, run_dir, to)? {
         return Ok(1);
     }
-    let text = serde_json::to_string_pretty(&b)?;
-    // Written beside and renamed over; a `to` that is a link is refused, never written through.
-    crate::record::files::write_replacing(to, (text + "\n").as_bytes())
-        .map_err(|e| eyre!("{e}"))?;
     crate::println_safe!(
         "baseline {}: {} from {}",
         to.display(),

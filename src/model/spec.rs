@@ -238,6 +238,16 @@ impl HardwareSpec {
         let raw: RawTable =
             toml::from_str(text).map_err(|e| err(crate::model::excerpt(&e.to_string())))?;
         let mut out = self.clone();
+        // Triage reads the hang sign's figures from the shipped table (it runs without a plan):
+        // a site's value would be accepted and never used.
+        for e in &raw.gpu {
+            if let Some(name) = e.figures.keys().find(|n| n.starts_with("hang_")) {
+                return Err(err(format!(
+                    "{}: {name} is read by triage from the table burnin ships, not from a plan",
+                    crate::model::excerpt(e.model.trim())
+                )));
+            }
+        }
         for e in &raw.gpu {
             let have = out
                 .gpus

@@ -13,6 +13,7 @@ pub mod gpu_model;
 pub mod launcher;
 mod metrics;
 mod nccl_job;
+pub use nccl_job::NET_PORTS_FIGURE;
 pub mod nccl_tests;
 pub mod nic_model;
 pub mod nvbandwidth;

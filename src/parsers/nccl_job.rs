@@ -28,7 +28,13 @@ pub(super) struct NcclJob {
     /// Rows of 1 MiB and more, and whether any of them moved data.
     large_rows: u32,
     large_nonzero: bool,
+    /// The most RDMA devices NCCL's `NET/IB : Using` lines listed (every rank prints one).
+    net_ports: u32,
 }
+
+/// The figure of the RDMA devices NCCL said it uses, per node (the most a rank listed): what a
+/// job across nodes is judged per RDMA port with (`plan::gates::spec`).
+pub const NET_PORTS_FIGURE: &str = "nccl_net_ports";
 
 /// Rows held while a log's collective is not told yet.
 const MAX_PENDING_ROWS: usize = 64;
@@ -220,6 +226,17 @@ impl NcclJob {
                 }
             }
             nccl_tests::Item::Failure { text } => out.push(problem(node, &text)),
+            // Said once per job, and again only when a rank lists more (a node of more rails).
+            nccl_tests::Item::NetDevices { count } if count > self.net_ports => {
+                self.net_ports = count;
+                out.push(PhaseMetric::Figure {
+                    node: node.to_string(),
+                    gpu: None,
+                    name: NET_PORTS_FIGURE.into(),
+                    value: f64::from(count),
+                });
+            }
+            nccl_tests::Item::NetDevices { .. } => {}
             _ => {}
         }
         Ok(())

@@ -75,6 +75,12 @@ pub enum Item {
         /// nccl-tests' own check against `NCCL_TESTS_MIN_BW`, when that was set.
         min_bw_ok: Option<bool>,
     },
+    /// NCCL's own list of the RDMA devices it uses (`NCCL INFO NET/IB : Using [0]mlx5_0:1/IB
+    /// [1]mlx5_1:1/IB … ; OOB …`, at INFO with the NET subsystem): how many.
+    NetDevices {
+        /// Devices listed (`[N]` entries before the `;`).
+        count: u32,
+    },
     /// A failure line (`Test NCCL failure …`, `Test CUDA failure …`, `NCCL failure …`).
     Failure {
         /// The line, trimmed.
@@ -201,6 +207,9 @@ impl NcclTestsParser {
             && tokens[0].bytes().all(|b| b.is_ascii_digit())
             && tokens[1].bytes().all(|b| b.is_ascii_digit());
         if !looks_like_row {
+            if let Some(count) = net_devices(trimmed) {
+                return Ok(Some(Item::NetDevices { count }));
+            }
             // NCCL INFO/WARN, MPI chatter, perftest noise: not ours, and not the end of the table.
             return Ok(None);
         }
@@ -338,6 +347,25 @@ impl NcclTestsParser {
             in_place: it.next(),
         })
     }
+}
+
+/// The devices of NCCL's `NET/IB : Using [0]mlx5_0:1/IB [1]… ; OOB …` line (NCCL's
+/// `ncclIbInit`, also the RDMA plugins' `NET/IB`), counted by their `[N]` indices; `[RO]`
+/// (relaxed ordering) is no device. `None`: not that line, or no device in it.
+fn net_devices(line: &str) -> Option<u32> {
+    let at = line
+        .find("NET/IB : Using")
+        .or_else(|| line.find("NET/IB: Using"))?;
+    let list = line[at..].split(';').next()?;
+    let count = list
+        .split('[')
+        .skip(1)
+        .filter(|p| {
+            p.split_once(']')
+                .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .count();
+    u32::try_from(count).ok().filter(|c| *c > 0)
 }
 
 fn columns_from_header(names: &[&str]) -> Result<Columns, String> {
@@ -500,6 +528,39 @@ mod tests {
             }
         }
         (items, errors)
+    }
+
+    /// NCCL's own list of the RDMA devices it uses, as 16 ranks of a real 2 × 8 H100 job on
+    /// HPC-X's plugin printed it (eight `[N]mlx5_*:1/IB/SHARP` and `[RO]`); a list of none
+    /// (`[RO]` only, a pod without RDMA: tests/corpus) is no count.
+    #[test]
+    fn nccl_names_the_rdma_devices_it_uses() {
+        let text = std::fs::read_to_string(format!(
+            "{}/tests/corpus/nccl-tests/allreduce-2x8h100-hpcx-rdma-plugin-v8-nccl-debug-info-ring-44gbps-underperform.txt",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .expect("corpus file");
+        let mut p = NcclTestsParser::new();
+        let counts: Vec<u32> = text
+            .lines()
+            .filter_map(|l| match p.push(l) {
+                Ok(Some(Item::NetDevices { count })) => Some(count),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(counts.len(), 16, "one line per rank");
+        assert!(counts.iter().all(|c| *c == 8), "{counts:?}");
+        assert_eq!(
+            net_devices(
+                "6e094e9a088e:147147:147211 [6] NCCL INFO NET/IB : Using [RO]; OOB podnet1:10.0.123.96<0>"
+            ),
+            None
+        );
+        assert_eq!(
+            net_devices("NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE ; OOB eth0"),
+            Some(2)
+        );
+        assert_eq!(net_devices("NET/IB : Using [x]y [1"), None);
     }
 
     fn rows(items: &[Item]) -> Vec<&Row> {

@@ -13,35 +13,40 @@ use crate::model::thresholds::{
 };
 use crate::store::{GpuView, NodeView};
 
-/// Newest samples a power sign that fired must keep holding to stay (level hysteresis).
-const HOLD_SAMPLES: usize = 3;
-
 /// The busy-idle finding's level and words, when either sign holds.
 pub(super) fn busy_idle(node: &NodeView, gpu: &GpuView, ctx: &Ctx) -> Option<(Severity, String)> {
     let gpm = gpm_sign(node, gpu, ctx);
-    let power = power_sign(node, gpu, ctx);
+    let power = power_sign(gpu, ctx);
     match (gpm, power) {
         (Some(g), Some(p)) => Some((Severity::Crit, format!("{g}; and without GPM: {p}"))),
         (Some(g), None) => Some((Severity::Crit, g)),
-        // A plausible GPM reading over the window that says the SMs work outweighs the power
-        // sign (a low-power kernel); only where GPM has nothing to say does the power sign speak.
-        (None, Some(p)) if !gpm_read(gpu, ctx) => Some((
-            Severity::Warn,
-            format!("{p} (no plausible GPM reading to confirm it: a warning until one does)"),
-        )),
-        _ => None,
+        (None, Some(p)) => match gpm_mean(gpu, ctx) {
+            // GPM read plausibly over most of the window says the SMs work: a low-power
+            // kernel, not a hang.
+            Some(sm) if sm >= ctx.thresholds.busy_idle_sm_pct => None,
+            // GPM says the SMs idle (with a gap its own sign would not pass): both agree.
+            Some(sm) => Some((
+                Severity::Crit,
+                format!("{p}; GPM agrees: SM activity {sm:.1} %"),
+            )),
+            None => Some((
+                Severity::Warn,
+                format!("{p} (no plausible GPM reading to confirm it: a warning until one does)"),
+            )),
+        },
+        (None, None) => None,
     }
 }
 
-/// Whether GPM's SM activity was read (and believed) over the newest window.
-fn gpm_read(gpu: &GpuView, ctx: &Ctx) -> bool {
-    gpu.gpm_implausible.is_none()
-        && gpu
-            .sm_active_pct
-            .tail(ctx.stall_samples)
-            .flatten()
-            .next()
-            .is_some()
+/// GPM's mean SM activity over the newest window, where it was read (and believed) in four
+/// of five of its slots; `None` otherwise.
+fn gpm_mean(gpu: &GpuView, ctx: &Ctx) -> Option<f64> {
+    if gpu.gpm_implausible.is_some() {
+        return None;
+    }
+    let n = ctx.stall_samples;
+    let sm: Vec<f64> = gpu.sm_active_pct.tail(n).flatten().collect();
+    (sm.len() * 5 >= n * 4 && !sm.is_empty()).then(|| sm.iter().sum::<f64>() / sm.len() as f64)
 }
 
 /// The power and clock the sign holds a model to: its own where the spec table has them (sichek
@@ -69,15 +74,14 @@ fn model_floors(gpu: &GpuView) -> (f64, f64, String) {
     }
 }
 
-/// The sign that needs no GPM, over the newest `HANG_WINDOW_MS`; once it fired, the newest few
-/// samples keep it.
-fn power_sign(node: &NodeView, gpu: &GpuView, ctx: &Ctx) -> Option<String> {
-    let n = samples_in(HANG_WINDOW_MS, ctx.period_ms).max(HANG_DETECTIONS);
-    power_sign_over(gpu, ctx, n).or_else(|| {
-        ctx.was("busy-idle", &node.name, Some(gpu.index))
-            .then(|| power_sign_over(gpu, ctx, HOLD_SAMPLES))
-            .flatten()
-    })
+/// The sign that needs no GPM, over the newest `HANG_WINDOW_MS` (at a sample period so short
+/// that the window outgrows every store's history, over the history's length), judged whole
+/// at every evaluation: one reading that breaks the pattern clears it for a window (no hold on
+/// a few samples, which could let it fire on less than the rule's window).
+fn power_sign(gpu: &GpuView, ctx: &Ctx) -> Option<String> {
+    let n = samples_in(HANG_WINDOW_MS, ctx.period_ms)
+        .clamp(HANG_DETECTIONS, crate::store::HISTORY_SLOTS);
+    power_sign_over(gpu, ctx, n)
 }
 
 fn power_sign_over(gpu: &GpuView, ctx: &Ctx, n: usize) -> Option<String> {
@@ -325,5 +329,23 @@ mod tests {
             s.sm_active_pct = Some(60.0);
         };
         assert!(busy_idle(&judge(110, working)).is_none());
+    }
+
+    /// GPM that says idle with a gap (its own sign needs every reading) and the power sign
+    /// agree: critical, not silenced.
+    #[test]
+    fn gpm_idle_with_a_gap_and_the_power_sign_agree() {
+        let gappy = |t: u64, s: &mut GpuSample| {
+            spinning(t, s);
+            s.sm_active_pct = (!t.is_multiple_of(10)).then_some(0.8);
+        };
+        let f = judge(110, gappy);
+        let b = busy_idle(&f).expect("busy-idle");
+        assert_eq!(b.severity, Severity::Crit, "{b:?}");
+        assert!(
+            b.why.contains("; GPM agrees: SM activity 0.8 %"),
+            "{}",
+            b.why
+        );
     }
 }

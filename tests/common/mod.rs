@@ -217,3 +217,23 @@ pub fn local_node_with_phase(dir: &std::path::Path, command: &str) {
     )
     .expect("plan");
 }
+
+/// A fixture of `burnin agent`'s NDJSON (`tests/fixtures/REL`): its hellos and frames, in order.
+pub fn agent_capture(rel: &str) -> (Vec<burnin::model::NodeHello>, Vec<burnin::model::NodeFrame>) {
+    use burnin::wire::{Decoded, Decoder, WireMessage};
+    let text = std::fs::read_to_string(format!(
+        "{}/tests/fixtures/{rel}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap_or_else(|e| panic!("{rel}: {e}"));
+    let mut d = Decoder::new();
+    let (mut hellos, mut frames) = (Vec::new(), Vec::new());
+    for line in text.lines() {
+        match d.decode(line) {
+            Ok(Decoded::Message(WireMessage::Hello(h))) => hellos.push(h),
+            Ok(Decoded::Message(WireMessage::Frame(f))) => frames.push(f),
+            other => panic!("{rel}: {other:?}"),
+        }
+    }
+    (hellos, frames)
+}

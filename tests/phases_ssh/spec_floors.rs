@@ -97,7 +97,7 @@ fn t7_is_judged_per_rdma_port_against_the_nic_model_t0_found() {
     assert_eq!(gate["status"], "missed", "{gate}");
     let words = gate["words"].as_str().unwrap_or("");
     assert!(
-        words.contains("370 GB/s over 8 RDMA ports a node = 370 Gbit/s a port, 46 % of ConnectX-8's line_rate_gbits 800 Gbit/s (stas00"),
+        words.contains("370 GB/s over 8 RDMA ports a node (T0's) = 370 Gbit/s a port, 46 % of ConnectX-8's line_rate_gbits 800 Gbit/s (stas00"),
         "{words}"
     );
     let Some((verdict, gate, stderr)) = t7_gate("0x1021", 400) else {

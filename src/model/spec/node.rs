@@ -87,7 +87,10 @@ impl HardwareSpec {
     /// Which entries judge a node of these parts. One model each, found by PCI ID (by name
     /// where no ID was read); anything else is an `Err` saying why, with the ID, never a guess.
     pub fn resolve(&self, parts: &NodeParts) -> NodeHardware {
-        let gpu = match parts.gpus.as_slice() {
+        // A record on disk may hold more kinds than T0 ever keeps: cut as `add` would have.
+        let gpus = &parts.gpus[..parts.gpus.len().min(MAX_PARTS)];
+        let nics = &parts.nics[..parts.nics.len().min(MAX_PARTS)];
+        let gpu = match gpus {
             [] => Err("no GPU listed".to_string()),
             [one] => {
                 let found = match one.pci_id {
@@ -107,13 +110,13 @@ impl HardwareSpec {
                 many.iter().map(describe).collect::<Vec<_>>().join(", ")
             )),
         };
-        let (nic, nic_ports) = self.compute_nics(&parts.nics);
+        let (nic, nic_ports) = self.compute_nics(nics);
         NodeHardware {
             gpu,
             nic,
             nic_ports,
-            nics_read: !parts.nics.is_empty() || parts.from == "T0",
-            gpus: parts.gpus.iter().map(|p| p.count).sum(),
+            nics_read: !nics.is_empty() || parts.from == "T0",
+            gpus: gpus.iter().fold(0u32, |n, p| n.saturating_add(p.count)),
             from: parts.from.clone(),
         }
     }

@@ -219,6 +219,9 @@ pub fn figures(metrics: &[PhaseMetric]) -> Figures {
                 *ms,
                 Keep::Last,
             ),
+            // How many RDMA devices NCCL used is no measurement of the phase: the spec gate
+            // reads it beside the busbw, no figure of its own.
+            PhaseMetric::Figure { name, .. } if name == crate::parsers::NET_PORTS_FIGURE => {}
             PhaseMetric::Figure {
                 node,
                 gpu,

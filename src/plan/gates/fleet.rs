@@ -27,7 +27,17 @@ pub struct FleetOrigin {
     /// Values left out as no number (not finite, negative).
     #[serde(default)]
     pub unusable: u64,
+    /// Figures left out of the baseline whole, with why: a failed phase's figure of fewer than
+    /// [`MIN_FLEET`] subjects (one job's figure cannot be told good from bad by its peers), or
+    /// a group whose mean is no reference (0 where higher is better). At most
+    /// [`DROPPED_NAMED`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
 }
+
+/// Subjects a failed phase's figure needs for its mean to stand as the reference: with fewer,
+/// the slow one may be the only one.
+pub const MIN_FLEET: usize = 3;
 
 /// One subject left out of its group's mean.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -91,9 +101,11 @@ fn settle(values: &[(usize, f64)], pct: f64, lower_better: bool) -> (f64, Vec<(u
     }
 }
 
-/// The fleet's baseline of `phases` (id, figures), each subject worse than its group's settled
-/// mean by more than `pct` % left out of it. `source` says where the figures came from.
-pub fn fleet_baseline(phases: &[(&str, &Figures)], pct: f64, source: &str) -> Baseline {
+/// The fleet's baseline of `phases` (id, figures, whether the phase passed or warned), each
+/// subject worse than its group's settled mean by more than `pct` % left out of it; a failed
+/// phase's figure of fewer than [`MIN_FLEET`] subjects is left out whole. `source` says where
+/// the figures came from.
+pub fn fleet_baseline(phases: &[(&str, &Figures, bool)], pct: f64, source: &str) -> Baseline {
     let mut origin = FleetOrigin {
         pct,
         ..FleetOrigin::default()
@@ -103,8 +115,25 @@ pub fn fleet_baseline(phases: &[(&str, &Figures)], pct: f64, source: &str) -> Ba
         source: source.to_string(),
         ..Baseline::default()
     };
-    for (phase, figures) in phases {
+    let leave = |why: String, origin: &mut FleetOrigin| {
+        if origin.left_out.len() < DROPPED_NAMED {
+            origin.left_out.push(why);
+        }
+    };
+    for (phase, figures, passed) in phases {
         for (name, samples) in figures.iter() {
+            if !passed && samples.len() < MIN_FLEET {
+                leave(
+                    format!(
+                        "{} {}: {} subject(s) of a failed phase, too few to tell good from bad",
+                        crate::model::excerpt(phase),
+                        crate::model::excerpt(name),
+                        samples.len()
+                    ),
+                    &mut origin,
+                );
+                continue;
+            }
             let lower_better = crate::model::figures::lower_is_better(name);
             let mut groups: std::collections::BTreeMap<&str, Vec<(usize, f64)>> =
                 std::collections::BTreeMap::new();
@@ -121,6 +150,17 @@ pub fn fleet_baseline(phases: &[(&str, &Figures)], pct: f64, source: &str) -> Ba
             let mut refs: Vec<Sample> = Vec::new();
             for (group, values) in groups {
                 let (mean, dropped) = settle(&values, pct, lower_better);
+                if mean <= 0.0 && !lower_better {
+                    leave(
+                        format!(
+                            "{} {}: its mean is {mean}, which every value passes",
+                            crate::model::excerpt(phase),
+                            crate::model::excerpt(name)
+                        ),
+                        &mut origin,
+                    );
+                    continue;
+                }
                 for (i, at, round) in dropped {
                     let d = Dropped {
                         phase: phase.to_string(),
@@ -182,7 +222,7 @@ mod tests {
         v.push(("node12".into(), 322.0));
         let refs: Vec<(&str, f64)> = v.iter().map(|(s, x)| (s.as_str(), *x)).collect();
         let f = figs("busbw_all_reduce", &refs);
-        let b = fleet_baseline(&[("T4", &f)], 5.0, "run");
+        let b = fleet_baseline(&[("T4", &f, true)], 5.0, "run");
         let o = b.fleet.as_ref().expect("origin");
         assert_eq!(o.dropped.len(), 1, "{o:?}");
         assert_eq!(o.dropped[0].subject, "node12");
@@ -216,7 +256,7 @@ mod tests {
                 ("e", 10.0),
             ],
         );
-        let b = fleet_baseline(&[("T4", &f)], 5.0, "run");
+        let b = fleet_baseline(&[("T4", &f, true)], 5.0, "run");
         let o = b.fleet.expect("origin");
         let rounds: Vec<(&str, u32)> = o
             .dropped
@@ -225,7 +265,7 @@ mod tests {
             .collect();
         assert_eq!(rounds, vec![("e", 1), ("d", 2)]);
         let f = figs("step_time_ms", &[("a", 100.0), ("b", 101.0), ("c", 150.0)]);
-        let b = fleet_baseline(&[("T5", &f)], 5.0, "run");
+        let b = fleet_baseline(&[("T5", &f, true)], 5.0, "run");
         assert_eq!(b.fleet.expect("origin").dropped[0].subject, "c");
         assert_eq!(b.phases["T5"]["step_time_ms"][0].value, 100.5);
     }
@@ -237,9 +277,31 @@ mod tests {
             "busbw_all_reduce",
             &[("a", 100.0), ("b", f64::NAN), ("c", -1.0)],
         );
-        let b = fleet_baseline(&[("T4", &f)], 5.0, "run");
+        let b = fleet_baseline(&[("T4", &f, true)], 5.0, "run");
         assert_eq!(b.fleet.as_ref().map(|o| o.unusable), Some(2));
         assert_eq!(b.phases["T4"]["busbw_all_reduce"].len(), 1);
         assert_eq!(b.unusable(), None);
+    }
+
+    /// A failed phase's one-subject figure (T7's job) is no reference: left out whole, said.
+    /// A group that settles on 0 where higher is better is left out, not saved.
+    #[test]
+    fn a_failed_phases_lone_figure_and_a_zero_mean_are_left_out() {
+        let job = figs("busbw_all_reduce", &[("job", 190.0)]);
+        let zero = figs(
+            "tflops_bf16",
+            &[("a/gpu0", 0.0), ("b/gpu0", 0.0), ("c/gpu0", 0.0)],
+        );
+        let b = fleet_baseline(&[("T7", &job, false), ("T2", &zero, false)], 5.0, "run");
+        assert!(b.phases.is_empty(), "{:?}", b.phases);
+        let o = b.fleet.as_ref().expect("origin");
+        assert_eq!(o.left_out.len(), 2, "{o:?}");
+        assert!(
+            o.left_out[0].contains("T7 busbw_all_reduce: 1 subject(s) of a failed phase"),
+            "{o:?}"
+        );
+        assert_eq!(b.unusable(), None);
+        let b = fleet_baseline(&[("T7", &job, true)], 5.0, "run");
+        assert_eq!(b.phases["T7"]["busbw_all_reduce"][0].value, 190.0);
     }
 }

@@ -21,7 +21,7 @@ enum Floor {
         model: String,
         value: f64,
         source: String,
-        ports: Option<f64>,
+        ports: Option<(f64, &'static str)>,
     },
     /// A model the table does not know, or nodes of different models: warns, names the ID.
     Unknown(String),
@@ -72,11 +72,24 @@ fn ranks_of(figure: &str, metrics: &[PhaseMetric]) -> Option<(u32, &'static str)
             }
         }
     }
-    let from_rows = best.and_then(|(algbw, busbw)| ranks_from_factor(collective, algbw, busbw));
-    match from_rows {
-        Some(n) => Some((n, "from busbw / algbw")),
-        None => (listed > 0).then_some((listed, "from the device list")),
+    // The device list where the rows agree with it (at large rank counts the rows' two
+    // decimals fit several counts near the true one); the rows' own count where they do not
+    // (a pasted list cut short).
+    if listed > 0
+        && best.is_none_or(|(algbw, busbw)| fits(collective, listed, algbw, busbw) != Some(false))
+    {
+        return Some((listed, "from the device list"));
     }
+    best.and_then(|(algbw, busbw)| ranks_from_factor(collective, algbw, busbw))
+        .map(|n| (n, "from busbw / algbw"))
+        .or((listed > 0).then_some((listed, "from the device list")))
+}
+
+/// Whether `ranks` turns `algbw` into `busbw` as nccl-tests printed them (`None`: the
+/// collective's factor does not name a rank count).
+fn fits(collective: &str, ranks: u32, algbw: f64, busbw: f64) -> Option<bool> {
+    let factor = crate::parsers::nccl_tests::bus_factor(collective, ranks)?;
+    Some((algbw * factor - busbw).abs() <= 0.005 * factor + 0.005 + 1e-9)
 }
 
 /// The rank count whose bus factor turns `algbw` into `busbw` as nccl-tests printed them (two
@@ -95,9 +108,8 @@ fn ranks_from_factor(collective: &str, algbw: f64, busbw: f64) -> Option<u32> {
     if !(2.0..=1_000_000.0).contains(&n) {
         return None;
     }
-    let factor = crate::parsers::nccl_tests::bus_factor(collective, n as u32)?;
     // Both figures were rounded to 0.01: the product may be off by the factor's share of it.
-    ((algbw * factor - busbw).abs() <= 0.005 * factor + 0.005 + 1e-9).then_some(n as u32)
+    fits(collective, n as u32, algbw, busbw)?.then_some(n as u32)
 }
 
 /// The entry (GPU or NIC) a floor figure belongs to on one node, as (model, the figure).
@@ -217,18 +229,41 @@ fn ports_used(
     observed: &Observed,
     metrics: &[PhaseMetric],
     figure: &str,
-) -> Result<f64, String> {
+) -> Result<(f64, &'static str), String> {
     if nodes.len() < 2 {
         return Err(format!(
             "{subject}: per RDMA port judges a job across nodes, and this one ran on one: not judged"
         ));
     }
-    let ports = nodes
+    // The devices NCCL itself said it uses (its `NET/IB : Using` list, at INFO) where the
+    // output has them: a node's storage or front-end ports of the same model are not its
+    // rails. Else the compute ports T0 read.
+    let listed = metrics
         .iter()
-        .filter_map(|n| observed.hardware.get(*n))
-        .map(|h| h.nic_ports)
-        .max()
-        .unwrap_or(0);
+        .filter_map(|m| match m {
+            PhaseMetric::Figure { name, value, .. }
+                if name == crate::parsers::NET_PORTS_FIGURE
+                    && value.is_finite()
+                    && *value >= 1.0 =>
+            {
+                Some(*value as u32)
+            }
+            _ => None,
+        })
+        .max();
+    let whose = if listed.is_some() {
+        "NCCL's NET/IB list"
+    } else {
+        "T0's"
+    };
+    let ports = listed.unwrap_or_else(|| {
+        nodes
+            .iter()
+            .filter_map(|n| observed.hardware.get(*n))
+            .map(|h| h.nic_ports)
+            .max()
+            .unwrap_or(0)
+    });
     let node_gpus = nodes
         .iter()
         .filter_map(|n| observed.hardware.get(*n))
@@ -245,12 +280,12 @@ fn ports_used(
     }
     let per_node = f64::from(ranks) / nodes.len() as f64;
     let share = (per_node / f64::from(node_gpus)).min(1.0);
-    Ok((f64::from(ports) * share).max(1.0))
+    Ok(((f64::from(ports) * share).max(1.0), whose))
 }
 
 /// The reasons subjects were not judged, each once with how many it was (many subjects of
 /// one node or model share one).
-fn say_unjudged(unjudged: Vec<String>, said: &mut Said) {
+fn say_unjudged(unjudged: Vec<String>, partly: bool, said: &mut Said) {
     if unjudged.is_empty() {
         return;
     }
@@ -264,7 +299,7 @@ fn say_unjudged(unjudged: Vec<String>, said: &mut Said) {
     }
     let (first, n) = &reasons[0];
     let more = reasons.len() - 1;
-    said.summary.push(format!(
+    let words = format!(
         "{first}{}{}",
         if *n > 1 {
             format!(" ({n} subjects)")
@@ -276,7 +311,15 @@ fn say_unjudged(unjudged: Vec<String>, said: &mut Said) {
         } else {
             String::new()
         }
-    ));
+    );
+    // Where other subjects were judged, the gate is not met on their evidence alone: the
+    // subjects without a floor (a node no T0 named, say) warn, never pass unseen.
+    if partly {
+        said.findings
+            .push((Level::Warn, format!("{words} — not judged there")));
+    } else {
+        said.summary.push(words);
+    }
 }
 
 /// `spec`: every subject at least `pct` % of its model's floor.
@@ -306,13 +349,13 @@ pub(super) fn judge_spec(
                 source,
                 ports,
             } => {
-                let per = s.value / ports.unwrap_or(1.0);
+                let per = s.value / ports.map_or(1.0, |p| p.0);
                 let converted = per * factor;
                 let limit = value * gate.pct / 100.0;
                 let share = converted / value * 100.0;
                 let how = match ports {
-                    Some(p) => format!(
-                        "{} {unit} over {} RDMA ports a node = {} {floor_unit} a port",
+                    Some((p, whose)) => format!(
+                        "{} {unit} over {} RDMA ports a node ({whose}) = {} {floor_unit} a port",
                         fmt_value(s.value),
                         if p.fract() == 0.0 {
                             format!("{p:.0}")
@@ -376,7 +419,8 @@ pub(super) fn judge_spec(
             ),
         ));
     }
-    say_unjudged(unjudged, said);
+    let judged = met > 0 || !below.is_empty();
+    say_unjudged(unjudged, judged, said);
     if below.is_empty()
         && let Some((_, words)) = worst
     {

@@ -82,7 +82,7 @@ fn a_job_of_one_gpu_a_node_is_judged_by_the_one_port_it_used() {
     assert_eq!(g.status, GateStatus::Met, "{g:?}");
     assert!(
         g.words.contains(
-            "31.9 GB/s over 1 RDMA ports a node = 255 Gbit/s a port, 64 % of ConnectX-7's"
+            "31.9 GB/s over 1 RDMA ports a node (T0's) = 255 Gbit/s a port, 64 % of ConnectX-7's"
         ),
         "{}",
         g.words
@@ -91,7 +91,7 @@ fn a_job_of_one_gpu_a_node_is_judged_by_the_one_port_it_used() {
     assert_eq!(j.verdict, Verdict::Fail, "{}", j.reason);
     assert!(
         j.reason.contains(
-            "over 8 RDMA ports a node = 31.9 Gbit/s a port, 8 % of ConnectX-7's line_rate_gbits 400"
+            "over 8 RDMA ports a node (T0's) = 31.9 Gbit/s a port, 8 % of ConnectX-7's line_rate_gbits 400"
         ),
         "{}",
         j.reason
@@ -212,6 +212,10 @@ fn a_site_overrides_an_entry_in_its_plan_and_every_figure_keeps_a_source() {
             "[[spec.gpu]]\nmodel = \"Mine\"\npci_device_ids = [\"0x2335\"]\nids_source = \"x\"\n",
             "in two entries",
         ),
+        (
+            "[[spec.gpu]]\nmodel = \"H200\"\nhang_power_below_w = { value = 200, source = \"x\" }\n",
+            "read by triage",
+        ),
     ] {
         let e = site(entry).expect_err(entry);
         assert!(e.message.contains(says), "{entry}: {e}");
@@ -280,4 +284,22 @@ fn unread_ports_are_not_judged_not_warned() {
     let g = spec_gate(&j);
     assert_eq!(g.status, GateStatus::NotJudged, "{g:?}");
     assert!(g.words.contains("a's RDMA ports not read"), "{}", g.words);
+}
+
+/// Seven nodes met and one no T0 named: the gate is not met on the others' evidence; the
+/// node without a floor warns.
+#[test]
+fn a_node_without_parts_among_judged_ones_warns() {
+    let plan = phase(
+        r#"{ kind = "spec", figure = "busbw_all_reduce", floor = "nccl_all_reduce_in_node_gbs" }"#,
+    );
+    let x = &plan.phases[0];
+    let h200 = parts(0x2335, 8, None);
+    let mut o = observed(&["a", "b"], 8, &h200, &plan.hardware);
+    o.hardware.remove("b");
+    let j = judge_gates(x, &[busbw("a", 8, 480.0), busbw("b", 8, 480.0)], &o, None);
+    assert_eq!(j.verdict, Verdict::Warn, "{}", j.reason);
+    let g = spec_gate(&j);
+    assert_eq!(g.status, GateStatus::Warned, "{g:?}");
+    assert!(g.words.contains("b's model not known"), "{}", g.words);
 }
