@@ -46,15 +46,9 @@ fn demo_run(root: &Path, faults: &[&str]) -> PathBuf {
         .expect("a run directory")
 }
 
-/// Planted: node10's GPU 7 runs its clock at half (T2: 52 % of nominal TFLOPS) and node07's
-/// GPU 3 stalls during T4 (its all_reduce at ~40 %). The fleet baseline leaves out exactly
-/// those subjects, in the first round, and every other figure of every node counts.
-#[test]
-fn the_fleet_baseline_drops_the_planted_slow_nodes_and_only_them() {
-    let root = tmp("planted");
-    let run = demo_run(&root, &["slow-clock", "stall"]);
-    let to = root.join("fleet.json");
-    let o = burnin(
+/// `burnin baseline save --fleet RUN --to TO`, run in `dir`.
+fn save_fleet(run: &Path, to: &Path, dir: &Path) -> Output {
+    burnin(
         &[
             "baseline",
             "save",
@@ -63,8 +57,19 @@ fn the_fleet_baseline_drops_the_planted_slow_nodes_and_only_them() {
             "--to",
             to.to_str().expect("utf-8"),
         ],
-        &root,
-    );
+        dir,
+    )
+}
+
+/// Planted: node10's GPU 7 runs its clock at half (T2: 52 % of nominal TFLOPS) and node07's
+/// GPU 3 stalls during T4 (its all_reduce at ~40 %). The fleet baseline leaves out exactly
+/// those subjects, in the first round, and every other figure of every node counts.
+#[test]
+fn the_fleet_baseline_drops_the_planted_slow_nodes_and_only_them() {
+    let root = tmp("planted");
+    let run = demo_run(&root, &["slow-clock", "stall"]);
+    let to = root.join("fleet.json");
+    let o = save_fleet(&run, &to, &root);
     let printed = String::from_utf8_lossy(&o.stdout);
     assert_eq!(
         o.status.code(),
@@ -119,17 +124,7 @@ fn the_fleet_baseline_drops_the_planted_slow_nodes_and_only_them() {
     let clean_root = tmp("clean");
     let clean = demo_run(&clean_root, &["aistor-p99"]);
     let to = clean_root.join("fleet.json");
-    let o = burnin(
-        &[
-            "baseline",
-            "save",
-            "--fleet",
-            clean.to_str().expect("utf-8"),
-            "--to",
-            to.to_str().expect("utf-8"),
-        ],
-        &clean_root,
-    );
+    let o = save_fleet(&clean, &to, &clean_root);
     let printed = String::from_utf8_lossy(&o.stdout);
     assert!(printed.contains("dropped: 0"), "{printed}");
 

@@ -231,20 +231,8 @@ fn a_node_named_twice_is_refused() {
 #[test]
 fn the_search_judges_every_group_by_the_nic_models_floor() {
     let plan = format!(
-        r#"
-[[phase]]
-id = "T0"
-title = "preflight (stand-in)"
-scope = "each-node"
-parser = "preflight"
-gates = [{{ kind = "checks" }}]
-command = '''
-echo "== gpus"
-echo "0, NVIDIA B300 SXM6 AC, 00000000:10:00.0, Enabled, 0x318210DE"
-echo "== nics"
-i=0; while [ $i -lt 8 ]; do echo "mlx5_$i 1 0x1023 InfiniBand 800 Gb/sec (4X XDR)"; i=$((i+1)); done
-'''
-{}"#,
+        "{}{}",
+        common::site::stand_in_t0(1, "0x1023", 800),
         PLAN.replace(
             r#"{ kind = "min", figure = "busbw_all_reduce", value = 10 }"#,
             r#"{ kind = "spec", figure = "busbw_all_reduce", per = "nic", floor = "line_rate_gbits", pct = 60 }"#

@@ -365,8 +365,15 @@ fn net_devices(line: &str) -> Option<u32> {
                 .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
         })
         .count();
-    u32::try_from(count).ok().filter(|c| *c > 0)
+    // NCCL's IB transport keeps at most 32 devices (`MAX_IB_DEVS`, net_ib.cc): a longer list
+    // is no list NCCL printed (a garbled or hostile line), and no count.
+    u32::try_from(count)
+        .ok()
+        .filter(|c| (1..=MAX_IB_DEVS).contains(c))
 }
+
+/// NCCL's `MAX_IB_DEVS` (src/transport/net_ib.cc: 32 in current NCCL, 16 in older ones).
+const MAX_IB_DEVS: u32 = 32;
 
 fn columns_from_header(names: &[&str]) -> Result<Columns, String> {
     let find = |n: &str| names.iter().position(|x| *x == n);
@@ -561,6 +568,12 @@ mod tests {
             Some(2)
         );
         assert_eq!(net_devices("NET/IB : Using [x]y [1"), None);
+        let flood: String = (0..40).map(|i| format!("[{i}]mlx5_{i}:1/IB ")).collect();
+        assert_eq!(
+            net_devices(&format!("NET/IB : Using {flood}; OOB")),
+            None,
+            "past MAX_IB_DEVS"
+        );
     }
 
     fn rows(items: &[Item]) -> Vec<&Row> {

@@ -112,7 +112,8 @@ fn power_sign_over(gpu: &GpuView, ctx: &Ctx, n: usize) -> Option<String> {
         return None;
     }
     let holds = util.iter().all(|u| *u >= HANG_UTIL_PCT)
-        && power.iter().all(|w| *w < watts_below)
+        // A loaded GPU reading 0 W is no reading (NVML's answer when it has none), never a sign.
+        && power.iter().all(|w| *w > 0.0 && *w < watts_below)
         && clock.iter().all(|c| *c >= clock_above)
         && tx.iter().chain(&rx).all(|b| *b <= HANG_PCIE_BYTES_PER_SEC);
     // A power cap would explain low power with busy SMs: sichek's `pviol` at most 5 %.
@@ -347,5 +348,15 @@ mod tests {
             "{}",
             b.why
         );
+    }
+
+    /// A power that reads 0 W under load cannot be true: no sign on it.
+    #[test]
+    fn zero_watts_under_load_is_no_sign() {
+        let zero = |t: u64, s: &mut GpuSample| {
+            spinning(t, s);
+            s.power_avg_watts = Some(0.0);
+        };
+        assert!(busy_idle(&judge(110, zero)).is_none());
     }
 }

@@ -226,3 +226,25 @@ pub fn check_in(events: &str, node: &str, name: &str) -> Option<(String, String)
             )
         })
 }
+
+/// A stand-in T0 phase (plan text): each node lists `gpus` B300s (PCI 0x3182) and eight
+/// InfiniBand ports of PCI ID `nic_id` at `rate` Gb/s, as the shipped T0's `gpus` and `nics`
+/// sections print them.
+pub fn stand_in_t0(gpus: u32, nic_id: &str, rate: u32) -> String {
+    format!(
+        r#"
+[[phase]]
+id = "T0"
+title = "preflight (stand-in)"
+scope = "each-node"
+parser = "preflight"
+gates = [{{ kind = "checks" }}]
+command = '''
+echo "== gpus"
+i=0; while [ $i -lt {gpus} ]; do echo "$i, NVIDIA B300 SXM6 AC, 00000000:1$i:00.0, Enabled, 0x318210DE"; i=$((i+1)); done
+echo "== nics"
+i=0; while [ $i -lt 8 ]; do echo "mlx5_$i 1 {nic_id} InfiniBand {rate} Gb/sec (4X)"; i=$((i+1)); done
+'''
+"#
+    )
+}

@@ -7,25 +7,10 @@ use super::*;
 /// T0 reading eight B300s and eight RDMA ports of PCI ID `{nic_id}` at `{rate}` Gb/s, then a
 /// stand-in all_reduce_perf across both nodes at 370 GB/s busbw (eight 400G rails' worth).
 fn plan(nic_id: &str, rate: u32) -> String {
+    let t0 = common::site::stand_in_t0(8, nic_id, rate);
     format!(
         r#"
-[vars]
-nic_id = "{nic_id}"
-rate = "{rate}"
-
-[[phase]]
-id = "T0"
-title = "preflight (stand-in)"
-scope = "each-node"
-parser = "preflight"
-gates = [{{ kind = "checks" }}]
-command = '''
-echo "== gpus"
-i=0; while [ $i -lt 8 ]; do echo "$i, NVIDIA B300 SXM6 AC, 00000000:1$i:00.0, Enabled, 0x318210DE"; i=$((i+1)); done
-echo "== nics"
-i=0; while [ $i -lt 8 ]; do echo "mlx5_$i 1 {{nic_id}} InfiniBand {{rate}} Gb/sec (4X)"; i=$((i+1)); done
-'''
-
+{t0}
 [[phase]]
 id = "T7"
 title = "multi-node NCCL (stand-in)"

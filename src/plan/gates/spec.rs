@@ -22,6 +22,8 @@ enum Floor {
         value: f64,
         source: String,
         ports: Option<(f64, &'static str)>,
+        /// Per RDMA port: the NIC model's line rate, Gbit/s (what no port can carry twice of).
+        line_gbits: Option<f64>,
     },
     /// A model the table does not know, or nodes of different models: warns, names the ID.
     Unknown(String),
@@ -211,11 +213,25 @@ fn floor_for(
     } else {
         None
     };
+    // The line rate of the nodes' NIC model, for the reading no RDMA port can give.
+    let line_gbits = gate
+        .per_nic
+        .then(|| {
+            nodes
+                .iter()
+                .filter_map(|n| observed.hardware.get(*n))
+                .filter_map(|h| h.nic.as_ref().ok())
+                .filter_map(|n| n.figure("line_rate_gbits"))
+                .map(|f| f.value)
+                .reduce(f64::max)
+        })
+        .flatten();
     Floor::Known {
         model,
         value,
         source,
         ports,
+        line_gbits,
     }
 }
 
@@ -322,6 +338,37 @@ fn say_unjudged(unjudged: Vec<String>, partly: bool, said: &mut Said) {
     }
 }
 
+/// A subject's reading in words: as read, per RDMA port (how many, from where), or converted
+/// to the floor's unit.
+fn reading(
+    value: f64,
+    unit: &str,
+    ports: Option<(f64, &'static str)>,
+    (factor, converted): (f64, f64),
+    floor_unit: &str,
+) -> String {
+    match ports {
+        Some((p, whose)) => format!(
+            "{} {unit} over {} RDMA ports a node ({whose}) = {} {floor_unit} a port",
+            fmt_value(value),
+            if p.fract() == 0.0 {
+                format!("{p:.0}")
+            } else {
+                format!("{p:.2}")
+            },
+            fmt_value(converted)
+        ),
+        None if factor != 1.0 => {
+            format!(
+                "{} {unit} = {} {floor_unit}",
+                fmt_value(value),
+                fmt_value(converted)
+            )
+        }
+        None => format!("{} {unit}", fmt_value(value)),
+    }
+}
+
 /// `spec`: every subject at least `pct` % of its model's floor.
 pub(super) fn judge_spec(
     gate: &SpecGate<'_>,
@@ -348,31 +395,29 @@ pub(super) fn judge_spec(
                 value,
                 source,
                 ports,
+                line_gbits,
             } => {
                 let per = s.value / ports.map_or(1.0, |p| p.0);
                 let converted = per * factor;
+                // A ring carries at most line rate a port and NCCL's tree on 2 nodes under twice
+                // it: past twice the line rate, most of the job did not cross the RDMA ports (an
+                // NVLink domain across nodes, NVL72): no reading of them, never a pass.
+                let gbits = unit_factor(unit, "Gbit/s").map(|f| per * f);
+                if let (Some(line), Some(g)) = (line_gbits, gbits)
+                    && g > 2.0 * line
+                {
+                    unjudged.push(format!(
+                        "{} {} {unit} is {} Gbit/s a port, more than twice the {} Gbit/s line rate: not what RDMA ports carried (an NVLink domain across nodes?), not judged",
+                        s.subject,
+                        fmt_value(s.value),
+                        fmt_value(g),
+                        fmt_value(line)
+                    ));
+                    continue;
+                }
                 let limit = value * gate.pct / 100.0;
                 let share = converted / value * 100.0;
-                let how = match ports {
-                    Some((p, whose)) => format!(
-                        "{} {unit} over {} RDMA ports a node ({whose}) = {} {floor_unit} a port",
-                        fmt_value(s.value),
-                        if p.fract() == 0.0 {
-                            format!("{p:.0}")
-                        } else {
-                            format!("{p:.2}")
-                        },
-                        fmt_value(converted)
-                    ),
-                    None if factor != 1.0 => {
-                        format!(
-                            "{} {unit} = {} {floor_unit}",
-                            fmt_value(s.value),
-                            fmt_value(converted)
-                        )
-                    }
-                    None => format!("{} {unit}", fmt_value(s.value)),
-                };
+                let how = reading(s.value, unit, ports, (factor, converted), floor_unit);
                 let words = format!(
                     "{} {how}, {share:.0} % of {model}'s {} {} {floor_unit} ({source})",
                     s.subject,

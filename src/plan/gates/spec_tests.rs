@@ -303,3 +303,34 @@ fn a_node_without_parts_among_judged_ones_warns() {
     assert_eq!(g.status, GateStatus::Warned, "{g:?}");
     assert!(g.words.contains("b's model not known"), "{}", g.words);
 }
+
+/// More than twice the line rate a port is no reading of RDMA ports (a ring carries at most
+/// line rate, NCCL's tree under twice it): not judged, never met.
+#[test]
+fn a_per_port_reading_no_port_can_give_is_not_judged() {
+    let plan = phase(PER_NIC);
+    let x = &plan.phases[0];
+    let p = parts(0x2335, 8, Some((0x1021, 8)));
+    let j = judge_gates(
+        x,
+        &[busbw("a", 16, 900.0)],
+        &observed(&["a", "b"], 8, &p, &plan.hardware),
+        None,
+    );
+    let g = spec_gate(&j);
+    assert_eq!(g.status, GateStatus::NotJudged, "{g:?}");
+    assert!(
+        g.words
+            .contains("900 Gbit/s a port, more than twice the 400 Gbit/s line rate"),
+        "{}",
+        g.words
+    );
+    // 117 % of line (a 2-node tree run) is still a reading.
+    let j = judge_gates(
+        x,
+        &[busbw("a", 16, 469.21)],
+        &observed(&["a", "b"], 8, &p, &plan.hardware),
+        None,
+    );
+    assert_eq!(spec_gate(&j).status, GateStatus::Met);
+}
