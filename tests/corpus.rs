@@ -289,6 +289,24 @@ fn check_file(rel: &str, want: &toml::Table) -> Vec<String> {
             fail(format!("telemetry {pointer} {got:?} (want {w})"));
         }
     }
+    // Phrases some problem (a failure line, a run that measured nothing) or some note must
+    // contain: the words a reader is told, where the verdict's first reason does not show them.
+    for (key, said) in [
+        ("problems_contain", &r.problems),
+        ("notes_contain", &r.notes),
+    ] {
+        for w in want
+            .get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+        {
+            if !said.iter().any(|p| p.contains(w)) {
+                fail(format!("{key}: none contains {w:?}: {said:?}"));
+            }
+        }
+    }
     let findings = want.get("findings").and_then(Value::as_table);
     let got: BTreeSet<(&str, &str)> = r.findings.iter().map(|f| (f.rule, f.severity)).collect();
     let w: BTreeSet<(&str, &str)> = findings

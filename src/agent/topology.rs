@@ -96,14 +96,13 @@ pub fn parse_topo_matrix(text: &str) -> Option<Topology> {
             .take(columns.len())
             .map(|c| Link::parse(c))
             .collect();
-        let rest: Vec<&str> = tokens.iter().skip(1 + columns.len()).copied().collect();
+        let rest = affinity_cells(line, &tokens, columns.len(), &extras);
         let extra = |name: &str| {
             extras
                 .iter()
                 .position(|e| *e == name)
-                .and_then(|i| rest.get(i))
-                .filter(|v| **v != "N/A")
-                .map(|v| v.to_string())
+                .and_then(|i| rest.get(i).cloned().flatten())
+                .filter(|v| v != "N/A")
         };
         let mut best: Option<Link> = None;
         let mut nearest = Vec::new();
@@ -129,6 +128,46 @@ pub fn parse_topo_matrix(text: &str) -> Option<Topology> {
         });
     }
     (!gpus.is_empty()).then_some(Topology { gpus, nics })
+}
+
+/// The affinity cells of a GPU row, one per affinity column of the header (in its order);
+/// `None` where the cell is empty or cannot be told.
+///
+/// nvidia-smi separates cells with TABs, leaves CPU Affinity empty where it does not know it
+/// (a cpuset that holds none of the GPU's CPUs: a container, a Slurm step) and pads NUMA
+/// Affinity with a second TAB before GPU NUMA ID (`0-47\t0\t\tN/A`, `\t1\t\tN/A`). With
+/// TABs each cell is read from its own column. A copy whose TABs became spaces cannot show an
+/// empty cell: when it has fewer cells than columns, which one is missing is not known, and
+/// none is read rather than a value shifted into the wrong column.
+fn affinity_cells(
+    line: &str,
+    tokens: &[&str],
+    matrix: usize,
+    extras: &[&str],
+) -> Vec<Option<String>> {
+    let cell = |v: &str| Some(v.trim()).filter(|v| !v.is_empty()).map(String::from);
+    if line.contains('\t') {
+        let cells: Vec<&str> = line.split('\t').skip(1 + matrix).collect();
+        return extras
+            .iter()
+            .enumerate()
+            .map(|(i, name)| match *name {
+                // After the NUMA cell's padding: the last cell the row has.
+                "GPU NUMA ID" if i > 0 => cells
+                    .iter()
+                    .skip(i)
+                    .rev()
+                    .find(|c| !c.trim().is_empty())
+                    .and_then(|c| cell(c)),
+                _ => cells.get(i).and_then(|c| cell(c)),
+            })
+            .collect();
+    }
+    let rest: Vec<&str> = tokens.iter().skip(1 + matrix).copied().collect();
+    if rest.len() < extras.len() {
+        return vec![None; extras.len()];
+    }
+    rest.iter().map(|c| cell(c)).collect()
 }
 
 #[cfg(test)]

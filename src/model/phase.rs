@@ -58,6 +58,11 @@ pub enum PhaseMetric {
         busbw_gb_per_s: f64,
         /// Out-of-place algorithm bandwidth.
         algbw_gb_per_s: f64,
+        /// In-place bus bandwidth, where the row has it: never what a phase judges (the
+        /// out-of-place column is, as documented), kept because vendors' pages quote the
+        /// higher of the two and `burnin parse` shows the in-place peak where it is higher.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        in_place_busbw_gb_per_s: Option<f64>,
         /// Wrong elements found by validation (`None` when validation was off: `N/A`, or the
         /// log is one that prints a deviation instead of a count).
         wrong: Option<u64>,
@@ -136,6 +141,10 @@ pub enum PhaseMetric {
         /// `tokens_per_sec_per_gpu`, Megatron's "tokens per second per GPU").
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tokens_per_sec_per_gpu: Option<f64>,
+        /// TFLOP/s of one GPU as the trainer computed it (NeMo's `TFLOPS_per_GPU`), where the
+        /// log prints it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tflops_per_gpu: Option<f64>,
         /// Training loss.
         #[serde(default)]
         loss: Option<f64>,

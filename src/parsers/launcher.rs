@@ -123,6 +123,132 @@ pub fn strip(line: &str) -> Labelled<'_> {
     }
 }
 
+/// The longest Open MPI tag taken out of a line's middle (`[1,mpirank:1023,algo-12]<stddiag>:`
+/// is 35 bytes): a bracket further from its `]<std…>:` is no tag.
+const MAX_INLINE_TAG: usize = 64;
+
+/// A line with the Open MPI `--tag-output` tags inside it taken out. Open MPI tags every chunk
+/// a rank writes, not only every line, and nccl-tests writes a row in several pieces, so a row
+/// can read `   8   2   float   sum   -1[1,0]<stdout>:    85.14 …` (the tag glued to the cell
+/// before it). A tag is removed with nothing in its place: it was inserted into the byte
+/// stream, so what stood either side of it was adjacent (a chunk boundary can even fall inside
+/// a number). Only tags of `rank` are taken out when the line's own label named one: a piece of
+/// another rank's output inside the line is no part of it, and the line stays as it is.
+///
+/// Hydra's `-l` does the same with `[RANK]` (NVIDIA/nccl#1453: `… sum      -1[0]    1626.5 …`):
+/// on a line Hydra labelled, its own `[RANK]` glued to the text before it is taken out too (one
+/// after a space is a token of its own, [`is_label_token`]; NCCL's `host:pid:tid [0] NCCL INFO`
+/// device marker follows a space and stays).
+pub fn strip_inline(line: &str, own: Option<(Launcher, u32)>) -> std::borrow::Cow<'_, str> {
+    let hydra = match own {
+        Some((Launcher::Hydra, rank)) => strip_glued_hydra(line, rank),
+        _ => std::borrow::Cow::Borrowed(line),
+    };
+    let rank = match own {
+        Some((Launcher::OpenMpi, rank)) => Some(rank),
+        _ => None,
+    };
+    match hydra {
+        std::borrow::Cow::Borrowed(l) => strip_open_mpi_tags(l, rank),
+        std::borrow::Cow::Owned(l) => {
+            std::borrow::Cow::Owned(strip_open_mpi_tags(&l, rank).into_owned())
+        }
+    }
+}
+
+/// Open MPI's `[JOB,RANK]<stream>:` tags anywhere in `line` (of `rank` only, when given).
+fn strip_open_mpi_tags(line: &str, rank: Option<u32>) -> std::borrow::Cow<'_, str> {
+    if !line.contains("]<std") {
+        return std::borrow::Cow::Borrowed(line);
+    }
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(at) = rest.find('[') {
+        let (before, from) = rest.split_at(at);
+        out.push_str(before);
+        let mut end = from.len().min(MAX_INLINE_TAG);
+        while !from.is_char_boundary(end) {
+            end -= 1;
+        }
+        let window = &from[..end];
+        match strip(window) {
+            Labelled {
+                label: Some((Launcher::OpenMpi, r)),
+                body,
+            } if rank.is_none_or(|want| want == r) => {
+                rest = &from[window.len() - body.len()..];
+            }
+            _ => {
+                out.push('[');
+                rest = &from[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    std::borrow::Cow::Owned(out)
+}
+
+/// `text[0]   more` → `text   more`, for Hydra's own rank only.
+fn strip_glued_hydra(line: &str, rank: u32) -> std::borrow::Cow<'_, str> {
+    let tag = format!("[{rank}]");
+    if !line.contains(&tag) {
+        return std::borrow::Cow::Borrowed(line);
+    }
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(at) = rest.find(&tag) {
+        let glued = rest[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| !c.is_whitespace());
+        let after = &rest[at + tag.len()..];
+        let ends = after.is_empty() || after.starts_with(char::is_whitespace);
+        out.push_str(&rest[..at]);
+        if !(glued && ends) {
+            out.push_str(&tag);
+        }
+        rest = after;
+    }
+    out.push_str(rest);
+    std::borrow::Cow::Owned(out)
+}
+
+/// The ranks a launcher's own command line asks for, where the output shows it (a paste often
+/// starts with it): `mpirun … -np 16`, `mpiexec -n 16`, `srun --ntasks=16` / `-n 16`. `None`
+/// for any other line, and for a count past a million (no such job).
+pub fn ranks_from_command(line: &str) -> Option<u32> {
+    let mut words = line
+        .split_whitespace()
+        .skip_while(|w| *w == "$" || *w == "#");
+    let program = words.next()?;
+    let program = program.rsplit('/').next().unwrap_or(program);
+    if !matches!(program, "mpirun" | "mpiexec" | "orterun" | "srun") {
+        return None;
+    }
+    let flags: &[&str] = if program == "srun" {
+        &["-n", "--ntasks"]
+    } else {
+        &["-np", "--np", "-n", "--n"]
+    };
+    let count = |v: &str| {
+        v.parse::<u32>()
+            .ok()
+            .filter(|n| (1..=1_000_000).contains(n))
+    };
+    let mut words = words.peekable();
+    while let Some(w) = words.next() {
+        if let Some((flag, value)) = w.split_once('=')
+            && flags.contains(&flag)
+        {
+            return count(value);
+        }
+        if flags.contains(&w) {
+            return words.peek().and_then(|v| count(v));
+        }
+    }
+    None
+}
+
 /// Tokens a launcher put in the middle of a line, where a tool wrote one row with several
 /// writes and the launcher labelled each write (seen with Hydra's `[0]` in NVIDIA/nccl#1453).
 pub fn is_label_token(token: &str) -> bool {
@@ -208,7 +334,62 @@ mod tests {
         assert!(!is_label_token("[0]x"));
     }
 
+    /// The row Open MPI tagged in pieces (issue 43's class 1): the tags glued to the cells
+    /// before them go, and nothing else does.
+    #[test]
+    fn tags_inside_a_row_are_taken_out() {
+        let row = "       8             2     float     sum      -1[1,0]<stdout>:    85.14    0.00    0.00      0[1,0]<stdout>:    62.82    0.00    0.00      0";
+        assert_eq!(
+            strip_inline(row, Some((Launcher::OpenMpi, 0))),
+            "       8             2     float     sum      -1    85.14    0.00    0.00      0    62.82    0.00    0.00      0"
+        );
+        assert_eq!(strip_inline("85.1[1,0]<stdout>:4", None), "85.14");
+        // Another rank's piece inside rank 0's line: not rank 0's row.
+        let mixed = "   8   2   float   sum   -1[1,3]<stdout>:    85.14";
+        assert_eq!(strip_inline(mixed, Some((Launcher::OpenMpi, 0))), mixed);
+        // Hydra's `[0]` glued to the cell before it (NVIDIA/nccl#1453), and NCCL's own `[0]`
+        // device marker after a space, kept.
+        let hydra = "     1048576        262144     float     sum      -1[0]    1626.5    0.64    1.24      0[0]    2302.3";
+        assert_eq!(
+            strip_inline(hydra, Some((Launcher::Hydra, 0))),
+            "     1048576        262144     float     sum      -1    1626.5    0.64    1.24      0    2302.3"
+        );
+        let info = "h100clust-worker-1:497888:497888 [0] NCCL INFO 4096 Bytes";
+        assert_eq!(strip_inline(info, Some((Launcher::Hydra, 0))), info);
+        for keep in [
+            "[ 12.3] x",
+            "a [1,0]<stdin>: b",
+            "[[[",
+            "x ]<stdout>: y",
+            "é[1,0]<std",
+        ] {
+            assert_eq!(strip_inline(keep, None), keep);
+        }
+    }
+
+    #[test]
+    fn a_launchers_command_line_says_how_many_ranks() {
+        // nccl-tests#165's paste begins with its mpirun line.
+        assert_eq!(
+            ranks_from_command(
+                "mpirun  -mca coll_hcoll_enable 0   -H 10.34.0.37:2,10.34.0.38:2 -np 2  -x UCX_NET_DEVICES=eth0    /opt/nccl-tests/build/all_reduce_perf  -b 8 -e 128M -f 2 -g 1"
+            ),
+            Some(2)
+        );
+        assert_eq!(ranks_from_command("$ /usr/bin/mpiexec -n 16 ./x"), Some(16));
+        assert_eq!(ranks_from_command("srun -N 2 --ntasks=16 ./x"), Some(16));
+        assert_eq!(ranks_from_command("srun -N 2 ./x"), None, "-N is nodes");
+        assert_eq!(ranks_from_command("echo mpirun -np 2"), None);
+        assert_eq!(ranks_from_command("mpirun -np 99999999 x"), None);
+    }
+
     proptest! {
+        #[test]
+        fn inline_stripping_never_panics_and_only_shortens(line in ".{0,120}") {
+            let out = strip_inline(&line, None);
+            prop_assert!(out.len() <= line.len());
+        }
+
         #[test]
         fn stripping_never_panics_and_keeps_a_suffix(line in ".{0,80}") {
             let l = strip(&line);

@@ -19,6 +19,7 @@ pub(super) fn step_metric(node: &str, s: trainlog::Step) -> PhaseMetric {
         data_wait_ms: s.data_wait_ms,
         tokens_per_sec: s.tokens_per_sec,
         tokens_per_sec_per_gpu: s.tokens_per_sec_per_gpu,
+        tflops_per_gpu: s.tflops_per_gpu,
         loss: s.loss,
         world: s.world,
         variant: None,
@@ -173,6 +174,7 @@ pub(super) fn workload_metrics(node: &str, record: workload::Record, out: &mut V
             data_wait_ms: Some(data_wait_ms),
             tokens_per_sec: Some(tokens_per_sec),
             tokens_per_sec_per_gpu: None,
+            tflops_per_gpu: None,
             loss: Some(loss),
             world,
             // Pinned (or unsaid) is the main job; unpinned and the loader through

@@ -189,6 +189,46 @@ pub struct OutputParser {
     streams: Vec<(Option<u32>, Inner)>,
     line_no: usize,
     launcher: Option<launcher::Launcher>,
+    /// What says how big an nccl-tests job was when it printed no table.
+    nccl: NcclSize,
+}
+
+/// How big an nccl-tests job was, from what its output shows besides the table: for a job
+/// that died before its first row.
+#[derive(Debug, Default)]
+struct NcclSize {
+    rows: u64,
+    failures: u64,
+    /// The most ranks a device list named.
+    listed: u32,
+    /// The ranks the launcher's command line asked for, where the output shows it.
+    launched: Option<u32>,
+    /// The highest rank a launcher label named.
+    highest_label: Option<u32>,
+}
+
+impl NcclSize {
+    /// Why the output has no table, with the job's size and where that comes from.
+    fn no_table(&self) -> Option<String> {
+        if self.rows > 0 || self.failures == 0 {
+            return None;
+        }
+        let size = if self.listed > 0 {
+            format!("{} rank(s) by its device list", self.listed)
+        } else if let Some(n) = self.launched {
+            format!("{n} rank(s) by the launcher's command line")
+        } else if let Some(r) = self.highest_label {
+            format!(
+                "at least {} rank(s) by the launcher's labels",
+                u64::from(r) + 1
+            )
+        } else {
+            "a rank count the output does not show".to_string()
+        };
+        Some(format!(
+            "nccl-tests stopped before its first row: no bandwidth was measured (the job: {size})"
+        ))
+    }
 }
 
 impl OutputParser {
@@ -200,6 +240,7 @@ impl OutputParser {
             streams: vec![(None, Inner::new(kind))],
             line_no: 0,
             launcher: None,
+            nccl: NcclSize::default(),
         }
     }
 
@@ -252,7 +293,9 @@ impl OutputParser {
         if let Some((l, _)) = label {
             self.launcher.get_or_insert(l);
         }
-        let body = labelled.body;
+        // Open MPI tags each chunk a rank writes: a row written in pieces carries tags inside it.
+        let body = launcher::strip_inline(labelled.body, label);
+        let body = body.as_ref();
         let at = self.stream(label.map(|(_, rank)| rank));
         let node = self.ctx.node.clone();
         let expected_gpus = self.ctx.expected_gpus;
@@ -260,8 +303,23 @@ impl OutputParser {
         let mut out = Vec::new();
         match &mut self.streams[at].1 {
             Inner::Nccl { parser, job } => {
+                let size = &mut self.nccl;
+                if let Some((_, rank)) = label {
+                    size.highest_label = size.highest_label.max(Some(rank));
+                }
+                if let Some(n) = launcher::ranks_from_command(body) {
+                    size.launched = Some(n);
+                }
                 if let Some(item) = parser.push(body)? {
+                    if matches!(item, nccl_tests::Item::Failure { .. }) {
+                        size.failures += 1;
+                    }
                     job.take(item, &node, expected_gpus, line_no, &mut out)?;
+                    size.listed = size.listed.max(job.ranks_listed());
+                    size.rows += out
+                        .iter()
+                        .filter(|m| matches!(m, PhaseMetric::BusBw { .. }))
+                        .count() as u64;
                 }
             }
             Inner::Perftest(p) => {
@@ -321,6 +379,11 @@ impl OutputParser {
         let node = self.ctx.node.clone();
         let expected_gpus = self.ctx.expected_gpus;
         let mut out = Vec::new();
+        if self.kind == ParserKind::NcclTests
+            && let Some(why) = self.nccl.no_table()
+        {
+            out.push(problem(&node, &why));
+        }
         for (_, inner) in &mut self.streams {
             match inner {
                 Inner::Nccl { job, .. } => {
@@ -333,7 +396,13 @@ impl OutputParser {
                         .flat_map(|i| nvbandwidth_metrics(&node, i)),
                 ),
                 Inner::Trainlog(p) => {
-                    out.extend(p.finish().into_iter().map(|s| step_metric(&node, s)))
+                    out.extend(p.finish().into_iter().map(|s| step_metric(&node, s)));
+                    out.extend(p.summary().iter().map(|(name, value)| PhaseMetric::Figure {
+                        node: node.clone(),
+                        gpu: None,
+                        name: (*name).to_string(),
+                        value: *value,
+                    }));
                 }
                 Inner::Sanity(p) => out.extend(p.finish(&node, expected_gpus)),
                 Inner::Preflight(p) => out.extend(p.finish(&node, expected_gpus)),
@@ -351,6 +420,9 @@ impl OutputParser {
                     }));
                 }
                 Inner::Gdsio(p) => {
+                    if let Some((gpu, r)) = p.finish() {
+                        out.push(gds_run(&node, gpu, r));
+                    }
                     out.extend(p.figures().into_iter().map(|(gpu, name, value)| {
                         PhaseMetric::Figure {
                             node: node.clone(),

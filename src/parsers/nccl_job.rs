@@ -20,6 +20,19 @@ pub(super) struct NcclJob {
     repeated_ranks: u32,
     /// `# Rank 0` lines: one per job whose header is in the stream.
     rank0_lines: u32,
+    /// The hosts rank 0 was listed on (at most [`MAX_JOB_HOSTS`]).
+    rank0_hosts: Vec<String>,
+    /// `# nThread` headers that opened this run before any rank or row: nccl-tests prints
+    /// its header from one process only, so two stacked headers are two processes, each
+    /// running a test of its own.
+    headers: u32,
+    /// Rows and trailers of separate jobs, left out (they cannot be told apart).
+    withheld_rows: u32,
+    /// Each separate job's own `# Avg bus bandwidth`, as printed (at most [`MAX_JOB_HOSTS`]).
+    job_averages: Vec<f64>,
+    /// A row was computed for more ranks than the device list names: the list was cut (a
+    /// paste), and the job's rank count is unknown.
+    list_cut: bool,
     /// Rows read.
     rows: u32,
     /// Rows whose collective is not told yet (a log that names no test and starts with
@@ -39,6 +52,9 @@ pub const NET_PORTS_FIGURE: &str = "nccl_net_ports";
 /// Rows held while a log's collective is not told yet.
 const MAX_PENDING_ROWS: usize = 64;
 
+/// Hosts and averages of separate jobs named in words; more are counted.
+const MAX_JOB_HOSTS: usize = 8;
+
 impl NcclJob {
     pub(super) fn new(collective: Option<String>) -> Self {
         Self {
@@ -50,9 +66,133 @@ impl NcclJob {
     /// The rank count when the `# Rank` lines list every rank once, 0 to n-1 (a log's tail
     /// may show only its last rank; separate jobs repeat rank 0): `None` otherwise.
     fn every_rank_listed(&self) -> Option<u32> {
+        if self.list_cut {
+            return None;
+        }
         let n = u32::try_from(self.rank_ids.len()).ok()?;
         let last = *self.rank_ids.last()?;
         (self.repeated_ranks == 0 && n == self.ranks && last.checked_add(1) == Some(n)).then_some(n)
+    }
+
+    /// Whether this stream holds separate jobs, not one: two processes each printed a
+    /// header, or a rank number was listed twice (a non-MPI nccl-tests binary under
+    /// mpirun/srun runs one whole test per process; NVIDIA/nccl-tests#306).
+    fn separate(&self) -> bool {
+        self.headers > 1 || self.repeated_ranks > 0
+    }
+
+    /// Why separate jobs are no measurement across nodes, with what each job said.
+    fn separate_jobs(&self) -> String {
+        let c = self
+            .collective
+            .as_deref()
+            .filter(|c| *c != "unknown")
+            .unwrap_or("the collective");
+        let jobs = self.headers.max(self.rank0_lines).max(2);
+        let per_job = if self.repeated_ranks > 0 {
+            self.ranks
+        } else {
+            self.ranks / jobs
+        };
+        let hosts = match self.rank0_hosts.len() {
+            0 => String::new(),
+            _ => format!(" on {}", self.rank0_hosts.join(", ")),
+        };
+        let averages = match self.job_averages.len() {
+            0 => String::new(),
+            _ => format!(
+                "; their own averages: {} GB/s",
+                self.job_averages
+                    .iter()
+                    .map(|a| a.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        format!(
+            "{c} ran as {jobs} separate jobs of {per_job} rank(s) each (rank 0 printed {} \
+             times{hosts}): each measured only its own processes, no traffic between them, so \
+             this is no measurement across nodes; {} row(s) of theirs are left out, since the \
+             jobs' rows cannot be told apart{averages}. nccl-tests built without MPI under \
+             mpirun/srun starts one job per process: build it with MPI=1",
+            self.rank0_lines.max(jobs),
+            self.withheld_rows
+        )
+    }
+
+    /// A `# Rank` line: a rank listed once counts; one listed again is another job's.
+    fn rank(&mut self, rank: Option<u32>) {
+        match rank {
+            Some(0) if self.rank_ids.contains(&0) => {
+                self.rank0_lines += 1;
+                self.repeated_ranks += 1;
+            }
+            Some(0) => {
+                self.rank0_lines += 1;
+                self.rank_ids.insert(0);
+                self.ranks += 1;
+            }
+            Some(r) if self.rank_ids.contains(&r) => self.repeated_ranks += 1,
+            Some(r) if self.rank_ids.len() < 65_536 => {
+                self.rank_ids.insert(r);
+                self.ranks += 1;
+            }
+            _ => self.ranks += 1,
+        }
+    }
+
+    /// The ranks a row is credited with: the device list's count, or 0 (unknown) once a row
+    /// showed the list was cut.
+    fn job_ranks(&self) -> u32 {
+        if self.list_cut { 0 } else { self.ranks }
+    }
+
+    /// Ranks its device list named (each once).
+    pub(super) fn ranks_listed(&self) -> u32 {
+        self.ranks
+    }
+
+    /// A row of the table: held while its collective is not told, checked against the
+    /// ranks the device list names, then a metric (with any rows held before it).
+    fn row(
+        &mut self,
+        r: nccl_tests::Row,
+        node: &str,
+        line_no: usize,
+        out: &mut Vec<PhaseMetric>,
+    ) -> Result<(), LineError> {
+        if self.collective.is_none() {
+            match nccl_tests::infer_collective(&r, self.ranks) {
+                Some(c) => self.collective = Some(c.to_string()),
+                None if self.pending.len() < MAX_PENDING_ROWS => {
+                    self.pending.push(r);
+                    return Ok(());
+                }
+                None => self.collective = Some("unknown".into()),
+            }
+        }
+        // Numbers that disagree with each other are no reading (a garbled or
+        // edited line): the row is left out and counted as not understood.
+        if let Some(c) = &self.collective
+            && let Some(ranks) = self.every_rank_listed()
+            && let Some(why) = nccl_tests::inconsistent_busbw(&r, c, ranks)
+        {
+            // A row computed for more ranks than a pasted list shows: the list was
+            // cut, and its count is no count of the job (unknown from here on).
+            if !nccl_tests::fits_more_ranks(&r, c, ranks) {
+                return Err(LineError {
+                    line_no,
+                    message: why,
+                });
+            }
+            self.list_cut = true;
+        }
+        let pending = std::mem::take(&mut self.pending);
+        for row in pending.into_iter().chain(std::iter::once(r)) {
+            out.push(self.row_metric(node, row));
+        }
+
+        Ok(())
     }
 
     /// One row as a metric of this run (its collective known, or `unknown`).
@@ -77,8 +217,9 @@ impl NcclJob {
             size_bytes: r.size_bytes,
             busbw_gb_per_s: busbw,
             algbw_gb_per_s: r.out_of_place.algbw_gb_per_s.unwrap_or(0.0),
+            in_place_busbw_gb_per_s: r.in_place.and_then(|p| p.busbw_gb_per_s),
             wrong,
-            ranks: self.ranks,
+            ranks: self.job_ranks(),
             deviation: r.out_of_place.deviation || r.in_place.is_some_and(|p| p.deviation),
         }
     }
@@ -93,7 +234,12 @@ impl NcclJob {
                 out.push(self.row_metric(node, row));
             }
         }
-        if let Some(why) = self.zero_busbw(expected_gpus) {
+        if self.separate() {
+            out.push(PhaseMetric::Problem {
+                node: node.to_string(),
+                text: self.separate_jobs(),
+            });
+        } else if let Some(why) = self.zero_busbw(expected_gpus) {
             out.push(PhaseMetric::Problem {
                 node: node.to_string(),
                 text: why,
@@ -116,16 +262,6 @@ impl NcclJob {
             .as_deref()
             .filter(|c| *c != "unknown")
             .unwrap_or("the collective");
-        if self.repeated_ranks > 0 {
-            return Some(format!(
-                "{c} ran as {} separate jobs of {} rank(s) each (rank 0 printed {} times): \
-                 busbw is 0 by definition; nccl-tests built without MPI under mpirun/srun \
-                 starts one job per process: build it with MPI=1",
-                self.rank0_lines.max(2),
-                self.ranks,
-                self.rank0_lines.max(2)
-            ));
-        }
         match self.ranks {
             1 if expected_gpus > 1 => Some(format!(
                 "{c} ran as a 1-rank job on a node of {expected_gpus} GPUs: busbw is 0 by \
@@ -150,61 +286,52 @@ impl NcclJob {
         out: &mut Vec<PhaseMetric>,
     ) -> Result<(), LineError> {
         match item {
-            nccl_tests::Item::Started { program, .. } => {
-                out.extend(self.close(node, expected_gpus));
+            nccl_tests::Item::Started {
+                program,
+                gpus_per_process,
+            } => {
                 // The plan's echo, the tool's own "starting" line and its nThread line
                 // open one run together: a run that has no rank or row yet carries on.
-                if self.rows > 0 || self.ranks > 0 || !self.pending.is_empty() {
+                let begun = self.rows > 0
+                    || self.ranks > 0
+                    || !self.pending.is_empty()
+                    || self.withheld_rows > 0;
+                if begun {
+                    out.extend(self.close(node, expected_gpus));
                     *self = NcclJob::new(None);
+                }
+                if gpus_per_process.is_some() {
+                    self.headers += 1;
                 }
                 if let Some(p) = program {
                     self.collective = Some(collective_of(&p));
                 }
             }
-            nccl_tests::Item::Rank { rank, .. } => match rank {
-                Some(0) if self.rank_ids.contains(&0) => {
-                    self.rank0_lines += 1;
-                    self.repeated_ranks += 1;
+            nccl_tests::Item::Rank { rank, host } => {
+                if rank == Some(0) && self.rank0_hosts.len() < MAX_JOB_HOSTS {
+                    self.rank0_hosts
+                        .push(crate::model::excerpt(&crate::model::strip_controls(&host)));
                 }
-                Some(0) => {
-                    self.rank0_lines += 1;
-                    self.rank_ids.insert(0);
-                    self.ranks += 1;
-                }
-                Some(r) if self.rank_ids.contains(&r) => self.repeated_ranks += 1,
-                Some(r) if self.rank_ids.len() < 65_536 => {
-                    self.rank_ids.insert(r);
-                    self.ranks += 1;
-                }
-                _ => self.ranks += 1,
-            },
-            nccl_tests::Item::Row(r) => {
-                // Numbers that disagree with each other are no reading (a garbled or
-                // edited line): the row is left out and counted as not understood.
-                if let Some(c) = &self.collective
-                    && let Some(ranks) = self.every_rank_listed()
-                    && let Some(why) = nccl_tests::inconsistent_busbw(&r, c, ranks)
-                {
-                    return Err(LineError {
-                        line_no,
-                        message: why,
-                    });
-                }
-                if self.collective.is_none() {
-                    match nccl_tests::infer_collective(&r, self.ranks) {
-                        Some(c) => self.collective = Some(c.to_string()),
-                        None if self.pending.len() < MAX_PENDING_ROWS => {
-                            self.pending.push(r);
-                            return Ok(());
-                        }
-                        None => self.collective = Some("unknown".into()),
+                self.rank(rank);
+            }
+            nccl_tests::Item::Row(_) | nccl_tests::Item::AvgBusBw { .. } if self.separate() => {
+                match item {
+                    nccl_tests::Item::AvgBusBw { gb_per_s, .. }
+                        if self.job_averages.len() < MAX_JOB_HOSTS =>
+                    {
+                        self.job_averages.push(gb_per_s)
                     }
-                }
-                let pending = std::mem::take(&mut self.pending);
-                for row in pending.into_iter().chain(std::iter::once(r)) {
-                    out.push(self.row_metric(node, row));
+                    nccl_tests::Item::Row(r) => {
+                        self.withheld_rows += 1;
+                        if self.collective.is_none() {
+                            self.collective =
+                                nccl_tests::infer_collective(&r, 0).map(str::to_string);
+                        }
+                    }
+                    _ => {}
                 }
             }
+            nccl_tests::Item::Row(r) => self.row(r, node, line_no, out)?,
             nccl_tests::Item::OutOfBounds { count } if count > 0 => out.push(problem(
                 node,
                 &format!("nccl-tests: {count} out-of-bounds checks found wrong values"),
@@ -216,7 +343,7 @@ impl NcclJob {
                 out.push(PhaseMetric::AvgBusBw {
                     node: Some(node.to_string()),
                     collective: self.collective.clone().unwrap_or_else(|| "unknown".into()),
-                    ranks: self.ranks,
+                    ranks: self.job_ranks(),
                     gb_per_s,
                 });
                 if min_bw_ok == Some(false) {

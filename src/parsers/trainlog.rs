@@ -16,6 +16,10 @@
 //!   position when one came before (its `s/it` gives the step time), else counted.
 //! - **torchtitan**: `step: N  loss: L  … tps: 5,856 …` (`tps` is per GPU; a negative loss is
 //!   the placeholder non-last pipeline stages print, not a loss).
+//! - TFLOP/s per GPU where the trainer computes it (NeMo `TFLOPS_per_GPU`, Megatron
+//!   `throughput per GPU (TFLOP/s/GPU)`, Megatron-DeepSpeed `TFLOPs`, torchtitan `tflops`), and
+//!   Hugging Face Trainer's end-of-run summary (its final dict or `log_metrics`' block:
+//!   `train_runtime`, `train_samples_per_second`, `train_steps_per_second`, `train_loss`).
 //!
 //! Progress bars rewrite their line with carriage returns (SageMaker's log escapes them as
 //! `#015`); every segment is read, and a step repeated (a bar redrawn, every rank printing the
@@ -43,6 +47,10 @@ pub struct Step {
     pub tokens_per_sec_per_gpu: Option<f64>,
     /// GPUs of the job, where the log says.
     pub world: Option<u32>,
+    /// TFLOP/s of one GPU as the trainer computed it (NeMo's `TFLOPS_per_GPU`, Megatron's
+    /// `throughput per GPU (TFLOP/s/GPU)`, Megatron-DeepSpeed's `TFLOPs`, torchtitan's
+    /// `tflops`: each is per GPU in its own source).
+    pub tflops_per_gpu: Option<f64>,
 }
 
 /// Which trainer's format a line was read as.
@@ -126,6 +134,18 @@ static TITAN: LazyLock<Regex> =
     LazyLock::new(|| re(r"(?:^|[^a-z_])step:\s*(\d+)\s+loss:\s*(LOSS)"));
 static TITAN_TPS: LazyLock<Regex> = LazyLock::new(|| re(r"\btps:\s*([\d,]+(?:\.\d+)?)"));
 
+static MEGATRON_TFLOPS: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?:throughput per GPU \(TFLOP/s/GPU\)|\|\s*TFLOPs):\s*(NUM)"));
+static NEMO_TFLOPS: LazyLock<Regex> = LazyLock::new(|| re(r"\bTFLOPS_per_GPU\s*[=:]\s*(NUM)"));
+static TITAN_TFLOPS: LazyLock<Regex> = LazyLock::new(|| re(r"\btflops:\s*(NUM)"));
+/// Hugging Face Trainer's end-of-run figures, in its final log dict (`{'train_runtime':
+/// 1234.5, …}`, values possibly quoted) or `log_metrics`' block (`  train_runtime = 0:20:34.56`).
+static HF_SUMMARY: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r#"(?:['"]|^\s*)(train_runtime|train_samples_per_second|train_steps_per_second|train_loss)['"]?\s*[:=]\s*['"]?((?:\d+:)?(?:\d+:)?NUM)"#,
+    )
+});
+
 static MEGATRON_GRAD_NAN: LazyLock<Regex> = LazyLock::new(|| re(r"\bgrad norm:\s*[nN][aA][nN]\b"));
 static MEGATRON_SKIPPED: LazyLock<Regex> =
     LazyLock::new(|| re(r"number of skipped iterations:\s*(\d+)"));
@@ -204,6 +224,28 @@ pub struct TrainLogParser {
     /// Hugging Face dicts seen (their step when no bar numbers them).
     hf_count: u64,
     framework: Option<Framework>,
+    /// Hugging Face Trainer's end-of-run figures, the last printed of each.
+    summary: Vec<(&'static str, f64)>,
+}
+
+/// The figure names of Hugging Face Trainer's end-of-run summary, as `burnin` names them.
+const HF_SUMMARY_FIGURES: [(&str, &str); 4] = [
+    ("train_runtime", "train_runtime_s"),
+    ("train_samples_per_second", "train_samples_per_second"),
+    ("train_steps_per_second", "train_steps_per_second"),
+    ("train_loss", "train_loss"),
+];
+
+/// A summary value: a number, or `log_metrics`' runtime `H:MM:SS.ss` in seconds.
+fn summary_value(text: &str) -> Option<f64> {
+    let mut seconds = 0.0;
+    let mut parts = text.rsplit(':');
+    let last: f64 = parts.next()?.parse().ok()?;
+    for (i, p) in parts.enumerate() {
+        let unit = if i == 0 { 60.0 } else { 3600.0 };
+        seconds += p.parse::<f64>().ok()? * unit;
+    }
+    Some(seconds + last).filter(|v| v.is_finite())
 }
 
 impl TrainLogParser {
@@ -224,6 +266,38 @@ impl TrainLogParser {
             self.segment(seg, &mut out);
         }
         out
+    }
+
+    /// The end-of-run figures the log printed (Hugging Face Trainer's `train_runtime`,
+    /// `train_samples_per_second`, `train_steps_per_second`, `train_loss`): name and value.
+    pub fn summary(&self) -> &[(&'static str, f64)] {
+        &self.summary
+    }
+
+    fn read_summary(&mut self, seg: &str) -> bool {
+        let mut found = false;
+        for c in HF_SUMMARY.captures_iter(seg) {
+            let (Some(key), Some(value)) = (c.get(1), c.get(2)) else {
+                continue;
+            };
+            let Some((_, name)) = HF_SUMMARY_FIGURES.iter().find(|(k, _)| *k == key.as_str())
+            else {
+                continue;
+            };
+            // Only the runtime is printed as a clock; a colon elsewhere is no number.
+            let value = match value.as_str() {
+                v if v.contains(':') && *name != "train_runtime_s" => None,
+                v => summary_value(v),
+            };
+            let Some(value) = value else { continue };
+            found = true;
+            self.framework.get_or_insert(Framework::HfTrainer);
+            match self.summary.iter_mut().find(|(n, _)| n == name) {
+                Some(slot) => slot.1 = value,
+                None => self.summary.push((name, value)),
+            }
+        }
+        found
     }
 
     /// The end of the log: a step still waiting for its timers, or for its bar to move on.
@@ -268,6 +342,7 @@ impl TrainLogParser {
                 step_time_ms: num(cap(&MEGATRON_ELAPSED, seg)),
                 data_wait_ms: num(cap(&BATCH_TIMER_INLINE, seg)),
                 tokens_per_sec_per_gpu: num(cap(&MEGATRON_TGS, seg)),
+                tflops_per_gpu: num(cap(&MEGATRON_TFLOPS, seg)),
                 loss,
                 ..Step::default()
             });
@@ -303,6 +378,7 @@ impl TrainLogParser {
                     step,
                     loss,
                     tokens_per_sec_per_gpu: tps.filter(|t: &f64| t.is_finite()),
+                    tflops_per_gpu: num(cap(&TITAN_TFLOPS, seg)),
                     ..Step::default()
                 },
             );
@@ -327,6 +403,7 @@ impl TrainLogParser {
                 step_time_ms: nemo_time.map(|s| s * 1000.0).or(bar_time),
                 loss: nemo_loss,
                 tokens_per_sec_per_gpu: nemo_tokens,
+                tflops_per_gpu: num(cap(&NEMO_TFLOPS, seg)),
                 ..Step::default()
             };
             if bar.is_some() {
@@ -362,6 +439,9 @@ impl TrainLogParser {
             if let Some(n) = n {
                 self.bar = Some((n, ms));
             }
+        }
+        if self.read_summary(seg) {
+            return;
         }
         if let Some(l) = HF_LOSS.captures(seg) {
             self.framework = Some(Framework::HfTrainer);
@@ -446,6 +526,7 @@ mod tests {
                 step_time_ms: Some(1520.3),
                 data_wait_ms: Some(12.40),
                 loss: Some(8.912345),
+                tflops_per_gpu: Some(412.5),
                 ..Default::default()
             }]
         );
@@ -496,6 +577,33 @@ mod tests {
         let mut p = TrainLogParser::new();
         let s = p.push("global_step=9e+3, reduced_train_loss=2.5, train_step_timing in s=0.615");
         assert_eq!(s.first().map(|s| s.step), Some(9000));
+    }
+
+    /// Hugging Face Trainer's two end-of-run shapes, as a real run printed them
+    /// (tests/corpus/trainlog/hf-trainer-chatglm6b-…): the dict, then `log_metrics`' block,
+    /// whose runtime is a clock; the last printed wins. A clock anywhere else is no number.
+    #[test]
+    fn hugging_face_summary_dict_and_block() {
+        let mut p = TrainLogParser::new();
+        assert!(p.push("{'train_runtime': 80.3532, 'train_samples_per_second': 4.978, 'train_steps_per_second': 1.245, 'train_loss': 0.3520446900092065, 'epoch': 100.0}").is_empty());
+        assert_eq!(
+            p.summary(),
+            [
+                ("train_runtime_s", 80.3532),
+                ("train_samples_per_second", 4.978),
+                ("train_steps_per_second", 1.245),
+                ("train_loss", 0.3520446900092065)
+            ]
+        );
+        p.push("  train_runtime            = 1:01:20.35");
+        p.push("  train_loss               = 0:0:1");
+        assert_eq!(p.summary()[0], ("train_runtime_s", 3680.35));
+        assert_eq!(p.summary()[3], ("train_loss", 0.3520446900092065));
+        assert_eq!(p.framework(), Some(Framework::HfTrainer));
+        // A Lightning bar's `train_loss=` is a step's loss, not the summary.
+        let mut p = TrainLogParser::new();
+        p.push("Epoch 1:  10%|█         | 10/100 [00:05<00:45,  2.00it/s, train_loss=2.410]");
+        assert!(p.summary().is_empty());
     }
 
     proptest! {

@@ -671,6 +671,7 @@ mod tests {
             size_bytes: 1 << 30,
             busbw_gb_per_s: 380.0,
             algbw_gb_per_s: 200.0,
+            in_place_busbw_gb_per_s: None,
             wrong: Some(0),
             ranks: 16,
             deviation: false,

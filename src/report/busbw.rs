@@ -238,6 +238,7 @@ mod tests {
             size_bytes,
             busbw_gb_per_s: busbw,
             algbw_gb_per_s: busbw / 1.75,
+            in_place_busbw_gb_per_s: None,
             wrong: Some(0),
             deviation: false,
             ranks: 8,

@@ -472,6 +472,7 @@ mod tests {
             size_bytes: size,
             busbw_gb_per_s: gb,
             algbw_gb_per_s: gb / 1.75,
+            in_place_busbw_gb_per_s: None,
             wrong,
             ranks,
             deviation: false,

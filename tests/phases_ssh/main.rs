@@ -15,6 +15,7 @@ mod console;
 mod drills;
 mod preflight;
 mod runs;
+mod separate_jobs;
 mod spec_floors;
 
 use std::path::{Path, PathBuf};

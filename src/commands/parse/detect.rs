@@ -120,6 +120,8 @@ pub fn detect(text: &str) -> Option<Kind> {
     if any(&|l: &str| {
         crate::parsers::gdsio::gdsio_row(l).is_some()
             || crate::parsers::gdsio::gdsio_failure(l)
+            // A result line a document wrapped: its first piece.
+            || (l.starts_with("IoType:") && l.contains("XferType:"))
             // gds_stats' per-GPU count: the path a GPU-direct read took.
             || crate::parsers::gdsio::CufileReads::gds_stats_line(l).is_some()
     }) {
@@ -130,6 +132,8 @@ pub fn detect(text: &str) -> Option<Kind> {
         && any(&|l: &str| {
             l.starts_with("GDS release version")
                 || l.starts_with("Platform verification")
+                // A copy that kept only the driver section (a document's excerpt).
+                || l.trim() == "DRIVER CONFIGURATION:"
                 || l.eq_ignore_ascii_case("cufile configuration:")
         })
     {
@@ -232,8 +236,19 @@ pub fn detect(text: &str) -> Option<Kind> {
     if any(&|l: &str| l.starts_with("DCGM_FI_") || l.contains(" DCGM_FI_")) {
         return Some(Kind::DcgmExporter);
     }
+    // MinIO's metrics, its health check's answer (`curl -i …/minio/health/cluster`), `mc admin
+    // info`'s summary, and its own log's quorum lines.
     if any(&|l: &str| {
-        l.starts_with("minio_") || l.contains(" minio_") || l.starts_with("s3_ttfb_seconds")
+        l.starts_with("minio_")
+            || l.contains(" minio_")
+            || l.starts_with("s3_ttfb_seconds")
+            || l.to_ascii_lowercase().starts_with("x-minio-write-quorum:")
+            || (l.contains(" drives online, ") && l.contains(" offline"))
+            || l.contains("Write quorum could not be established")
+            || l.contains("Storage resources are insufficient for the write operation")
+            || l.contains("Insufficient number of drives online")
+            || (l.contains("Waiting for a minimum of ") && l.contains("drives to come online"))
+            || (l.trim_start().starts_with("Drives: ") && l.trim_end().ends_with(" OK"))
     }) {
         return Some(Kind::Minio);
     }

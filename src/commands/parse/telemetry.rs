@@ -139,8 +139,37 @@ pub(super) fn read_dcgm(r: &mut Reading, text: &str) {
     }));
 }
 
+/// MinIO's write quorum from the text, whatever MinIO printed it as: its metrics, its health
+/// check's answer, `mc admin info`, its log.
+fn read_quorum(r: &mut Reading, text: &str, exp: &crate::wire::prometheus::Exposition) {
+    use crate::probes::s3::quorum;
+    // A scrape that shows sets but not their quorum judges nothing: said, not a finding.
+    let (mut found, unjudged): (Vec<_>, Vec<_>) = quorum::from_metrics(exp)
+        .into_iter()
+        .partition(|f| f.critical);
+    r.notes.extend(unjudged.into_iter().map(|f| f.why));
+    match quorum::from_health_response(text) {
+        Some(f) if f.why.is_empty() => r.notes.push(
+            "MinIO's cluster health check answered 200: every erasure set holds its write quorum"
+                .into(),
+        ),
+        Some(f) => found.push(f),
+        None => {}
+    }
+    found.extend(quorum::from_text(text));
+    for f in found {
+        r.findings.push(FindingRow {
+            severity: if f.critical { "crit" } else { "warn" },
+            rule: "write-quorum",
+            subject: "AIStor".into(),
+            why: f.why,
+        });
+    }
+}
+
 pub(super) fn read_minio(r: &mut Reading, text: &str) {
     let exp = crate::wire::prometheus::parse(text);
+    read_quorum(r, text, &exp);
     let snap = crate::probes::s3::server_metrics::snapshot(&exp);
     let q =
         |p: f64| crate::wire::prometheus::quantile(&snap.get_ttfb_buckets, p).map(|s| s * 1000.0);
@@ -162,7 +191,7 @@ pub(super) fn read_minio(r: &mut Reading, text: &str) {
             why: format!("{off} drive(s) offline in the scrape"),
         });
     }
-    if !snap.is_minio() {
+    if !snap.is_minio() && r.findings.is_empty() && r.notes.is_empty() {
         r.notes
             .push("no MinIO figure the storage probe reads (GetObject rate, TTFB, drives)".into());
     }

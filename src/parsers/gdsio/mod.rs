@@ -153,7 +153,26 @@ pub struct GdsioParser {
     per_numa_dirs: bool,
     /// GPUs whose NUMA node has no directory of its own in `gds_dir` (the first was used).
     no_own_dir: Vec<u32>,
+    /// A result line a document wrapped (`IoType: … DataSetSize: …` / `IOSize: … Throughput:
+    /// …` / `ops: … total_time … secs`), held until its last piece: at most
+    /// [`MAX_WRAPPED_LINES`] lines.
+    wrapped: Option<(String, usize)>,
 }
+
+/// Lines one wrapped gdsio result is read from.
+const MAX_WRAPPED_LINES: usize = 4;
+
+/// The keys a wrapped result line's later pieces start with.
+const CONTINUATION_KEYS: [&str; 8] = [
+    "XferType:",
+    "Threads:",
+    "DataSetSize:",
+    "IOSize:",
+    "Throughput:",
+    "Avg_Latency:",
+    "ops:",
+    "IoDepth:",
+];
 
 /// Rows kept (a sweep of every size and thread count on 8 GPUs is a few hundred).
 const MAX_ROWS: usize = 4096;
@@ -223,7 +242,51 @@ impl GdsioParser {
             }
             return None;
         }
-        let row = gdsio_row(t).filter(|_| self.rows.len() < MAX_ROWS)?;
+        let line = self.unwrap(t)?;
+        let row = gdsio_row(&line).filter(|_| self.rows.len() < MAX_ROWS)?;
+        self.rows.push((self.gpu, row));
+        self.rows.last().map(|(g, r)| (*g, r))
+    }
+
+    /// The result line `t` completes: itself, or a wrapped one joined once its last piece
+    /// (`total_time …`) came. A piece that starts with none of gdsio's keys ends the wait:
+    /// the held start is read as it is (a row without its throughput is none).
+    fn unwrap(&mut self, t: &str) -> Option<String> {
+        if let Some((held, n)) = self.wrapped.take() {
+            // A piece goes on where the last left off: with one of gdsio's keys, or with the
+            // value of a key the last piece ended on (`Avg_Latency:` / `996.09 usecs …`).
+            let continues = CONTINUATION_KEYS.iter().any(|k| t.starts_with(k))
+                || (held.ends_with(':')
+                    && t.split_whitespace()
+                        .next()
+                        .is_some_and(|w| finite(w).is_some()));
+            if n < MAX_WRAPPED_LINES && continues {
+                let joined = format!("{held} {t}");
+                if t.contains("total_time") || t.contains("total_latency") {
+                    return Some(joined);
+                }
+                self.wrapped = Some((joined, n + 1));
+                return None;
+            }
+            if held.contains("Throughput:")
+                && self.rows.len() < MAX_ROWS
+                && let Some(row) = gdsio_row(&held)
+            {
+                self.rows.push((self.gpu, row));
+            }
+        }
+        // A result's start without its throughput: a document wrapped it.
+        if t.starts_with("IoType:") && t.contains("XferType:") && !t.contains("Throughput:") {
+            self.wrapped = Some((t.to_string(), 1));
+            return None;
+        }
+        Some(t.to_string())
+    }
+
+    /// The end of the output: a wrapped result still held is read as it stands.
+    pub fn finish(&mut self) -> Option<(Option<u32>, &GdsioRow)> {
+        let (held, _) = self.wrapped.take()?;
+        let row = gdsio_row(&held).filter(|_| self.rows.len() < MAX_ROWS)?;
         self.rows.push((self.gpu, row));
         self.rows.last().map(|(g, r)| (*g, r))
     }

@@ -18,6 +18,7 @@ fn step(i: u64) -> PhaseMetric {
         data_wait_ms: None,
         tokens_per_sec: Some(1.0),
         tokens_per_sec_per_gpu: None,
+        tflops_per_gpu: None,
         loss: None,
         world: None,
         variant: None,

@@ -193,6 +193,7 @@ pub fn figures(metrics: &[PhaseMetric]) -> Figures {
                 data_wait_ms,
                 tokens_per_sec,
                 tokens_per_sec_per_gpu,
+                tflops_per_gpu,
                 world,
                 variant,
                 ..
@@ -210,6 +211,7 @@ pub fn figures(metrics: &[PhaseMetric]) -> Figures {
                     data_wait_ms: *data_wait_ms,
                     tokens_per_sec: *tokens_per_sec,
                     tokens_per_sec_per_gpu: *tokens_per_sec_per_gpu,
+                    tflops_per_gpu: *tflops_per_gpu,
                 }),
             PhaseMetric::FirstBatch { ms } => put(
                 &mut f,
@@ -281,6 +283,7 @@ fn put_step_figures(
             ("tokens_per_sec", big.tokens_per_sec),
             ("tokens_per_sec_per_gpu", big.tokens_per_sec_per_gpu),
             ("data_wait_pct", big.data_wait_pct),
+            ("tflops_per_gpu", big.tflops_per_gpu),
         ];
         for (name, value) in per_node {
             if let Some(v) = value {
@@ -331,6 +334,7 @@ struct StepRow {
     data_wait_ms: Option<f64>,
     tokens_per_sec: Option<f64>,
     tokens_per_sec_per_gpu: Option<f64>,
+    tflops_per_gpu: Option<f64>,
 }
 
 /// Medians of one job's steps after the first tenth (warm-up), and its data-wait share.
@@ -338,6 +342,7 @@ struct StepFigures {
     step_time_ms: Option<f64>,
     tokens_per_sec: Option<f64>,
     tokens_per_sec_per_gpu: Option<f64>,
+    tflops_per_gpu: Option<f64>,
     data_wait_pct: Option<f64>,
 }
 
@@ -349,6 +354,7 @@ fn step_figures(rows: &[StepRow]) -> StepFigures {
     let mut times: Vec<f64> = s.iter().filter_map(|x| x.step_time_ms).collect();
     let mut tokens: Vec<f64> = s.iter().filter_map(|x| x.tokens_per_sec).collect();
     let mut per_gpu: Vec<f64> = s.iter().filter_map(|x| x.tokens_per_sec_per_gpu).collect();
+    let mut tflops: Vec<f64> = s.iter().filter_map(|x| x.tflops_per_gpu).collect();
     let waited: Vec<(f64, f64)> = s
         .iter()
         .filter_map(|x| x.data_wait_ms.zip(x.step_time_ms))
@@ -359,6 +365,7 @@ fn step_figures(rows: &[StepRow]) -> StepFigures {
         step_time_ms: median(&mut times),
         tokens_per_sec: median(&mut tokens),
         tokens_per_sec_per_gpu: median(&mut per_gpu),
+        tflops_per_gpu: median(&mut tflops),
         data_wait_pct: (step_sum > 0.0).then(|| 100.0 * wait_sum / step_sum),
     }
 }

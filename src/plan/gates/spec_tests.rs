@@ -30,6 +30,7 @@ fn busbw(node: &str, ranks: u32, bus: f64) -> PhaseMetric {
         size_bytes: 1 << 30,
         busbw_gb_per_s: bus,
         algbw_gb_per_s: (bus / f * 100.0).round() / 100.0,
+        in_place_busbw_gb_per_s: None,
         wrong: Some(0),
         deviation: false,
         ranks,

@@ -16,6 +16,7 @@ pub mod get;
 pub mod latency;
 pub mod loader;
 pub mod objects;
+pub mod quorum;
 pub mod report;
 pub mod server_metrics;
 
@@ -346,6 +347,16 @@ impl Session<'_> {
         )
         .await;
         report.server_metrics_notes.extend(notes);
+        // A set under its write quorum is a broken store whatever the GETs measured.
+        let lost = report
+            .levels
+            .iter()
+            .find_map(|l| l.server.as_ref()?.write_quorum_lost.clone());
+        if let Some(why) = lost
+            && report.failure.is_none()
+        {
+            report.failure = Some(format!("the store's own metrics: {why}"));
+        }
         Ok(())
     }
 

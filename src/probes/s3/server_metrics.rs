@@ -38,10 +38,12 @@ pub enum MetricsApi {
 
 /// The v2 cluster path.
 pub const V2_PATH: &str = "/minio/v2/metrics/cluster";
-/// The v3 paths read: API requests (rates, errors, TTFB) and cluster health (drives).
-pub const V3_PATHS: [&str; 2] = [
+/// The v3 paths read: API requests (rates, errors, TTFB), cluster health (drives) and the
+/// erasure sets (online drives against write quorum).
+pub const V3_PATHS: [&str; 3] = [
     "/minio/metrics/v3/api/requests",
     "/minio/metrics/v3/cluster/health",
+    "/minio/metrics/v3/cluster/erasure-set",
 ];
 
 /// The figures of one scrape that the probe compares.
@@ -59,6 +61,8 @@ pub struct ServerSnapshot {
     pub drives_online: Option<f64>,
     /// Drives offline.
     pub drives_offline: Option<f64>,
+    /// An erasure set under its write quorum, in words ([`super::quorum::from_metrics`]).
+    pub write_quorum_lost: Option<String>,
     /// Samples in the scrape.
     pub samples: usize,
 }
@@ -139,6 +143,10 @@ pub fn snapshot(exp: &Exposition) -> ServerSnapshot {
             "minio_cluster_health_drives_offline_count",
         )
         .or_else(|| sum(exp.metric("minio_cluster_disk_offline_total"))),
+        write_quorum_lost: super::quorum::from_metrics(exp)
+            .into_iter()
+            .find(|f| f.critical)
+            .map(|f| f.why),
         samples: exp.samples.len(),
     }
 }
@@ -162,6 +170,9 @@ pub struct ServerDelta {
     pub drives_online: Option<f64>,
     /// Drives offline at the end.
     pub drives_offline: Option<f64>,
+    /// An erasure set under its write quorum at the end, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_quorum_lost: Option<String>,
     /// Counters went down between the scrapes (a server restarted): deltas not trusted.
     pub counters_reset: bool,
 }
@@ -206,6 +217,7 @@ pub fn delta(before: &ServerSnapshot, after: &ServerSnapshot, seconds: f64) -> S
         ttfb_p99_ms: q(0.99),
         drives_online: after.drives_online,
         drives_offline: after.drives_offline,
+        write_quorum_lost: after.write_quorum_lost.clone(),
         counters_reset: reset,
     }
 }
