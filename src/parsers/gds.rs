@@ -160,11 +160,17 @@ impl GdsCheck {
     }
 
     fn read_line(&mut self, line: &str) {
-        if let Some((first, second)) = glued_rows(line) {
-            self.read_line(first);
-            self.read_line(second);
-            return;
+        // A loop, not recursion: a hostile line of thousands of glued pairs must not grow the
+        // stack.
+        let mut rest = line;
+        while let Some((first, second)) = glued_rows(rest) {
+            self.read_one(first);
+            rest = second;
         }
+        self.read_one(rest);
+    }
+
+    fn read_one(&mut self, line: &str) {
         let lower = line.to_ascii_lowercase();
         if lower.contains("not installed") && lower.starts_with("gdscheck")
             || lower.contains("gdscheck: command not found")

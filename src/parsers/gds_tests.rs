@@ -138,3 +138,29 @@ proptest::proptest! {
         proptest::prop_assert!(c.errors.len() <= MAX_ERRORS);
     }
 }
+
+/// Two rows a translated document glued into one line are both read; a hostile line of
+/// thousands of glued pairs is read in a loop (no recursion to overflow the stack), bounded.
+#[test]
+fn glued_rows_are_split_and_a_flood_of_them_is_bounded() {
+    let c = GdsCheck::read(&[
+        " NVMe               : Supported   NVMeOF             : Unsupported",
+        " NFS                : Unsupported",
+    ]);
+    let rows: Vec<(&str, &str)> = c
+        .backends
+        .iter()
+        .map(|b| (b.name.as_str(), b.value.as_str()))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("NVMe", "Supported"),
+            ("NVMeOF", "Unsupported"),
+            ("NFS", "Unsupported")
+        ]
+    );
+    let flood = "x:Supported ".repeat(20_000);
+    let c = GdsCheck::read(&[flood.as_str()]);
+    assert!(c.backends.len() <= MAX_BACKENDS);
+}

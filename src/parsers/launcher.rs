@@ -235,7 +235,14 @@ pub fn ranks_from_command(line: &str) -> Option<u32> {
             .ok()
             .filter(|n| (1..=1_000_000).contains(n))
     };
-    let mut words = words.peekable();
+    // The launcher's own flags end where the program starts: after it, `-n` is nccl-tests'
+    // iteration count.
+    let mut words = words
+        .take_while(|w| {
+            let base = w.rsplit('/').next().unwrap_or(w);
+            !(base.ends_with("_perf") || base.ends_with("_perf_mpi"))
+        })
+        .peekable();
     while let Some(w) = words.next() {
         if let Some((flag, value)) = w.split_once('=')
             && flags.contains(&flag)
@@ -381,6 +388,11 @@ mod tests {
         assert_eq!(ranks_from_command("srun -N 2 ./x"), None, "-N is nodes");
         assert_eq!(ranks_from_command("echo mpirun -np 2"), None);
         assert_eq!(ranks_from_command("mpirun -np 99999999 x"), None);
+        assert_eq!(
+            ranks_from_command("mpirun --hostfile h ./all_reduce_perf -n 50"),
+            None,
+            "after the program, -n is nccl-tests' iterations"
+        );
     }
 
     proptest! {

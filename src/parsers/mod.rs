@@ -32,7 +32,7 @@ use metrics::{
     check_metric, nvbandwidth_metrics, perftest_metrics, problem, s3_metrics, step_metric,
     workload_metrics,
 };
-use nccl_job::NcclJob;
+use nccl_job::{NcclJob, NcclSize};
 
 /// A line a parser could not read, and why (defined in `model`: the Prometheus text reader in
 /// `wire` reports the same way).
@@ -189,46 +189,8 @@ pub struct OutputParser {
     streams: Vec<(Option<u32>, Inner)>,
     line_no: usize,
     launcher: Option<launcher::Launcher>,
-    /// What says how big an nccl-tests job was when it printed no table.
+    /// What the whole nccl-tests output says beside its tables (`nccl_job::NcclSize`).
     nccl: NcclSize,
-}
-
-/// How big an nccl-tests job was, from what its output shows besides the table: for a job
-/// that died before its first row.
-#[derive(Debug, Default)]
-struct NcclSize {
-    rows: u64,
-    failures: u64,
-    /// The most ranks a device list named.
-    listed: u32,
-    /// The ranks the launcher's command line asked for, where the output shows it.
-    launched: Option<u32>,
-    /// The highest rank a launcher label named.
-    highest_label: Option<u32>,
-}
-
-impl NcclSize {
-    /// Why the output has no table, with the job's size and where that comes from.
-    fn no_table(&self) -> Option<String> {
-        if self.rows > 0 || self.failures == 0 {
-            return None;
-        }
-        let size = if self.listed > 0 {
-            format!("{} rank(s) by its device list", self.listed)
-        } else if let Some(n) = self.launched {
-            format!("{n} rank(s) by the launcher's command line")
-        } else if let Some(r) = self.highest_label {
-            format!(
-                "at least {} rank(s) by the launcher's labels",
-                u64::from(r) + 1
-            )
-        } else {
-            "a rank count the output does not show".to_string()
-        };
-        Some(format!(
-            "nccl-tests stopped before its first row: no bandwidth was measured (the job: {size})"
-        ))
-    }
 }
 
 impl OutputParser {
@@ -304,22 +266,12 @@ impl OutputParser {
         match &mut self.streams[at].1 {
             Inner::Nccl { parser, job } => {
                 let size = &mut self.nccl;
-                if let Some((_, rank)) = label {
-                    size.highest_label = size.highest_label.max(Some(rank));
-                }
-                if let Some(n) = launcher::ranks_from_command(body) {
-                    size.launched = Some(n);
-                }
+                size.line(label.map(|(_, rank)| rank), body);
+                job.launched = size.launched;
                 if let Some(item) = parser.push(body)? {
-                    if matches!(item, nccl_tests::Item::Failure { .. }) {
-                        size.failures += 1;
-                    }
+                    size.item(label.map(|(_, rank)| rank), &item);
                     job.take(item, &node, expected_gpus, line_no, &mut out)?;
-                    size.listed = size.listed.max(job.ranks_listed());
-                    size.rows += out
-                        .iter()
-                        .filter(|m| matches!(m, PhaseMetric::BusBw { .. }))
-                        .count() as u64;
+                    size.after(job, &out);
                 }
             }
             Inner::Perftest(p) => {
@@ -379,15 +331,12 @@ impl OutputParser {
         let node = self.ctx.node.clone();
         let expected_gpus = self.ctx.expected_gpus;
         let mut out = Vec::new();
-        if self.kind == ParserKind::NcclTests
-            && let Some(why) = self.nccl.no_table()
-        {
-            out.push(problem(&node, &why));
-        }
         for (_, inner) in &mut self.streams {
             match inner {
                 Inner::Nccl { job, .. } => {
-                    out.extend(job.close(&node, expected_gpus));
+                    let closed = job.close(&node, expected_gpus);
+                    self.nccl.after(job, &closed);
+                    out.extend(closed);
                     *job = NcclJob::new(None);
                 }
                 Inner::Nvbandwidth(p) => out.extend(
@@ -437,6 +386,9 @@ impl OutputParser {
                 }
                 _ => {}
             }
+        }
+        if self.kind == ParserKind::NcclTests {
+            out.extend(self.nccl.problems().into_iter().map(|w| problem(&node, &w)));
         }
         out
     }

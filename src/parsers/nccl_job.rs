@@ -22,17 +22,25 @@ pub(super) struct NcclJob {
     rank0_lines: u32,
     /// The hosts rank 0 was listed on (at most [`MAX_JOB_HOSTS`]).
     rank0_hosts: Vec<String>,
-    /// `# nThread` headers that opened this run before any rank or row: nccl-tests prints
-    /// its header from one process only, so two stacked headers are two processes, each
-    /// running a test of its own.
+    /// `# nThread` headers that opened this run before any row or failure: nccl-tests prints
+    /// its header from one process only, so two are two processes, each running a test of
+    /// its own (or a run that printed nothing after its device list, retried: told apart by
+    /// where rank 0 was listed).
     headers: u32,
+    /// The second header came before any rank was listed: two processes started together.
+    stacked: bool,
+    /// Failure lines of this run.
+    failures: u32,
+    /// The ranks the launcher's command line asked for, where the output shows it (set by
+    /// the output parser): what a cut device list is checked against.
     /// Rows and trailers of separate jobs, left out (they cannot be told apart).
     withheld_rows: u32,
     /// Each separate job's own `# Avg bus bandwidth`, as printed (at most [`MAX_JOB_HOSTS`]).
     job_averages: Vec<f64>,
-    /// A row was computed for more ranks than the device list names: the list was cut (a
-    /// paste), and the job's rank count is unknown.
-    list_cut: bool,
+    pub(super) launched: Option<u32>,
+    /// A row was computed for the launcher's count of ranks, more than the device list
+    /// names: the list was cut (a paste), and the job has the launcher's count.
+    cut_to: Option<u32>,
     /// Rows read.
     rows: u32,
     /// Rows whose collective is not told yet (a log that names no test and starts with
@@ -66,19 +74,21 @@ impl NcclJob {
     /// The rank count when the `# Rank` lines list every rank once, 0 to n-1 (a log's tail
     /// may show only its last rank; separate jobs repeat rank 0): `None` otherwise.
     fn every_rank_listed(&self) -> Option<u32> {
-        if self.list_cut {
-            return None;
+        if self.cut_to.is_some() {
+            return self.cut_to;
         }
         let n = u32::try_from(self.rank_ids.len()).ok()?;
         let last = *self.rank_ids.last()?;
         (self.repeated_ranks == 0 && n == self.ranks && last.checked_add(1) == Some(n)).then_some(n)
     }
 
-    /// Whether this stream holds separate jobs, not one: two processes each printed a
-    /// header, or a rank number was listed twice (a non-MPI nccl-tests binary under
-    /// mpirun/srun runs one whole test per process; NVIDIA/nccl-tests#306).
+    /// Whether this stream holds separate jobs, not one (a non-MPI nccl-tests binary under
+    /// mpirun/srun runs one whole test per process; NVIDIA/nccl-tests#306): two headers
+    /// printed together before any rank, or rank 0 listed on two hosts. A rank listed twice
+    /// on one host is a run retried, not two jobs.
     fn separate(&self) -> bool {
-        self.headers > 1 || self.repeated_ranks > 0
+        let hosts: std::collections::BTreeSet<&String> = self.rank0_hosts.iter().collect();
+        self.stacked || hosts.len() > 1 || (self.repeated_ranks > 0 && hosts.is_empty())
     }
 
     /// Why separate jobs are no measurement across nodes, with what each job said.
@@ -89,14 +99,17 @@ impl NcclJob {
             .filter(|c| *c != "unknown")
             .unwrap_or("the collective");
         let jobs = self.headers.max(self.rank0_lines).max(2);
-        let per_job = if self.repeated_ranks > 0 {
-            self.ranks
-        } else {
-            self.ranks / jobs
-        };
-        let hosts = match self.rank0_hosts.len() {
+        // Each job lists its own ranks 0..n-1: the distinct ones are one job's.
+        let size = match self.ranks {
             0 => String::new(),
-            _ => format!(" on {}", self.rank0_hosts.join(", ")),
+            n => format!(" of {n} rank(s) each"),
+        };
+        let evidence = match self.rank0_lines {
+            0 | 1 => format!("{} test headers printed together", self.headers),
+            n => format!(
+                "rank 0 printed {n} times on {}",
+                self.rank0_hosts.join(", ")
+            ),
         };
         let averages = match self.job_averages.len() {
             0 => String::new(),
@@ -110,12 +123,11 @@ impl NcclJob {
             ),
         };
         format!(
-            "{c} ran as {jobs} separate jobs of {per_job} rank(s) each (rank 0 printed {} \
-             times{hosts}): each measured only its own processes, no traffic between them, so \
-             this is no measurement across nodes; {} row(s) of theirs are left out, since the \
-             jobs' rows cannot be told apart{averages}. nccl-tests built without MPI under \
-             mpirun/srun starts one job per process: build it with MPI=1",
-            self.rank0_lines.max(jobs),
+            "{c} ran as {jobs} separate jobs{size} ({evidence}): each measured only its own \
+             processes, no traffic between them, so this is no measurement across nodes; {} \
+             row(s) of theirs are left out, since the jobs' rows cannot be told \
+             apart{averages}. nccl-tests built without MPI under mpirun/srun starts one job \
+             per process: build it with MPI=1",
             self.withheld_rows
         )
     }
@@ -144,12 +156,17 @@ impl NcclJob {
     /// The ranks a row is credited with: the device list's count, or 0 (unknown) once a row
     /// showed the list was cut.
     fn job_ranks(&self) -> u32 {
-        if self.list_cut { 0 } else { self.ranks }
+        self.cut_to.unwrap_or(self.ranks)
     }
 
     /// Ranks its device list named (each once).
     pub(super) fn ranks_listed(&self) -> u32 {
         self.ranks
+    }
+
+    /// Rows of separate jobs left out.
+    pub(super) fn withheld(&self) -> u32 {
+        self.withheld_rows
     }
 
     /// A row of the table: held while its collective is not told, checked against the
@@ -177,15 +194,19 @@ impl NcclJob {
             && let Some(ranks) = self.every_rank_listed()
             && let Some(why) = nccl_tests::inconsistent_busbw(&r, c, ranks)
         {
-            // A row computed for more ranks than a pasted list shows: the list was
-            // cut, and its count is no count of the job (unknown from here on).
-            if !nccl_tests::fits_more_ranks(&r, c, ranks) {
-                return Err(LineError {
-                    line_no,
-                    message: why,
-                });
+            // A row computed for the launcher's count, more than a pasted list shows: the
+            // list was cut, and the job has the launcher's count.
+            match self.launched.filter(|n| *n > ranks) {
+                Some(n) if nccl_tests::inconsistent_busbw(&r, c, n).is_none() => {
+                    self.cut_to = Some(n);
+                }
+                _ => {
+                    return Err(LineError {
+                        line_no,
+                        message: why,
+                    });
+                }
             }
-            self.list_cut = true;
         }
         let pending = std::mem::take(&mut self.pending);
         for row in pending.into_iter().chain(std::iter::once(r)) {
@@ -292,16 +313,23 @@ impl NcclJob {
             } => {
                 // The plan's echo, the tool's own "starting" line and its nThread line
                 // open one run together: a run that has no rank or row yet carries on.
+                // A header after this run's ranks but before any row or failure is another
+                // process's (launch skew): the run carries on, and where rank 0 is listed
+                // tells separate jobs from a retry.
                 let begun = self.rows > 0
-                    || self.ranks > 0
+                    || self.failures > 0
                     || !self.pending.is_empty()
-                    || self.withheld_rows > 0;
+                    || self.withheld_rows > 0
+                    || (self.ranks > 0 && (gpus_per_process.is_none() || self.headers == 0));
                 if begun {
                     out.extend(self.close(node, expected_gpus));
+                    let launched = self.launched;
                     *self = NcclJob::new(None);
+                    self.launched = launched;
                 }
                 if gpus_per_process.is_some() {
                     self.headers += 1;
+                    self.stacked |= self.headers > 1 && self.ranks == 0;
                 }
                 if let Some(p) = program {
                     self.collective = Some(collective_of(&p));
@@ -352,7 +380,10 @@ impl NcclJob {
                     )));
                 }
             }
-            nccl_tests::Item::Failure { text } => out.push(problem(node, &text)),
+            nccl_tests::Item::Failure { text } => {
+                self.failures = self.failures.saturating_add(1);
+                out.push(problem(node, &text));
+            }
             // Said once per job, and again only when a rank lists more (a node of more rails).
             nccl_tests::Item::NetDevices { count } if count > self.net_ports => {
                 self.net_ports = count;
@@ -376,4 +407,224 @@ pub(super) fn collective_of(program: &str) -> String {
     let base = program.rsplit('/').next().unwrap_or(program);
     let base = base.strip_suffix("_mpi").unwrap_or(base);
     base.strip_suffix("_perf").unwrap_or(base).to_string()
+}
+
+/// What a whole nccl-tests output says beside its tables: how big a job that died before its
+/// first row was, and whether several launcher tasks each ran a test of their own.
+#[derive(Debug, Default)]
+pub(super) struct NcclSize {
+    /// Rows read (and rows of separate jobs left out).
+    rows: u64,
+    failures: u64,
+    /// The most ranks a device list named.
+    listed: u32,
+    /// The ranks the launcher's command line asked for, where the output shows it.
+    pub(super) launched: Option<u32>,
+    /// The highest rank a launcher label named.
+    highest_label: Option<u32>,
+    /// Launcher tasks whose own stream printed a test header (at most [`MAX_JOB_HOSTS`]
+    /// named; a task of an MPI build's job never does, rank 0 prints for all).
+    header_tasks: Vec<u32>,
+    more_header_tasks: u32,
+}
+
+impl NcclSize {
+    /// A line of the output, before its parser reads it.
+    pub(super) fn line(&mut self, label: Option<u32>, body: &str) {
+        if let Some(rank) = label {
+            self.highest_label = self.highest_label.max(Some(rank));
+        }
+        if let Some(n) = super::launcher::ranks_from_command(body) {
+            self.launched = Some(n);
+        }
+    }
+
+    /// An item its parser read.
+    pub(super) fn item(&mut self, label: Option<u32>, item: &nccl_tests::Item) {
+        match item {
+            nccl_tests::Item::Failure { .. } => self.failures += 1,
+            nccl_tests::Item::Started {
+                gpus_per_process: Some(_),
+                ..
+            } => {
+                if let Some(task) = label.filter(|t| !self.header_tasks.contains(t)) {
+                    if self.header_tasks.len() < MAX_JOB_HOSTS {
+                        self.header_tasks.push(task);
+                    } else {
+                        self.more_header_tasks = self.more_header_tasks.saturating_add(1);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// What a job's item, or its close, gave.
+    pub(super) fn after(&mut self, job: &NcclJob, out: &[PhaseMetric]) {
+        self.listed = self.listed.max(job.ranks_listed());
+        let rows = out
+            .iter()
+            .filter(|m| matches!(m, PhaseMetric::BusBw { .. }))
+            .count() as u64;
+        self.rows = self
+            .rows
+            .saturating_add(rows)
+            .max(u64::from(job.withheld()));
+    }
+
+    /// The problems of the whole output, at its end: no table at all (with the job's size),
+    /// or several launcher tasks that each ran a test of their own.
+    pub(super) fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let tasks = self.header_tasks.len() as u64 + u64::from(self.more_header_tasks);
+        if tasks > 1 {
+            let named: Vec<String> = self.header_tasks.iter().map(u32::to_string).collect();
+            out.push(format!(
+                "{tasks} launcher tasks ({}{}) each printed a test of their own: separate \
+                 jobs, each measuring only its own processes, so this is no measurement across \
+                 nodes. nccl-tests built without MPI under mpirun/srun starts one job per \
+                 process: build it with MPI=1",
+                named.join(", "),
+                if self.more_header_tasks > 0 {
+                    ", …"
+                } else {
+                    ""
+                }
+            ));
+        }
+        if self.rows == 0 && self.failures > 0 {
+            out.push(format!(
+                "nccl-tests stopped before its first row: no bandwidth was measured (the job: \
+                 {})",
+                self.size()
+            ));
+        }
+        out
+    }
+
+    /// The job's size and where that comes from.
+    fn size(&self) -> String {
+        match (self.listed, self.launched) {
+            (0, Some(n)) => format!("{n} rank(s) by the launcher's command line"),
+            (l, Some(n)) if n != l && l > 0 => {
+                format!("{l} rank(s) by its device list, {n} by the launcher's command line")
+            }
+            (l, _) if l > 0 => format!("{l} rank(s) by its device list"),
+            _ => match self.highest_label {
+                Some(r) => format!(
+                    "at least {} rank(s) by the launcher's labels",
+                    u64::from(r) + 1
+                ),
+                None => "a rank count the output does not show".to_string(),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Feeds `lines` to one job as the output parser does; the metrics and line errors.
+    fn run(lines: &[&str]) -> (Vec<PhaseMetric>, usize) {
+        let mut parser = nccl_tests::NcclTestsParser::new();
+        let mut job = NcclJob::new(None);
+        let mut size = NcclSize::default();
+        let mut out = Vec::new();
+        let mut errors = 0;
+        for (i, l) in lines.iter().enumerate() {
+            size.line(None, l);
+            job.launched = size.launched;
+            match parser.push(l) {
+                Ok(Some(item)) => {
+                    if job.take(item, "n", 8, i + 1, &mut out).is_err() {
+                        errors += 1;
+                    }
+                }
+                Ok(None) => {}
+                Err(_) => errors += 1,
+            }
+        }
+        out.extend(job.close("n", 8));
+        (out, errors)
+    }
+
+    const HEADER: &str = "# nThread 1 nGpus 2 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0";
+    const TITLES: &str = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong";
+    const ROW: &str = "     1048576        262144     float     sum      -1    35.66   29.40   29.40      0    34.90   30.04   30.04      0";
+
+    fn problems(out: &[PhaseMetric]) -> Vec<&str> {
+        out.iter()
+            .filter_map(|m| match m {
+                PhaseMetric::Problem { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Launch skew: the second process's header after the first's ranks, rank 0 on another
+    /// host: two jobs, rows left out. The same after a retry on the same host: one job.
+    #[test]
+    fn a_header_after_the_ranks_is_another_process_where_rank_0_moves_host() {
+        let (out, _) = run(&[
+            HEADER,
+            "#  Rank  0 Group  0 Pid 1 on node3 device  0 [0000:0f:00] NVIDIA H20",
+            "#  Rank  1 Group  0 Pid 1 on node3 device  1 [0000:10:00] NVIDIA H20",
+            HEADER,
+            "#  Rank  0 Group  0 Pid 2 on node2 device  0 [0000:0f:00] NVIDIA H20",
+            "#  Rank  1 Group  0 Pid 2 on node2 device  1 [0000:10:00] NVIDIA H20",
+            TITLES,
+            ROW,
+        ]);
+        assert!(!out.iter().any(|m| matches!(m, PhaseMetric::BusBw { .. })));
+        let p = problems(&out);
+        assert!(
+            p.iter().any(|t| t.contains(
+                "ran as 2 separate jobs of 2 rank(s) each (rank 0 printed 2 times on node3, node2)"
+            )),
+            "{p:?}"
+        );
+        let (out, _) = run(&[
+            HEADER,
+            "#  Rank  0 Group  0 Pid 1 on node3 device  0 [0000:0f:00] NVIDIA H20",
+            HEADER,
+            "#  Rank  0 Group  0 Pid 2 on node3 device  0 [0000:0f:00] NVIDIA H20",
+            TITLES,
+            ROW,
+        ]);
+        assert!(problems(&out).is_empty(), "{out:?}");
+        assert!(out.iter().any(|m| matches!(m, PhaseMetric::BusBw { .. })));
+    }
+
+    /// A device list cut short is believed only against the launcher's own count: with
+    /// `-np 4` the 4-rank row of a 2-rank list is the job's (4 ranks); without it, the row
+    /// disagrees with its list and is not understood.
+    #[test]
+    fn a_cut_device_list_needs_the_launchers_count() {
+        let row4 = "     1048576        262144     float     sum      -1    35.66   20.00   30.00      0    34.90   20.00   30.00      0";
+        let lines = |launch: Option<&'static str>| {
+            let mut v: Vec<&str> = launch.into_iter().collect();
+            v.extend([
+                HEADER,
+                "#  Rank  0 Group  0 Pid 1 on a device  0 [0000:0f:00] NVIDIA H100",
+                "#  Rank  1 Group  0 Pid 1 on a device  1 [0000:10:00] NVIDIA H100",
+                TITLES,
+                row4,
+                row4,
+            ]);
+            v
+        };
+        let (out, errors) = run(&lines(Some("mpirun -np 4 ./all_reduce_perf -b 1M")));
+        assert_eq!(errors, 0, "{out:?}");
+        assert!(
+            out.iter()
+                .filter(|m| matches!(m, PhaseMetric::BusBw { .. }))
+                .all(|m| matches!(m, PhaseMetric::BusBw { ranks: 4, .. }))
+        );
+        let (_, errors) = run(&lines(None));
+        assert_eq!(
+            errors, 2,
+            "no launcher count: the 4-rank rows are not understood"
+        );
+    }
 }

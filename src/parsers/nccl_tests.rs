@@ -464,22 +464,6 @@ pub fn inconsistent_busbw(row: &Row, collective: &str, ranks: u32) -> Option<Str
     })
 }
 
-/// Whether a row that does not fit `listed` ranks fits more of them: its busbw/algbw lies
-/// between the bus factor of `listed + 1` ranks and 2 (what any larger job gives). A pasted
-/// device list can be cut short (nccl-tests#322 lists 100 of 1024 ranks): such a row is the
-/// job's, and the list is no count of it.
-pub fn fits_more_ranks(row: &Row, collective: &str, listed: u32) -> bool {
-    let Some(factor) = bus_factor(collective, listed.saturating_add(1)) else {
-        return false;
-    };
-    let p = row.out_of_place;
-    let (Some(algbw), Some(busbw)) = (p.algbw_gb_per_s, p.busbw_gb_per_s) else {
-        return false;
-    };
-    let slack = 0.005 * 2.0 + 0.005 + 1e-9;
-    busbw >= algbw * factor - slack && busbw <= algbw * 2.0 + slack && algbw > 0.0
-}
-
 /// The collective a row comes from, told by its shape, for logs that do not name their test
 /// (nccl-tests before 2.16 print no "Collective test starting" line). What tells them apart,
 /// from how each test prints its row: a reduction op or `none`; a root or `-1`; whether the size

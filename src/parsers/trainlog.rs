@@ -138,11 +138,18 @@ static MEGATRON_TFLOPS: LazyLock<Regex> =
     LazyLock::new(|| re(r"(?:throughput per GPU \(TFLOP/s/GPU\)|\|\s*TFLOPs):\s*(NUM)"));
 static NEMO_TFLOPS: LazyLock<Regex> = LazyLock::new(|| re(r"\bTFLOPS_per_GPU\s*[=:]\s*(NUM)"));
 static TITAN_TFLOPS: LazyLock<Regex> = LazyLock::new(|| re(r"\btflops:\s*(NUM)"));
-/// Hugging Face Trainer's end-of-run figures, in its final log dict (`{'train_runtime':
-/// 1234.5, …}`, values possibly quoted) or `log_metrics`' block (`  train_runtime = 0:20:34.56`).
-static HF_SUMMARY: LazyLock<Regex> = LazyLock::new(|| {
+/// Hugging Face Trainer's end-of-run figures: its final log dict (`{'train_runtime': 1234.5,
+/// 'train_samples_per_second': …}`, values possibly quoted; only a dict that holds
+/// `train_runtime` is the summary, a custom per-step dict with a `train_loss` is not) …
+static HF_DICT: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r#"(?:['"]|^\s*)(train_runtime|train_samples_per_second|train_steps_per_second|train_loss)['"]?\s*[:=]\s*['"]?((?:\d+:)?(?:\d+:)?NUM)"#,
+        r#"['"](train_runtime|train_samples_per_second|train_steps_per_second|train_loss)['"]\s*:\s*['"]?(NUM)(?:$|[\s,'"}])"#,
+    )
+});
+/// … and `log_metrics`' block, one figure a line (`  train_runtime = 1 day, 2:03:04.56`).
+static HF_BLOCK: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"^\s*(train_runtime|train_samples_per_second|train_steps_per_second|train_loss)\s*=\s*((?:\d+ days?, )?(?:\d+:)?(?:\d+:)?NUM)\s*$",
     )
 });
 
@@ -236,9 +243,16 @@ const HF_SUMMARY_FIGURES: [(&str, &str); 4] = [
     ("train_loss", "train_loss"),
 ];
 
-/// A summary value: a number, or `log_metrics`' runtime `H:MM:SS.ss` in seconds.
+/// A summary value: a number, or `log_metrics`' runtime `[N day(s), ]H:MM:SS.ss` in seconds.
 fn summary_value(text: &str) -> Option<f64> {
-    let mut seconds = 0.0;
+    let (days, text) = match text.split_once(", ") {
+        Some((d, rest)) => (
+            d.split_whitespace().next()?.parse::<f64>().ok()? * 86_400.0,
+            rest,
+        ),
+        None => (0.0, text),
+    };
+    let mut seconds = days;
     let mut parts = text.rsplit(':');
     let last: f64 = parts.next()?.parse().ok()?;
     for (i, p) in parts.enumerate() {
@@ -276,7 +290,13 @@ impl TrainLogParser {
 
     fn read_summary(&mut self, seg: &str) -> bool {
         let mut found = false;
-        for c in HF_SUMMARY.captures_iter(seg) {
+        let dict = seg.contains("'train_runtime'") || seg.contains("\"train_runtime\"");
+        let captures: Vec<regex::Captures<'_>> = if dict {
+            HF_DICT.captures_iter(seg).collect()
+        } else {
+            HF_BLOCK.captures(seg).into_iter().collect()
+        };
+        for c in captures {
             let (Some(key), Some(value)) = (c.get(1), c.get(2)) else {
                 continue;
             };
@@ -286,7 +306,7 @@ impl TrainLogParser {
             };
             // Only the runtime is printed as a clock; a colon elsewhere is no number.
             let value = match value.as_str() {
-                v if v.contains(':') && *name != "train_runtime_s" => None,
+                v if (v.contains(':') || v.contains(',')) && *name != "train_runtime_s" => None,
                 v => summary_value(v),
             };
             let Some(value) = value else { continue };
@@ -595,6 +615,12 @@ mod tests {
                 ("train_loss", 0.3520446900092065)
             ]
         );
+        // A run of a day or more: log_metrics prints the days first.
+        p.push("  train_runtime            = 1 day, 2:03:04.56");
+        assert_eq!(p.summary()[0], ("train_runtime_s", 93_784.56));
+        // A custom per-step dict with its own `train_loss` is no summary.
+        p.push("{'train_loss': 9.9, 'step': 3}");
+        assert_eq!(p.summary()[3], ("train_loss", 0.3520446900092065));
         p.push("  train_runtime            = 1:01:20.35");
         p.push("  train_loss               = 0:0:1");
         assert_eq!(p.summary()[0], ("train_runtime_s", 3680.35));

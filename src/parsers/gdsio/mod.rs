@@ -195,6 +195,8 @@ impl GdsioParser {
     pub fn push(&mut self, line: &str) -> Option<(Option<u32>, &GdsioRow)> {
         let t = line.trim();
         if let Some(rest) = t.strip_prefix("== gpu ") {
+            // A wrapped result held is the last GPU's.
+            self.flush_wrapped();
             self.gpu = rest.trim().parse().ok();
             return None;
         }
@@ -268,12 +270,8 @@ impl GdsioParser {
                 self.wrapped = Some((joined, n + 1));
                 return None;
             }
-            if held.contains("Throughput:")
-                && self.rows.len() < MAX_ROWS
-                && let Some(row) = gdsio_row(&held)
-            {
-                self.rows.push((self.gpu, row));
-            }
+            self.wrapped = Some((held, n));
+            self.flush_wrapped();
         }
         // A result's start without its throughput: a document wrapped it.
         if t.starts_with("IoType:") && t.contains("XferType:") && !t.contains("Throughput:") {
@@ -281,6 +279,17 @@ impl GdsioParser {
             return None;
         }
         Some(t.to_string())
+    }
+
+    /// A wrapped result whose pieces stopped coming: read as it stands (kept for the figures;
+    /// a result without its throughput is none).
+    fn flush_wrapped(&mut self) {
+        if let Some((held, _)) = self.wrapped.take()
+            && self.rows.len() < MAX_ROWS
+            && let Some(row) = gdsio_row(&held)
+        {
+            self.rows.push((self.gpu, row));
+        }
     }
 
     /// The end of the output: a wrapped result still held is read as it stands.

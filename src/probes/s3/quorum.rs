@@ -27,6 +27,11 @@ pub struct QuorumFinding {
     pub why: String,
 }
 
+/// Erasure sets a scrape is read for (a deployment of 4096 sets is not one), and the sets
+/// under quorum named one by one.
+const MAX_SETS: usize = 4096;
+const MAX_SETS_SAID: usize = 16;
+
 /// What a set under its write quorum means, in the words every finding ends with.
 const BELOW_QUORUM: &str = "MinIO counts the set unhealthy, and a set this short either \
      refuses writes or cannot read the objects stored at its parity";
@@ -55,6 +60,7 @@ pub fn write_quorum(drives: u32, parity: u32) -> Option<u32> {
 pub fn from_metrics(exp: &Exposition) -> Vec<QuorumFinding> {
     // (pool, set) -> (online, write quorum)
     let mut sets: BTreeMap<(String, String), (Option<f64>, Option<f64>)> = BTreeMap::new();
+    let mut unlabelled = 0usize;
     let names = [
         (
             "minio_cluster_health_erasure_set_online_drives",
@@ -70,10 +76,16 @@ pub fn from_metrics(exp: &Exposition) -> Vec<QuorumFinding> {
     for (online, quorum, (pool, set)) in names {
         for (name, is_online) in [(online, true), (quorum, false)] {
             for s in exp.metric(name).filter(|s| s.value.is_finite()) {
-                let key = (
-                    s.label(pool).unwrap_or("?").to_string(),
-                    s.label(set).unwrap_or("?").to_string(),
-                );
+                // A sample that names no pool and set cannot be matched with its quorum.
+                let (Some(p), Some(st)) = (s.label(pool), s.label(set)) else {
+                    unlabelled += 1;
+                    continue;
+                };
+                if sets.len() >= MAX_SETS && !sets.contains_key(&(p.to_string(), st.to_string())) {
+                    continue;
+                }
+                let clean = |v: &str| crate::model::fit(&crate::model::strip_controls(v), 32);
+                let key = (clean(p), clean(st));
                 // Every server reports every set: the same figures, kept once (the lowest
                 // online count is the one that decides).
                 let e = sets.entry(key).or_default();
@@ -84,21 +96,29 @@ pub fn from_metrics(exp: &Exposition) -> Vec<QuorumFinding> {
                 }
             }
         }
-        if sets.len() > 4096 {
-            break;
-        }
     }
     let mut out = Vec::new();
-    let mut unjudged = 0usize;
+    let mut unjudged = unlabelled;
     for ((pool, set), figures) in &sets {
         match figures {
-            (Some(online), Some(quorum)) if online < quorum => out.push(crit(format!(
-                "erasure set {set} of pool {pool}: {online} drive(s) online, under its write \
+            (Some(online), Some(quorum)) if online < quorum && out.len() < MAX_SETS_SAID => out
+                .push(crit(format!(
+                    "erasure set {set} of pool {pool}: {online} drive(s) online, under its write \
                  quorum of {quorum}: {BELOW_QUORUM}"
-            ))),
+                ))),
             (Some(_), Some(_)) => {}
             _ => unjudged += 1,
         }
+    }
+    let under = sets
+        .values()
+        .filter(|(o, q)| matches!((o, q), (Some(o), Some(q)) if o < q))
+        .count();
+    if under > out.len() {
+        out.push(crit(format!(
+            "and {} more erasure set(s) under their write quorum",
+            under - out.len()
+        )));
     }
     if unjudged > 0 && out.is_empty() {
         out.push(warn(format!(
