@@ -81,6 +81,7 @@ fn probe_against_a_real_s3_server() {
     seaweedfs_is_no_minio_to_scrape(ep);
     minio_v2_metrics_with_a_jwt(ep);
     a_set_under_its_write_quorum_fails_the_probe(ep);
+    the_health_checks_503_fails_the_probe(ep);
     a_second_prepare_keeps_the_objects(ep);
     the_trace_log_holds_no_key(ep);
     ranged_gets_read_exactly_the_range(ep);
@@ -233,6 +234,7 @@ fn a_set_under_its_write_quorum_fails_the_probe(ep: &str) {
         "minio_cluster_health_erasure_set_write_quorum{pool=\"0\",server=\"play.min.io:9000\",set=\"1\"} 3\n\
          minio_cluster_health_erasure_set_online_drives{pool=\"0\",server=\"play.min.io:9000\",set=\"1\"} 2\n"
             .to_string(),
+        false,
     );
     let o = probe(
         ep,
@@ -257,6 +259,36 @@ fn a_set_under_its_write_quorum_fails_the_probe(ep: &str) {
         "{r}"
     );
     assert_ne!(o.status.code(), Some(0), "a broken store is no clean run");
+}
+
+/// MinIO's own health check answers 503 with its write quorum (as MinIO answers when a set is
+/// under it; the capture in tests/corpus/minio/…-503-write-quorum-3.txt): the probe fails
+/// before it measures, in those words, even where the metrics show no set's quorum.
+fn the_health_checks_503_fails_the_probe(ep: &str) {
+    let metrics = MetricsEndpoint::serving(String::new(), true);
+    let o = probe(
+        ep,
+        &[
+            "--bucket",
+            "burnin-a",
+            "--concurrency",
+            "1",
+            "--requests",
+            "2",
+            "--json",
+            "--metrics-url",
+            &metrics.url,
+        ],
+        KEYS,
+    );
+    let r = json(&o);
+    let failure = r["failure"].as_str().unwrap_or_default();
+    assert!(
+        failure.contains("MinIO's cluster health check answered 503")
+            && failure.contains("write quorum of 3 drives"),
+        "{r}"
+    );
+    assert_ne!(o.status.code(), Some(0));
 }
 
 /// A second --prepare keeps the objects already there.
@@ -589,11 +621,12 @@ struct MetricsEndpoint {
 
 impl MetricsEndpoint {
     fn start() -> Self {
-        Self::serving(String::new())
+        Self::serving(String::new(), false)
     }
 
-    /// The capture with `more` lines after it.
-    fn serving(more: String) -> Self {
+    /// The capture with `more` lines after it; `/minio/health/cluster` answers 503 (with
+    /// MinIO's `X-Minio-Write-Quorum` header) when `health_503`, else 404.
+    fn serving(more: String, health_503: bool) -> Self {
         use std::io::{BufRead, BufReader, Write};
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let url = format!("http://{}", listener.local_addr().expect("addr"));
@@ -626,12 +659,20 @@ impl MetricsEndpoint {
                 let path = request_line.split_whitespace().nth(1).unwrap_or("");
                 let (status, text) = if path == "/minio/v2/metrics/cluster" {
                     ("200 OK", body.as_str())
+                } else if path == "/minio/health/cluster" && health_503 {
+                    ("503 Service Unavailable", "")
                 } else {
                     ("404 Not Found", "not found\n")
                 };
+                // MinIO's health check names the write quorum in a header of its own.
+                let quorum = if path == "/minio/health/cluster" && health_503 {
+                    "X-Minio-Write-Quorum: 3\r\n"
+                } else {
+                    ""
+                };
                 let _ = write!(
                     stream,
-                    "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                    "HTTP/1.1 {status}\r\n{quorum}Content-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
                     text.len()
                 );
             }

@@ -543,6 +543,12 @@ async fn server_scraper(
             return None;
         }
     };
+    // MinIO's own verdict on its write quorum, before the load: a store under it is broken
+    // whatever the GETs measure.
+    if let Some(f) = scraper.cluster_health().await {
+        say(&f.why);
+        report.failure.get_or_insert(f.why);
+    }
     match scraper.detect().await {
         Ok((_, _)) => {
             let source = scraper.describe();

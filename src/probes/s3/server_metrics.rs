@@ -310,6 +310,27 @@ impl Scraper {
             .map_err(|e| ScrapeError(format!("reading {url}: {}", short_error(&e))))
     }
 
+    /// MinIO's own cluster health check (`/minio/health/cluster`, which needs no credentials):
+    /// a finding when it answers 503 with `X-Minio-Write-Quorum` (an erasure set under its
+    /// write quorum). `None` when it holds, or when the endpoint is no MinIO (any other answer).
+    pub async fn cluster_health(&self) -> Option<super::quorum::QuorumFinding> {
+        let url = format!("{}/minio/health/cluster", self.base);
+        let resp = self.http.get(&url).send().await.ok()?;
+        let quorum = resp
+            .headers()
+            .get("x-minio-write-quorum")?
+            .to_str()
+            .ok()?
+            .trim()
+            .parse::<u32>()
+            .ok()?;
+        let text = format!(
+            "HTTP/1.1 {}\nX-Minio-Write-Quorum: {quorum}\n",
+            resp.status().as_u16()
+        );
+        super::quorum::from_health_response(&text).filter(|f| f.critical)
+    }
+
     /// Finds the API that answers (v3 first under `auto`); returns it and a first scrape.
     pub async fn detect(&mut self) -> Result<(MetricsApi, ServerSnapshot), ScrapeError> {
         let order: &[MetricsApi] = match self.api {
