@@ -191,24 +191,9 @@ fn seaweedfs_is_no_minio_to_scrape(ep: &str) {
 /// from the S3 keys.
 fn minio_v2_metrics_with_a_jwt(ep: &str) {
     let metrics = MetricsEndpoint::start();
-    let o = probe(
-        ep,
-        &[
-            "--bucket",
-            "burnin-a",
-            "--concurrency",
-            "1",
-            "--requests",
-            "2",
-            "--json",
-            "--metrics-url",
-            &metrics.url,
-        ],
-        KEYS,
-    );
+    let (o, r) = two_gets_beside(ep, &metrics);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
     assert_no_secret(&o);
-    let r = json(&o);
     assert_eq!(
         r["server_metrics"],
         format!("v2 {}/minio/v2/metrics/cluster", metrics.url)
@@ -225,17 +210,9 @@ fn minio_v2_metrics_with_a_jwt(ep: &str) {
     );
 }
 
-/// The store's own metrics say an erasure set is under its write quorum (2 drives online of a
-/// 4-drive EC:2 set, whose quorum is 3; MinIO's v2 names, as its source and docs print them):
-/// the GETs may all succeed, but the probe's report fails, in MinIO's numbers (issue 43's
-/// class 8). The play.min.io capture alone (its set at 4 online, no quorum line) does not.
-fn a_set_under_its_write_quorum_fails_the_probe(ep: &str) {
-    let metrics = MetricsEndpoint::serving(
-        "minio_cluster_health_erasure_set_write_quorum{pool=\"0\",server=\"play.min.io:9000\",set=\"1\"} 3\n\
-         minio_cluster_health_erasure_set_online_drives{pool=\"0\",server=\"play.min.io:9000\",set=\"1\"} 2\n"
-            .to_string(),
-        false,
-    );
+/// Two GETs on one worker, the server's metrics and health check read from `metrics`: the
+/// output and its JSON report.
+fn two_gets_beside(ep: &str, metrics: &MetricsEndpoint) -> (Output, Value) {
     let o = probe(
         ep,
         &[
@@ -252,6 +229,21 @@ fn a_set_under_its_write_quorum_fails_the_probe(ep: &str) {
         KEYS,
     );
     let r = json(&o);
+    (o, r)
+}
+
+/// The store's own metrics say an erasure set is under its write quorum (2 drives online of a
+/// 4-drive EC:2 set, whose quorum is 3; MinIO's v2 names, as its source and docs print them):
+/// the GETs may all succeed, but the probe's report fails, in MinIO's numbers (issue 43's
+/// class 8). The play.min.io capture alone (its set at 4 online, no quorum line) does not.
+fn a_set_under_its_write_quorum_fails_the_probe(ep: &str) {
+    let metrics = MetricsEndpoint::serving(
+        "minio_cluster_health_erasure_set_write_quorum{pool=\"0\",server=\"play.min.io:9000\",set=\"1\"} 3\n\
+         minio_cluster_health_erasure_set_online_drives{pool=\"0\",server=\"play.min.io:9000\",set=\"1\"} 2\n"
+            .to_string(),
+        false,
+    );
+    let (o, r) = two_gets_beside(ep, &metrics);
     assert_eq!(r["levels"][0]["requests_ok"], 2, "{r}");
     let failure = r["failure"].as_str().unwrap_or_default();
     assert!(
@@ -266,22 +258,7 @@ fn a_set_under_its_write_quorum_fails_the_probe(ep: &str) {
 /// before it measures, in those words, even where the metrics show no set's quorum.
 fn the_health_checks_503_fails_the_probe(ep: &str) {
     let metrics = MetricsEndpoint::serving(String::new(), true);
-    let o = probe(
-        ep,
-        &[
-            "--bucket",
-            "burnin-a",
-            "--concurrency",
-            "1",
-            "--requests",
-            "2",
-            "--json",
-            "--metrics-url",
-            &metrics.url,
-        ],
-        KEYS,
-    );
-    let r = json(&o);
+    let (o, r) = two_gets_beside(ep, &metrics);
     let failure = r["failure"].as_str().unwrap_or_default();
     assert!(
         failure.contains("MinIO's cluster health check answered 503")

@@ -122,6 +122,23 @@ fn backend_value(v: &str) -> bool {
             }))
 }
 
+/// A line without the note an author wrote after it in a document (`DDN EXAScaler :
+/// Supported      ← Lustre GDS 路径受支持`, `… succeeded   <- good`, `… : Supported   # note`):
+/// cut at a run of two or more spaces followed by `←`, `<-` or `#`, which gdscheck itself never
+/// prints after a value. Anything else stays, and a value it leaves that is none of gdscheck's
+/// words is not read.
+fn without_note(line: &str) -> &str {
+    let mut from = 0;
+    while let Some(at) = line[from..].find("  ").map(|i| i + from) {
+        let rest = line[at..].trim_start();
+        if rest.starts_with('←') || rest.starts_with("<-") || rest.starts_with('#') {
+            return line[..at].trim_end();
+        }
+        from = at + 2;
+    }
+    line
+}
+
 /// Two back-end rows a copy glued into one line (`NVMe : Supported   NVMeOF : Unsupported`, a
 /// translated document's paste): split after the first row's value, which must be one of
 /// gdscheck's two words, followed by space and the next `NAME : VALUE`. Any other shape is
@@ -171,6 +188,7 @@ impl GdsCheck {
     }
 
     fn read_one(&mut self, line: &str) {
+        let line = without_note(line);
         let lower = line.to_ascii_lowercase();
         if lower.contains("not installed") && lower.starts_with("gdscheck")
             || lower.contains("gdscheck: command not found")

@@ -164,3 +164,27 @@ fn glued_rows_are_split_and_a_flood_of_them_is_bounded() {
     let c = GdsCheck::read(&[flood.as_str()]);
     assert!(c.backends.len() <= MAX_BACKENDS);
 }
+
+/// An author's note after a value, as documents print them (tests/corpus/gdscheck/*-notes-*):
+/// cut, and the value read; gdscheck's own lines, with their wide padding, are untouched.
+#[test]
+fn an_authors_note_after_a_value_is_cut() {
+    assert_eq!(
+        without_note("DDN EXAScaler : Supported                ← Lustre GDS 路径受支持"),
+        "DDN EXAScaler : Supported"
+    );
+    assert_eq!(
+        without_note(
+            "Platform verification succeeded                                       <- good"
+        ),
+        "Platform verification succeeded"
+    );
+    assert_eq!(
+        without_note(" NVMe               : Supported   # note"),
+        " NVMe               : Supported"
+    );
+    let own = " --rdma_device_status  : Up: 0 Down: 0";
+    assert_eq!(without_note(own), own);
+    assert_eq!(without_note("x  ←"), "x");
+    assert_eq!(without_note("←  ←  ←"), "←");
+}

@@ -72,7 +72,9 @@ pub fn gdsio_row(line: &str) -> Option<GdsioRow> {
     if !line.contains("XferType:") || !line.contains("Throughput:") {
         return None;
     }
-    let spaced = line.replace(',', " ");
+    // A document's full-width comma (`GiB/sec，Avg_Latency:`, a Chinese blog's paste) is the
+    // same separator as gdsio's own `,`, and a full-width colon the same as `:`.
+    let spaced = line.replace([',', '，', '、'], " ").replace('：', ":");
     let words: Vec<&str> = spaced.split_whitespace().collect();
     let after = |key: &str| {
         words
