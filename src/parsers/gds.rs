@@ -134,7 +134,8 @@ fn without_note(line: &str) -> &str {
         if rest.starts_with('←') || rest.starts_with("<-") || rest.starts_with('#') {
             return line[..at].trim_end();
         }
-        from = at + 2;
+        // Past the whole run of spaces: each is looked at once.
+        from = line.len() - rest.len();
     }
     line
 }

@@ -428,6 +428,39 @@ mod tests {
         );
     }
 
+    /// Two launcher tasks (`srun -l`) that each print a test header are two jobs, not one:
+    /// an MPI build's job prints its header from rank 0 only. One task's header is one job.
+    #[test]
+    fn launcher_tasks_that_each_print_a_header_are_separate_jobs() {
+        let header = "# nThread 1 nGpus 8 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0";
+        let problems = |tasks: &[u32]| {
+            let mut p = OutputParser::new(
+                ParserKind::NcclTests,
+                ParseContext {
+                    node: "gpu01".into(),
+                    expected_gpus: 8,
+                },
+            );
+            for t in tasks {
+                p.push(&format!("{t}: {header}")).expect("a header");
+            }
+            p.finish()
+                .into_iter()
+                .filter_map(|m| match m {
+                    PhaseMetric::Problem { text, .. } => Some(text),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        };
+        let two = problems(&[0, 1]);
+        assert!(
+            two.iter()
+                .any(|t| t.starts_with("2 launcher tasks (0, 1) each printed a test of their own")),
+            "{two:?}"
+        );
+        assert!(problems(&[0]).is_empty());
+    }
+
     /// A real 8 × H100 all_reduce log (every busbw = algbw × 2·7/8, as nccl-tests computes
     /// it), then the same log with its peak row's busbw edited to 999.99: that row is no
     /// reading, left out with why, and the figure is what the untouched rows say.

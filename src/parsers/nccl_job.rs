@@ -31,13 +31,16 @@ pub(super) struct NcclJob {
     stacked: bool,
     /// Failure lines of this run.
     failures: u32,
-    /// The ranks the launcher's command line asked for, where the output shows it (set by
-    /// the output parser): what a cut device list is checked against.
     /// Rows and trailers of separate jobs, left out (they cannot be told apart).
     withheld_rows: u32,
     /// Each separate job's own `# Avg bus bandwidth`, as printed (at most [`MAX_JOB_HOSTS`]).
     job_averages: Vec<f64>,
+    /// The processes the launcher's command line started, where the output shows it (set by
+    /// the output parser): with the header's GPUs a process, what a cut device list is
+    /// checked against.
     pub(super) launched: Option<u32>,
+    /// GPUs each process drives (the `# nThread` header's nThread × nGpus).
+    gpus_per_process: Option<u32>,
     /// A row was computed for the launcher's count of ranks, more than the device list
     /// names: the list was cut (a paste), and the job has the launcher's count.
     cut_to: Option<u32>,
@@ -104,12 +107,13 @@ impl NcclJob {
             0 => String::new(),
             n => format!(" of {n} rank(s) each"),
         };
-        let evidence = match self.rank0_lines {
-            0 | 1 => format!("{} test headers printed together", self.headers),
-            n => format!(
+        let evidence = match (self.rank0_lines, self.headers) {
+            (n, _) if n > 1 => format!(
                 "rank 0 printed {n} times on {}",
                 self.rank0_hosts.join(", ")
             ),
+            (_, h) if h > 1 => format!("{h} test headers printed together"),
+            _ => format!("{} rank line(s) listed twice", self.repeated_ranks),
         };
         let averages = match self.job_averages.len() {
             0 => String::new(),
@@ -196,7 +200,10 @@ impl NcclJob {
         {
             // A row computed for the launcher's count, more than a pasted list shows: the
             // list was cut, and the job has the launcher's count.
-            match self.launched.filter(|n| *n > ranks) {
+            let launched = self
+                .launched
+                .map(|p| p.saturating_mul(self.gpus_per_process.unwrap_or(1)));
+            match launched.filter(|n| *n > ranks) {
                 Some(n) if nccl_tests::inconsistent_busbw(&r, c, n).is_none() => {
                     self.cut_to = Some(n);
                 }
@@ -320,7 +327,9 @@ impl NcclJob {
                     || self.failures > 0
                     || !self.pending.is_empty()
                     || self.withheld_rows > 0
-                    || (self.ranks > 0 && (gpus_per_process.is_none() || self.headers == 0));
+                    // nccl-tests 2.17+ prints its version and "starting" lines before each
+                    // process's header: after ranks, those too are another process's.
+                    || (self.ranks > 0 && self.headers == 0);
                 if begun {
                     out.extend(self.close(node, expected_gpus));
                     let launched = self.launched;
@@ -328,6 +337,7 @@ impl NcclJob {
                     self.launched = launched;
                 }
                 if gpus_per_process.is_some() {
+                    self.gpus_per_process = gpus_per_process;
                     self.headers += 1;
                     self.stacked |= self.headers > 1 && self.ranks == 0;
                 }
@@ -336,9 +346,20 @@ impl NcclJob {
                 }
             }
             nccl_tests::Item::Rank { rank, host } => {
-                if rank == Some(0) && self.rank0_hosts.len() < MAX_JOB_HOSTS {
-                    self.rank0_hosts
-                        .push(crate::model::excerpt(&crate::model::strip_controls(&host)));
+                let host = crate::model::excerpt(&crate::model::strip_controls(&host));
+                // Rank 0 listed again on its host after another header: the run retried,
+                // and its list starts over.
+                if rank == Some(0) && self.headers > 1 && self.rank0_hosts.contains(&host) {
+                    self.rank_ids.clear();
+                    self.ranks = 0;
+                    self.repeated_ranks = 0;
+                    self.rank0_lines = 0;
+                }
+                if rank == Some(0)
+                    && self.rank0_hosts.len() < MAX_JOB_HOSTS
+                    && !self.rank0_hosts.contains(&host)
+                {
+                    self.rank0_hosts.push(host);
                 }
                 self.rank(rank);
             }
@@ -505,10 +526,11 @@ impl NcclSize {
     /// The job's size and where that comes from.
     fn size(&self) -> String {
         match (self.listed, self.launched) {
-            (0, Some(n)) => format!("{n} rank(s) by the launcher's command line"),
-            (l, Some(n)) if n != l && l > 0 => {
-                format!("{l} rank(s) by its device list, {n} by the launcher's command line")
-            }
+            (0, Some(n)) => format!("{n} process(es) by the launcher's command line"),
+            (l, Some(n)) if n != l && l > 0 => format!(
+                "{l} rank(s) by its device list; the launcher's command line started {n} \
+                 process(es)"
+            ),
             (l, _) if l > 0 => format!("{l} rank(s) by its device list"),
             _ => match self.highest_label {
                 Some(r) => format!(
@@ -584,6 +606,26 @@ mod tests {
             )),
             "{p:?}"
         );
+        // nccl-tests 2.17+ prints its version and "starting" lines before each process's
+        // header: the second process's, after the first's ranks, are not a new run either.
+        let (out, _) = run(&[
+            "# nccl-tests version 2.17.6 nccl-headers=22707 nccl-library=22707",
+            "# Collective test starting: all_reduce_perf",
+            HEADER,
+            "#  Rank  0 Group  0 Pid 1 on node3 device  0 [0000:0f:00] NVIDIA H20",
+            "# nccl-tests version 2.17.6 nccl-headers=22707 nccl-library=22707",
+            "# Collective test starting: all_reduce_perf",
+            HEADER,
+            "#  Rank  0 Group  0 Pid 2 on node2 device  0 [0000:0f:00] NVIDIA H20",
+            TITLES,
+            ROW,
+        ]);
+        assert!(
+            problems(&out)
+                .iter()
+                .any(|t| t.contains("rank 0 printed 2 times on node3, node2")),
+            "{out:?}"
+        );
         let (out, _) = run(&[
             HEADER,
             "#  Rank  0 Group  0 Pid 1 on node3 device  0 [0000:0f:00] NVIDIA H20",
@@ -597,8 +639,8 @@ mod tests {
     }
 
     /// A device list cut short is believed only against the launcher's own count: with
-    /// `-np 4` the 4-rank row of a 2-rank list is the job's (4 ranks); without it, the row
-    /// disagrees with its list and is not understood.
+    /// `-np 2` processes of 2 GPUs each, the 4-rank rows of a 2-rank list are the job's (4
+    /// ranks); without it, a row that disagrees with its list is not understood.
     #[test]
     fn a_cut_device_list_needs_the_launchers_count() {
         let row4 = "     1048576        262144     float     sum      -1    35.66   20.00   30.00      0    34.90   20.00   30.00      0";
@@ -614,7 +656,7 @@ mod tests {
             ]);
             v
         };
-        let (out, errors) = run(&lines(Some("mpirun -np 4 ./all_reduce_perf -b 1M")));
+        let (out, errors) = run(&lines(Some("mpirun -np 2 ./all_reduce_perf -b 1M -g 2")));
         assert_eq!(errors, 0, "{out:?}");
         assert!(
             out.iter()

@@ -146,6 +146,12 @@ static HF_DICT: LazyLock<Regex> = LazyLock::new(|| {
         r#"['"](train_runtime|train_samples_per_second|train_steps_per_second|train_loss)['"]\s*:\s*['"]?(NUM)(?:$|[\s,'"}])"#,
     )
 });
+/// A pretty-printed results file's line: one pair alone (`  "train_loss": 1.23,`).
+static HF_JSON_PAIR: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r#"^\s*"(?:train_runtime|train_samples_per_second|train_steps_per_second|train_loss)"\s*:\s*NUM\s*,?\s*$"#,
+    )
+});
 /// … and `log_metrics`' block, one figure a line (`  train_runtime = 1 day, 2:03:04.56`).
 static HF_BLOCK: LazyLock<Regex> = LazyLock::new(|| {
     re(
@@ -290,7 +296,11 @@ impl TrainLogParser {
 
     fn read_summary(&mut self, seg: &str) -> bool {
         let mut found = false;
-        let dict = seg.contains("'train_runtime'") || seg.contains("\"train_runtime\"");
+        // The final dict holds train_runtime; a pretty-printed `all_results.json` gives one
+        // `"key": value,` pair a line.
+        let dict = seg.contains("'train_runtime'")
+            || seg.contains("\"train_runtime\"")
+            || HF_JSON_PAIR.is_match(seg);
         let captures: Vec<regex::Captures<'_>> = if dict {
             HF_DICT.captures_iter(seg).collect()
         } else {
@@ -618,6 +628,9 @@ mod tests {
         // A run of a day or more: log_metrics prints the days first.
         p.push("  train_runtime            = 1 day, 2:03:04.56");
         assert_eq!(p.summary()[0], ("train_runtime_s", 93_784.56));
+        // A pretty-printed all_results.json: one pair a line.
+        p.push("    \"train_samples_per_second\": 5.5,");
+        assert_eq!(p.summary()[1], ("train_samples_per_second", 5.5));
         // A custom per-step dict with its own `train_loss` is no summary.
         p.push("{'train_loss': 9.9, 'step': 3}");
         assert_eq!(p.summary()[3], ("train_loss", 0.3520446900092065));

@@ -69,12 +69,14 @@ fn type_word(w: &str) -> Option<String> {
 
 /// Read one `gdsio` result line (`None`: not one).
 pub fn gdsio_row(line: &str) -> Option<GdsioRow> {
+    // A document's full-width colon (`XferType：`) is gdsio's own `:`.
+    let line = &line.replace('：', ":");
     if !line.contains("XferType:") || !line.contains("Throughput:") {
         return None;
     }
     // A document's full-width comma (`GiB/sec，Avg_Latency:`, a Chinese blog's paste) is the
     // same separator as gdsio's own `,`, and a full-width colon the same as `:`.
-    let spaced = line.replace([',', '，', '、'], " ").replace('：', ":");
+    let spaced = line.replace([',', '，', '、'], " ");
     let words: Vec<&str> = spaced.split_whitespace().collect();
     let after = |key: &str| {
         words

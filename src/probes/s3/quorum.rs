@@ -122,8 +122,9 @@ pub fn from_metrics(exp: &Exposition) -> Vec<QuorumFinding> {
     }
     if unjudged > 0 && out.is_empty() {
         out.push(warn(format!(
-            "{unjudged} erasure set(s) report their online drives but not their write quorum \
-             (a filtered scrape): whether writes hold is not judged"
+            "{unjudged} erasure set(s) (or samples without their pool and set) report their \
+             online drives but not their write quorum (a filtered scrape): whether writes hold \
+             is not judged"
         )));
     }
     out
