@@ -180,6 +180,12 @@ fn num(m: Option<regex::Match<'_>>) -> Option<f64> {
         .filter(|v| v.is_finite())
 }
 
+/// A rate from a capture that only a working GPU gives: a negative or zero TFLOP/s is no
+/// reading of one.
+fn positive(m: Option<regex::Match<'_>>) -> Option<f64> {
+    num(m).filter(|v| *v > 0.0)
+}
+
 /// A loss from a capture: `nan`/`inf` kept.
 fn loss(m: Option<regex::Match<'_>>) -> Option<f64> {
     let s = m?.as_str().to_ascii_lowercase();
@@ -319,7 +325,11 @@ impl TrainLogParser {
                 v if (v.contains(':') || v.contains(',')) && *name != "train_runtime_s" => None,
                 v => summary_value(v),
             };
-            let Some(value) = value else { continue };
+            // A run takes time and moves forward: a negative runtime or rate is no reading
+            // (a loss may be negative for some objectives, and is kept).
+            let Some(value) = value.filter(|v| *name == "train_loss" || *v >= 0.0) else {
+                continue;
+            };
             found = true;
             self.framework.get_or_insert(Framework::HfTrainer);
             match self.summary.iter_mut().find(|(n, _)| n == name) {
@@ -372,7 +382,7 @@ impl TrainLogParser {
                 step_time_ms: num(cap(&MEGATRON_ELAPSED, seg)),
                 data_wait_ms: num(cap(&BATCH_TIMER_INLINE, seg)),
                 tokens_per_sec_per_gpu: num(cap(&MEGATRON_TGS, seg)),
-                tflops_per_gpu: num(cap(&MEGATRON_TFLOPS, seg)),
+                tflops_per_gpu: positive(cap(&MEGATRON_TFLOPS, seg)),
                 loss,
                 ..Step::default()
             });
@@ -408,7 +418,7 @@ impl TrainLogParser {
                     step,
                     loss,
                     tokens_per_sec_per_gpu: tps.filter(|t: &f64| t.is_finite()),
-                    tflops_per_gpu: num(cap(&TITAN_TFLOPS, seg)),
+                    tflops_per_gpu: positive(cap(&TITAN_TFLOPS, seg)),
                     ..Step::default()
                 },
             );
@@ -433,7 +443,7 @@ impl TrainLogParser {
                 step_time_ms: nemo_time.map(|s| s * 1000.0).or(bar_time),
                 loss: nemo_loss,
                 tokens_per_sec_per_gpu: nemo_tokens,
-                tflops_per_gpu: num(cap(&NEMO_TFLOPS, seg)),
+                tflops_per_gpu: positive(cap(&NEMO_TFLOPS, seg)),
                 ..Step::default()
             };
             if bar.is_some() {
@@ -628,6 +638,9 @@ mod tests {
         // A run of a day or more: log_metrics prints the days first.
         p.push("  train_runtime            = 1 day, 2:03:04.56");
         assert_eq!(p.summary()[0], ("train_runtime_s", 93_784.56));
+        // No run takes negative time.
+        p.push("  train_steps_per_second   =     -1.245");
+        assert_eq!(p.summary()[2], ("train_steps_per_second", 1.245));
         // A pretty-printed all_results.json: one pair a line.
         p.push("    \"train_samples_per_second\": 5.5,");
         assert_eq!(p.summary()[1], ("train_samples_per_second", 5.5));

@@ -559,50 +559,30 @@ mod tests {
     /// counters flat) for `secs` seconds, each sample passed through `edit(second, sample)`
     /// first; judged every second as the console does.
     fn judge(secs: u64, edit: impl Fn(u64, &mut GpuSample)) -> Vec<Finding> {
-        let mut store = ClusterStore::with_period(
-            crate::model::units::Period::from_millis(1000).expect("period"),
-        );
-        let mut triage = Triage::new();
-        let mut out = Vec::new();
-        for s in 1..=secs {
-            let at_ms = s * 1000;
-            let gpus = (0..8)
-                .map(|g| {
-                    let mut x = GpuSample {
-                        index: g,
-                        power_avg_watts: Some(1000.0),
-                        power_limit_watts: Some(1100.0),
-                        temperature_c: Some(60.0),
-                        sm_clock_mhz: Some(1800),
-                        sm_clock_max_mhz: Some(2000),
-                        utilization_pct: Some(98.0),
-                        sm_active_pct: Some(90.0),
-                        clock_event_reasons: Some(0),
-                        ecc_uncorrected_volatile: Some(0),
-                        nvlink_crc_errors: Some(7),
-                        nvlink_replay_errors: Some(0),
-                        nvlink_recovery_errors: Some(0),
-                        pcie_replay_count: Some(2),
-                        nvlink_link_up: Some(vec![true; 18]),
-                        remapped_rows_pending: Some(false),
-                        remapped_rows_failure: Some(false),
-                        ..GpuSample::default()
-                    };
-                    edit(s, &mut x);
-                    x
-                })
-                .collect();
-            store.ingest(SourceEvent::Frame(NodeFrame {
-                node: "n1".into(),
-                at_ms,
-                gpus,
-                nics: Vec::new(),
-                netdevs: Vec::new(),
-            }));
-            store.ingest(SourceEvent::Clock { at_ms });
-            out = triage.evaluate(&store);
-        }
-        out
+        crate::triage::tests::kit::judged_each_second(secs, Vec::new(), |s, g| {
+            let mut x = GpuSample {
+                index: g,
+                power_avg_watts: Some(1000.0),
+                power_limit_watts: Some(1100.0),
+                temperature_c: Some(60.0),
+                sm_clock_mhz: Some(1800),
+                sm_clock_max_mhz: Some(2000),
+                utilization_pct: Some(98.0),
+                sm_active_pct: Some(90.0),
+                clock_event_reasons: Some(0),
+                ecc_uncorrected_volatile: Some(0),
+                nvlink_crc_errors: Some(7),
+                nvlink_replay_errors: Some(0),
+                nvlink_recovery_errors: Some(0),
+                pcie_replay_count: Some(2),
+                nvlink_link_up: Some(vec![true; 18]),
+                remapped_rows_pending: Some(false),
+                remapped_rows_failure: Some(false),
+                ..GpuSample::default()
+            };
+            edit(s, &mut x);
+            x
+        })
     }
 
     fn on_gpu1(s: &mut GpuSample, f: impl FnOnce(&mut GpuSample)) {

@@ -176,17 +176,13 @@ fn busy_idle_over(gpu: &GpuView, ctx: &Ctx, n: usize) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Finding, Severity, Triage};
-    use crate::model::{GpuInfo, GpuSample, NodeFrame, NodeHello, SourceEvent};
-    use crate::store::ClusterStore;
+    use super::super::{Finding, Severity};
+    use crate::model::{GpuInfo, GpuSample, NodeHello, SourceEvent};
 
     /// Eight H200s over `secs` seconds, GPU 1 edited by `gpu1` each second; the findings after
     /// the last second. The other GPUs work (a GEMM near their limit, PCIe busy).
     fn judge(secs: u64, gpu1: impl Fn(u64, &mut GpuSample)) -> Vec<Finding> {
-        let mut store = ClusterStore::with_period(
-            crate::model::units::Period::from_millis(1000).expect("period"),
-        );
-        store.ingest(SourceEvent::Hello(NodeHello {
+        let hello = SourceEvent::Hello(NodeHello {
             node: "n1".into(),
             host: "n1".into(),
             agent_version: "test".into(),
@@ -207,40 +203,25 @@ mod tests {
             topology: None,
             system: None,
             unavailable: Vec::new(),
-        }));
-        let mut triage = Triage::new();
-        let mut out = Vec::new();
-        for s in 1..=secs {
-            let gpus = (0..8)
-                .map(|g| {
-                    let mut x = GpuSample {
-                        index: g,
-                        power_avg_watts: Some(690.0),
-                        power_limit_watts: Some(700.0),
-                        sm_clock_mhz: Some(1600),
-                        sm_clock_max_mhz: Some(1980),
-                        utilization_pct: Some(100.0),
-                        pcie_tx_bytes_per_sec: Some(2e9),
-                        pcie_rx_bytes_per_sec: Some(2e9),
-                        clock_event_reasons: Some(crate::model::clock_events::SW_POWER_CAP),
-                        ..GpuSample::default()
-                    };
-                    if g == 1 {
-                        gpu1(s, &mut x);
-                    }
-                    x
-                })
-                .collect();
-            store.ingest(SourceEvent::Frame(NodeFrame {
-                node: "n1".into(),
-                at_ms: s * 1000,
-                gpus,
-                nics: Vec::new(),
-                netdevs: Vec::new(),
-            }));
-            out = triage.evaluate(&store);
-        }
-        out
+        });
+        super::super::tests::kit::judged_each_second(secs, vec![hello], |s, g| {
+            let mut x = GpuSample {
+                index: g,
+                power_avg_watts: Some(690.0),
+                power_limit_watts: Some(700.0),
+                sm_clock_mhz: Some(1600),
+                sm_clock_max_mhz: Some(1980),
+                utilization_pct: Some(100.0),
+                pcie_tx_bytes_per_sec: Some(2e9),
+                pcie_rx_bytes_per_sec: Some(2e9),
+                clock_event_reasons: Some(crate::model::clock_events::SW_POWER_CAP),
+                ..GpuSample::default()
+            };
+            if g == 1 {
+                gpu1(s, &mut x);
+            }
+            x
+        })
     }
 
     /// sichek's pattern on an H200: loaded, 120 W (its floor 160), the clock high, PCIe quiet,

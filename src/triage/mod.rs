@@ -324,6 +324,37 @@ mod tests {
             Triage::new().evaluate(&store)
         }
 
+        /// Findings of one node `n1` of eight GPUs, a frame a second for `secs` seconds (each
+        /// GPU's sample from `sample(second, gpu)`), after the `before` events, judged every
+        /// second as the console does.
+        pub fn judged_each_second(
+            secs: u64,
+            before: Vec<SourceEvent>,
+            sample: impl Fn(u64, u32) -> crate::model::GpuSample,
+        ) -> Vec<Finding> {
+            let mut store = ClusterStore::with_period(
+                crate::model::units::Period::from_millis(1000).expect("period"),
+            );
+            for e in before {
+                store.ingest(e);
+            }
+            let mut triage = Triage::new();
+            let mut out = Vec::new();
+            for s in 1..=secs {
+                let at_ms = s * 1000;
+                store.ingest(SourceEvent::Frame(crate::model::NodeFrame {
+                    node: "n1".into(),
+                    at_ms,
+                    gpus: (0..8).map(|g| sample(s, g)).collect(),
+                    nics: Vec::new(),
+                    netdevs: Vec::new(),
+                }));
+                store.ingest(SourceEvent::Clock { at_ms });
+                out = triage.evaluate(&store);
+            }
+            out
+        }
+
         /// Whether a finding of `rule` about `subject` is among `findings`.
         pub fn has(findings: &[Finding], rule: &str, subject: &str) -> bool {
             findings

@@ -75,7 +75,10 @@ pub fn from_metrics(exp: &Exposition) -> Vec<QuorumFinding> {
     ];
     for (online, quorum, (pool, set)) in names {
         for (name, is_online) in [(online, true), (quorum, false)] {
-            for s in exp.metric(name).filter(|s| s.value.is_finite()) {
+            // A drive count or quorum is a whole number of drives: a negative or fractional
+            // reading is none, and never evidence of a set under quorum.
+            let whole = |v: f64| v.is_finite() && v >= 0.0 && v.fract() == 0.0;
+            for s in exp.metric(name).filter(|s| whole(s.value)) {
                 // A sample that names no pool and set cannot be matched with its quorum.
                 let (Some(p), Some(st)) = (s.label(pool), s.label(set)) else {
                     unlabelled += 1;
@@ -101,6 +104,8 @@ pub fn from_metrics(exp: &Exposition) -> Vec<QuorumFinding> {
     let mut unjudged = unlabelled;
     for ((pool, set), figures) in &sets {
         match figures {
+            // A quorum of no drive is no reading of one.
+            (Some(_), Some(quorum)) if *quorum < 1.0 => unjudged += 1,
             (Some(online), Some(quorum)) if online < quorum && out.len() < MAX_SETS_SAID => out
                 .push(crit(format!(
                     "erasure set {set} of pool {pool}: {online} drive(s) online, under its write \
@@ -112,7 +117,7 @@ pub fn from_metrics(exp: &Exposition) -> Vec<QuorumFinding> {
     }
     let under = sets
         .values()
-        .filter(|(o, q)| matches!((o, q), (Some(o), Some(q)) if o < q))
+        .filter(|(o, q)| matches!((o, q), (Some(o), Some(q)) if o < q && *q >= 1.0))
         .count();
     if under > out.len() {
         out.push(crit(format!(
@@ -320,6 +325,18 @@ mod tests {
         let f = from_metrics(&exp);
         assert_eq!(f.len(), 1);
         assert!(f[0].critical);
+        // Readings no set can have (negative, fractional drives; a quorum of none) are not
+        // evidence of a set under quorum.
+        for (online, quorum) in [("-1", "3"), ("2.5", "3"), ("0", "0")] {
+            let exp = crate::wire::prometheus::parse(&format!(
+                "minio_cluster_health_erasure_set_online_drives{{pool=\"0\",set=\"1\"}} {online}\n\
+                 minio_cluster_health_erasure_set_write_quorum{{pool=\"0\",set=\"1\"}} {quorum}\n"
+            ));
+            assert!(
+                from_metrics(&exp).iter().all(|f| !f.critical),
+                "{online}/{quorum}"
+            );
+        }
         assert!(
             f[0].why
                 .contains("erasure set 1 of pool 0: 2 drive(s) online"),
