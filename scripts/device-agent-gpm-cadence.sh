@@ -20,15 +20,7 @@ $B bench agent --slots 8 --interval 1s --frames 60 > "$O/slots8-1s-load.txt" 2>&
 wait
 # The real busy-idle GPU, through the agent's cadence, under triage.
 printf '[defaults]\nmode = "local"\ngpus = 1\ninterval = "1s"\n[[node]]\nhost = "h200"\n' > "$O/burnin.toml"
-python3 - > "$O/spin.txt" 2>&1 <<'PY' &
-import time, torch
-torch.cuda.init()
-t0 = time.time(); n = 0
-while time.time() - t0 < 40:
-    torch.cuda._sleep(1_000_000_000)
-    torch.cuda.synchronize(); n += 1
-print(f"{n} spin kernels in {time.time() - t0:.1f} s")
-PY
+spin_kernels 40 > "$O/spin.txt" 2>&1 &
 sleep 4
 $B agent --interval 1s --frames 25 > "$O/agent-busy-idle.ndjson" 2> "$O/agent-spin.err" &
 $B triage --for 20s --json -c "$O/burnin.toml" > "$O/triage-busy-idle.json" 2> "$O/triage.err"; echo "rc=$?" >> "$O/triage.err"

@@ -7,20 +7,13 @@
 # 2. gemm.py (bf16, then fp8, 70 s each): the agent records 120 frames (power near the limit: no sign).
 # GPM streaming is never toggled (the agent samples GPM; nothing here switches it).
 set -u
+. "$PWD/scripts/device-lib.sh"
 B=./device-bin/burnin
 O=/tmp/burnin-out
 rm -rf "$O"; mkdir -p "$O"
 printf '[defaults]\nmode = "local"\ngpus = 1\ninterval = "1s"\n[[node]]\nhost = "gpu"\n' > "$O/burnin.toml"
 nvidia-smi --query-gpu=name,pci.device_id,power.limit,clocks.max.sm --format=csv > "$O/smi-gpu.csv" 2>&1
-python3 - > "$O/spin.txt" 2>&1 <<'PY' &
-import time, torch
-torch.cuda.init()
-t0 = time.time(); n = 0
-while time.time() - t0 < 150:
-    torch.cuda._sleep(1_000_000_000)
-    torch.cuda.synchronize(); n += 1
-print(f"{n} spin kernels in {time.time() - t0:.1f} s")
-PY
+spin_kernels 150 > "$O/spin.txt" 2>&1 &
 sleep 4
 $B agent --interval 1s --frames 130 --log-file "$O/agent-spin.log" > "$O/agent-spin-130s.ndjson" 2> "$O/agent-spin.err" &
 $B triage --for 125s --json -c "$O/burnin.toml" --log-file "$O/triage.log" > "$O/triage-spin-125s.json" 2> "$O/triage.err"; echo "rc=$?" >> "$O/triage.err"

@@ -32,3 +32,18 @@ dt = time.time() - t0
 print(f"{n} GEMMs in {dt:.1f} s: {n * 2 * 8192**3 / dt / 1e12:.0f} TFLOP/s")
 PY
 }
+
+# A kernel that spins on one SM for $1 seconds on GPU 0 (torch.cuda._sleep): a busy GPU that
+# does no work, the busy-idle pattern; the count of kernels on stdout at the end.
+spin_kernels() {
+  python3 - "$1" <<'PY'
+import sys, time, torch
+secs = float(sys.argv[1])
+torch.cuda.init()
+t0 = time.time(); n = 0
+while time.time() - t0 < secs:
+    torch.cuda._sleep(1_000_000_000)
+    torch.cuda.synchronize(); n += 1
+print(f"{n} spin kernels in {time.time() - t0:.1f} s")
+PY
+}
