@@ -214,21 +214,25 @@ fn strip_glued_hydra(line: &str, rank: u32) -> std::borrow::Cow<'_, str> {
 }
 
 /// The ranks a launcher's own command line asks for, where the output shows it (a paste often
-/// starts with it): `mpirun … -np 16`, `mpiexec -n 16`, `srun --ntasks=16` / `-n 16`. `None`
-/// for any other line, and for a count past a million (no such job).
+/// starts with it): `mpirun … -np 16` (or Open MPI's synonym `-c 16`), `mpiexec -n 16`,
+/// `srun --ntasks=16` / `-n 16`. Given twice, the last one counts, as the launchers' option
+/// parsers keep it (nccl-tests#322: `-c 0 -np 1024` ran 1024 ranks). `None` for any other
+/// line, and where the count that counts is 0 or past a million (no such job).
 pub fn ranks_from_command(line: &str) -> Option<u32> {
+    // A prompt (`$`, `#`) or bash's xtrace (`+ `, `++ ` nested) before the command.
     let mut words = line
         .split_whitespace()
-        .skip_while(|w| *w == "$" || *w == "#");
+        .skip_while(|w| *w == "$" || *w == "#" || (!w.is_empty() && w.chars().all(|c| c == '+')));
     let program = words.next()?;
     let program = program.rsplit('/').next().unwrap_or(program);
     if !matches!(program, "mpirun" | "mpiexec" | "orterun" | "srun") {
         return None;
     }
+    // srun's `-c` is CPUs per task; Open MPI's mpirun (mpiexec, orterun) reads `-c` as `-np`.
     let flags: &[&str] = if program == "srun" {
         &["-n", "--ntasks"]
     } else {
-        &["-np", "--np", "-n", "--n"]
+        &["-np", "--np", "-n", "--n", "-c"]
     };
     let count = |v: &str| {
         v.parse::<u32>()
@@ -243,17 +247,17 @@ pub fn ranks_from_command(line: &str) -> Option<u32> {
             !(base.ends_with("_perf") || base.ends_with("_perf_mpi"))
         })
         .peekable();
+    let mut last: Option<&str> = None;
     while let Some(w) = words.next() {
         if let Some((flag, value)) = w.split_once('=')
             && flags.contains(&flag)
         {
-            return count(value);
-        }
-        if flags.contains(&w) {
-            return words.peek().and_then(|v| count(v));
+            last = Some(value);
+        } else if flags.contains(&w) {
+            last = Some(words.peek().copied().unwrap_or(""));
         }
     }
-    None
+    last.and_then(count)
 }
 
 /// Tokens a launcher put in the middle of a line, where a tool wrote one row with several
@@ -388,6 +392,27 @@ mod tests {
         assert_eq!(ranks_from_command("srun -N 2 ./x"), None, "-N is nodes");
         assert_eq!(ranks_from_command("echo mpirun -np 2"), None);
         assert_eq!(ranks_from_command("mpirun -np 99999999 x"), None);
+        // nccl-tests#322's own command line: Open MPI keeps the last of `-c 0 -np 1024`.
+        assert_eq!(
+            ranks_from_command(
+                "mpirun --allow-run-as-root --mca plm_rsh_args \"-p 22\"  -c 0 -np 1024 -x NCCL_DEBUG=INFO --prefix /home/openmpi /home/nccl-tests/build/all_reduce_perf -b 1g -e 32g -f 2 -g 1"
+            ),
+            Some(1024)
+        );
+        assert_eq!(ranks_from_command("mpirun -c 8 ./x"), Some(8), "-c is -np");
+        assert_eq!(ranks_from_command("mpirun -np 8 -c 0 ./x"), None);
+        assert_eq!(
+            ranks_from_command("srun -c 8 -n 2 ./x"),
+            Some(2),
+            "srun's -c is CPUs"
+        );
+        assert_eq!(ranks_from_command("mpirun -np"), None);
+        assert_eq!(
+            ranks_from_command("+ mpirun -np 16 ./x"),
+            Some(16),
+            "set -x"
+        );
+        assert_eq!(ranks_from_command("++ srun -n 8 ./x"), Some(8));
         assert_eq!(
             ranks_from_command("mpirun --hostfile h ./all_reduce_perf -n 50"),
             None,
