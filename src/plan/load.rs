@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use super::gate_checks::{check_gate_figure, check_yields};
 use super::template::{BUILTIN_PLACEHOLDERS, placeholders};
 use super::together::together_phase;
 use super::{Gate, KubeSettings, Launcher, PhaseSpec, Plan, Scope, drill};
 use crate::config::ConfigError;
-use crate::model::figures::{figure_names, known_figure};
 use crate::parsers::ParserKind;
 
 #[derive(Debug, Deserialize)]
@@ -346,6 +346,7 @@ fn plain_phase(
     }
     for gate in &p.gates {
         check_gate_figure(file, text, gate)?;
+        check_yields(&id, &p.gates, gate).map_err(|m| at(gate.span(), m))?;
         if matches!(gate.get_ref(), Gate::Together { .. }) {
             return Err(at(
                 gate.span(),
@@ -510,86 +511,10 @@ fn drill_of(
     }))
 }
 
-/// The gate's figure must be one burnin knows, and its numbers finite and ones a gate can mean.
-pub(super) fn check_gate_figure(
-    file: &str,
-    text: &str,
-    gate: &toml::Spanned<Gate>,
-) -> Result<(), ConfigError> {
-    let bad = |m: String| Err(ConfigError::at(file, text, Some(gate.span()), m));
-    // A NaN bound compares false both ways: it would pass any figure. Every number is finite,
-    // and a percentage is one a gate can mean.
-    match gate.get_ref() {
-        Gate::Min { value, .. } | Gate::Max { value, .. } if !value.is_finite() => {
-            return bad(format!("gate value {value} is not a finite number"));
-        }
-        Gate::Baseline { pct, .. } | Gate::Peers { pct, .. } | Gate::Scaling { pct }
-            if !(pct.is_finite() && *pct > 0.0 && *pct <= 1000.0) =>
-        {
-            return bad(format!("gate pct {pct} must be above 0 and at most 1000"));
-        }
-        Gate::Spec { pct, .. } if !(pct.is_finite() && *pct > 0.0 && *pct <= 1000.0) => {
-            return bad(format!("gate pct {pct} must be above 0 and at most 1000"));
-        }
-        Gate::Spec {
-            figure,
-            floor,
-            per,
-            miss,
-            ..
-        } => {
-            let Some(floor_unit) = crate::model::spec::figure_unit(floor) else {
-                return bad(format!(
-                    "{:?} is no figure of the spec table; known: {}",
-                    crate::model::excerpt(floor),
-                    crate::model::spec::GPU_FIGURES
-                        .iter()
-                        .chain(crate::model::spec::NIC_FIGURES.iter())
-                        .map(|(n, _, _)| *n)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
-            };
-            if crate::model::spec::unit_factor(crate::plan::unit_of(figure), floor_unit).is_none() {
-                return bad(format!(
-                    "{figure} is in {:?} and the spec's {floor} in {floor_unit:?}: they do not compare",
-                    crate::plan::unit_of(figure)
-                ));
-            }
-            if per.as_deref().is_some_and(|p| p != "nic") {
-                return bad("gate per: only \"nic\" (a job across nodes, per RDMA port)".into());
-            }
-            if miss.as_deref().is_some_and(|m| m != "warn" && m != "fail") {
-                return bad("gate miss: \"fail\" (the default) or \"warn\"".into());
-            }
-        }
-        Gate::Together { worse_pct, .. }
-            if !(worse_pct.is_finite() && (0.0..=1000.0).contains(worse_pct)) =>
-        {
-            return bad(format!("gate worse_pct {worse_pct} must be 0 to 1000"));
-        }
-        // A misspelt rule would never fire: a gate that cannot fail.
-        Gate::NoFinding { rule } if !crate::model::finding::RULES.contains(&rule.as_str()) => {
-            return bad(format!(
-                "unknown triage rule {:?}; known: {}",
-                crate::model::excerpt(rule),
-                crate::model::finding::RULES.join(", ")
-            ));
-        }
-        _ => {}
-    }
-    match gate.get_ref().figure() {
-        Some(figure) if !known_figure(figure) => bad(format!(
-            "unknown figure {figure:?}; known: {}",
-            figure_names()
-        )),
-        _ => Ok(()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::figures::known_figure;
     use crate::plan::default_plan;
 
     #[test]

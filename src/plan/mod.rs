@@ -5,6 +5,7 @@
 //! that name file, line and column.
 
 pub mod drill;
+mod gate_checks;
 pub mod gates;
 mod load;
 pub mod template;
@@ -69,6 +70,12 @@ pub enum Gate {
         figure: String,
         /// Lower bound.
         value: f64,
+        /// `spec`: the plan's own floor for what the spec table cannot judge. A subject the
+        /// phase's `spec` gate on the same figure judges (its node's model known, with that
+        /// floor) is judged by that gate alone; this floor judges the rest (an unknown model,
+        /// a model without the figure, a reading no RDMA port can give).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        unless: Option<String>,
     },
     /// Every subject's figure is at most `value`.
     Max {
@@ -187,7 +194,14 @@ impl Gate {
         match self {
             Gate::Checks => "all checks ok".into(),
             Gate::ZeroWrong => "#wrong = 0".into(),
-            Gate::Min { figure, value } => format!("{figure} >= {value}"),
+            Gate::Min {
+                figure,
+                value,
+                unless: None,
+            } => format!("{figure} >= {value}"),
+            Gate::Min { figure, value, .. } => {
+                format!("{figure} >= {value} where the spec does not judge it")
+            }
             Gate::Max { figure, value } => format!("{figure} <= {value}"),
             Gate::Baseline { figure, pct } => format!("{figure} >= {pct} % of baseline"),
             Gate::Peers { figure, pct } => format!("{figure} >= {pct} % of peer median"),

@@ -3,7 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::load::{PhaseFile, check_gate_figure};
+use super::gate_checks::check_gate_figure;
+use super::load::PhaseFile;
 use super::{Gate, Launcher, PhaseSpec, Scope};
 use crate::config::ConfigError;
 use crate::model::figures::{figure_names, known_figure};

@@ -231,6 +231,11 @@ pub fn check_in(events: &str, node: &str, name: &str) -> Option<(String, String)
 /// InfiniBand ports of PCI ID `nic_id` at `rate` Gb/s, as the shipped T0's `gpus` and `nics`
 /// sections print them.
 pub fn stand_in_t0(gpus: u32, nic_id: &str, rate: u32) -> String {
+    stand_in_t0_ports(gpus, 8, nic_id, rate)
+}
+
+/// [`stand_in_t0`] with `ports` InfiniBand ports a node.
+pub fn stand_in_t0_ports(gpus: u32, ports: u32, nic_id: &str, rate: u32) -> String {
     format!(
         r#"
 [[phase]]
@@ -243,7 +248,7 @@ command = '''
 echo "== gpus"
 i=0; while [ $i -lt {gpus} ]; do echo "$i, NVIDIA B300 SXM6 AC, 00000000:1$i:00.0, Enabled, 0x318210DE"; i=$((i+1)); done
 echo "== nics"
-i=0; while [ $i -lt 8 ]; do echo "mlx5_$i 1 {nic_id} InfiniBand {rate} Gb/sec (4X)"; i=$((i+1)); done
+i=0; while [ $i -lt {ports} ]; do echo "mlx5_$i 1 {nic_id} InfiniBand {rate} Gb/sec (4X)"; i=$((i+1)); done
 '''
 "#
     )

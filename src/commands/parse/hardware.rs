@@ -51,6 +51,15 @@ pub(super) fn nodes_as(
             count: gpus,
         });
     }
+    if h.gpu_model.is_none() {
+        // A job judged per RDMA port needs each node's GPU count (the share of its ports the
+        // ranks used), not its model: `--gpus` says it, the model stays unknown.
+        parts.gpus.push(Part {
+            pci_id: None,
+            name: "model not given (--gpu-model)".into(),
+            count: gpus,
+        });
+    }
     if let Some(text) = &h.nics {
         let bad = || {
             format!(

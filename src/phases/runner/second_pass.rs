@@ -48,7 +48,7 @@ impl Bar {
         };
         for g in &spec.gates {
             match g {
-                Gate::Min { figure, value } if figure == FIGURE => bar.min = Some(*value),
+                Gate::Min { figure, value, .. } if figure == FIGURE => bar.min = Some(*value),
                 Gate::Peers { figure, pct } if figure == FIGURE => bar.share = Some(pct / 100.0),
                 _ => {}
             }

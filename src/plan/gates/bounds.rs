@@ -48,11 +48,13 @@ pub(super) fn judge_together(
     }
 }
 
-/// `min` and `max`: every subject's figure within `value`.
+/// `min` and `max`: every subject's figure within `value`, but for the subjects the phase's
+/// `spec` gate judges (`spec_judged`: a `min` with `unless = "spec"`), which are its alone.
 pub(super) fn judge_bound(
     is_min: bool,
     figure: &String,
     value: &f64,
+    spec_judged: &BTreeSet<String>,
     j: &Judging<'_>,
     said: &mut Said,
 ) {
@@ -60,7 +62,18 @@ pub(super) fn judge_bound(
         said.findings.push(j.missing(figure));
         return;
     };
-    let bad: Vec<&Sample> = samples
+    let left: Vec<&Sample> = samples
+        .iter()
+        .filter(|s| !spec_judged.contains(&s.subject))
+        .collect();
+    if left.is_empty() {
+        said.summary.push(format!(
+            "{figure} limit {} not judged: the spec's floor for the model judges every subject",
+            fmt_value(*value)
+        ));
+        return;
+    }
+    let bad: Vec<&&Sample> = left
         .iter()
         .filter(|s| {
             if is_min {
@@ -70,11 +83,19 @@ pub(super) fn judge_bound(
             }
         })
         .collect();
+    let others = if spec_judged.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; {} subject(s) judged by the spec's floor instead",
+            samples.len() - left.len()
+        )
+    };
     if let Some(first) = bad.first() {
         said.findings.push((
             Level::Fail,
             format!(
-                "{figure} {} {} on {} (limit {})",
+                "{figure} {} {} on {} (limit {}{others})",
                 first.subject,
                 fmt_value(first.value),
                 if bad.len() > 1 {

@@ -410,29 +410,26 @@ fn judge_each_gate(
             Gate::Together { figure, worse_pct } => {
                 judge_together(figure, worse_pct, observed, said)
             }
-            Gate::Min { figure, value } => judge_bound(true, figure, value, j, said),
-            Gate::Max { figure, value } => judge_bound(false, figure, value, j, said),
+            Gate::Min {
+                figure,
+                value,
+                unless,
+            } => {
+                let spec_judged = match unless {
+                    Some(_) => spec::judged_subjects(figure, metrics, j),
+                    None => BTreeSet::new(),
+                };
+                judge_bound(true, figure, value, &spec_judged, j, said)
+            }
+            Gate::Max { figure, value } => {
+                judge_bound(false, figure, value, &BTreeSet::new(), j, said)
+            }
             Gate::Peers { figure, pct } => judge_peers(figure, pct, j, said),
             Gate::Baseline { figure, pct } => judge_baseline(figure, pct, j, said),
-            Gate::Spec {
-                figure,
-                floor,
-                pct,
-                per,
-                miss,
-            } => {
-                let gate = spec::SpecGate {
-                    figure,
-                    floor,
-                    pct: *pct,
-                    per_nic: per.as_deref() == Some("nic"),
-                    miss: if miss.as_deref() == Some("warn") {
-                        Level::Warn
-                    } else {
-                        Level::Fail
-                    },
-                };
-                spec::judge_spec(&gate, metrics, j, said)
+            Gate::Spec { .. } => {
+                if let Some(gate) = spec::SpecGate::from_gate(gate) {
+                    spec::judge_spec(&gate, metrics, j, said)
+                }
             }
         }
         let (found, summed) = (&said.findings[f0..], &said.summary[s0..]);

@@ -267,10 +267,15 @@ fn ports_used(
             _ => None,
         })
         .max();
-    let whose = if listed.is_some() {
-        "NCCL's NET/IB list"
-    } else {
-        "T0's"
+    let read_by_t0 = nodes
+        .iter()
+        .filter_map(|n| observed.hardware.get(*n))
+        .all(|h| h.from == "T0");
+    let whose = match (listed, read_by_t0) {
+        (Some(_), _) => "NCCL's NET/IB list",
+        (None, true) => "T0's",
+        // `burnin parse --nics`: what the engineer said the nodes have.
+        (None, false) => "as given",
     };
     let ports = listed.unwrap_or_else(|| {
         nodes
@@ -369,6 +374,121 @@ fn reading(
     }
 }
 
+/// How one subject came out against its model's floor.
+enum Assessed {
+    /// Under the floor (`pct` of it), in words.
+    Below(String),
+    /// At or over it: its share of the floor, %, in words.
+    Met(f64, String),
+    /// A model the table does not know (warns).
+    Unknown(String),
+    /// Not judged by the spec, and why.
+    NotJudged(String),
+}
+
+impl<'a> SpecGate<'a> {
+    /// What the gate reads of a plan's `spec` gate; `None` for any other gate.
+    pub(super) fn from_gate(gate: &'a Gate) -> Option<SpecGate<'a>> {
+        match gate {
+            Gate::Spec {
+                figure,
+                floor,
+                pct,
+                per,
+                miss,
+            } => Some(SpecGate {
+                figure,
+                floor,
+                pct: *pct,
+                per_nic: per.as_deref() == Some("nic"),
+                miss: if miss.as_deref() == Some("warn") {
+                    Level::Warn
+                } else {
+                    Level::Fail
+                },
+            }),
+            _ => None,
+        }
+    }
+
+    /// One subject against its model's floor.
+    fn assess(&self, s: &Sample, observed: &Observed, metrics: &[PhaseMetric]) -> Assessed {
+        let floor_unit = figure_unit(self.floor).unwrap_or("");
+        let unit = crate::plan::unit_of(self.figure);
+        let factor = unit_factor(unit, floor_unit).unwrap_or(1.0);
+        let (model, value, source, ports, line_gbits) =
+            match floor_for(self, &s.subject, observed, metrics) {
+                Floor::Unknown(why) => return Assessed::Unknown(why),
+                Floor::NotJudged(why) => return Assessed::NotJudged(why),
+                Floor::Known {
+                    model,
+                    value,
+                    source,
+                    ports,
+                    line_gbits,
+                } => (model, value, source, ports, line_gbits),
+            };
+        let per = s.value / ports.map_or(1.0, |p| p.0);
+        let converted = per * factor;
+        // A ring carries at most line rate a port and NCCL's tree on 2 nodes under twice it:
+        // past twice the line rate, most of the job did not cross the RDMA ports (an NVLink
+        // domain across nodes, NVL72): no reading of them, never a pass.
+        let gbits = unit_factor(unit, "Gbit/s").map(|f| per * f);
+        if let (Some(line), Some(g)) = (line_gbits, gbits)
+            && g > 2.0 * line
+        {
+            return Assessed::NotJudged(format!(
+                "{} {} {unit} is {} Gbit/s a port, more than twice the {} Gbit/s line rate: not what RDMA ports carried (an NVLink domain across nodes?), not judged",
+                s.subject,
+                fmt_value(s.value),
+                fmt_value(g),
+                fmt_value(line)
+            ));
+        }
+        let share = converted / value * 100.0;
+        let how = reading(s.value, unit, ports, (factor, converted), floor_unit);
+        let words = format!(
+            "{} {how}, {share:.0} % of {model}'s {} {} {floor_unit} ({source})",
+            s.subject,
+            self.floor,
+            fmt_value(value)
+        );
+        if converted < value * self.pct / 100.0 {
+            Assessed::Below(words)
+        } else {
+            Assessed::Met(share, words)
+        }
+    }
+}
+
+/// The subjects of `figure` the phase's `spec` gate on it judges (met or missed): what a
+/// `min` gate with `unless = "spec"` leaves to it.
+pub(super) fn judged_subjects(
+    figure: &str,
+    metrics: &[PhaseMetric],
+    j: &Judging<'_>,
+) -> BTreeSet<String> {
+    let gate = j
+        .spec
+        .gates
+        .iter()
+        .filter_map(SpecGate::from_gate)
+        .find(|g| g.figure == figure);
+    let (Some(gate), Some(samples)) = (gate, j.figs.get(figure)) else {
+        return BTreeSet::new();
+    };
+    samples
+        .iter()
+        .filter(|s| {
+            matches!(
+                gate.assess(s, j.observed, metrics),
+                Assessed::Below(_) | Assessed::Met(..)
+            )
+        })
+        .map(|s| s.subject.clone())
+        .collect()
+}
+
 /// `spec`: every subject at least `pct` % of its model's floor.
 pub(super) fn judge_spec(
     gate: &SpecGate<'_>,
@@ -380,57 +500,18 @@ pub(super) fn judge_spec(
         said.findings.push(j.missing(gate.figure));
         return;
     };
-    let floor_unit = figure_unit(gate.floor).unwrap_or("");
-    let unit = crate::plan::unit_of(gate.figure);
-    let factor = unit_factor(unit, floor_unit).unwrap_or(1.0);
     let (mut below, mut met, mut unknown, mut unjudged) =
         (Vec::new(), 0usize, Vec::new(), Vec::new());
     let mut worst: Option<(f64, String)> = None;
     for s in samples {
-        match floor_for(gate, &s.subject, j.observed, metrics) {
-            Floor::Unknown(why) => unknown.push(why),
-            Floor::NotJudged(why) => unjudged.push(why),
-            Floor::Known {
-                model,
-                value,
-                source,
-                ports,
-                line_gbits,
-            } => {
-                let per = s.value / ports.map_or(1.0, |p| p.0);
-                let converted = per * factor;
-                // A ring carries at most line rate a port and NCCL's tree on 2 nodes under twice
-                // it: past twice the line rate, most of the job did not cross the RDMA ports (an
-                // NVLink domain across nodes, NVL72): no reading of them, never a pass.
-                let gbits = unit_factor(unit, "Gbit/s").map(|f| per * f);
-                if let (Some(line), Some(g)) = (line_gbits, gbits)
-                    && g > 2.0 * line
-                {
-                    unjudged.push(format!(
-                        "{} {} {unit} is {} Gbit/s a port, more than twice the {} Gbit/s line rate: not what RDMA ports carried (an NVLink domain across nodes?), not judged",
-                        s.subject,
-                        fmt_value(s.value),
-                        fmt_value(g),
-                        fmt_value(line)
-                    ));
-                    continue;
-                }
-                let limit = value * gate.pct / 100.0;
-                let share = converted / value * 100.0;
-                let how = reading(s.value, unit, ports, (factor, converted), floor_unit);
-                let words = format!(
-                    "{} {how}, {share:.0} % of {model}'s {} {} {floor_unit} ({source})",
-                    s.subject,
-                    gate.floor,
-                    fmt_value(value)
-                );
-                if converted < limit {
-                    below.push(words);
-                } else {
-                    met += 1;
-                    if worst.as_ref().is_none_or(|(w, _)| share < *w) {
-                        worst = Some((share, words));
-                    }
+        match gate.assess(s, j.observed, metrics) {
+            Assessed::Unknown(why) => unknown.push(why),
+            Assessed::NotJudged(why) => unjudged.push(why),
+            Assessed::Below(words) => below.push(words),
+            Assessed::Met(share, words) => {
+                met += 1;
+                if worst.as_ref().is_none_or(|(w, _)| share < *w) {
+                    worst = Some((share, words));
                 }
             }
         }

@@ -65,7 +65,7 @@ const PER_NIC: &str = r#"{ kind = "spec", figure = "busbw_all_reduce", per = "ni
 fn spec_gate(j: &Judgement) -> &GateOutcome {
     j.gates
         .iter()
-        .find(|g| g.gate.contains("spec"))
+        .find(|g| g.gate.contains("the spec's"))
         .expect("a spec gate")
 }
 
@@ -334,4 +334,145 @@ fn a_per_port_reading_no_port_can_give_is_not_judged() {
         None,
     );
     assert_eq!(spec_gate(&j).status, GateStatus::Met);
+}
+
+/// T7's flat floor yields to the per-port floor where the spec knows the NIC model: the
+/// issue's real 2-node H200 job over one 400G NIC a node (31.9 GB/s) is healthy, not under
+/// 100; a fabric at half speed over 8 × NDR400 (190 GB/s) is broken, not over it. Where the
+/// NIC model is unknown or its ports were never read, the flat floor judges alone.
+#[test]
+fn the_flat_floor_judges_only_what_the_spec_cannot() {
+    let plan = crate::plan::default_plan();
+    let t7 = plan
+        .phases
+        .iter()
+        .find(|p| p.id == "T7")
+        .expect("T7")
+        .clone();
+    let flat = |j: &Judgement| -> GateOutcome {
+        j.gates
+            .iter()
+            .find(|g| g.gate.starts_with("busbw_all_reduce >= 100"))
+            .expect("the flat floor")
+            .clone()
+    };
+    let known = parts(0x2335, 8, Some((0x1021, 8)));
+    let o = observed(&["a", "b"], 8, &known, &plan.hardware);
+    let mut one_nic = [busbw("a", 2, 31.9)];
+    let j = judge_gates(&t7, &one_nic, &o, None);
+    assert_ne!(j.verdict, Verdict::Fail, "{}", j.reason);
+    let g = flat(&j);
+    assert_eq!(g.status, GateStatus::NotJudged, "{g:?}");
+    assert!(
+        g.words
+            .contains("not judged: the spec's floor for the model judges every subject"),
+        "{}",
+        g.words
+    );
+    assert_eq!(spec_gate(&j).status, GateStatus::Met);
+
+    let half = [busbw("a", 16, 190.0)];
+    let j = judge_gates(&t7, &half, &o, None);
+    assert_eq!(j.verdict, Verdict::Fail, "{}", j.reason);
+    assert_eq!(spec_gate(&j).status, GateStatus::Missed);
+    assert_eq!(flat(&j).status, GateStatus::NotJudged);
+
+    // A NIC the table does not know: the spec warns with its ID, the flat floor judges.
+    let unknown_nic = parts(0x2335, 8, Some((0x7777, 8)));
+    let o = observed(&["a", "b"], 8, &unknown_nic, &plan.hardware);
+    let j = judge_gates(&t7, &one_nic, &o, None);
+    assert_eq!(j.verdict, Verdict::Fail, "{}", j.reason);
+    let g = flat(&j);
+    assert_eq!(g.status, GateStatus::Missed, "{g:?}");
+    assert!(g.words.contains("(limit 100)"), "{}", g.words);
+    assert!(
+        spec_gate(&j).words.contains("PCI 0x7777"),
+        "{}",
+        spec_gate(&j).words
+    );
+
+    // Ports never read (a node known only by its telemetry): the flat floor judges.
+    let mut unread = parts(0x2335, 8, None);
+    unread.from = "telemetry".into();
+    let o = observed(&["a", "b"], 8, &unread, &plan.hardware);
+    one_nic[0] = busbw("a", 16, 31.9);
+    let j = judge_gates(&t7, &one_nic, &o, None);
+    assert_eq!(flat(&j).status, GateStatus::Missed, "{}", j.reason);
+    assert_eq!(spec_gate(&j).status, GateStatus::NotJudged);
+
+    // More than twice the line rate a port is no reading of the ports: the flat floor judges
+    // (an NVLink domain across nodes passes it).
+    let o = observed(&["a", "b"], 8, &known, &plan.hardware);
+    let j = judge_gates(&t7, &[busbw("a", 2, 400.0)], &o, None);
+    assert_eq!(flat(&j).status, GateStatus::Met, "{}", j.reason);
+    assert_eq!(spec_gate(&j).status, GateStatus::NotJudged);
+}
+
+/// Per node, a subject the spec judges is its alone and the rest are the flat floor's: two
+/// nodes of a known model and one of a model the table lacks.
+#[test]
+fn the_flat_floor_judges_the_subjects_the_spec_left() {
+    let plan = phase(
+        r#"{ kind = "min", figure = "busbw_all_reduce", value = 100, unless = "spec" }, { kind = "spec", figure = "busbw_all_reduce", floor = "nccl_all_reduce_in_node_gbs" }"#,
+    );
+    let x = &plan.phases[0];
+    let h200 = parts(0x2335, 8, None);
+    let mut o = observed(&["a", "b", "c"], 8, &h200, &plan.hardware);
+    o.hardware
+        .insert("c".into(), plan.hardware.resolve(&parts(0x9999, 8, None)));
+    let m = [
+        busbw("a", 8, 90.0),
+        busbw("b", 8, 450.0),
+        busbw("c", 8, 95.0),
+    ];
+    let j = judge_gates(x, &m, &o, None);
+    assert_eq!(j.verdict, Verdict::Fail, "{}", j.reason);
+    let flat = &j.gates[0];
+    assert_eq!(flat.status, GateStatus::Missed, "{flat:?}");
+    assert!(
+        flat.words.contains(
+            "busbw_all_reduce c 95.0 on 1 subject (limit 100; 2 subject(s) judged by the spec's floor instead)"
+        ),
+        "{}",
+        flat.words
+    );
+    assert!(
+        j.gates[0].gate.contains("where the spec does not judge it"),
+        "{}",
+        j.gates[0].gate
+    );
+}
+
+/// `unless` takes only "spec", and only beside a spec gate on the same figure.
+#[test]
+fn a_floor_that_yields_needs_the_gate_it_yields_to() {
+    let parse = |gates: &str| {
+        Plan::parse(
+            "p.toml",
+            &format!(
+                "[[phase]]\nid = \"X\"\ntitle = \"x\"\nscope = \"mpirun\"\nparser = \"nccl-tests\"\ncommand = \"x\"\ngates = [{gates}]\n"
+            ),
+        )
+    };
+    let e = parse(r#"{ kind = "min", figure = "busbw_all_reduce", value = 100, unless = "spec" }"#)
+        .expect_err("no spec gate");
+    assert!(
+        e.message
+            .contains("on busbw_all_reduce: needs a `spec` gate on it in the same phase"),
+        "{e}"
+    );
+    let e = parse(&format!(
+        r#"{{ kind = "min", figure = "busbw_all_reduce", value = 100, unless = "baseline" }}, {PER_NIC}"#
+    ))
+    .expect_err("only spec");
+    assert!(e.message.contains("gate unless: only \"spec\""), "{e}");
+    let e = parse(
+        r#"{ kind = "min", figure = "busbw_all_reduce", value = 100, unless = "spec" }, { kind = "spec", figure = "busbw_all_reduce", floor = "nccl_all_reduce_in_node_gbs", miss = "warn" }"#,
+    )
+    .expect_err("a floor that fails yields only to one that fails");
+    assert!(e.message.contains("only warns on a miss"), "{e}");
+    parse(&format!(
+        r#"{{ kind = "min", figure = "busbw_all_reduce", value = 100, unless = "spec" }}, {PER_NIC}"#
+    ))
+    .expect("beside its spec gate");
 }

@@ -211,8 +211,17 @@ impl BusbwGates {
         };
         for gate in &phase.spec.gates {
             match gate {
-                Gate::Min { figure: f, value } if *f == figure => {
-                    out.lines.push((format!("floor {value:.0}"), *value));
+                Gate::Min {
+                    figure: f,
+                    value,
+                    unless,
+                } if *f == figure => {
+                    // A floor the spec replaces where it knows the model: said so on the line.
+                    let label = match unless {
+                        Some(_) => format!("floor {value:.0} unless spec"),
+                        None => format!("floor {value:.0}"),
+                    };
+                    out.lines.push((label, *value));
                 }
                 Gate::Baseline { figure: f, pct } if *f == figure => {
                     match ctx.store.baseline_line(&phase.spec.id, f, *pct) {
