@@ -44,8 +44,9 @@ pub enum PromError {
         /// The transport's reason.
         reason: String,
     },
-    /// The answer grew past [`MAX_ANSWER_BYTES`].
-    #[error("Prometheus {server}: an answer over {} MiB: narrow [prometheus] selector", MAX_ANSWER_BYTES >> 20)]
+    /// The answer grew past [`MAX_ANSWER_BYTES`], or the answers of one poll together past
+    /// their [`ReadBudget`].
+    #[error("Prometheus {server}: an answer (or one poll's answers together) over {} MiB: narrow [prometheus] selector", MAX_ANSWER_BYTES >> 20)]
     TooLarge {
         /// The server's base URL.
         server: String,
@@ -330,11 +331,38 @@ pub fn decode(server: &str, body: &[u8]) -> Result<Vec<Series>, PromError> {
     Ok(data.result)
 }
 
-/// Largest answer read. One poll of 1024 nodes × 8 GPUs is tens of MB (an estimate: about
+/// Largest answer read, and the most the answers of one poll may take together
+/// ([`ReadBudget`]). One poll of 1024 nodes × 8 GPUs is tens of MB (an estimate: about
 /// 270 000 series of about 150 bytes each; not measured); decoded, an answer costs about twice
 /// its size at worst (tiny labels), so this bounds a poll near half a gigabyte. At 512 MiB a
 /// hostile 400 MB answer cost 7 GB.
 pub const MAX_ANSWER_BYTES: usize = 128 << 20;
+
+/// The bytes the answers of queries asked together may take, all of them: a poll asks up to
+/// three at once, and three answers each under [`MAX_ANSWER_BYTES`] would hold three times it
+/// (a hostile server answering every query with 100 MB cost `status` 650 MB). Shared by the
+/// queries of one poll; each answer is counted as it arrives (its announced length first).
+#[derive(Debug)]
+pub struct ReadBudget {
+    used: std::sync::atomic::AtomicUsize,
+    limit: usize,
+}
+
+impl ReadBudget {
+    /// A budget of `limit` bytes.
+    pub fn new(limit: usize) -> Self {
+        Self {
+            used: std::sync::atomic::AtomicUsize::new(0),
+            limit,
+        }
+    }
+
+    /// Count `n` more bytes; false once the total is past the limit (and stays so).
+    fn take(&self, n: usize) -> bool {
+        let before = self.used.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+        before.saturating_add(n) <= self.limit
+    }
+}
 
 /// Quote a label value for PromQL (double quotes, backslash escapes).
 pub fn quote(value: &str) -> String {
@@ -414,7 +442,12 @@ impl PromClient {
         &self.base
     }
 
-    async fn get(&self, path: &str, params: &[(&str, String)]) -> Result<Vec<Series>, PromError> {
+    async fn get(
+        &self,
+        path: &str,
+        params: &[(&str, String)],
+        budget: &ReadBudget,
+    ) -> Result<Vec<Series>, PromError> {
         let mut url = reqwest::Url::parse(&format!("{}{path}", self.base)).map_err(|e| {
             PromError::Client {
                 server: self.base.clone(),
@@ -441,23 +474,33 @@ impl PromClient {
         // proxy's endless page) must not take the console's memory.
         // Sized once where the server says how long (within the limit): growing by doubling
         // would hold the old buffer beside the new one at the end.
-        let said = resp.content_length().unwrap_or(0);
-        if said > MAX_ANSWER_BYTES as u64 {
-            return Err(PromError::TooLarge {
-                server: self.base.clone(),
-            });
+        // The announced length is counted against the poll's budget before it is allocated,
+        // so answers asked together cannot each reserve the whole limit.
+        let too_large = || PromError::TooLarge {
+            server: self.base.clone(),
+        };
+        let said = usize::try_from(resp.content_length().unwrap_or(0)).unwrap_or(usize::MAX);
+        if said > MAX_ANSWER_BYTES || !budget.take(said) {
+            return Err(too_large());
         }
-        let mut body: Vec<u8> = Vec::with_capacity(usize::try_from(said).unwrap_or(0));
+        let mut counted = said;
+        let mut body: Vec<u8> = Vec::with_capacity(said);
         loop {
             let chunk = resp
                 .chunk()
                 .await
                 .map_err(|e| failed("reading the answer: ", e))?;
             let Some(chunk) = chunk else { break };
-            if body.len() + chunk.len() > MAX_ANSWER_BYTES {
-                return Err(PromError::TooLarge {
-                    server: self.base.clone(),
-                });
+            let len = body.len() + chunk.len();
+            if len > MAX_ANSWER_BYTES {
+                return Err(too_large());
+            }
+            // Past what was announced (or with no length said): counted as it comes.
+            if len > counted {
+                if !budget.take(len - counted) {
+                    return Err(too_large());
+                }
+                counted = len;
             }
             body.extend_from_slice(&chunk);
         }
@@ -491,7 +534,18 @@ impl PromClient {
 
     /// An instant query at the server's now.
     pub async fn instant(&self, query: &str) -> Result<Vec<Series>, PromError> {
-        self.get("/api/v1/query", &[("query", query.to_string())])
+        self.instant_within(query, &ReadBudget::new(MAX_ANSWER_BYTES))
+            .await
+    }
+
+    /// An instant query whose answer counts against `budget`, shared with the queries asked
+    /// beside it.
+    pub async fn instant_within(
+        &self,
+        query: &str,
+        budget: &ReadBudget,
+    ) -> Result<Vec<Series>, PromError> {
+        self.get("/api/v1/query", &[("query", query.to_string())], budget)
             .await
     }
 
@@ -512,6 +566,7 @@ impl PromClient {
                 ("end", secs(end)),
                 ("step", format!("{:.3}", step.as_secs_f64().max(0.001))),
             ],
+            &ReadBudget::new(MAX_ANSWER_BYTES),
         )
         .await
     }

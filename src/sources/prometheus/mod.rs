@@ -203,12 +203,15 @@ async fn poll(
     watched: &mut PromNodes,
 ) -> Result<Vec<SourceEvent>, PromError> {
     let want_identity = watched.wants_identity();
+    // Asked together, the three answers share one bound (each under it alone could hold
+    // three times it).
+    let budget = crate::sources::promql::ReadBudget::new(crate::sources::promql::MAX_ANSWER_BYTES);
     let (values, times, identity) = tokio::join!(
-        client.instant(&queries.values),
-        client.instant(&queries.times),
+        client.instant_within(&queries.values, &budget),
+        client.instant_within(&queries.times, &budget),
         async {
             if want_identity {
-                Some(client.instant(&queries.identity).await)
+                Some(client.instant_within(&queries.identity, &budget).await)
             } else {
                 None
             }
