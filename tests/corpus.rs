@@ -528,6 +528,14 @@ fn multi_node_runs_read_alike_per_rdma_port_at_every_size() {
                 want,
                 "{file} halved {halve}: {gate:?}"
             );
+            if want == "missed" {
+                assert_eq!(
+                    t7.verdict,
+                    burnin::model::phase::Verdict::Fail,
+                    "{file} halved: {}",
+                    t7.reason
+                );
+            }
             // Where the per-port floor judges, the flat 100 GB/s one does not.
             let flat = gate_of(&t7, "busbw_all_reduce >= 100");
             assert_eq!(

@@ -156,3 +156,42 @@ fn a_baseline_is_never_written_through_a_link() {
     burnin::record::session::read_baseline(&plain).expect("a baseline");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--nics` says the nodes' ports, not their GPUs: without `--gpus` the share of a node's
+/// ports the ranks used is not known, and a job across nodes is not judged per RDMA port (a
+/// default of 8 GPUs would have read the 64 × 4 GH200 run over 2 ports, and a fabric at half
+/// speed as healthy).
+#[test]
+fn nics_without_gpus_is_not_judged_per_port() {
+    let file = corpus(
+        "nccl-tests/allreduce-64x4gh200-alps-slingshot11-4nics-srun-l-xtrace-whole-job-log.txt",
+    );
+    let (_, out, err) = parse(&[
+        "nccl-tests",
+        &file,
+        "--nodes",
+        "64",
+        "--nics",
+        "4xConnectX-7",
+    ]);
+    assert!(
+        out.contains(
+            "the nodes' GPU count is not known (burnin parse: --nics, --gpus): not judged"
+        ),
+        "{out}\n{err}"
+    );
+    let (_, out, err) = parse(&[
+        "nccl-tests",
+        &file,
+        "--nodes",
+        "64",
+        "--gpus",
+        "4",
+        "--nics",
+        "4xConnectX-7",
+    ]);
+    assert!(
+        out.contains("92.2 GB/s over 4 RDMA ports a node (as given) = 184 Gbit/s a port, 46 % of ConnectX-7's"),
+        "{out}\n{err}"
+    );
+}

@@ -533,9 +533,10 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         baseline: Option<PathBuf>,
         /// GPUs the node should have (GPU-count checks; a 1-rank nccl-tests job on a node of
-        /// more GPUs is no measurement; 1 to 64).
-        #[arg(long, default_value_t = 8, value_parser = crate::config::inventory::gpu_count)]
-        gpus: u32,
+        /// more GPUs is no measurement; 1 to 64; default 8). With `--nics`, the GPUs each
+        /// node has, which a job across nodes is judged per RDMA port by (not assumed).
+        #[arg(long, value_parser = crate::config::inventory::gpu_count)]
+        gpus: Option<u32>,
         /// For nvidia-smi CSV without a header: the --query-gpu fields, comma-separated.
         #[arg(long, value_delimiter = ',', value_name = "FIELD,…")]
         fields: Vec<String>,

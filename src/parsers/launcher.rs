@@ -213,6 +213,27 @@ fn strip_glued_hydra(line: &str, rank: u32) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// Programs a launcher starts that start the test in turn: where one begins, the launcher's
+/// flags have ended.
+const WRAPPERS: &[&str] = &[
+    "bash",
+    "sh",
+    "env",
+    "taskset",
+    "numactl",
+    "python",
+    "python3",
+    "nsys",
+    "ncu",
+    "singularity",
+    "apptainer",
+    "docker",
+    "podman",
+    "enroot",
+    "timeout",
+    "stdbuf",
+];
+
 /// The ranks a launcher's own command line asks for, where the output shows it (a paste often
 /// starts with it): `mpirun … -np 16` (or Open MPI's synonym `-c 16`), `mpiexec -n 16`,
 /// `srun --ntasks=16` / `-n 16`. Given twice, the last one counts, as the launchers' option
@@ -222,7 +243,7 @@ pub fn ranks_from_command(line: &str) -> Option<u32> {
     // A prompt (`$`, `#`) or bash's xtrace (`+ `, `++ ` nested) before the command.
     let mut words = line
         .split_whitespace()
-        .skip_while(|w| *w == "$" || *w == "#" || (!w.is_empty() && w.chars().all(|c| c == '+')));
+        .skip_while(|w| *w == "$" || *w == "#" || w.chars().all(|c| c == '+'));
     let program = words.next()?;
     let program = program.rsplit('/').next().unwrap_or(program);
     if !matches!(program, "mpirun" | "mpiexec" | "orterun" | "srun") {
@@ -240,11 +261,11 @@ pub fn ranks_from_command(line: &str) -> Option<u32> {
             .filter(|n| (1..=1_000_000).contains(n))
     };
     // The launcher's own flags end where the program starts: after it, `-n` is nccl-tests'
-    // iteration count.
+    // iteration count, and a wrapper's flags are its own (`taskset -c 0-63`, `bash -c '…'`).
     let mut words = words
         .take_while(|w| {
             let base = w.rsplit('/').next().unwrap_or(w);
-            !(base.ends_with("_perf") || base.ends_with("_perf_mpi"))
+            !(base.ends_with("_perf") || base.ends_with("_perf_mpi") || WRAPPERS.contains(&base))
         })
         .peekable();
     let mut last: Option<&str> = None;
@@ -413,6 +434,23 @@ mod tests {
             "set -x"
         );
         assert_eq!(ranks_from_command("++ srun -n 8 ./x"), Some(8));
+        // A wrapper's own -c is not the launcher's.
+        assert_eq!(
+            ranks_from_command("mpirun -np 16 taskset -c 0-63 ./all_reduce_perf -b 8"),
+            Some(16)
+        );
+        assert_eq!(
+            ranks_from_command("mpirun -np 16 taskset -c 8 ./all_reduce_perf"),
+            Some(16)
+        );
+        assert_eq!(
+            ranks_from_command("mpirun -np 16 bash -c './all_reduce_perf -b 8'"),
+            Some(16)
+        );
+        assert_eq!(
+            ranks_from_command("mpirun -np 4 /usr/bin/numactl -C 0-7 all_reduce_perf"),
+            Some(4)
+        );
         assert_eq!(
             ranks_from_command("mpirun --hostfile h ./all_reduce_perf -n 50"),
             None,

@@ -59,14 +59,6 @@ pub(super) fn check_gate_figure(
                 return bad("gate miss: \"fail\" (the default) or \"warn\"".into());
             }
         }
-        Gate::Min {
-            unless: Some(u), ..
-        } if u != "spec" => {
-            return bad(format!(
-                "gate unless: only \"spec\" (the plan's floor where the spec table cannot judge), not {:?}",
-                crate::model::excerpt(u)
-            ));
-        }
         Gate::Together { worse_pct, .. }
             if !(worse_pct.is_finite() && (0.0..=1000.0).contains(worse_pct)) =>
         {
@@ -107,15 +99,10 @@ pub(super) fn check_yields(
     else {
         return Ok(());
     };
-    let yields_to = gates.iter().find_map(|g| match g.get_ref() {
-        Gate::Spec {
-            figure: f, miss, ..
-        } if f == figure => Some(miss),
-        _ => None,
-    });
+    let yields_to = super::gates::SpecGate::on_figure(gates.iter().map(|g| g.get_ref()), figure);
     let why = match yields_to {
         None => "needs a `spec` gate on it in the same phase",
-        Some(Some(m)) if m == "warn" => {
+        Some(s) if !s.fails() => {
             "its `spec` gate only warns on a miss, so a floor that fails would yield to one that does not"
         }
         Some(_) => return Ok(()),

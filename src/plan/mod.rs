@@ -75,7 +75,7 @@ pub enum Gate {
         /// floor) is judged by that gate alone; this floor judges the rest (an unknown model,
         /// a model without the figure, a reading no RDMA port can give).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        unless: Option<String>,
+        unless: Option<Unless>,
     },
     /// Every subject's figure is at most `value`.
     Max {
@@ -155,6 +155,14 @@ pub enum Gate {
         /// Percent it may worsen.
         worse_pct: f64,
     },
+}
+
+/// What a `min` gate yields to (`unless = "spec"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Unless {
+    /// The phase's `spec` gate on the same figure, where it judges.
+    Spec,
 }
 
 fn hundred() -> f64 {

@@ -15,12 +15,15 @@ pub struct NodesAs {
 }
 
 /// Read the flags against the plan's spec table: a model it does not have is refused with
-/// the models it has (a typo would judge nothing).
+/// the models it has (a typo would judge nothing). `gpus`: `--gpus` where given; not given,
+/// the nodes' GPU count is not known (0), never assumed: a job across nodes is then not
+/// judged per RDMA port (the share of a node's ports its ranks used needs it).
 pub(super) fn nodes_as(
     h: &ParseHardware,
     plan: &Plan,
-    gpus: u32,
+    gpus: Option<u32>,
 ) -> Result<Option<NodesAs>, String> {
+    let gpus = gpus.unwrap_or(0);
     if h.nodes.is_none() && h.gpu_model.is_none() && h.nics.is_none() {
         return Ok(None);
     }
@@ -50,8 +53,7 @@ pub(super) fn nodes_as(
             name: g.names.first().cloned().unwrap_or_else(|| g.model.clone()),
             count: gpus,
         });
-    }
-    if h.gpu_model.is_none() {
+    } else {
         // A job judged per RDMA port needs each node's GPU count (the share of its ports the
         // ranks used), not its model: `--gpus` says it, the model stays unknown.
         parts.gpus.push(Part {

@@ -54,7 +54,7 @@ pub struct Options {
 pub(super) struct Given {
     pub plan: Option<PathBuf>,
     pub baseline: Option<PathBuf>,
-    pub gpus: u32,
+    pub gpus: Option<u32>,
     pub fields: Vec<String>,
     pub save_baseline: Option<PathBuf>,
     pub hardware: crate::commands::cli::ParseHardware,
@@ -269,7 +269,7 @@ pub(super) fn parse_files(
     let opts = Options {
         plan,
         baseline,
-        gpus,
+        gpus: gpus.unwrap_or(8),
         smi_fields: (!fields.is_empty()).then_some(fields),
         hardware,
     };

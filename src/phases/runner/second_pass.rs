@@ -48,7 +48,12 @@ impl Bar {
         };
         for g in &spec.gates {
             match g {
-                Gate::Min { figure, value, .. } if figure == FIGURE => bar.min = Some(*value),
+                // A floor that yields to the spec table is not the bar where the spec judges.
+                Gate::Min {
+                    figure,
+                    value,
+                    unless: None,
+                } if figure == FIGURE => bar.min = Some(*value),
                 Gate::Peers { figure, pct } if figure == FIGURE => bar.share = Some(pct / 100.0),
                 _ => {}
             }

@@ -33,6 +33,7 @@ mod figures;
 mod fleet;
 mod output;
 mod spec;
+pub(crate) use spec::SpecGate;
 mod telemetry;
 mod training;
 
@@ -427,7 +428,7 @@ fn judge_each_gate(
             Gate::Peers { figure, pct } => judge_peers(figure, pct, j, said),
             Gate::Baseline { figure, pct } => judge_baseline(figure, pct, j, said),
             Gate::Spec { .. } => {
-                if let Some(gate) = spec::SpecGate::from_gate(gate) {
+                if let Some(gate) = SpecGate::from_gate(gate) {
                     spec::judge_spec(&gate, metrics, j, said)
                 }
             }

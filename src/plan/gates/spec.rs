@@ -6,12 +6,12 @@ use super::*;
 use crate::model::spec::{NodeHardware, figure_unit, unit_factor};
 
 /// What the gate reads of one `spec` entry of the plan.
-pub(super) struct SpecGate<'a> {
+pub(crate) struct SpecGate<'a> {
     pub figure: &'a str,
     pub floor: &'a str,
     pub pct: f64,
     pub per_nic: bool,
-    pub miss: Level,
+    pub(super) miss: Level,
 }
 
 /// The floor one subject is judged against, or why it is not.
@@ -25,7 +25,8 @@ enum Floor {
         /// Per RDMA port: the NIC model's line rate, Gbit/s (what no port can carry twice of).
         line_gbits: Option<f64>,
     },
-    /// A model the table does not know, or nodes of different models: warns, names the ID.
+    /// A model the table does not know, nodes of different models, or a job that used fewer
+    /// RDMA ports than its nodes have: warns, says which.
     Unknown(String),
     /// Not judged, and why (no T0 result, no such figure for the model).
     NotJudged(String),
@@ -208,7 +209,8 @@ fn floor_for(
     let ports = if gate.per_nic {
         match ports_used(subject, &nodes, observed, metrics, gate.figure) {
             Ok(p) => Some(p),
-            Err(why) => return Floor::NotJudged(why),
+            Err(Unjudged::Quietly(why)) => return Floor::NotJudged(why),
+            Err(Unjudged::Warn(why)) => return Floor::Unknown(why),
         }
     } else {
         None
@@ -245,11 +247,11 @@ fn ports_used(
     observed: &Observed,
     metrics: &[PhaseMetric],
     figure: &str,
-) -> Result<(f64, &'static str), String> {
+) -> Result<(f64, &'static str), Unjudged> {
     if nodes.len() < 2 {
-        return Err(format!(
+        return Err(Unjudged::Quietly(format!(
             "{subject}: per RDMA port judges a job across nodes, and this one ran on one: not judged"
-        ));
+        )));
     }
     // The devices NCCL itself said it uses (its `NET/IB : Using` list, at INFO) where the
     // output has them: a node's storage or front-end ports of the same model are not its
@@ -277,14 +279,29 @@ fn ports_used(
         // `burnin parse --nics`: what the engineer said the nodes have.
         (None, false) => "as given",
     };
-    let ports = listed.unwrap_or_else(|| {
-        nodes
-            .iter()
-            .filter_map(|n| observed.hardware.get(*n))
-            .map(|h| h.nic_ports)
-            .max()
-            .unwrap_or(0)
-    });
+    let read = nodes
+        .iter()
+        .filter_map(|n| observed.hardware.get(*n))
+        .map(|h| h.nic_ports)
+        .max()
+        .unwrap_or(0);
+    // NCCL leaves out a port that is down, and any NCCL_IB_HCA excludes: a job on one rail of
+    // eight at 45 GB/s reads 90 % of line over the one it used. Fewer ports than the nodes'
+    // compute ports is no per-port reading of the fabric (a storage port of the same model
+    // left out on purpose reads so too): said, and left to the plan's own floors.
+    if let Some(used) = listed
+        && used < read
+    {
+        return Err(Unjudged::Warn(format!(
+            "{subject}: NCCL used {used} of the {read} RDMA ports {} a node (a port down, or left out by NCCL_IB_HCA?), so no reading per port",
+            if read_by_t0 {
+                "T0 found on"
+            } else {
+                "given for"
+            }
+        )));
+    }
+    let ports = listed.unwrap_or(read);
     let node_gpus = nodes
         .iter()
         .filter_map(|n| observed.hardware.get(*n))
@@ -292,16 +309,35 @@ fn ports_used(
         .max()
         .unwrap_or(0);
     let Some((ranks, _)) = ranks_of(figure, metrics).filter(|r| r.0 > 0) else {
-        return Err(format!(
+        return Err(Unjudged::Quietly(format!(
             "{figure}: the output names no rank count: the ports it crossed are not known, not judged"
-        ));
+        )));
     };
     if ports == 0 || node_gpus == 0 {
-        return Err("the nodes' RDMA ports or GPUs are not known: not judged".into());
+        return Err(Unjudged::Quietly(format!(
+            "the nodes' {} not known{}: not judged",
+            if ports == 0 {
+                "RDMA ports are"
+            } else {
+                "GPU count is"
+            },
+            if read_by_t0 {
+                ""
+            } else {
+                " (burnin parse: --nics, --gpus)"
+            }
+        )));
     }
     let per_node = f64::from(ranks) / nodes.len() as f64;
     let share = (per_node / f64::from(node_gpus)).min(1.0);
     Ok(((f64::from(ports) * share).max(1.0), whose))
+}
+
+/// Why the ports a job crossed are not known: quietly (nothing to read them by), or with a
+/// warning (what was read says the job did not use the nodes' rails).
+enum Unjudged {
+    Quietly(String),
+    Warn(String),
 }
 
 /// The reasons subjects were not judged, each once with how many it was (many subjects of
@@ -387,6 +423,23 @@ enum Assessed {
 }
 
 impl<'a> SpecGate<'a> {
+    /// The first `spec` gate on `figure` among `gates`: the one a `min` gate with
+    /// `unless = "spec"` yields to.
+    pub(crate) fn on_figure(
+        gates: impl IntoIterator<Item = &'a Gate>,
+        figure: &str,
+    ) -> Option<SpecGate<'a>> {
+        gates
+            .into_iter()
+            .filter_map(SpecGate::from_gate)
+            .find(|g| g.figure == figure)
+    }
+
+    /// Whether a miss fails (not only warns).
+    pub(crate) fn fails(&self) -> bool {
+        self.miss == Level::Fail
+    }
+
     /// What the gate reads of a plan's `spec` gate; `None` for any other gate.
     pub(super) fn from_gate(gate: &'a Gate) -> Option<SpecGate<'a>> {
         match gate {
@@ -468,12 +521,7 @@ pub(super) fn judged_subjects(
     metrics: &[PhaseMetric],
     j: &Judging<'_>,
 ) -> BTreeSet<String> {
-    let gate = j
-        .spec
-        .gates
-        .iter()
-        .filter_map(SpecGate::from_gate)
-        .find(|g| g.figure == figure);
+    let gate = SpecGate::on_figure(&j.spec.gates, figure);
     let (Some(gate), Some(samples)) = (gate, j.figs.get(figure)) else {
         return BTreeSet::new();
     };
