@@ -279,12 +279,16 @@ fn ports_used(
         // `burnin parse --nics`: what the engineer said the nodes have.
         (None, false) => "as given",
     };
-    let read = nodes
-        .iter()
-        .filter_map(|n| observed.hardware.get(*n))
-        .map(|h| h.nic_ports)
-        .max()
-        .unwrap_or(0);
+    // The most any node of the job has: a node missing a rail is then the one that reads slow.
+    let most = |of: fn(&NodeHardware) -> u32| {
+        nodes
+            .iter()
+            .filter_map(|n| observed.hardware.get(*n))
+            .map(of)
+            .max()
+            .unwrap_or(0)
+    };
+    let read = most(|h| h.nic_ports);
     // NCCL leaves out a port that is down, and any NCCL_IB_HCA excludes: a job on one rail of
     // eight at 45 GB/s reads 90 % of line over the one it used. Fewer ports than the nodes'
     // compute ports is no per-port reading of the fabric (a storage port of the same model
@@ -302,12 +306,7 @@ fn ports_used(
         )));
     }
     let ports = listed.unwrap_or(read);
-    let node_gpus = nodes
-        .iter()
-        .filter_map(|n| observed.hardware.get(*n))
-        .map(|h| h.gpus)
-        .max()
-        .unwrap_or(0);
+    let node_gpus = most(|h| h.gpus);
     let Some((ranks, _)) = ranks_of(figure, metrics).filter(|r| r.0 > 0) else {
         return Err(Unjudged::Quietly(format!(
             "{figure}: the output names no rank count: the ports it crossed are not known, not judged"

@@ -342,13 +342,7 @@ fn a_per_port_reading_no_port_can_give_is_not_judged() {
 /// NIC model is unknown or its ports were never read, the flat floor judges alone.
 #[test]
 fn the_flat_floor_judges_only_what_the_spec_cannot() {
-    let plan = crate::plan::default_plan();
-    let t7 = plan
-        .phases
-        .iter()
-        .find(|p| p.id == "T7")
-        .expect("T7")
-        .clone();
+    let (plan, t7) = shipped_t7();
     let flat = |j: &Judgement| -> GateOutcome {
         j.gates
             .iter()
@@ -483,13 +477,7 @@ fn a_floor_that_yields_needs_the_gate_it_yields_to() {
 /// of the fabric: the spec warns with both counts and the flat floor judges (and fails it).
 #[test]
 fn fewer_ports_in_use_than_t0_found_are_not_read_per_port() {
-    let plan = crate::plan::default_plan();
-    let t7 = plan
-        .phases
-        .iter()
-        .find(|p| p.id == "T7")
-        .expect("T7")
-        .clone();
+    let (plan, t7) = shipped_t7();
     let known = parts(0x2335, 8, Some((0x1021, 8)));
     let o = observed(&["a", "b"], 8, &known, &plan.hardware);
     let listed = |n: f64| PhaseMetric::Figure {
@@ -516,4 +504,11 @@ fn fewer_ports_in_use_than_t0_found_are_not_read_per_port() {
     // All eight listed: read per port as before.
     let j = judge_gates(&t7, &[busbw("a", 16, 370.0), listed(8.0)], &o, None);
     assert_eq!(spec_gate(&j).status, GateStatus::Met, "{}", j.reason);
+}
+
+/// The shipped plan and its T7.
+fn shipped_t7() -> (&'static Plan, PhaseSpec) {
+    let plan = crate::plan::default_plan();
+    let t7 = plan.phases.iter().find(|p| p.id == "T7").expect("T7");
+    (plan, PhaseSpec::clone(t7))
 }

@@ -206,24 +206,23 @@ async fn poll(
     // Asked together, the three answers share one bound (each under it alone could hold
     // three times it).
     let budget = crate::sources::promql::ReadBudget::new(crate::sources::promql::MAX_ANSWER_BYTES);
-    let (values, times, identity) = tokio::join!(
+    // The first failure ends the poll and drops the other reads (a refused answer frees the
+    // budget's memory at once, and is said at once).
+    let (values, times, identity) = tokio::try_join!(
         client.instant_within(&queries.values, &budget),
         client.instant_within(&queries.times, &budget),
         async {
             if want_identity {
-                Some(client.instant_within(&queries.identity, &budget).await)
+                client
+                    .instant_within(&queries.identity, &budget)
+                    .await
+                    .map(Some)
             } else {
-                None
+                Ok(None)
             }
         }
-    );
-    let identity = identity.transpose()?;
-    Ok(watched.step(
-        &values?,
-        &times?,
-        identity.as_deref(),
-        crate::model::now_ms(),
-    ))
+    )?;
+    Ok(watched.step(&values, &times, identity.as_deref(), crate::model::now_ms()))
 }
 
 #[cfg(test)]
