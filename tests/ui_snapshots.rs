@@ -860,6 +860,26 @@ fn the_nccl_pane_names_the_node_that_stopped_and_the_gate_that_failed() {
     assert!(gates.contains("✗ FAIL: node07 exited 1"), "{text}");
 }
 
+/// While T7 runs, its flat floor is drawn with what it yields to: the line at 100 GB/s is the
+/// plan's floor only where the spec table cannot judge the NIC model per RDMA port.
+#[test]
+fn t7s_flat_floor_is_drawn_as_yielding_to_the_spec() {
+    let text = (240..315)
+        .step_by(5)
+        .map(|t| {
+            pane_alone(&demo_state(t, (120, 24)), PaneKind::Nccl, (120, 24))
+                .backend()
+                .to_string()
+        })
+        .find(|text| text.contains("judged when T7 ends"))
+        .expect("a moment while T7 runs");
+    let gates = text
+        .lines()
+        .find(|l| l.contains("judged when T7 ends"))
+        .unwrap_or_default();
+    assert!(gates.contains("┊ floor 100 unless spec"), "{text}");
+}
+
 #[test]
 fn at_120x36_panes_shrink_before_they_drop() {
     // The size of a laptop's terminal: the NCCL row shrinks in below the plan and findings,
